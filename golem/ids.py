@@ -1,0 +1,17 @@
+"""Run and conversation identifiers: time-ordered UUIDv7 strings.
+
+Identifiers are opaque: match and store them, parse nothing from them beyond the
+UUID's timestamp. Inside a Temporal workflow ids are minted by the executor
+(``workflow.uuid7()``), never here, because this module reads the wall clock.
+"""
+
+from __future__ import annotations
+
+import uuid6
+
+__all__ = ["new_id"]
+
+
+def new_id() -> str:
+    """Return a fresh canonical lowercase UUIDv7 (time-ordered) string."""
+    return str(uuid6.uuid7())

@@ -1,0 +1,252 @@
+"""The durable message contract.
+
+A conversation is a plain ``list[Message]``. Its JSON form is additive-only:
+field names and shapes only ever gain fields. Unknown fields are kept and
+written back unchanged, so an older worker in a mixed-version fleet never erases
+what a newer one added. Empty fields are omitted from JSON.
+
+    data = dump_messages(result.messages)      # bytes, store anywhere
+    history = load_messages(data)              # the same list again
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+)
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "PART_KINDS",
+    "HistoryError",
+    "Message",
+    "Part",
+    "Role",
+    "ThinkingBlock",
+    "ToolCall",
+    "Usage",
+    "dump_messages",
+    "load_messages",
+    "validate_history",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+PART_KINDS = frozenset({"image", "document", "audio", "video"})
+
+
+class _Wire(BaseModel):
+    """Shared JSON shape: camelCase names, unknown fields kept, immutable values."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        frozen=True,
+        ser_json_bytes="base64",
+        val_json_bytes="base64",
+    )
+
+
+class HistoryError(ValueError):
+    """A history that is not a valid conversation.
+
+    ``index`` is the position of the offending message (``None`` when the
+    document as a whole is unreadable) and ``problem`` says what is wrong.
+    """
+
+    def __init__(self, problem: str, index: int | None = None) -> None:
+        self.index = index
+        self.problem = problem
+        where = "history" if index is None else f"message {index}"
+        super().__init__(f"{where}: {problem}")
+
+
+class Part(_Wire):
+    """A media attachment on a user or tool message: exactly one of ``url`` or ``data``."""
+
+    kind: str
+    """One of image, document, audio, video."""
+    url: str = ""
+    """Where the media lives (http or https for anything untrusted)."""
+    data: bytes = b""
+    """Inline bytes; base64 in JSON."""
+    media_type: str = ""
+    """MIME type; required with ``data``."""
+
+
+class ToolCall(_Wire):
+    """A tool call requested by the model."""
+
+    id: str = ""
+    """Provider call id; results pair with their call by it. Empty when the provider gave none."""
+    name: str
+    """The tool's name."""
+    args: str = ""
+    """The arguments exactly as the model produced them, kept byte for byte even when not JSON."""
+    signature: str = ""
+    """Opaque provider signature to replay unchanged (Gemini thought signatures)."""
+
+
+class ThinkingBlock(_Wire):
+    """Model reasoning on an assistant message: exactly one of ``text`` or ``redacted``."""
+
+    text: str = ""
+    """Readable reasoning (or its summary)."""
+    signature: str = ""
+    """Opaque provider signature proving ``text``; only beside text."""
+    redacted: str = ""
+    """Opaque encrypted reasoning the provider wants replayed as-is."""
+    provider: str = ""
+    """Which provider produced the block, so another provider is never sent its signature."""
+
+
+class Usage(_Wire):
+    """Token counts reported by the provider (zero where not reported)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    """Input tokens served from the provider's prompt cache (part of ``input_tokens``)."""
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    """Output tokens spent on reasoning (part of ``output_tokens``)."""
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+
+class Message(_Wire):
+    """One turn of a conversation."""
+
+    role: Role
+    """system, user, assistant or tool."""
+    content: str = ""
+    """The text of the turn (a tool message's result text)."""
+    parts: list[Part] = Field(default_factory=list)
+    """Media on user and tool messages."""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """Calls an assistant message requests."""
+    tool_call_id: str = ""
+    """On a tool message: the id of the call it answers."""
+    tool_name: str = ""
+    """On a tool message: the tool that produced it."""
+    failed: bool = False
+    """On a tool message: the call definitively failed."""
+    thinking: list[ThinkingBlock] = Field(default_factory=list)
+    """Reasoning blocks on an assistant message, replayed unchanged."""
+    run_id: str = ""
+    """The run that added this message (empty for history it did not author)."""
+    conversation_id: str = ""
+    """The conversation the adding run belonged to."""
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        return cls(role="system", content=text)
+
+    @classmethod
+    def user(cls, text: str, parts: Sequence[Part] = ()) -> Message:
+        return cls(role="user", content=text, parts=list(parts))
+
+    @classmethod
+    def assistant(
+        cls,
+        text: str = "",
+        tool_calls: Sequence[ToolCall] = (),
+        thinking: Sequence[ThinkingBlock] = (),
+    ) -> Message:
+        return cls(
+            role="assistant", content=text, tool_calls=list(tool_calls), thinking=list(thinking)
+        )
+
+    @classmethod
+    def tool(
+        cls, call_id: str, name: str, content: str, failed: bool = False, parts: Sequence[Part] = ()
+    ) -> Message:
+        return cls(
+            role="tool",
+            tool_call_id=call_id,
+            tool_name=name,
+            content=content,
+            failed=failed,
+            parts=list(parts),
+        )
+
+    def stamped(self, run_id: str, conversation_id: str) -> Message:
+        """A copy carrying the identity of the run that adds it."""
+        return self.model_copy(update={"run_id": run_id, "conversation_id": conversation_id})
+
+
+_HISTORY = TypeAdapter(list[Message])
+
+
+def dump_messages(messages: Iterable[Message]) -> bytes:
+    """Serialize a history to JSON bytes (camelCase, empty fields omitted, unknown fields kept)."""
+    return _HISTORY.dump_json(list(messages), by_alias=True, exclude_defaults=True)
+
+
+def load_messages(data: bytes | str) -> list[Message]:
+    """Parse and validate a history; raise :class:`HistoryError` rather than return part of one."""
+    try:
+        messages = _HISTORY.validate_json(data)
+    except ValidationError as exc:
+        raise _history_error(exc) from None
+    validate_history(messages)
+    return messages
+
+
+def _history_error(exc: ValidationError) -> HistoryError:
+    err = exc.errors(include_url=False)[0]
+    loc = list(err["loc"])
+    if not loc or not isinstance(loc[0], int):
+        return HistoryError(f"not a JSON list of messages ({err['msg']})")
+    field = ".".join(str(p) for p in loc[1:]) or "message"
+    got = f" (got {err['input']!r:.60})" if len(loc) > 1 else ""
+    return HistoryError(f"{field}: {err['msg']}{got}", index=loc[0])
+
+
+def validate_history(history: Sequence[Message]) -> None:
+    """Check the structural rules of the contract; raise :class:`HistoryError` naming the message."""
+    for index, message in enumerate(history):
+        problem = _message_problem(message)
+        if problem:
+            raise HistoryError(problem, index=index)
+
+
+def _message_problem(message: Message) -> str:
+    if message.parts and message.role not in ("user", "tool"):
+        return f"parts are only allowed on user and tool messages, not on {message.role}"
+    if message.thinking and message.role != "assistant":
+        return f"thinking is only allowed on assistant messages, not on {message.role}"
+    if message.tool_calls and message.role != "assistant":
+        return f"tool calls are only allowed on assistant messages, not on {message.role}"
+    for i, part in enumerate(message.parts):
+        if part.kind not in PART_KINDS:
+            return f"part {i}: unknown kind {part.kind!r} (expected one of {sorted(PART_KINDS)})"
+        if bool(part.url) == bool(part.data):
+            return f"part {i}: needs exactly one of url or data"
+        if part.data and not part.media_type:
+            return f"part {i}: inline data needs a media type"
+    for i, block in enumerate(message.thinking):
+        if bool(block.text) == bool(block.redacted):
+            return f"thinking {i}: needs exactly one of text or redacted"
+        if block.signature and not block.text:
+            return f"thinking {i}: a signature is only allowed beside text"
+    return ""
+

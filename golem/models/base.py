@@ -1,0 +1,168 @@
+"""The model protocol: what the loop sends a model and what it gets back.
+
+A model is anything with ``model_name``, ``async request(ModelRequest)`` and
+``request_stream(ModelRequest)``. Adapters never retry: a failure raises a
+:class:`ModelError` whose ``retryable`` and ``retry_after`` let the executor
+decide (bounded backoff in process, the activity retry policy under Temporal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from golem.messages import Message, Usage
+
+__all__ = [
+    "FinishReason",
+    "Model",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelHTTPError",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelResponseError",
+    "ModelSettings",
+    "StreamDelta",
+    "ToolDefinition",
+]
+
+FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error", "other"]
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ToolDefinition(_Data):
+    """A tool as a model sees it."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+    """JSON schema of the arguments object."""
+
+
+class ModelSettings(_Data):
+    """Per-request generation settings; ``None`` leaves the provider's default."""
+
+    max_tokens: int | None = None
+    temperature: float | None = None
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    """Provider-specific request fields merged into the request body as-is."""
+
+
+class ModelRequest(_Data):
+    """Everything a provider needs for one call.
+
+    ``messages`` starts with the run's resolved instructions as a system message
+    (when there are any); adapters move it to wherever their provider wants it.
+    """
+
+    messages: list[Message]
+    tools: list[ToolDefinition] = Field(default_factory=list)
+    output_schema: dict[str, Any] | None = None
+    """JSON schema the final answer must satisfy, for providers with a native JSON mode."""
+    settings: ModelSettings = Field(default_factory=ModelSettings)
+
+
+class ModelResponse(_Data):
+    """A model's complete answer."""
+
+    message: Message
+    """The assistant message (text, tool calls, thinking)."""
+    usage: Usage = Field(default_factory=Usage)
+    finish_reason: FinishReason = "stop"
+    model_name: str = ""
+    """The model that answered, as the provider named it."""
+
+
+class StreamDelta(_Data):
+    """A piece of an answer as it arrives."""
+
+    kind: Literal["text", "thinking", "tool_call"]
+    text: str = ""
+    """Text or thinking piece; for ``tool_call``, a piece of the arguments."""
+    index: int = 0
+    """For ``tool_call``: position of the call in the answer, stable across its pieces."""
+    call_id: str = ""
+    """For ``tool_call``: the call id, on the first piece that knows it."""
+    name: str = ""
+    """For ``tool_call``: the tool name, on the first piece that knows it."""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """What the loop needs from a model."""
+
+    @property
+    def model_name(self) -> str: ...
+
+    async def request(self, request: ModelRequest) -> ModelResponse: ...
+
+    def request_stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta | ModelResponse]:
+        """Yield deltas as they arrive, then the complete :class:`ModelResponse` last."""
+        ...
+
+
+class ModelError(Exception):
+    """A model call failed. ``retryable`` says whether the same request may succeed later."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        self.message = message
+        self.provider = provider
+        self.retryable = retryable
+        self.retry_after = retry_after
+        super().__init__(f"{provider}: {message}" if provider else message)
+
+
+class ModelHTTPError(ModelError):
+    """The provider answered with an HTTP error status.
+
+    ``message`` is the provider's own; ``retry_after`` is in seconds (from
+    Retry-After or the provider's hint) or ``None``.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        provider: str = "",
+        retryable: bool | None = None,
+        retry_after: float | None = None,
+        body: str = "",
+    ) -> None:
+        self.status = status
+        self.body = body
+        if retryable is None:
+            retryable = status in (408, 409, 429) or status >= 500
+        super().__init__(
+            f"HTTP {status}: {message}",
+            provider=provider,
+            retryable=retryable,
+            retry_after=retry_after,
+        )
+        self.message = message
+
+
+class ModelConnectionError(ModelError):
+    """The provider could not be reached or the connection broke; always retryable."""
+
+    def __init__(self, message: str, *, provider: str = "") -> None:
+        super().__init__(message, provider=provider, retryable=True)
+
+
+class ModelResponseError(ModelError):
+    """The provider's response could not be understood (malformed, truncated, empty)."""
