@@ -1,0 +1,257 @@
+"""The agent: a model, instructions and tools, run in process or durably.
+
+    agent = Agent("openai:gpt-4o", instructions="Be brief.")
+
+    @agent.tool
+    def add(a: int, b: int) -> int:
+        '''Add two numbers.'''
+        return a + b
+
+    result = await agent.run("What is 2 + 3?")
+    follow_up = await agent.run("And times 4?", history=result.messages)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import cached_property
+from typing import Any, Generic, TypeVar, overload
+
+from pydantic import TypeAdapter
+
+from golem.events import RunEvent
+from golem.history.processors import HistoryProcessor
+from golem.loop import RunInput, RunLoop
+from golem.messages import Message, Part
+from golem.models.base import Model, ModelSettings, ToolDefinition
+from golem.results import Result, RunError
+from golem.tools import RunContext, Tool
+from golem.usage import UsageLimits
+
+__all__ = ["Agent", "InstructionsFn", "ModelRetry", "RunStream"]
+
+DepsT = TypeVar("DepsT")
+OutputT = TypeVar("OutputT")
+F = TypeVar("F", bound=Callable[..., Any])
+
+InstructionsFn = Callable[[RunContext[Any]], "str | Awaitable[str]"]
+
+
+@dataclass(frozen=True)
+class ModelRetry:
+    """How retryable model errors are retried (in process by the executor, under Temporal
+    by the activity retry policy). A provider's Retry-After replaces the computed delay."""
+
+    max_attempts: int = 4
+    initial_interval: float = 1.0
+    backoff: float = 2.0
+    max_interval: float = 60.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before attempt ``attempt + 1``."""
+        if retry_after is not None:
+            return retry_after
+        return min(self.initial_interval * self.backoff ** (attempt - 1), self.max_interval)
+
+
+class Agent(Generic[DepsT, OutputT]):
+    """A model with instructions and tools. ``run`` runs it in process; a ``DurableAgent``
+    (golem.client) runs the very same loop as a Temporal workflow."""
+
+    def __init__(
+        self,
+        model: Model | str,
+        *,
+        name: str = "agent",
+        instructions: str | None = None,
+        instructions_fn: InstructionsFn | None = None,
+        tools: Iterable[Callable[..., Any] | Tool] = (),
+        deps_type: type[DepsT] | None = None,
+        output_type: type[OutputT] = str,  # type: ignore[assignment]
+        history_processor: HistoryProcessor | None = None,
+        max_iterations: int = 25,
+        usage_limits: UsageLimits | None = None,
+        model_settings: ModelSettings | None = None,
+        retries: int = 2,
+        output_retries: int = 2,
+        model_retry: ModelRetry | None = None,
+    ) -> None:
+        self._model = model
+        self.name = name
+        self.instructions = instructions
+        self.instructions_fn = instructions_fn
+        self.deps_type = deps_type
+        self.output_type = output_type
+        self.history_processor = history_processor
+        self.max_iterations = max_iterations
+        self.usage_limits = usage_limits or UsageLimits()
+        self.model_settings = model_settings or ModelSettings()
+        self.retries = retries
+        self.output_retries = output_retries
+        self.model_retry = model_retry or ModelRetry()
+        self.tools: dict[str, Tool] = {}
+        for item in tools:
+            self._register(item if isinstance(item, Tool) else Tool.from_function(item))
+
+    def __repr__(self) -> str:
+        return f"Agent(name={self.name!r}, model={self.model_name!r}, tools={sorted(self.tools)})"
+
+    # -- configuration --------------------------------------------------------------
+
+    @property
+    def model(self) -> Model:
+        if isinstance(self._model, str):
+            from golem.models.infer import infer_model
+
+            self._model = infer_model(self._model)
+        return self._model
+
+    @property
+    def model_name(self) -> str:
+        return self._model if isinstance(self._model, str) else self._model.model_name
+
+    @overload
+    def tool(self, function: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        *,
+        name: str | None = None,
+        sequential: bool = False,
+        requires_approval: bool = False,
+        max_retries: int | None = None,
+        timeout: timedelta | None = None,
+        retry_attempts: int | None = None,
+        at_most_once: bool = False,
+    ) -> Callable[[F], F]: ...
+
+    def tool(self, function: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
+        """Register a function as a tool (``@agent.tool`` or ``@agent.tool(sequential=True)``).
+
+        A first parameter typed ``RunContext`` receives the run's context. Under Temporal,
+        ``timeout`` and ``retry_attempts`` shape the tool's activity, and ``at_most_once``
+        means a crash is reported, never repeated.
+        """
+        if options.get("max_retries") is None:
+            options.pop("max_retries", None)
+
+        def register(fn: F) -> F:
+            self._register(Tool.from_function(fn, **options))
+            return fn
+
+        return register(function) if function is not None else register
+
+    def _register(self, tool: Tool) -> None:
+        if tool.name in self.tools:
+            raise ValueError(f"agent {self.name!r} already has a tool named {tool.name!r}")
+        self.tools[tool.name] = tool
+        self.__dict__.pop("tool_definitions", None)
+
+    @cached_property
+    def tool_definitions(self) -> list[ToolDefinition]:
+        return [tool.definition for tool in self.tools.values()]
+
+    @cached_property
+    def output_adapter(self) -> TypeAdapter[Any] | None:
+        return None if self.output_type is str else TypeAdapter(self.output_type)
+
+    @cached_property
+    def output_schema(self) -> dict[str, Any] | None:
+        adapter = self.output_adapter
+        return None if adapter is None else adapter.json_schema()
+
+    # -- running --------------------------------------------------------------------
+
+    async def run(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Sequence[Message] | None = None,
+        parts: Sequence[Part] = (),
+        deps: DepsT | None = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+        approvals: dict[str, bool] | None = None,
+    ) -> Result[OutputT]:
+        """Run in process. ``history`` continues a conversation (the caller's list is never
+        changed); failures raise :class:`golem.RunError` with the partial evidence."""
+        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, approvals)
+        return await RunLoop(self, self._local_executor(), inputs).run()
+
+    def run_stream(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Sequence[Message] | None = None,
+        parts: Sequence[Part] = (),
+        deps: DepsT | None = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+        approvals: dict[str, bool] | None = None,
+    ) -> RunStream[OutputT]:
+        """Run in process, yielding events (text and tool-call deltas as they arrive, tool
+        start/end); once exhausted, ``.result`` is the same ``Result`` ``run`` gives."""
+        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, approvals)
+        return RunStream(self, inputs)
+
+    def _local_executor(self) -> Any:
+        from golem.local import LocalExecutor
+
+        return LocalExecutor(self)
+
+
+def _inputs(
+    prompt: str | None,
+    history: Sequence[Message] | None,
+    parts: Sequence[Part],
+    deps: Any,
+    run_id: str | None,
+    conversation_id: str | None,
+    approvals: dict[str, bool] | None,
+) -> RunInput:
+    return RunInput.model_construct(
+        prompt=prompt,
+        parts=list(parts),
+        history=list(history or ()),
+        deps=deps,
+        run_id=run_id or "",
+        conversation_id=conversation_id or "",
+        approvals=dict(approvals or {}),
+    )
+
+
+class RunStream(Generic[OutputT]):
+    """Events of an in-process run as they happen; ``result`` once the stream is exhausted."""
+
+    def __init__(self, agent: Agent[Any, OutputT], inputs: RunInput) -> None:
+        self._agent = agent
+        self._inputs = inputs
+        self._result: Result[OutputT] | None = None
+        self._task: asyncio.Task[Result[Any]] | None = None
+
+    @property
+    def result(self) -> Result[OutputT]:
+        if self._result is None:
+            raise RuntimeError("the run has not finished: iterate the stream to the end first")
+        return self._result
+
+    async def __aiter__(self) -> AsyncIterator[RunEvent]:
+        queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
+        loop = RunLoop(self._agent, self._agent._local_executor(), self._inputs, queue.put_nowait)
+        self._task = asyncio.ensure_future(loop.run())
+        self._task.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            self._result = self._task.result()
+        finally:
+            if not self._task.done():
+                self._task.cancel()
+                try:
+                    await self._task
+                except (RunError, asyncio.CancelledError):
+                    pass

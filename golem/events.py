@@ -1,0 +1,37 @@
+"""Run events: what ``agent.run_stream`` yields, each carrying the run and conversation ids."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from golem.messages import Message, ToolCall
+from golem.models.base import ModelResponse, StreamDelta
+
+__all__ = ["EventKind", "RunEvent"]
+
+EventKind = Literal[
+    "model_start", "model_end", "text_delta", "thinking_delta", "tool_call_delta",
+    "tool_start", "tool_end", "canceled",
+]
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """One thing that happened in a run. Only the fields of its ``kind`` are set."""
+
+    kind: EventKind
+    run_id: str
+    conversation_id: str
+    turn: int
+    """The model turn it belongs to (1-based)."""
+    delta: StreamDelta | None = None
+    """For ``*_delta``: the piece that arrived."""
+    call: ToolCall | None = None
+    """For ``tool_start``/``tool_end``: the call."""
+    message: Message | None = None
+    """For ``tool_end``: the result; for ``model_end``: the assistant message."""
+    response: ModelResponse | None = None
+    """For ``model_end``: the whole response (usage, finish reason)."""
+    reason: str = ""
+    """For ``canceled``: why."""

@@ -1,0 +1,76 @@
+"""The in-process executor: ``agent.run`` drives the loop through this."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import TYPE_CHECKING, Any
+
+from golem.ids import new_id
+from golem.loop import DeltaSink
+from golem.messages import Message, ToolCall
+from golem.models.base import ModelError, ModelRequest, ModelResponse, StreamDelta
+from golem.tools import RunContext, ToolOutcome
+
+if TYPE_CHECKING:
+    from golem.agent import Agent
+
+__all__ = ["LocalExecutor", "call_user_function"]
+
+
+async def call_user_function(fn: Any, *args: Any) -> Any:
+    """Call a sync or async user function."""
+    value = fn(*args)
+    return await value if inspect.isawaitable(value) else value
+
+
+class LocalExecutor:
+    """Runs every effect in process; retries retryable model errors with bounded backoff."""
+
+    def __init__(self, agent: Agent[Any, Any]) -> None:
+        self.agent = agent
+
+    def new_id(self) -> str:
+        return new_id()
+
+    async def process_history(self, ctx: RunContext[Any], history: list[Message]) -> list[Message]:
+        result = await call_user_function(self.agent.history_processor, history)
+        return list(result)
+
+    async def resolve_instructions(self, ctx: RunContext[Any]) -> str:
+        result = await call_user_function(self.agent.instructions_fn, ctx)
+        return str(result or "")
+
+    async def request(
+        self, request: ModelRequest, ctx: RunContext[Any], on_delta: DeltaSink | None
+    ) -> ModelResponse:
+        policy = self.agent.model_retry
+        attempt = 1
+        while True:
+            try:
+                return await self._request_once(request, on_delta)
+            except ModelError as exc:
+                if not exc.retryable or attempt >= policy.max_attempts:
+                    raise
+                delay = policy.delay(attempt, exc.retry_after)
+                if delay > policy.max_interval:
+                    raise  # the provider asks for a longer wait than this run may take
+                await asyncio.sleep(delay)
+                attempt += 1
+
+    async def _request_once(self, request: ModelRequest, on_delta: DeltaSink | None) -> ModelResponse:
+        model = self.agent.model
+        if on_delta is None:
+            return await model.request(request)
+        response: ModelResponse | None = None
+        async for item in model.request_stream(request):
+            if isinstance(item, StreamDelta):
+                on_delta(item)
+            else:
+                response = item
+        if response is None:
+            raise ModelError("the stream ended without a complete response", provider=model.model_name)
+        return response
+
+    async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
+        return await self.agent.tools[call.name].execute(ctx, call.args)

@@ -1,0 +1,240 @@
+"""Tools: plain functions whose signature and docstring become the model-visible schema.
+
+    @agent.tool
+    async def weather(ctx: RunContext[Deps], city: str) -> str:
+        '''Current weather for a city.
+
+        Args:
+            city: The city name, e.g. "Paris".
+        '''
+
+Inside a tool, ``raise ToolFailed("why")`` records a failed result and the run
+goes on; ``raise Canceled("why")`` stops the run deliberately.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import typing
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+
+from golem.messages import Part, Usage
+from golem.models.base import ToolDefinition
+
+__all__ = [
+    "Canceled",
+    "RunContext",
+    "Tool",
+    "ToolFailed",
+    "ToolOutcome",
+    "tool_result_text",
+]
+
+DepsT = TypeVar("DepsT")
+
+#: What a closed-but-never-run call says (a deliberate stop, a crash, a cancelled sibling).
+NO_RESULT = "interrupted before execution; no result was produced"
+
+
+class ToolFailed(Exception):
+    """Raise inside a tool to record a definitive failure (``failed=True``); the run goes on."""
+
+
+class Canceled(Exception):
+    """Raise inside a tool to stop the run deliberately (stage ``canceled``)."""
+
+
+@dataclass
+class RunContext(Generic[DepsT]):
+    """What a tool, an instructions function or a history processor learns about its run."""
+
+    deps: DepsT
+    run_id: str
+    conversation_id: str
+    agent_name: str = "agent"
+    usage: Usage = field(default_factory=Usage)
+    """Usage of the run so far."""
+    retries: dict[str, int] = field(default_factory=dict)
+    """Failed attempts so far, per tool name."""
+    turn: int = 0
+    """Model turns completed so far."""
+    tool_call_id: str = ""
+    """Inside a tool: the id of the call being executed."""
+    tool_name: str = ""
+
+
+class ToolOutcome(BaseModel):
+    """What executing one call produced; the loop turns it into a tool message."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: Literal["ok", "failed", "canceled"] = "ok"
+    content: str = ""
+    parts: list[Part] = []
+
+
+_ARG_DOC = re.compile(r"^\s*(\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google/Sphinx-style docstring into (description, {param: description})."""
+    description: list[str] = []
+    params: dict[str, str] = {}
+    section = "body"
+    for raw in inspect.cleandoc(doc).splitlines():
+        line = raw.strip()
+        lower = line.lower()
+        if lower in ("args:", "arguments:", "parameters:", "params:"):
+            section = "args"
+            continue
+        if lower in ("returns:", "return:", "raises:", "yields:", "examples:", "example:"):
+            section = "other"
+            continue
+        if line.startswith(":param "):
+            name, _, text = line[len(":param ") :].partition(":")
+            params[name.strip().split()[-1]] = text.strip()
+            continue
+        if section == "body":
+            description.append(raw)
+        elif section == "args" and (m := _ARG_DOC.match(line)):
+            params[m.group(1)] = m.group(2).strip()
+    return "\n".join(description).strip(), params
+
+
+def _takes_context(fn: Callable[..., Any], hints: dict[str, Any]) -> bool:
+    params = list(inspect.signature(fn).parameters.values())
+    if not params:
+        return False
+    first = hints.get(params[0].name, params[0].annotation)
+    origin = typing.get_origin(first) or first
+    return origin is RunContext or params[0].name in ("ctx", "context")
+
+
+@dataclass
+class Tool:
+    """A registered tool. Build one with ``@agent.tool`` or ``Tool.from_function``."""
+
+    function: Callable[..., Any]
+    name: str
+    description: str
+    takes_context: bool
+    args_model: type[BaseModel]
+    sequential: bool = False
+    """Run this tool's batches one call at a time, in call order."""
+    requires_approval: bool = False
+    """Pause the run until a person approves or denies the call."""
+    max_retries: int = 2
+    """Failed attempts (bad arguments, ``ToolFailed`` does not count) before the run ends."""
+    timeout: timedelta | None = None
+    """Under Temporal: the activity's start-to-close timeout."""
+    retry_attempts: int | None = None
+    """Under Temporal: maximum activity attempts (``None``: the worker default)."""
+    at_most_once: bool = False
+    """Under Temporal: never re-execute after a crash; the run fails with partial evidence."""
+
+    @classmethod
+    def from_function(
+        cls, function: Callable[..., Any], *, name: str | None = None, **options: Any
+    ) -> Tool:
+        hints = typing.get_type_hints(function, include_extras=True)
+        takes_context = _takes_context(function, hints)
+        description, param_docs = _parse_docstring(function.__doc__ or "")
+        fields: dict[str, Any] = {}
+        params = list(inspect.signature(function).parameters.values())
+        for param in params[1:] if takes_context else params:
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise TypeError(f"tool {function.__name__}: *args/**kwargs cannot be described")
+            annotation = hints.get(param.name, Any)
+            default = ... if param.default is param.empty else param.default
+            fields[param.name] = (
+                annotation,
+                Field(default, description=param_docs.get(param.name)),
+            )
+        tool_name = name or function.__name__
+        model = create_model(  # type: ignore[call-overload]
+            f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields
+        )
+        return cls(
+            function=function,
+            name=tool_name,
+            description=description,
+            takes_context=takes_context,
+            args_model=model,
+            **options,
+        )
+
+    @property
+    def definition(self) -> ToolDefinition:
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        schema.setdefault("properties", {})
+        return ToolDefinition(name=self.name, description=self.description, parameters=schema)
+
+    def validate_args(self, args: str) -> BaseModel:
+        """Parse the model's verbatim arguments; raise ``ValueError`` saying what is wrong."""
+        text = args.strip() or "{}"
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"arguments are not valid JSON ({exc.msg} at position {exc.pos}); "
+                "they may have been cut off. Send the complete arguments as a JSON object."
+            ) from None
+        if not isinstance(value, dict):
+            raise ValueError(
+                f"arguments must be a JSON object, got {type(value).__name__}"
+            )
+        try:
+            return self.args_model.model_validate(value)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                for e in exc.errors(include_url=False)
+            )
+            raise ValueError(f"invalid arguments: {problems}") from None
+
+    async def execute(self, ctx: RunContext[Any], args: str) -> ToolOutcome:
+        """Validate and run one call. ``ToolFailed`` and ``Canceled`` become outcomes;
+        anything else propagates (the run ends at stage ``tool``)."""
+        try:
+            parsed = self.validate_args(args)
+        except ValueError as exc:
+            return ToolOutcome(status="failed", content=str(exc))
+        kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
+        try:
+            value = self.function(ctx, **kwargs) if self.takes_context else self.function(**kwargs)
+            if inspect.isawaitable(value):
+                value = await typing.cast(Awaitable[Any], value)
+        except ToolFailed as exc:
+            return ToolOutcome(status="failed", content=str(exc) or type(exc).__name__)
+        except Canceled as exc:
+            return ToolOutcome(status="canceled", content=str(exc) or "canceled")
+        return tool_result_text(value)
+
+
+_ANY = TypeAdapter(Any)
+
+
+def tool_result_text(value: Any) -> ToolOutcome:
+    """Turn what a tool returned into result text (and media parts)."""
+    if isinstance(value, ToolOutcome):
+        return value
+    if isinstance(value, Part):
+        return ToolOutcome(parts=[value])
+    if isinstance(value, list) and value and all(isinstance(v, Part | str) for v in value):
+        text = "\n".join(v for v in value if isinstance(v, str))
+        return ToolOutcome(content=text, parts=[v for v in value if isinstance(v, Part)])
+    if isinstance(value, str):
+        return ToolOutcome(content=value)
+    if value is None:
+        return ToolOutcome(content="")
+    return ToolOutcome(content=_ANY.dump_json(value).decode())
