@@ -28,7 +28,14 @@ if TYPE_CHECKING:
     from golem.agent import Agent
     from golem.events import RunEvent
 
-__all__ = ["DENIED_RESULT", "Executor", "RunInput", "RunLoop", "RunState"]
+__all__ = [
+    "DENIED_RESULT",
+    "Executor",
+    "RunInput",
+    "RunLoop",
+    "RunState",
+    "resolve_conversation_id",
+]
 
 #: The failed result a denied approval leaves.
 DENIED_RESULT = "the user denied this tool call; it was not executed"
@@ -149,9 +156,7 @@ class RunLoop:
         agent, state, inputs = self.agent, self.state, self.inputs
         history = list(inputs.history)
         state.conversation_id = (
-            inputs.conversation_id
-            or next((m.conversation_id for m in reversed(history) if m.conversation_id), "")
-            or self.executor.new_id()
+            resolve_conversation_id(history, inputs.conversation_id) or self.executor.new_id()
         )
         state.run_id = inputs.run_id or self.executor.new_id()
         if agent.history_processor is not None:
@@ -473,6 +478,13 @@ def _strip_fences(text: str) -> str:
         first, _, rest = stripped.partition("\n")
         return rest if first.strip().isalpha() or not first.strip() else stripped
     return stripped
+
+
+def resolve_conversation_id(history: Sequence[Message], explicit: str | None) -> str:
+    """The explicit id, else the one the newest identified message carries, else ``""``."""
+    if explicit:
+        return explicit
+    return next((m.conversation_id for m in reversed(history) if m.conversation_id), "")
 
 
 def _unanswered_calls_of_last_turn(messages: Sequence[Message]) -> list[ToolCall]:

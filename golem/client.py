@@ -1,0 +1,249 @@
+"""Run agents durably from a Temporal client.
+
+    client = await Client.connect("localhost:7233", plugins=[GolemPlugin(agent)])
+    durable = DurableAgent(client, agent, task_queue="golem")
+    result = await durable.run("Plan my trip", history=previous.messages)
+
+``DurableAgent.run`` mirrors ``Agent.run``: same ``Result``, same ``golem.RunError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import TypeAdapter
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.common import (
+    SearchAttributeKey,
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
+from temporalio.exceptions import ApplicationError, CancelledError, FailureError
+
+from golem.agent import Agent
+from golem.ids import new_id
+from golem.loop import RunInput, resolve_conversation_id
+from golem.messages import HistoryError, Message, Part, validate_history
+from golem.results import PartialResult, Result, RunError
+from golem.worker.converter import golem_data_converter
+from golem.workflows.agent_run import AgentRunWorkflow
+from golem.workflows.registry import UNKNOWN_AGENT
+from golem.workflows.types import AgentRunInput, AgentRunOutput, FailureDetails
+
+__all__ = [
+    "AGENT",
+    "CONVERSATION_ID",
+    "PARENT_RUN_ID",
+    "SEARCH_ATTRIBUTES",
+    "DurableAgent",
+    "DurableRun",
+    "UnknownAgentError",
+]
+
+OutputT = TypeVar("OutputT")
+
+CONVERSATION_ID = SearchAttributeKey.for_keyword("GolemConversationId")
+AGENT = SearchAttributeKey.for_keyword("GolemAgent")
+PARENT_RUN_ID = SearchAttributeKey.for_keyword("GolemParentRunId")
+#: Register these on a cluster once (``golem setup``); the dev server gets them from ``golem dev``.
+SEARCH_ATTRIBUTES = (CONVERSATION_ID, AGENT, PARENT_RUN_ID)
+#: Largest history a run may start with (the workflow input is one Temporal payload).
+MAX_INPUT_BYTES = 2_000_000 - 65_536
+
+
+class UnknownAgentError(LookupError):
+    """The worker serves no agent by that name (the message lists the ones it has)."""
+
+
+@dataclass
+class DurableRun(Generic[OutputT]):
+    """A started run: its ids at once, its ``Result`` (or ``RunError``) when it ends."""
+
+    run_id: str
+    conversation_id: str
+    handle: WorkflowHandle[Any, Any]
+    history: list[Message] = field(repr=False)
+    output_adapter: TypeAdapter[Any] | None = field(default=None, repr=False)
+
+    async def result(self) -> Result[OutputT]:
+        try:
+            output = await self.handle.result()
+        except WorkflowFailureError as exc:
+            raise _run_error(exc, self.history, self.run_id) from exc
+        run_output = AgentRunOutput.model_validate(output)
+        value = run_output.output
+        if self.output_adapter is not None and value is not None:
+            value = self.output_adapter.validate_python(value)
+        return run_output.to_result(self.history, value)
+
+    async def cancel(self) -> None:
+        """Ask the run to stop; ``result()`` then raises a ``RunError`` (stage ``canceled``)."""
+        await self.handle.cancel()
+
+
+class DurableAgent(Generic[OutputT]):
+    """Start runs of an agent that a golem worker serves on ``task_queue``."""
+
+    def __init__(
+        self,
+        client: Client,
+        agent: Agent[Any, OutputT] | str,
+        *,
+        task_queue: str = "golem",
+        output_type: type[OutputT] | None = None,
+    ) -> None:
+        self.client = client
+        self.agent_name = agent if isinstance(agent, str) else agent.name
+        self.task_queue = task_queue
+        kind = output_type or (None if isinstance(agent, str) else agent.output_type)
+        self.output_adapter = None if kind in (None, str) else TypeAdapter(kind)
+
+    async def start(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Sequence[Message] | None = None,
+        parts: Sequence[Part] = (),
+        deps: Any = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+        approvals: dict[str, bool] | None = None,
+        parent_run_id: str | None = None,
+    ) -> DurableRun[OutputT]:
+        """Start a run and return at once. The run id is minted here, so it is the
+        workflow id before the run starts."""
+        history = list(history or ())
+        try:
+            validate_history(history)
+        except HistoryError as exc:
+            raise RunError("history", str(exc)) from exc
+        run_id = run_id or new_id()
+        conversation_id = resolve_conversation_id(history, conversation_id) or new_id()
+        parent = parent_run_id or next((m.run_id for m in reversed(history) if m.run_id), "")
+        run = RunInput(
+            prompt=prompt,
+            parts=list(parts),
+            history=history,
+            deps=deps,
+            run_id=run_id,
+            conversation_id=conversation_id,
+            approvals=dict(approvals or {}),
+        )
+        payload = AgentRunInput(agent=self.agent_name, run=run, parent_run_id=parent)
+        size = len(golem_data_converter.payload_converter.to_payloads([payload])[0].data)
+        if size > MAX_INPUT_BYTES:
+            raise RunError(
+                "history",
+                f"the run's input is {size} bytes, over the {MAX_INPUT_BYTES}-byte limit of "
+                "one Temporal payload; trim the history (trim_history / budget_history)",
+            )
+        pairs = [
+            SearchAttributePair(CONVERSATION_ID, conversation_id),
+            SearchAttributePair(AGENT, self.agent_name),
+        ]
+        if parent:
+            pairs.append(SearchAttributePair(PARENT_RUN_ID, parent))
+        handle = await self.client.start_workflow(
+            AgentRunWorkflow.run,
+            payload,
+            id=run_id,
+            task_queue=self.task_queue,
+            search_attributes=TypedSearchAttributes(pairs),
+            static_summary=_summary(self.agent_name, prompt),
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+        )
+        return DurableRun(run_id, conversation_id, handle, history, self.output_adapter)
+
+    async def run(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Sequence[Message] | None = None,
+        parts: Sequence[Part] = (),
+        deps: Any = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+        approvals: dict[str, bool] | None = None,
+    ) -> Result[OutputT]:
+        """Run durably and wait: the same ``Result`` and ``RunError`` as ``Agent.run``."""
+        started = await self.start(
+            prompt,
+            history=history,
+            parts=parts,
+            deps=deps,
+            run_id=run_id,
+            conversation_id=conversation_id,
+            approvals=approvals,
+        )
+        return await started.result()
+
+    async def resume(
+        self,
+        failed: RunError | PartialResult | str,
+        prompt: str | None = "continue",
+        *,
+        deps: Any = None,
+    ) -> Result[OutputT]:
+        """Continue a failed run in its conversation: from its ``RunError``, its
+        ``PartialResult``, or its run id (the partial evidence is read from Temporal)."""
+        if isinstance(failed, str):
+            failed = await self._failure_of(failed)
+        partial = failed.partial if isinstance(failed, RunError) else failed
+        if partial is None:
+            raise ValueError("the run completed nothing, so there is nothing to resume: start anew")
+        return await (
+            await self.start(
+                prompt,
+                history=partial.messages,
+                deps=deps,
+                conversation_id=partial.conversation_id,
+                parent_run_id=partial.run_id,
+            )
+        ).result()
+
+    async def _failure_of(self, run_id: str) -> RunError:
+        handle = self.client.get_workflow_handle(run_id)
+        history = await _input_history(handle)
+        try:
+            await handle.result()
+        except WorkflowFailureError as exc:
+            return _run_error(exc, history, run_id)
+        raise ValueError(f"run {run_id} did not fail; continue it with run(history=...)")
+
+
+async def _input_history(handle: WorkflowHandle[Any, Any]) -> list[Message]:
+    """The history a run was started with (its first event's input)."""
+    async for event in handle.fetch_history_events():
+        attrs = event.workflow_execution_started_event_attributes
+        payloads = golem_data_converter.payload_converter.from_payloads(
+            list(attrs.input.payloads), [AgentRunInput]
+        )
+        return list(payloads[0].run.history)
+    return []
+
+
+def _summary(agent: str, prompt: str | None) -> str:
+    first = (prompt or "").strip().splitlines()[0] if (prompt or "").strip() else "(no prompt)"
+    return f"{agent}: {first[:120]}"
+
+
+def _run_error(exc: WorkflowFailureError, history: list[Message], run_id: str) -> Exception:
+    """Rebuild the ``RunError`` a failed workflow carries."""
+    cause = exc.cause
+    if isinstance(cause, ApplicationError) and cause.type == UNKNOWN_AGENT:
+        return UnknownAgentError(cause.message)
+    if isinstance(cause, ApplicationError | CancelledError) and cause.details:
+        details = FailureDetails.model_validate(cause.details[0])
+        partial = details.partial.to_partial(history) if details.partial else None
+        return RunError(details.stage, details.message, partial)
+    if isinstance(cause, CancelledError):
+        return RunError("canceled", f"run {run_id} was cancelled before it started")
+    message = cause.message if isinstance(cause, FailureError) else str(exc)
+    kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
+    return RunError("model", f"run {run_id} failed outside the loop ({kind}): {message}")
+

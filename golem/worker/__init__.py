@@ -1,0 +1,83 @@
+"""The worker side: ``GolemPlugin`` registers golem's workflows and activities.
+
+    plugin = GolemPlugin(support_agent, research_agent)
+    client = await Client.connect("localhost:7233", plugins=[plugin])
+    worker = Worker(client, task_queue="golem")   # the plugin reaches the worker too
+    await worker.run()
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import ReplayerConfig, WorkerConfig
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from golem.activities import ALL as ACTIVITIES
+from golem.agent import Agent
+from golem.messages import HistoryError
+from golem.results import RunError
+from golem.worker.converter import golem_data_converter
+from golem.workflows import registry
+from golem.workflows.agent_run import AgentRunWorkflow
+
+__all__ = ["PASSTHROUGH_MODULES", "GolemPlugin"]
+
+#: Imported once, outside the workflow sandbox: golem's loop is deterministic by design
+#: and the agents a worker serves must be the very objects the plugin was given.
+PASSTHROUGH_MODULES = ("golem", "pydantic", "pydantic_core", "annotated_types", "httpx", "uuid6")
+
+
+class GolemPlugin(SimplePlugin):
+    """Serve ``agents`` durably. Put it on the Client (it reaches the Worker) or the Worker.
+
+    ``heartbeat_timeout`` bounds how long a crashed worker's model or tool call goes
+    unnoticed; ``sticky_schedule_to_start_timeout`` how long a workflow waits for a
+    crashed worker's sticky queue before another worker takes it.
+    """
+
+    def __init__(
+        self,
+        *agents: Agent[Any, Any],
+        heartbeat_timeout: timedelta = timedelta(seconds=10),
+        sticky_schedule_to_start_timeout: timedelta = timedelta(seconds=1),
+    ) -> None:
+        names = [a.name for a in agents]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"GolemPlugin: two agents share the name(s) {duplicates}")
+        self.agents = list(agents)
+        self.heartbeat_timeout = heartbeat_timeout
+        self.sticky_schedule_to_start_timeout = sticky_schedule_to_start_timeout
+        super().__init__(
+            "golem",
+            data_converter=golem_data_converter,
+            activities=ACTIVITIES,
+            workflows=[AgentRunWorkflow],
+            workflow_runner=_sandbox,
+            # A bad input or a run's own failure must fail the workflow, not retry its task.
+            workflow_failure_exception_types=[RunError, HistoryError, LookupError],
+        )
+
+    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        config = super().configure_worker(config)
+        registry.register(config["task_queue"], self.agents, self.heartbeat_timeout)
+        config["sticky_queue_schedule_to_start_timeout"] = self.sticky_schedule_to_start_timeout
+        return config
+
+    def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
+        config = super().configure_replayer(config)
+        registry.register(registry.ANY_TASK_QUEUE, self.agents, self.heartbeat_timeout)
+        return config
+
+
+def _sandbox(existing: Any) -> SandboxedWorkflowRunner:
+    if isinstance(existing, SandboxedWorkflowRunner):
+        restrictions = existing.restrictions
+    else:
+        restrictions = SandboxRestrictions.default
+    return SandboxedWorkflowRunner(
+        restrictions=restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES)
+    )

@@ -1,0 +1,223 @@
+"""``AgentRunWorkflow``: one agent run as one workflow, driving the same loop as ``agent.run``.
+
+Model requests and tool calls are activities; ids are minted with ``workflow.uuid7()``
+(replay-safe); a user's history processor and instructions function run once, as
+activities, so their results are recorded and replay never re-evaluates them.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError, CancelledError
+
+with workflow.unsafe.imports_passed_through():
+    from pydantic import TypeAdapter
+
+    from golem.agent import Agent
+    from golem.events import RunEvent
+    from golem.loop import DeltaSink, RunLoop, RunState
+    from golem.messages import Message, ToolCall
+    from golem.models.base import ModelRequest, ModelResponse
+    from golem.results import RunError
+    from golem.tools import RunContext, ToolOutcome
+    from golem.workflows import registry
+    from golem.workflows.types import (
+        AgentRunInput,
+        AgentRunOutput,
+        FailureDetails,
+        MessagesPage,
+        MessagesQuery,
+        ModelCallInput,
+        PrepareInput,
+        RunSnapshot,
+        ToolCallInput,
+    )
+
+__all__ = ["RUN_ERROR", "AgentRunWorkflow", "TemporalExecutor"]
+
+#: ``ApplicationError.type`` of a failed run; its details are a ``FailureDetails``.
+RUN_ERROR = "GolemRunError"
+#: Most bytes one ``golem.messages`` query page carries (Temporal rejects query results near 2 MB).
+PAGE_BYTES = 1_000_000
+TOOL_RETRY_ATTEMPTS = 3
+
+
+def _size(message: Message) -> int:
+    return (
+        len(message.content)
+        + sum(len(c.args) + len(c.name) + len(c.signature) for c in message.tool_calls)
+        + sum(len(b.text) + len(b.signature) + len(b.redacted) for b in message.thinking)
+        + sum(len(p.url) + len(p.data) * 4 // 3 for p in message.parts)
+        + 200
+    )
+
+
+class TemporalExecutor:
+    """The loop's effects as activities; see docs/adr/0004-one-loop-two-executors.md."""
+
+    def __init__(self, agent: Agent[Any, Any], heartbeat_timeout: timedelta) -> None:
+        self.agent = agent
+        self.heartbeat_timeout = heartbeat_timeout
+        self.request_messages: list[Message] = []
+
+    def new_id(self) -> str:
+        return str(workflow.uuid7())
+
+    def _prepare_input(self, ctx: RunContext[Any], history: list[Message]) -> PrepareInput:
+        return PrepareInput(
+            agent=self.agent.name,
+            deps=ctx.deps,
+            run_id=ctx.run_id,
+            conversation_id=ctx.conversation_id,
+            history=history,
+        )
+
+    async def process_history(self, ctx: RunContext[Any], history: list[Message]) -> list[Message]:
+        return await workflow.execute_activity(
+            "golem.process_history",
+            self._prepare_input(ctx, history),
+            result_type=list[Message],
+            start_to_close_timeout=timedelta(minutes=5),
+            retry_policy=RetryPolicy(maximum_attempts=3),
+            summary="history processor",
+        )
+
+    async def resolve_instructions(self, ctx: RunContext[Any]) -> str:
+        return await workflow.execute_activity(
+            "golem.resolve_instructions",
+            self._prepare_input(ctx, []),
+            result_type=str,
+            start_to_close_timeout=timedelta(minutes=5),
+            retry_policy=RetryPolicy(maximum_attempts=3),
+            summary="instructions",
+        )
+
+    async def request(
+        self, request: ModelRequest, ctx: RunContext[Any], on_delta: DeltaSink | None
+    ) -> ModelResponse:
+        # The activity reads these through the golem.messages query instead of its input.
+        self.request_messages = request.messages
+        policy = self.agent.model_retry
+        return await workflow.execute_activity(
+            "golem.model_request",
+            ModelCallInput(agent=self.agent.name, turn=ctx.turn, upto=len(request.messages)),
+            result_type=ModelResponse,
+            start_to_close_timeout=timedelta(minutes=10),
+            heartbeat_timeout=self.heartbeat_timeout,
+            retry_policy=RetryPolicy(
+                initial_interval=timedelta(seconds=policy.initial_interval),
+                backoff_coefficient=policy.backoff,
+                maximum_interval=timedelta(seconds=policy.max_interval),
+                maximum_attempts=policy.max_attempts,
+            ),
+            summary=f"model: {self.agent.model_name} (turn {ctx.turn})",
+        )
+
+    async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
+        tool = self.agent.tools[call.name]
+        attempts = 1 if tool.at_most_once else (tool.retry_attempts or TOOL_RETRY_ATTEMPTS)
+        return await workflow.execute_activity(
+            "golem.tool",
+            ToolCallInput(
+                agent=self.agent.name,
+                call=call,
+                deps=ctx.deps,
+                run_id=ctx.run_id,
+                conversation_id=ctx.conversation_id,
+                turn=ctx.turn,
+                usage=ctx.usage,
+                retries=ctx.retries,
+            ),
+            result_type=ToolOutcome,
+            start_to_close_timeout=tool.timeout or timedelta(minutes=5),
+            heartbeat_timeout=self.heartbeat_timeout,
+            retry_policy=RetryPolicy(maximum_attempts=attempts),
+            summary=f"tool: {call.name}",
+        )
+
+
+@workflow.defn(name="AgentRunWorkflow")
+class AgentRunWorkflow:
+    """One agent run. Workflow id = run id; fails with ``GolemRunError`` details on failure."""
+
+    def __init__(self) -> None:
+        self._loop: RunLoop | None = None
+        self._executor: TemporalExecutor | None = None
+
+    @workflow.run
+    async def run(self, input: AgentRunInput) -> AgentRunOutput:
+        info = workflow.info()
+        try:
+            agent = registry.lookup(info.task_queue, input.agent)
+        except LookupError as exc:
+            raise ApplicationError(str(exc), type=registry.UNKNOWN_AGENT, non_retryable=True) from None
+        run = input.run
+        if agent.deps_type is not None and run.deps is not None:
+            run = run.model_copy(update={"deps": TypeAdapter(agent.deps_type).validate_python(run.deps)})
+        if not run.run_id:
+            run = run.model_copy(update={"run_id": info.workflow_id})
+        heartbeat = registry.heartbeat_timeout(info.task_queue)
+        self._executor = TemporalExecutor(agent, heartbeat_timeout=heartbeat)
+        self._loop = RunLoop(agent, self._executor, run, emit=self._on_event)
+        try:
+            result = await self._loop.run()
+        except RunError as exc:
+            details = FailureDetails(
+                stage=exc.stage,
+                message=exc.detail,
+                partial=self._snapshot(run.history) if exc.partial is not None else None,
+            )
+            if exc.stage == "canceled":
+                raise CancelledError(str(exc), details) from None
+            raise ApplicationError(str(exc), details, type=RUN_ERROR, non_retryable=True) from None
+        output = result.output
+        if agent.output_adapter is not None and output is not None:
+            output = agent.output_adapter.dump_python(output, mode="json")
+        return AgentRunOutput(
+            output=output,
+            snapshot=self._snapshot(run.history, completed=False),
+            pending_approvals=result.pending_approvals,
+        )
+
+    def _snapshot(self, history: list[Message], completed: bool = True) -> RunSnapshot:
+        assert self._loop is not None
+        state: RunState = self._loop.state
+        messages = state.messages[: state.completed] if completed else state.messages
+        return RunSnapshot.of(messages, history, state)
+
+    def _on_event(self, event: RunEvent) -> None:
+        if event.kind not in ("model_start", "model_end", "tool_start", "tool_end"):
+            return
+        assert self._loop is not None
+        state = self._loop.state
+        usage = state.usage
+        tools = ", ".join(state.tools_in_flight) or "none"
+        workflow.set_current_details(
+            f"**turn** {event.turn} · **requests** {state.requests} · **tool calls** "
+            f"{state.tool_calls}\n\n**tokens** {usage.input_tokens} in / "
+            f"{usage.output_tokens} out\n\n**tools in flight** {tools}"
+        )
+
+    @workflow.query(name="golem.messages")
+    def messages(self, query: MessagesQuery) -> MessagesPage:
+        """The current request's messages ``[since, upto)``, one page of at most ~1 MB."""
+        source = self._executor.request_messages if self._executor else []
+        upto = min(query.upto or len(source), len(source))
+        page: list[Message] = []
+        size = 0
+        index = query.since
+        while index < upto and (not page or size + _size(source[index]) <= PAGE_BYTES):
+            size += _size(source[index])
+            page.append(source[index])
+            index += 1
+        return MessagesPage(messages=page, next=index)
+
+    @workflow.query(name="golem.conversation")
+    def conversation(self) -> list[Message]:
+        """The conversation so far (what ``golem show`` prints for a running run)."""
+        return list(self._loop.state.messages) if self._loop else []
+
