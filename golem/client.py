@@ -30,7 +30,7 @@ from golem.loop import RunInput, resolve_conversation_id
 from golem.messages import HistoryError, Message, Part, validate_history
 from golem.results import PartialResult, Result, RunError
 from golem.worker.converter import golem_data_converter
-from golem.workflows.agent_run import AgentRunWorkflow
+from golem.workflows.agent_run import FAILURE_MEMO, AgentRunWorkflow
 from golem.workflows.registry import UNKNOWN_AGENT
 from golem.workflows.types import AgentRunInput, AgentRunOutput, FailureDetails
 
@@ -73,7 +73,7 @@ class DurableRun(Generic[OutputT]):
         try:
             output = await self.handle.result()
         except WorkflowFailureError as exc:
-            raise _run_error(exc, self.history, self.run_id) from exc
+            raise await _run_error(exc, self.handle, self.history) from exc
         run_output = AgentRunOutput.model_validate(output)
         value = run_output.output
         if self.output_adapter is not None and value is not None:
@@ -212,7 +212,10 @@ class DurableAgent(Generic[OutputT]):
         try:
             await handle.result()
         except WorkflowFailureError as exc:
-            return _run_error(exc, history, run_id)
+            error = await _run_error(exc, handle, history)
+            if isinstance(error, RunError):
+                return error
+            raise error from exc
         raise ValueError(f"run {run_id} did not fail; continue it with run(history=...)")
 
 
@@ -232,17 +235,23 @@ def _summary(agent: str, prompt: str | None) -> str:
     return f"{agent}: {first[:120]}"
 
 
-def _run_error(exc: WorkflowFailureError, history: list[Message], run_id: str) -> Exception:
-    """Rebuild the ``RunError`` a failed workflow carries."""
+async def _run_error(
+    exc: WorkflowFailureError, handle: WorkflowHandle[Any, Any], history: list[Message]
+) -> Exception:
+    """Rebuild the ``RunError`` a failed (or cancelled) workflow carries."""
     cause = exc.cause
+    run_id = handle.id
     if isinstance(cause, ApplicationError) and cause.type == UNKNOWN_AGENT:
         return UnknownAgentError(cause.message)
-    if isinstance(cause, ApplicationError | CancelledError) and cause.details:
-        details = FailureDetails.model_validate(cause.details[0])
+    raw: Any = cause.details[0] if isinstance(cause, ApplicationError) and cause.details else None
+    if isinstance(cause, CancelledError):
+        raw = await (await handle.describe()).memo_value(FAILURE_MEMO, None)
+        if raw is None:
+            return RunError("canceled", f"run {run_id} was cancelled before it started")
+    if raw is not None:
+        details = FailureDetails.model_validate(raw)
         partial = details.partial.to_partial(history) if details.partial else None
         return RunError(details.stage, details.message, partial)
-    if isinstance(cause, CancelledError):
-        return RunError("canceled", f"run {run_id} was cancelled before it started")
     message = cause.message if isinstance(cause, FailureError) else str(exc)
     kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
     return RunError("model", f"run {run_id} failed outside the loop ({kind}): {message}")

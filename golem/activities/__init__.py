@@ -153,6 +153,15 @@ async def model_request(input: ModelCallInput) -> ModelResponse:
             non_retryable=not exc.retryable,
             next_retry_delay=delay,
         ) from exc
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        # Only a ModelError says a retry may help; anything else is a bug, not a blip.
+        raise ApplicationError(
+            f"model {agent.model_name} raised {type(exc).__name__}: {exc}",
+            type=type(exc).__name__,
+            non_retryable=True,
+        ) from exc
     return _guard_size(response, f"model {agent.model_name} (turn {input.turn})")
 
 

@@ -7,12 +7,19 @@ activities, so their results are recorded and replay never re-evaluates them.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ApplicationError, CancelledError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    FailureError,
+    TimeoutError,
+)
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import TypeAdapter
@@ -37,10 +44,12 @@ with workflow.unsafe.imports_passed_through():
         ToolCallInput,
     )
 
-__all__ = ["RUN_ERROR", "AgentRunWorkflow", "TemporalExecutor"]
+__all__ = ["FAILURE_MEMO", "RUN_ERROR", "AgentRunWorkflow", "TemporalExecutor"]
 
 #: ``ApplicationError.type`` of a failed run; its details are a ``FailureDetails``.
 RUN_ERROR = "GolemRunError"
+#: Memo key holding a cancelled run's ``FailureDetails``.
+FAILURE_MEMO = "golemFailure"
 #: Most bytes one ``golem.messages`` query page carries (Temporal rejects query results near 2 MB).
 PAGE_BYTES = 1_000_000
 TOOL_RETRY_ATTEMPTS = 3
@@ -54,6 +63,28 @@ def _size(message: Message) -> int:
         + sum(len(p.url) + len(p.data) * 4 // 3 for p in message.parts)
         + 200
     )
+
+
+class ActivityFailed(Exception):
+    """An activity failed for good; the message is its innermost cause's, not Temporal's wrapper."""
+
+
+async def _activity(coro: Any) -> Any:
+    """Await an activity, turning Temporal's wrappers into the failure that matters."""
+    try:
+        return await coro
+    except ActivityError as exc:
+        cause = exc.cause
+        if isinstance(cause, CancelledError):
+            raise asyncio.CancelledError() from exc  # the run was cancelled: stage "canceled"
+        if isinstance(cause, TimeoutError):
+            raise ActivityFailed(
+                f"timed out ({cause.type.name.lower().replace('_', '-') if cause.type else 'timeout'}"
+                f", attempt {exc.retry_state.name.lower() if exc.retry_state else '?'}): the worker "
+                "running it stopped answering or the call took too long"
+            ) from exc
+        message = cause.message if isinstance(cause, FailureError) else str(exc)
+        raise ActivityFailed(message) from exc
 
 
 class TemporalExecutor:
@@ -77,23 +108,27 @@ class TemporalExecutor:
         )
 
     async def process_history(self, ctx: RunContext[Any], history: list[Message]) -> list[Message]:
-        return await workflow.execute_activity(
-            "golem.process_history",
-            self._prepare_input(ctx, history),
-            result_type=list[Message],
-            start_to_close_timeout=timedelta(minutes=5),
-            retry_policy=RetryPolicy(maximum_attempts=3),
-            summary="history processor",
+        return await _activity(
+            workflow.execute_activity(
+                "golem.process_history",
+                self._prepare_input(ctx, history),
+                result_type=list[Message],
+                start_to_close_timeout=timedelta(minutes=5),
+                retry_policy=RetryPolicy(maximum_attempts=3),
+                summary="history processor",
+            )
         )
 
     async def resolve_instructions(self, ctx: RunContext[Any]) -> str:
-        return await workflow.execute_activity(
-            "golem.resolve_instructions",
-            self._prepare_input(ctx, []),
-            result_type=str,
-            start_to_close_timeout=timedelta(minutes=5),
-            retry_policy=RetryPolicy(maximum_attempts=3),
-            summary="instructions",
+        return await _activity(
+            workflow.execute_activity(
+                "golem.resolve_instructions",
+                self._prepare_input(ctx, []),
+                result_type=str,
+                start_to_close_timeout=timedelta(minutes=5),
+                retry_policy=RetryPolicy(maximum_attempts=3),
+                summary="instructions",
+            )
         )
 
     async def request(
@@ -102,41 +137,45 @@ class TemporalExecutor:
         # The activity reads these through the golem.messages query instead of its input.
         self.request_messages = request.messages
         policy = self.agent.model_retry
-        return await workflow.execute_activity(
-            "golem.model_request",
-            ModelCallInput(agent=self.agent.name, turn=ctx.turn, upto=len(request.messages)),
-            result_type=ModelResponse,
-            start_to_close_timeout=timedelta(minutes=10),
-            heartbeat_timeout=self.heartbeat_timeout,
-            retry_policy=RetryPolicy(
-                initial_interval=timedelta(seconds=policy.initial_interval),
-                backoff_coefficient=policy.backoff,
-                maximum_interval=timedelta(seconds=policy.max_interval),
-                maximum_attempts=policy.max_attempts,
-            ),
-            summary=f"model: {self.agent.model_name} (turn {ctx.turn})",
+        return await _activity(
+            workflow.execute_activity(
+                "golem.model_request",
+                ModelCallInput(agent=self.agent.name, turn=ctx.turn, upto=len(request.messages)),
+                result_type=ModelResponse,
+                start_to_close_timeout=timedelta(minutes=10),
+                heartbeat_timeout=self.heartbeat_timeout,
+                retry_policy=RetryPolicy(
+                    initial_interval=timedelta(seconds=policy.initial_interval),
+                    backoff_coefficient=policy.backoff,
+                    maximum_interval=timedelta(seconds=policy.max_interval),
+                    maximum_attempts=policy.max_attempts,
+                ),
+                summary=f"model: {self.agent.model_name} (turn {ctx.turn})",
+            )
         )
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
         tool = self.agent.tools[call.name]
         attempts = 1 if tool.at_most_once else (tool.retry_attempts or TOOL_RETRY_ATTEMPTS)
-        return await workflow.execute_activity(
-            "golem.tool",
-            ToolCallInput(
-                agent=self.agent.name,
-                call=call,
-                deps=ctx.deps,
-                run_id=ctx.run_id,
-                conversation_id=ctx.conversation_id,
-                turn=ctx.turn,
-                usage=ctx.usage,
-                retries=ctx.retries,
-            ),
-            result_type=ToolOutcome,
-            start_to_close_timeout=tool.timeout or timedelta(minutes=5),
-            heartbeat_timeout=self.heartbeat_timeout,
-            retry_policy=RetryPolicy(maximum_attempts=attempts),
-            summary=f"tool: {call.name}",
+        return await _activity(
+            workflow.execute_activity(
+                "golem.tool",
+                ToolCallInput(
+                    agent=self.agent.name,
+                    call=call,
+                    deps=ctx.deps,
+                    run_id=ctx.run_id,
+                    conversation_id=ctx.conversation_id,
+                    turn=ctx.turn,
+                    usage=ctx.usage,
+                    retries=ctx.retries,
+                ),
+                result_type=ToolOutcome,
+                start_to_close_timeout=tool.timeout or timedelta(minutes=5),
+                heartbeat_timeout=self.heartbeat_timeout,
+                retry_policy=RetryPolicy(maximum_attempts=attempts),
+                summary=f"tool: {call.name}",
+            )
         )
 
 
@@ -154,10 +193,14 @@ class AgentRunWorkflow:
         try:
             agent = registry.lookup(info.task_queue, input.agent)
         except LookupError as exc:
-            raise ApplicationError(str(exc), type=registry.UNKNOWN_AGENT, non_retryable=True) from None
+            raise ApplicationError(
+                str(exc), type=registry.UNKNOWN_AGENT, non_retryable=True
+            ) from None
         run = input.run
         if agent.deps_type is not None and run.deps is not None:
-            run = run.model_copy(update={"deps": TypeAdapter(agent.deps_type).validate_python(run.deps)})
+            run = run.model_copy(
+                update={"deps": TypeAdapter(agent.deps_type).validate_python(run.deps)}
+            )
         if not run.run_id:
             run = run.model_copy(update={"run_id": info.workflow_id})
         heartbeat = registry.heartbeat_timeout(info.task_queue)
@@ -171,8 +214,11 @@ class AgentRunWorkflow:
                 message=exc.detail,
                 partial=self._snapshot(run.history) if exc.partial is not None else None,
             )
-            if exc.stage == "canceled":
-                raise CancelledError(str(exc), details) from None
+            if isinstance(exc.__cause__, asyncio.CancelledError):
+                # A cancel command carries no details: the evidence rides the memo instead,
+                # so the run still shows as Canceled in the UI.
+                workflow.upsert_memo({FAILURE_MEMO: details})
+                raise CancelledError(str(exc)) from None
             raise ApplicationError(str(exc), details, type=RUN_ERROR, non_retryable=True) from None
         output = result.output
         if agent.output_adapter is not None and output is not None:
@@ -220,4 +266,3 @@ class AgentRunWorkflow:
     def conversation(self) -> list[Message]:
         """The conversation so far (what ``golem show`` prints for a running run)."""
         return list(self._loop.state.messages) if self._loop else []
-

@@ -1,0 +1,268 @@
+"""Behaviour only a durable run has: workflow identity, lineage, payload bytes, bad input,
+cancellation and resume, and what the Temporal UI shows."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.worker import Worker
+
+from golem import Message, ToolCall, load_messages
+from golem.agent import Agent, ModelRetry
+from golem.client import AGENT, CONVERSATION_ID, PARENT_RUN_ID, DurableAgent, UnknownAgentError
+from golem.history.repair import INTERRUPTED_RESULT, normalize_history
+from golem.messages import HistoryError, Part
+from golem.models import FunctionModel, ModelHTTPError, ScriptedModel
+from golem.results import RunError
+from golem.worker import GolemPlugin
+
+
+@asynccontextmanager
+async def serve(client: Client, *agents: Agent[Any, Any]) -> AsyncIterator[str]:
+    task_queue = f"durable-{uuid.uuid4().hex[:12]}"
+    plugin = GolemPlugin(*agents, heartbeat_timeout=timedelta(seconds=5))
+    async with Worker(client, task_queue=task_queue, plugins=[plugin]):
+        yield task_queue
+
+
+def tool_turns(turns: int, result_bytes: int = 0) -> tuple[Agent[Any, Any], FunctionModel]:
+    """An agent that calls ``fetch`` ``turns`` times, then answers."""
+
+    def answer(messages: list[Message], tools: Any) -> Message:
+        done = sum(1 for m in messages if m.role == "tool")
+        if done < turns:
+            return Message.assistant(
+                "", [ToolCall(id=f"call-{done}", name="fetch", args=f'{{"n": {done}}}')]
+            )
+        return Message.assistant(f"done after {done} tools")
+
+    model = FunctionModel(answer)
+    agent = Agent(model, name=f"turns{turns}")
+
+    @agent.tool
+    def fetch(n: int) -> str:
+        """Fetch page n."""
+        return (f"page {n} " * result_bytes)[:result_bytes] if result_bytes else f"page {n}"
+
+    return agent, model
+
+
+async def history_events(client: Client, run_id: str) -> list[Any]:
+    return [e async for e in client.get_workflow_handle(run_id).fetch_history_events()]
+
+
+async def test_workflow_id_is_the_run_id_and_search_attributes_mirror_lineage(
+    temporal_client: Client,
+) -> None:
+    agent, _ = tool_turns(1)
+    async with serve(temporal_client, agent) as tq:
+        durable = DurableAgent(temporal_client, agent, task_queue=tq)
+        first = await durable.run("one")
+        second = await durable.run("two", history=first.messages)
+    assert second.conversation_id == first.conversation_id
+    assert second.run_id != first.run_id
+    one = await temporal_client.get_workflow_handle(first.run_id).describe()
+    two = await temporal_client.get_workflow_handle(second.run_id).describe()
+    assert one.id == first.run_id and two.id == second.run_id
+    assert one.typed_search_attributes.get(CONVERSATION_ID) == first.conversation_id
+    assert one.typed_search_attributes.get(AGENT) == agent.name
+    assert one.typed_search_attributes.get(PARENT_RUN_ID) is None
+    assert two.typed_search_attributes.get(PARENT_RUN_ID) == first.run_id
+    assert await two.static_summary() == f"{agent.name}: two"
+
+
+async def test_model_activity_input_carries_no_conversation(temporal_client: Client) -> None:
+    agent, model = tool_turns(3, result_bytes=2048)
+    async with serve(temporal_client, agent) as tq:
+        result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+    inputs = [
+        e.activity_task_scheduled_event_attributes
+        for e in await history_events(temporal_client, result.run_id)
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+    model_inputs = [a for a in inputs if a.activity_type.name == "golem.model_request"]
+    assert len(model_inputs) == 4
+    assert max(len(a.input.payloads[0].data) for a in model_inputs) < 100
+    # The model still saw the whole conversation, fetched through the query.
+    assert [len(r.messages) for r in model.requests] == [1, 3, 5, 7]
+    assert model.requests[-1].messages[-1].content.startswith("page 2")
+
+
+async def test_history_bytes_grow_linearly_with_turns(temporal_client: Client) -> None:
+    per_turn: dict[int, float] = {}
+    for turns in (5, 20):
+        agent, _ = tool_turns(turns, result_bytes=2048)
+        async with serve(temporal_client, agent) as tq:
+            result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+        events = await history_events(temporal_client, result.run_id)
+        per_turn[turns] = sum(e.ByteSize() for e in events) / turns
+    # Each turn adds one 2 KB result (plus its echo in the final result), never the conversation.
+    assert per_turn[20] < per_turn[5] * 1.25
+    assert per_turn[20] < 8_000
+
+
+async def test_unknown_agent_fails_at_once_naming_the_agents_the_worker_has(
+    temporal_client: Client,
+) -> None:
+    agent, _ = tool_turns(1)
+    async with serve(temporal_client, agent) as tq:
+        with pytest.raises(UnknownAgentError, match=r"unknown agent 'nobody'.*has: turns1"):
+            await DurableAgent(temporal_client, "nobody", task_queue=tq).run("hi")
+
+
+async def test_malformed_history_is_refused_before_a_run_starts(temporal_client: Client) -> None:
+    with pytest.raises(HistoryError, match="message 0"):
+        load_messages(b'[{"role": "robot"}]')
+    bad = [Message(role="user", content="x", parts=[Part(kind="image", url="http://a", data=b"1")])]
+    agent, _ = tool_turns(1)
+    async with serve(temporal_client, agent) as tq:
+        with pytest.raises(RunError, match="message 0: part 0: needs exactly one of url or data") as e:
+            await DurableAgent(temporal_client, agent, task_queue=tq).run("hi", history=bad)
+    assert e.value.stage == "history" and e.value.partial is None
+
+
+async def test_oversized_tool_result_ends_the_run_naming_the_tool(temporal_client: Client) -> None:
+    agent, _ = tool_turns(1, result_bytes=3_000_000)
+    async with serve(temporal_client, agent) as tq:
+        with pytest.raises(RunError, match=r"tool 'fetch' \(call call-0\) produced \d+ bytes") as e:
+            await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+    assert e.value.stage == "tool"
+    assert e.value.partial is not None
+    assert e.value.partial.messages[-1].tool_calls[0].id == "call-0"
+
+
+async def test_provider_4xx_fails_the_run_without_retrying(temporal_client: Client) -> None:
+    error = ModelHTTPError(400, "messages: tool_use ids without tool_result", provider="anthropic")
+    agent = Agent(ScriptedModel([error]), name="rejected")
+    async with serve(temporal_client, agent) as tq:
+        durable = DurableAgent(temporal_client, agent, task_queue=tq)
+        started = await durable.start("hi")
+        with pytest.raises(RunError, match="tool_use ids without tool_result") as e:
+            await started.result()
+    assert e.value.stage == "model" and e.value.partial is None
+    events = await history_events(temporal_client, started.run_id)
+    failed = [
+        e.activity_task_failed_event_attributes
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
+    ]
+    assert len(failed) == 1
+    assert failed[0].failure.application_failure_info.non_retryable
+
+
+async def test_retryable_provider_error_is_retried_by_the_activity(temporal_client: Client) -> None:
+    busy = ModelHTTPError(429, "rate limited", provider="openai", retry_after=0.05)
+    model = ScriptedModel([busy, Message.assistant("ok")])
+    agent = Agent(model, name="busy", model_retry=ModelRetry(initial_interval=0.01))
+    async with serve(temporal_client, agent) as tq:
+        result = await DurableAgent(temporal_client, agent, task_queue=tq).run("hi")
+    assert result.output == "ok"
+    assert len(model.requests) == 2  # two activity attempts, one loop-level request
+    assert result.requests == 1
+
+
+async def test_cancelled_run_leaves_resume_ready_partial_evidence(temporal_client: Client) -> None:
+    started_tool = asyncio.Event()
+    agent, _ = tool_turns(2)
+
+    @agent.tool
+    async def wait_forever() -> str:
+        """Never returns."""
+        started_tool.set()
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    calls = iter(
+        [
+            Message.assistant("", [ToolCall(id="a", name="fetch", args='{"n": 1}')]),
+            Message.assistant("", [ToolCall(id="b", name="wait_forever", args="{}")]),
+            Message.assistant("resumed"),
+        ]
+    )
+    agent._model = FunctionModel(lambda messages, tools: next(calls))
+    async with serve(temporal_client, agent) as tq:
+        durable = DurableAgent(temporal_client, agent, task_queue=tq)
+        run = await durable.start("go")
+        await started_tool.wait()
+        await run.cancel()
+        with pytest.raises(RunError) as e:
+            await run.result()
+        assert e.value.stage == "canceled"
+        partial = e.value.partial
+        assert partial is not None and partial.run_id == run.run_id
+        assert partial.messages[-1].tool_calls[0].id == "b"
+        description = await run.handle.describe()
+        assert description.status == WorkflowExecutionStatus.CANCELED
+        resumed = await durable.resume(e.value)
+    assert resumed.output == "resumed"
+    assert resumed.conversation_id == run.conversation_id
+    synthesized = [m for m in resumed.messages if m.tool_call_id == "b"]
+    assert [m.content for m in synthesized] == [INTERRUPTED_RESULT]
+    assert normalize_history(resumed.messages)[1].synthesized == []
+
+
+async def test_resume_by_run_id_reads_the_partial_evidence_from_temporal(
+    temporal_client: Client,
+) -> None:
+    model = ScriptedModel(
+        [
+            Message.assistant("", [ToolCall(id="x", name="boom", args="{}")]),
+            Message.assistant("recovered"),
+        ]
+    )
+    agent = Agent(model, name="boomer")
+
+    @agent.tool(retry_attempts=1)
+    def boom() -> str:
+        """Always fails."""
+        raise RuntimeError("disk on fire")
+
+    async with serve(temporal_client, agent) as tq:
+        durable = DurableAgent(temporal_client, agent, task_queue=tq)
+        run = await durable.start("go")
+        with pytest.raises(RunError, match="disk on fire") as e:
+            await run.result()
+        assert e.value.stage == "tool"
+        resumed = await durable.resume(run.run_id)
+    assert resumed.output == "recovered"
+    described = await temporal_client.get_workflow_handle(resumed.run_id).describe()
+    assert described.typed_search_attributes.get(PARENT_RUN_ID) == run.run_id
+    assert [m.content for m in resumed.messages if m.tool_call_id == "x"] == [INTERRUPTED_RESULT]
+
+
+async def test_ui_shows_summaries_for_the_run_and_each_activity(temporal_client: Client) -> None:
+    agent, _ = tool_turns(1)
+    async with serve(temporal_client, agent) as tq:
+        result = await DurableAgent(temporal_client, agent, task_queue=tq).run("first line\nmore")
+    handle = temporal_client.get_workflow_handle(result.run_id)
+    assert await (await handle.describe()).static_summary() == "turns1: first line"
+    converter = temporal_client.data_converter.payload_converter
+    summaries = [
+        converter.from_payloads([e.user_metadata.summary])[0]
+        for e in await history_events(temporal_client, result.run_id)
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+    assert summaries == ["model: function (turn 1)", "tool: fetch", "model: function (turn 2)"]
+
+
+async def test_instructions_function_runs_once_and_is_recorded(temporal_client: Client) -> None:
+    evaluated: list[str] = []
+
+    def instructions(ctx: Any) -> str:
+        evaluated.append(ctx.run_id)
+        return "Speak like a pirate."
+
+    agent, model = tool_turns(2)
+    agent.instructions_fn = instructions
+    async with serve(temporal_client, agent) as tq:
+        result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+    assert evaluated == [result.run_id]
+    assert all(r.messages[0].content == "Speak like a pirate." for r in model.requests)
