@@ -1,0 +1,29 @@
+"""A worker process for the crash tests: ``python crash_worker.py ADDRESS TASK_QUEUE``."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from crash_agents import AGENTS  # noqa: E402
+from temporalio.client import Client  # noqa: E402
+from temporalio.worker import Worker  # noqa: E402
+
+from golem.worker import GolemPlugin  # noqa: E402
+from golem.worker.converter import golem_data_converter  # noqa: E402
+
+
+async def main(address: str, task_queue: str) -> None:
+    client = await Client.connect(address, data_converter=golem_data_converter)
+    plugin = GolemPlugin(*AGENTS, heartbeat_timeout=timedelta(seconds=2))
+    async with Worker(client, task_queue=task_queue, plugins=[plugin]):
+        print("ready", flush=True)
+        await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2]))

@@ -1,0 +1,127 @@
+"""A worker killed with SIGKILL mid-call: a second worker picks the run up."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from crash_agents import AGENTS, at_most_once, idempotent, model_crash
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from golem.client import DurableAgent
+from golem.history.repair import INTERRUPTED_RESULT, normalize_history
+from golem.results import RunError
+from golem.worker import GolemPlugin
+
+WORKER = Path(__file__).parent / "crash_worker.py"
+
+
+async def until(condition: object, what: str, timeout: float = 30.0) -> None:
+    """Await a condition (a zero-argument callable) with a deadline."""
+    async with asyncio.timeout(timeout):
+        while not condition():  # type: ignore[operator]
+            await asyncio.sleep(0.02)
+
+
+@asynccontextmanager
+async def doomed_worker(
+    env: WorkflowEnvironment, task_queue: str, crash_dir: Path
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(WORKER),
+        env.client.service_client.config.target_host,
+        task_queue,
+        env={**os.environ, "GOLEM_CRASH_DIR": str(crash_dir), "GOLEM_CRASH_HANG": "1"},
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        assert (await process.stdout.readline()).strip() == b"ready"
+        yield process
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
+
+
+@pytest.fixture
+def crash_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("GOLEM_CRASH_DIR", str(tmp_path))
+    monkeypatch.delenv("GOLEM_CRASH_HANG", raising=False)
+    return tmp_path
+
+
+async def crash_then_take_over(
+    env: WorkflowEnvironment, agent_name: str, crash_dir: Path
+) -> tuple[DurableAgent[str], object]:
+    task_queue = f"crash-{uuid.uuid4().hex[:12]}"
+    durable: DurableAgent[str] = DurableAgent(env.client, agent_name, task_queue=task_queue)
+    async with doomed_worker(env, task_queue, crash_dir) as process:
+        run = await durable.start("go")
+        await until(lambda: (crash_dir / "started").exists(), "the call to start")
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+    plugin = GolemPlugin(*AGENTS, heartbeat_timeout=timedelta(seconds=2))
+    async with Worker(env.client, task_queue=task_queue, plugins=[plugin]):
+        try:
+            outcome: object = await run.result()
+        except RunError as exc:
+            outcome = exc
+        if isinstance(outcome, RunError):
+            resumed = await durable.resume(outcome, "try again")
+            return durable, (outcome, resumed)
+    return durable, outcome
+
+
+def executions(crash_dir: Path) -> list[str]:
+    return (crash_dir / "executions").read_text().split()
+
+
+async def test_idempotent_tool_is_retried_after_a_crash_and_the_run_completes(
+    temporal_env: WorkflowEnvironment, crash_dir: Path
+) -> None:
+    _, result = await crash_then_take_over(temporal_env, idempotent.name, crash_dir)
+    assert executions(crash_dir) == ["lookup", "lookup"]
+    assert result.output == "finished: looked up"  # type: ignore[attr-defined]
+    results = [m for m in result.messages if m.role == "tool"]  # type: ignore[attr-defined]
+    assert [(m.tool_call_id, m.content) for m in results] == [("call-1", "looked up")]
+
+
+async def test_at_most_once_tool_is_not_repeated_and_resume_repairs_the_batch(
+    temporal_env: WorkflowEnvironment, crash_dir: Path
+) -> None:
+    _, outcome = await crash_then_take_over(temporal_env, at_most_once.name, crash_dir)
+    error, resumed = outcome  # type: ignore[misc]
+    assert executions(crash_dir) == ["charge_card"]
+    assert error.stage == "tool"
+    assert "timed out" in str(error)
+    partial = error.partial
+    assert partial is not None
+    assert [m.role for m in partial.messages] == ["user", "assistant"]
+    assert partial.messages[-1].tool_calls[0].name == "charge_card"
+    assert normalize_history(partial.messages)[1].synthesized == ["call-1"]
+    assert resumed.conversation_id == partial.conversation_id
+    tool_results = [m for m in resumed.messages if m.role == "tool"]
+    assert [(m.tool_call_id, m.content, m.run_id) for m in tool_results] == [
+        ("call-1", INTERRUPTED_RESULT, "")
+    ]
+    assert resumed.output == f"finished: {INTERRUPTED_RESULT}"
+
+
+async def test_model_call_crash_is_retried_on_another_worker(
+    temporal_env: WorkflowEnvironment, crash_dir: Path
+) -> None:
+    _, result = await crash_then_take_over(temporal_env, model_crash.name, crash_dir)
+    assert executions(crash_dir) == ["model", "model"]
+    assert result.output == "the model answered"  # type: ignore[attr-defined]
+    assert result.requests == 1  # type: ignore[attr-defined]
