@@ -3,6 +3,19 @@
 Public API: re-exports only. See README.md and docs/adr/.
 """
 
+from golem.agent import Agent, ModelRetry, RunStream
+from golem.events import RunEvent
+from golem.history import (
+    INTERRUPTED_RESULT,
+    HistoryProcessorError,
+    HistoryRepair,
+    SanitizeReport,
+    UnsafePart,
+    budget_history,
+    normalize_history,
+    sanitize_history,
+    trim_history,
+)
 from golem.ids import new_id
 from golem.messages import (
     HistoryError,
@@ -15,16 +28,40 @@ from golem.messages import (
     load_messages,
     validate_history,
 )
+from golem.results import PartialResult, Result, RunError
+from golem.tools import Canceled, RunContext, Tool, ToolFailed
+from golem.usage import UsageLimits
 
 __all__ = [
+    "INTERRUPTED_RESULT",
+    "Agent",
+    "Canceled",
+    "ModelRetry",
+    "PartialResult",
+    "Result",
+    "RunContext",
+    "RunError",
+    "RunEvent",
+    "RunStream",
+    "Tool",
+    "ToolFailed",
+    "UsageLimits",
     "HistoryError",
+    "HistoryProcessorError",
+    "HistoryRepair",
     "Message",
     "Part",
+    "SanitizeReport",
     "ThinkingBlock",
     "ToolCall",
+    "UnsafePart",
     "Usage",
+    "budget_history",
     "dump_messages",
     "load_messages",
     "new_id",
+    "normalize_history",
+    "sanitize_history",
+    "trim_history",
     "validate_history",
 ]

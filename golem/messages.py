@@ -11,15 +11,18 @@ what a newer one added. Empty fields are omitted from JSON.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     TypeAdapter,
+    SerializerFunctionWrapHandler,
     ValidationError,
+    model_serializer,
 )
 from pydantic.alias_generators import to_camel
 
@@ -76,9 +79,17 @@ class Part(_Wire):
     url: str = ""
     """Where the media lives (http or https for anything untrusted)."""
     data: bytes = b""
-    """Inline bytes; base64 in JSON."""
+    """Inline bytes; standard base64 (with padding) in JSON."""
     media_type: str = ""
     """MIME type; required with ``data``."""
+
+    @model_serializer(mode="wrap", when_used="json")
+    def _standard_base64(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # pydantic's "base64" is the URL-safe alphabet; every other reader expects the standard one.
+        fields = handler(self)
+        if isinstance(fields, dict) and "data" in fields:
+            fields["data"] = base64.b64encode(self.data).decode("ascii")
+        return fields
 
 
 class ToolCall(_Wire):

@@ -39,9 +39,6 @@ __all__ = [
 
 DepsT = TypeVar("DepsT")
 
-#: What a closed-but-never-run call says (a deliberate stop, a crash, a cancelled sibling).
-NO_RESULT = "interrupted before execution; no result was produced"
-
 
 class ToolFailed(Exception):
     """Raise inside a tool to record a definitive failure (``failed=True``); the run goes on."""

@@ -1,5 +1,6 @@
 """Models: the protocol, offline models, and provider adapters over httpx."""
 
+from golem.models.anthropic import AnthropicModel
 from golem.models.base import (
     FinishReason,
     Model,
@@ -14,10 +15,15 @@ from golem.models.base import (
     ToolDefinition,
 )
 from golem.models.function import FunctionModel, ScriptedModel
+from golem.models.gemini import GeminiModel
+from golem.models.infer import infer_model
+from golem.models.openai import OpenAIChatModel
 
 __all__ = [
+    "AnthropicModel",
     "FinishReason",
     "FunctionModel",
+    "GeminiModel",
     "Model",
     "ModelConnectionError",
     "ModelError",
@@ -26,7 +32,9 @@ __all__ = [
     "ModelResponse",
     "ModelResponseError",
     "ModelSettings",
+    "OpenAIChatModel",
     "ScriptedModel",
     "StreamDelta",
     "ToolDefinition",
+    "infer_model",
 ]

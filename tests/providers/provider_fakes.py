@@ -1,0 +1,247 @@
+"""Fake providers for the adapter tests: check requests the way the real APIs do.
+
+Each fake checks the path and auth header and the tool-call pairing of the
+conversation, rejects a broken request with the provider's own error body and
+status, and otherwise answers with the next queued (recorded) response.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from werkzeug import Request, Response
+
+RECORDINGS = Path(__file__).parent.parent / "recordings"
+API_KEY = "sk-test-0123456789abcdef"
+
+
+def recording(name: str) -> dict[str, Any]:
+    """A recorded exchange from tests/recordings (the name without ``.json``)."""
+    data: dict[str, Any] = json.loads((RECORDINGS / f"{name}.json").read_text())
+    return data
+
+
+@dataclass
+class Answer:
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def recorded(cls, name: str) -> Answer:
+        response = recording(name)["response"]
+        if "sse" in response:
+            body = response["sse"].encode()
+        else:
+            body = json.dumps(response["body"]).encode()
+        return cls(response["status"], body, response["content_type"])
+
+    @classmethod
+    def json(cls, status: int, body: Any, **headers: str) -> Answer:
+        return cls(status, json.dumps(body).encode(), headers=headers)
+
+
+Check = Callable[[Request, Any], Answer | None]
+
+
+class FakeProvider:
+    """A provider endpoint: validate each request, then answer from the queue."""
+
+    def __init__(self, check: Check, path: re.Pattern[str]) -> None:
+        self.check = check
+        self.path = path
+        self.queue: list[Answer] = []
+        self.bodies: list[Any] = []
+
+    def answer(self, *answers: Answer | str) -> None:
+        """Queue answers: an :class:`Answer` or the name of a recording."""
+        self.queue.extend(Answer.recorded(a) if isinstance(a, str) else a for a in answers)
+
+    def handle(self, request: Request) -> Response:
+        if not self.path.fullmatch(request.path):
+            return Response("not found", status=404)
+        body = json.loads(request.get_data())
+        self.bodies.append(body)
+        answer = self.check(request, body)
+        if answer is None:
+            assert self.queue, "the fake provider has no answer queued"
+            answer = self.queue.pop(0)
+        response = Response(answer.body, status=answer.status, content_type=answer.content_type)
+        for name, value in answer.headers.items():
+            response.headers[name] = value
+        return response
+
+
+# --- OpenAI Chat Completions -----------------------------------------------------------------
+
+
+def openai_error(
+    status: int, message: str, param: str | None = None, code: str | None = None
+) -> Answer:
+    error = {"message": message, "type": "invalid_request_error", "param": param, "code": code}
+    return Answer.json(status, {"error": error})
+
+
+def check_openai(request: Request, body: Any) -> Answer | None:
+    if request.headers.get("authorization") != f"Bearer {API_KEY}":
+        return openai_error(401, "Incorrect API key provided.", code="invalid_api_key")
+    pending: list[str] = []
+    answered: set[str] = set()
+    for i, message in enumerate(body["messages"]):
+        if message["role"] == "tool":
+            if message["tool_call_id"] not in pending:
+                return openai_error(
+                    400,
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    "preceeding message with 'tool_calls'.",
+                    param=f"messages.[{i}].role",
+                )
+            pending.remove(message["tool_call_id"])
+            answered.add(message["tool_call_id"])
+            continue
+        if pending:
+            return openai_error(
+                400,
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+                f"response messages: {', '.join(pending)}",
+                param=f"messages.[{i}].role",
+            )
+        for j, call in enumerate(message.get("tool_calls") or ()):
+            try:
+                args = json.loads(call["function"]["arguments"])
+            except ValueError:
+                args = None
+            if not isinstance(args, dict):
+                return openai_error(
+                    400,
+                    f"Invalid 'messages[{i}].tool_calls[{j}].function.arguments': "
+                    "expected a JSON object.",
+                    param=f"messages[{i}].tool_calls[{j}].function.arguments",
+                    code="invalid_value",
+                )
+            pending.append(call["id"])
+    if pending:
+        return openai_error(
+            400,
+            "An assistant message with 'tool_calls' must be followed by tool messages "
+            "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+            f"response messages: {', '.join(pending)}",
+            param="messages",
+        )
+    return None
+
+
+# --- Anthropic Messages ----------------------------------------------------------------------
+
+
+def anthropic_error(status: int, kind: str, message: str) -> Answer:
+    return Answer.json(status, {"type": "error", "error": {"type": kind, "message": message}})
+
+
+def check_anthropic(request: Request, body: Any) -> Answer | None:
+    if request.headers.get("x-api-key") != API_KEY:
+        return anthropic_error(401, "authentication_error", "invalid x-api-key")
+    if request.headers.get("anthropic-version") != "2023-06-01":
+        return anthropic_error(
+            400, "invalid_request_error", "anthropic-version: header is required"
+        )
+    if "max_tokens" not in body:
+        return anthropic_error(400, "invalid_request_error", "max_tokens: Field required")
+    messages = body["messages"]
+    previous_uses: list[str] = []
+    for i, message in enumerate(messages):
+        content = message["content"]
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        results = [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"]
+        for j, block in enumerate(blocks):
+            if block.get("type") == "tool_result" and block["tool_use_id"] not in previous_uses:
+                return anthropic_error(
+                    400,
+                    "invalid_request_error",
+                    f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` "
+                    f"blocks: {block['tool_use_id']}. Each `tool_result` block must have a "
+                    "corresponding `tool_use` block in the previous message.",
+                )
+            if block.get("type") == "tool_use" and not isinstance(block.get("input"), dict):
+                return anthropic_error(
+                    400,
+                    "invalid_request_error",
+                    f"messages.{i}.content.{j}.tool_use.input: Input should be a valid dictionary",
+                )
+            if block.get("type") == "thinking" and not block.get("signature"):
+                return anthropic_error(
+                    400,
+                    "invalid_request_error",
+                    f"messages.{i}.content.{j}.thinking.signature: Field required",
+                )
+        missing = [u for u in previous_uses if u not in results]
+        if missing:
+            return _anthropic_unanswered(i - 1, missing)
+        previous_uses = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+    if previous_uses:
+        return _anthropic_unanswered(len(messages) - 1, previous_uses)
+    return None
+
+
+def _anthropic_unanswered(index: int, ids: list[str]) -> Answer:
+    # the recorded body of anthropic-08, for this request's ids
+    return anthropic_error(
+        400,
+        "invalid_request_error",
+        f"messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately "
+        f"after: {', '.join(ids)}. Each `tool_use` block must have a corresponding `tool_result` "
+        "block in the next message.",
+    )
+
+
+# --- Gemini ----------------------------------------------------------------------------------
+
+
+def gemini_error(status: int, message: str, state: str = "INVALID_ARGUMENT") -> Answer:
+    return Answer.json(status, {"error": {"code": status, "message": message, "status": state}})
+
+
+def check_gemini(request: Request, body: Any) -> Answer | None:
+    if request.headers.get("x-goog-api-key") != API_KEY:
+        return gemini_error(400, "API key not valid. Please pass a valid API key.")
+    contents = body["contents"]
+    for i, content in enumerate(contents):
+        parts = content["parts"]
+        responses = [p for p in parts if "functionResponse" in p]
+        previous = contents[i - 1] if i else None
+        calls = [p for p in previous["parts"] if "functionCall" in p] if previous else []
+        if responses and not calls:
+            return gemini_error(
+                400,
+                "Please ensure that function response turn comes immediately after a function "
+                "call turn.",
+            )
+        if calls and len(responses) != len(calls):
+            return gemini_error(
+                400,
+                "Please ensure that the number of function response parts is equal to the "
+                "number of function call parts of the function call turn.",
+            )
+        for j, part in enumerate(parts):
+            args = part.get("functionCall", {}).get("args", {})
+            if not isinstance(args, dict):
+                return gemini_error(
+                    400,
+                    f"Invalid value at 'contents[{i}].parts[{j}].function_call.args' "
+                    f"(type.googleapis.com/google.protobuf.Struct), {json.dumps(args)}",
+                )
+    last = contents[-1] if contents else None
+    if last and any("functionCall" in p for p in last["parts"]):
+        return gemini_error(
+            400,
+            "Please ensure that the number of function response parts is equal to the "
+            "number of function call parts of the function call turn.",
+        )
+    return None
