@@ -47,9 +47,19 @@ async def wait_for(condition, what: str, timeout: float = 60.0) -> None:  # type
 
 def start_worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "golem.cli", "worker", "--agent", "examples.demo_agent:agent",
-         "--task-queue", TASK_QUEUE],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "golem.cli",
+            "worker",
+            "--agent",
+            "examples.demo_agent:agent",
+            "--task-queue",
+            TASK_QUEUE,
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
     )
 
 
@@ -60,8 +70,10 @@ async def main() -> None:
     else:
         print("Temporal: starting the dev server (golem dev), data in .golem/temporal.sqlite")
         server = subprocess.Popen(
-            [sys.executable, "-m", "golem.cli", "dev"], cwd=ROOT,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [sys.executable, "-m", "golem.cli", "dev"],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         await wait_for(lambda: answering(7233), "the dev server")
     print(f"Model: {model_description}\n")

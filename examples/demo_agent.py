@@ -39,7 +39,9 @@ def offline_model() -> FunctionModel:
                 ],
             )
         if results:
-            facts = "; ".join(f"{m.tool_call_id.split('-')[-1].title()}: {m.content}" for m in results)
+            facts = "; ".join(
+                f"{m.tool_call_id.split('-')[-1].title()}: {m.content}" for m in results
+            )
             return Message.assistant(f"Here is the weather — {facts}.")
         turns = sum(1 for m in messages if m.role == "user")
         return Message.assistant(f"(offline model) You have asked {turns} question(s) so far.")

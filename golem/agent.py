@@ -1,19 +1,20 @@
 """The agent: a model, instructions and tools, run in process or durably.
 
-    agent = Agent("openai:gpt-4o", instructions="Be brief.")
+agent = Agent("openai:gpt-4o", instructions="Be brief.")
 
-    @agent.tool
-    def add(a: int, b: int) -> int:
-        '''Add two numbers.'''
-        return a + b
+@agent.tool
+def add(a: int, b: int) -> int:
+    '''Add two numbers.'''
+    return a + b
 
-    result = await agent.run("What is 2 + 3?")
-    follow_up = await agent.run("And times 4?", history=result.messages)
+result = await agent.run("What is 2 + 3?")
+follow_up = await agent.run("And times 4?", history=result.messages)
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -129,7 +130,9 @@ class Agent(Generic[DepsT, OutputT]):
         at_most_once: bool = False,
     ) -> Callable[[F], F]: ...
 
-    def tool(self, function: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
+    def tool(  # type: ignore[misc]
+        self, function: F | None = None, /, **options: Any
+    ) -> F | Callable[[F], F]:
         """Register a function as a tool (``@agent.tool`` or ``@agent.tool(sequential=True)``).
 
         A first parameter typed ``RunContext`` receives the run's context. Under Temporal,
@@ -251,7 +254,5 @@ class RunStream(Generic[OutputT]):
         finally:
             if not self._task.done():
                 self._task.cancel()
-                try:
+                with contextlib.suppress(RunError, asyncio.CancelledError):
                     await self._task
-                except (RunError, asyncio.CancelledError):
-                    pass

@@ -74,9 +74,11 @@ def format_message(index: int, message: Message) -> str:
     if len(text) > 100:
         text = text[:97] + "..."
     calls = ", ".join(f"{c.name}({c.args[:60]}) #{c.id}" for c in message.tool_calls)
-    who = message.role
+    who: str = message.role
     if message.role == "tool":
-        who = f"tool {message.tool_name} #{message.tool_call_id}" + (" FAILED" if message.failed else "")
+        who = f"tool {message.tool_name} #{message.tool_call_id}" + (
+            " FAILED" if message.failed else ""
+        )
     line = f"{index:>3}  {who:<28} {text}"
     if calls:
         line += f"  -> {calls}"
@@ -184,9 +186,13 @@ async def cmd_conversation(args: argparse.Namespace) -> int:
         status = run.status.name.lower() if run.status else "unknown"
         answer = ""
         if run.status == WorkflowExecutionStatus.COMPLETED:
-            output = AgentRunOutput.model_validate(await client.get_workflow_handle(run.id).result())
+            output = AgentRunOutput.model_validate(
+                await client.get_workflow_handle(run.id).result()
+            )
             answer = " ".join(str(output.output or "").split())[:80]
-        print(f"  {run.start_time:%Y-%m-%d %H:%M:%S}  {run.id}  {status:<10} parent={parent or '-'}")
+        print(
+            f"  {run.start_time:%Y-%m-%d %H:%M:%S}  {run.id}  {status:<10} parent={parent or '-'}"
+        )
         if answer:
             print(f"      answer: {answer}")
     return 0

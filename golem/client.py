@@ -255,4 +255,3 @@ async def _run_error(
     message = cause.message if isinstance(cause, FailureError) else str(exc)
     kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
     return RunError("model", f"run {run_id} failed outside the loop ({kind}): {message}")
-

@@ -11,8 +11,14 @@ from golem.models.base import ModelResponse, StreamDelta
 __all__ = ["EventKind", "RunEvent"]
 
 EventKind = Literal[
-    "model_start", "model_end", "text_delta", "thinking_delta", "tool_call_delta",
-    "tool_start", "tool_end", "canceled",
+    "model_start",
+    "model_end",
+    "text_delta",
+    "thinking_delta",
+    "tool_call_delta",
+    "tool_start",
+    "tool_end",
+    "canceled",
 ]
 
 

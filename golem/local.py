@@ -58,7 +58,9 @@ class LocalExecutor:
                 await asyncio.sleep(delay)
                 attempt += 1
 
-    async def _request_once(self, request: ModelRequest, on_delta: DeltaSink | None) -> ModelResponse:
+    async def _request_once(
+        self, request: ModelRequest, on_delta: DeltaSink | None
+    ) -> ModelResponse:
         model = self.agent.model
         if on_delta is None:
             return await model.request(request)
@@ -69,7 +71,9 @@ class LocalExecutor:
             else:
                 response = item
         if response is None:
-            raise ModelError("the stream ended without a complete response", provider=model.model_name)
+            raise ModelError(
+                "the stream ended without a complete response", provider=model.model_name
+            )
         return response
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:

@@ -371,7 +371,9 @@ class RunLoop:
         except (asyncio.CancelledError, _Stop):
             raise
         except Exception as exc:
-            raise _Stop("tool", f"tool {call.name!r} (call {call.id}) failed: {exc}", evidence) from exc
+            raise _Stop(
+                "tool", f"tool {call.name!r} (call {call.id}) failed: {exc}", evidence
+            ) from exc
         self.state.tool_calls += 1
         return outcome
 
@@ -445,8 +447,10 @@ class RunLoop:
         )
 
     def _on_delta(self, delta: StreamDelta) -> None:
-        kind = {"text": "text_delta", "thinking": "thinking_delta"}.get(delta.kind, "tool_call_delta")
-        self._event(kind, turn=self.state.turn + 1, delta=delta)  # type: ignore[arg-type]
+        kind = {"text": "text_delta", "thinking": "thinking_delta"}.get(
+            delta.kind, "tool_call_delta"
+        )
+        self._event(kind, turn=self.state.turn + 1, delta=delta)
 
     def _event(self, kind: str, **fields: Any) -> None:
         if self.emit is None:
@@ -504,4 +508,3 @@ def _decisions(
     pending: Sequence[ToolCall], approvals: dict[str, bool]
 ) -> list[tuple[ToolCall, bool]]:
     return [(c, approvals[c.id]) for c in pending if c.id in approvals]
-

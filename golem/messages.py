@@ -19,8 +19,8 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    TypeAdapter,
     SerializerFunctionWrapHandler,
+    TypeAdapter,
     ValidationError,
     model_serializer,
 )
@@ -233,7 +233,7 @@ def _history_error(exc: ValidationError) -> HistoryError:
 
 
 def validate_history(history: Sequence[Message]) -> None:
-    """Check the structural rules of the contract; raise :class:`HistoryError` naming the message."""
+    """Check the contract's structural rules; raise :class:`HistoryError` naming the message."""
     for index, message in enumerate(history):
         problem = _message_problem(message)
         if problem:
@@ -260,4 +260,3 @@ def _message_problem(message: Message) -> str:
         if block.signature and not block.text:
             return f"thinking {i}: a signature is only allowed beside text"
     return ""
-

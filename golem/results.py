@@ -1,4 +1,4 @@
-"""What a run gives back: ``Result`` on success, ``RunError`` carrying ``PartialResult`` on failure."""
+"""What a run gives back: ``Result``, or a ``RunError`` carrying ``PartialResult``."""
 
 from __future__ import annotations
 
@@ -12,11 +12,16 @@ __all__ = ["STAGES", "PartialResult", "Result", "RunError", "Stage"]
 OutputT = TypeVar("OutputT")
 
 #: Where a run can fail. ``history`` and ``instructions`` fail before any model call.
-Stage = Literal[
-    "history", "instructions", "model", "tool", "canceled", "usage", "loop", "decode"
-]
+Stage = Literal["history", "instructions", "model", "tool", "canceled", "usage", "loop", "decode"]
 STAGES: tuple[Stage, ...] = (
-    "history", "instructions", "model", "tool", "canceled", "usage", "loop", "decode"
+    "history",
+    "instructions",
+    "model",
+    "tool",
+    "canceled",
+    "usage",
+    "loop",
+    "decode",
 )
 
 

@@ -18,7 +18,7 @@ import inspect
 import json
 import re
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Generic, Literal, TypeVar
@@ -155,9 +155,7 @@ class Tool:
                 Field(default, description=param_docs.get(param.name)),
             )
         tool_name = name or function.__name__
-        model = create_model(  # type: ignore[call-overload]
-            f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields
-        )
+        model = create_model(f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields)
         return cls(
             function=function,
             name=tool_name,
@@ -187,9 +185,7 @@ class Tool:
                 "they may have been cut off. Send the complete arguments as a JSON object."
             ) from None
         if not isinstance(value, dict):
-            raise ValueError(
-                f"arguments must be a JSON object, got {type(value).__name__}"
-            )
+            raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
         try:
             return self.args_model.model_validate(value)
         except ValidationError as exc:
@@ -210,7 +206,7 @@ class Tool:
         try:
             value = self.function(ctx, **kwargs) if self.takes_context else self.function(**kwargs)
             if inspect.isawaitable(value):
-                value = await typing.cast(Awaitable[Any], value)
+                value = await value
         except ToolFailed as exc:
             return ToolOutcome(status="failed", content=str(exc) or type(exc).__name__)
         except Canceled as exc:

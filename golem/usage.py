@@ -26,9 +26,7 @@ class UsageLimits:
     token_counter: TokenCounter | None = None
     """Counts a request's messages (default: ``golem.history.tokens.estimate_tokens``)."""
 
-    def before_request(
-        self, requests: int, usage: Usage, messages: Sequence[Message]
-    ) -> str:
+    def before_request(self, requests: int, usage: Usage, messages: Sequence[Message]) -> str:
         """Why the next request may not be made, or ``""``."""
         if self.request_limit is not None and requests + 1 > self.request_limit:
             return f"the next request would exceed request_limit={self.request_limit}"

@@ -7,65 +7,14 @@ of loop behaviour written against it passes through both.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator, Sequence
-from datetime import timedelta
-from typing import Any, Protocol
+from collections.abc import AsyncIterator
 
 import pytest
+from runners import DurableRunner, LocalRunner, Runner
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
-from golem.agent import Agent
-from golem.client import DurableAgent
-from golem.messages import Message, Part
-from golem.results import Result
 from golem.testing import dev_server
-from golem.worker import GolemPlugin
-
-
-class Runner(Protocol):
-    name: str
-
-    async def __call__(
-        self,
-        agent: Agent[Any, Any],
-        prompt: str | None = None,
-        *,
-        history: Sequence[Message] | None = None,
-        parts: Sequence[Part] = (),
-        deps: Any = None,
-        run_id: str | None = None,
-        conversation_id: str | None = None,
-        approvals: dict[str, bool] | None = None,
-    ) -> Result[Any]: ...
-
-
-class LocalRunner:
-    name = "local"
-
-    async def __call__(
-        self, agent: Agent[Any, Any], prompt: str | None = None, **kw: Any
-    ) -> Result[Any]:
-        return await agent.run(prompt, **kw)
-
-
-class DurableRunner:
-    """Serves the agent from a fresh worker on its own task queue for each run."""
-
-    name = "durable"
-
-    def __init__(self, client: Client) -> None:
-        self.client = client
-
-    async def __call__(
-        self, agent: Agent[Any, Any], prompt: str | None = None, **kw: Any
-    ) -> Result[Any]:
-        task_queue = f"test-{uuid.uuid4().hex[:12]}"
-        plugin = GolemPlugin(agent, heartbeat_timeout=timedelta(seconds=5))
-        async with Worker(self.client, task_queue=task_queue, plugins=[plugin]):
-            return await DurableAgent(self.client, agent, task_queue=task_queue).run(prompt, **kw)
 
 
 @pytest.fixture(scope="session")

@@ -9,12 +9,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from crash_agents import AGENTS  # noqa: E402
-from temporalio.client import Client  # noqa: E402
-from temporalio.worker import Worker  # noqa: E402
+from crash_agents import AGENTS
+from temporalio.client import Client
+from temporalio.worker import Worker
 
-from golem.worker import GolemPlugin  # noqa: E402
-from golem.worker.converter import golem_data_converter  # noqa: E402
+from golem.worker import GolemPlugin
+from golem.worker.converter import golem_data_converter
 
 
 async def main(address: str, task_queue: str) -> None:

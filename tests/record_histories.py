@@ -9,13 +9,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from replay_agents import AGENTS, Deps, stop_agent, tools_agent  # noqa: E402
-from temporalio.worker import Worker  # noqa: E402
+from replay_agents import AGENTS, Deps, stop_agent, tools_agent
+from temporalio.worker import Worker
 
-from golem.client import DurableAgent  # noqa: E402
-from golem.results import RunError  # noqa: E402
-from golem.testing import dev_server  # noqa: E402
-from golem.worker import GolemPlugin  # noqa: E402
+from golem.client import DurableAgent
+from golem.results import RunError
+from golem.testing import dev_server
+from golem.worker import GolemPlugin
 
 OUT = Path(__file__).parent / "histories"
 

@@ -124,7 +124,9 @@ async def test_malformed_history_is_refused_before_a_run_starts(temporal_client:
     bad = [Message(role="user", content="x", parts=[Part(kind="image", url="http://a", data=b"1")])]
     agent, _ = tool_turns(1)
     async with serve(temporal_client, agent) as tq:
-        with pytest.raises(RunError, match="message 0: part 0: needs exactly one of url or data") as e:
+        with pytest.raises(
+            RunError, match="message 0: part 0: needs exactly one of url or data"
+        ) as e:
             await DurableAgent(temporal_client, agent, task_queue=tq).run("hi", history=bad)
     assert e.value.stage == "history" and e.value.partial is None
 

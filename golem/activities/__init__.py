@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -136,7 +136,7 @@ async def model_request(input: ModelCallInput) -> ModelResponse:
     """Send one request to the agent's model; provider retries are the activity's."""
     agent = _agent(input.agent)
     info = activity.info()
-    messages = await _cache.fetch(info.workflow_id, info.workflow_run_id, input.upto)
+    messages = await _cache.fetch(info.workflow_id or "", info.workflow_run_id or "", input.upto)
     request = ModelRequest.model_construct(
         messages=messages,
         tools=agent.tool_definitions,
@@ -172,7 +172,9 @@ async def call_tool(input: ToolCallInput) -> ToolOutcome:
     call = input.call
     tool = agent.tools.get(call.name)
     if tool is None:
-        raise ApplicationError(f"agent {agent.name!r} has no tool {call.name!r}", non_retryable=True)
+        raise ApplicationError(
+            f"agent {agent.name!r} has no tool {call.name!r}", non_retryable=True
+        )
     ctx = RunContext(
         deps=_deps(agent, input.deps),
         run_id=input.run_id,
@@ -217,4 +219,4 @@ async def resolve_instructions(input: PrepareInput) -> str:
     return str(await call_user_function(agent.instructions_fn, ctx) or "")
 
 
-ALL = [model_request, call_tool, process_history, resolve_instructions]
+ALL: list[Callable[..., Any]] = [model_request, call_tool, process_history, resolve_instructions]

@@ -1,8 +1,8 @@
 """Offline models: answer from a function or a script, and record what they were sent.
 
-    model = ScriptedModel([Message.assistant("hi")])
-    await Agent(model).run("hello")
-    model.requests[0].messages      # exactly what a provider would have received
+model = ScriptedModel([Message.assistant("hi")])
+await Agent(model).run("hello")
+model.requests[0].messages      # exactly what a provider would have received
 """
 
 from __future__ import annotations
@@ -10,17 +10,16 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Union
 
 from golem.messages import Message, Usage
 from golem.models.base import ModelRequest, ModelResponse, StreamDelta, ToolDefinition
 
 __all__ = ["FunctionModel", "ScriptedModel", "estimate_usage"]
 
-Answer = Union[Message, ModelResponse]
-AnswerFn = Callable[[list[Message], list[ToolDefinition]], Union[Answer, Awaitable[Answer]]]
+Answer = Message | ModelResponse
+AnswerFn = Callable[[list[Message], list[ToolDefinition]], Answer | Awaitable[Answer]]
 StreamFn = Callable[
-    [list[Message], list[ToolDefinition]], AsyncIterator[Union[StreamDelta, ModelResponse]]
+    [list[Message], list[ToolDefinition]], AsyncIterator[StreamDelta | ModelResponse]
 ]
 
 

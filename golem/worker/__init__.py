@@ -1,9 +1,9 @@
 """The worker side: ``GolemPlugin`` registers golem's workflows and activities.
 
-    plugin = GolemPlugin(support_agent, research_agent)
-    client = await Client.connect("localhost:7233", plugins=[plugin])
-    worker = Worker(client, task_queue="golem")   # the plugin reaches the worker too
-    await worker.run()
+plugin = GolemPlugin(support_agent, research_agent)
+client = await Client.connect("localhost:7233", plugins=[plugin])
+worker = Worker(client, task_queue="golem")   # the plugin reaches the worker too
+await worker.run()
 """
 
 from __future__ import annotations

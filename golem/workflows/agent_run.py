@@ -8,8 +8,9 @@ activities, so their results are recorded and replay never re-evaluates them.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -44,6 +45,8 @@ with workflow.unsafe.imports_passed_through():
         ToolCallInput,
     )
 
+T = TypeVar("T")
+
 __all__ = ["FAILURE_MEMO", "RUN_ERROR", "AgentRunWorkflow", "TemporalExecutor"]
 
 #: ``ApplicationError.type`` of a failed run; its details are a ``FailureDetails``.
@@ -69,7 +72,7 @@ class ActivityFailed(Exception):
     """An activity failed for good; the message is its innermost cause's, not Temporal's wrapper."""
 
 
-async def _activity(coro: Any) -> Any:
+async def _activity(coro: Awaitable[T]) -> T:
     """Await an activity, turning Temporal's wrappers into the failure that matters."""
     try:
         return await coro
@@ -78,10 +81,10 @@ async def _activity(coro: Any) -> Any:
         if isinstance(cause, CancelledError):
             raise asyncio.CancelledError() from exc  # the run was cancelled: stage "canceled"
         if isinstance(cause, TimeoutError):
+            kind = cause.type.name.lower().replace("_", "-") if cause.type else "timeout"
             raise ActivityFailed(
-                f"timed out ({cause.type.name.lower().replace('_', '-') if cause.type else 'timeout'}"
-                f", attempt {exc.retry_state.name.lower() if exc.retry_state else '?'}): the worker "
-                "running it stopped answering or the call took too long"
+                f"timed out ({kind}): the worker running it stopped answering "
+                "or the call took too long"
             ) from exc
         message = cause.message if isinstance(cause, FailureError) else str(exc)
         raise ActivityFailed(message) from exc

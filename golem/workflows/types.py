@@ -70,7 +70,9 @@ class RunSnapshot(_Payload):
         run_id = counts.run_id
         cut = next((i for i, m in enumerate(messages) if m.run_id == run_id), len(messages))
         base = messages[:cut]
-        same = len(base) == len(history) and all(a is b or a == b for a, b in zip(base, history))
+        same = len(base) == len(history) and all(
+            a is b or a == b for a, b in zip(base, history, strict=True)
+        )
         return cls(
             base=None if same else base,
             added=messages[cut:],

@@ -1,0 +1,125 @@
+"""Durable overhead on the local dev server, measured side by side in one run.
+
+1. a 10-turn tool-using run in process, durably, and a bare workflow running the same
+   number of no-op activities (the floor): per-activity latency and the ratio to the floor;
+2. history events and bytes per turn for 5, 10, 20 and 40-turn runs with 2 KB tool results;
+3. 50 concurrent 3-turn runs on one worker: runs/s and CPU seconds per run (client and
+   worker share this process, so the CPU figure is an upper bound for the worker).
+
+Run: .venv/bin/python benchmarks/durable_overhead.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _floor import BareWorkflow, noop  # noqa: E402
+from temporalio.api.enums.v1 import EventType  # noqa: E402
+from temporalio.client import Client  # noqa: E402
+from temporalio.worker import Worker  # noqa: E402
+
+from golem import Agent, Message, ToolCall  # noqa: E402
+from golem.client import DurableAgent  # noqa: E402
+from golem.models import FunctionModel  # noqa: E402
+from golem.testing import dev_server  # noqa: E402
+from golem.worker import GolemPlugin  # noqa: E402
+
+REPEATS = 5
+
+
+def tool_agent(turns: int, result_bytes: int, name: str) -> Agent[Any, str]:
+    def answer(messages: list[Message], tools: Any) -> Message:
+        done = sum(1 for m in messages if m.role == "tool")
+        if done < turns:
+            return Message.assistant("", [ToolCall(id=f"c{done}", name="fetch", args=f'{{"n": {done}}}')])
+        return Message.assistant(f"done after {done} tools")
+
+    agent: Agent[Any, str] = Agent(FunctionModel(answer), name=name, max_iterations=turns + 5)
+
+    @agent.tool
+    def fetch(n: int) -> str:
+        """Fetch page n."""
+        return ("x" * result_bytes) if result_bytes else f"page {n}"
+
+    return agent
+
+
+async def best(fn: Any, repeats: int = REPEATS) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        await fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+async def history_size(client: Client, run_id: str) -> tuple[int, int]:
+    events = [e async for e in client.get_workflow_handle(run_id).fetch_history_events()]
+    return len(events), sum(e.ByteSize() for e in events)
+
+
+async def main() -> None:
+    async with dev_server() as env:
+        client = env.client
+        tq = f"bench-{uuid.uuid4().hex[:8]}"
+        agents = [tool_agent(10, 0, "ten"), tool_agent(3, 0, "three")]
+        agents += [tool_agent(n, 2048, f"bytes{n}") for n in (5, 10, 20, 40)]
+        plugin = GolemPlugin(*agents)
+        async with Worker(
+            client, task_queue=tq, plugins=[plugin], workflows=[BareWorkflow], activities=[noop],
+            max_concurrent_activities=200, max_concurrent_workflow_tasks=200,
+        ):
+            ten = agents[0]
+            activities = 10 + 11  # ten tool calls, eleven model requests
+            durable = DurableAgent(client, ten, task_queue=tq)
+            await durable.run("warm up")
+            local_s = await best(lambda: ten.run("go"), repeats=50)
+            durable_s = await best(lambda: durable.run("go"))
+            floor_s = await best(
+                lambda: client.execute_workflow(
+                    BareWorkflow.run, activities, id=f"bare-{uuid.uuid4()}", task_queue=tq
+                )
+            )
+            print("1. a 10-turn tool-using run (21 activities), best of", REPEATS)
+            print(f"   in process          {local_s * 1e3:8.2f} ms   ({local_s / activities * 1e6:7.0f} µs per step)")
+            print(f"   durable (golem)     {durable_s * 1e3:8.2f} ms   ({durable_s / activities * 1e3:7.2f} ms per activity)")
+            print(f"   floor (bare no-ops) {floor_s * 1e3:8.2f} ms   ({floor_s / activities * 1e3:7.2f} ms per activity)")
+            print(f"   golem / floor       {durable_s / floor_s:8.2f}x   (target <= 1.2)")
+
+            print("\n2. history per turn, 2 KB tool results")
+            print("   turns   events  events/turn      bytes  bytes/turn")
+            rows = []
+            for agent in agents[2:]:
+                result = await DurableAgent(client, agent, task_queue=tq).run("go")
+                turns = int(agent.name.removeprefix("bytes"))
+                events, size = await history_size(client, result.run_id)
+                rows.append((turns, size / turns))
+                print(f"   {turns:5d} {events:8d} {events / turns:12.1f} {size:10d} {size / turns:11.0f}")
+            growth = rows[-1][1] / rows[0][1]
+            print(f"   bytes/turn at 40 turns / at 5 turns: {growth:.2f} (1.0 = linear)")
+            peer_40 = 3_200_000  # a peer that re-sends the conversation every turn, 40 turns
+            total_40 = rows[-1][1] * 40
+            print(f"   40-turn total {total_40 / 1e3:.0f} KB = {total_40 / peer_40:.1%} of the peer's ~3.2 MB (target <= 10%)")
+
+            three = DurableAgent(client, agents[1], task_queue=tq)
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            results = await asyncio.gather(*(three.run("go") for _ in range(50)))
+            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            assert all(r.output == "done after 3 tools" for r in results)
+            print("\n3. 50 concurrent 3-turn runs on one worker")
+            print(f"   {50 / wall:.1f} runs/s, {cpu / 50 * 1e3:.1f} ms CPU per run (client + worker), wall {wall:.2f} s")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
+    sys.stdout.flush()
+    import os
+
+    os._exit(0)  # the Temporal core runtime can abort at interpreter teardown
