@@ -17,7 +17,5 @@ class BareWorkflow:
     @workflow.run
     async def run(self, activities: int) -> int:
         for n in range(activities):
-            await workflow.execute_activity(
-                noop, n, start_to_close_timeout=timedelta(seconds=30)
-            )
+            await workflow.execute_activity(noop, n, start_to_close_timeout=timedelta(seconds=30))
         return activities

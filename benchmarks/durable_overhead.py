@@ -20,16 +20,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _floor import BareWorkflow, noop  # noqa: E402
-from temporalio.api.enums.v1 import EventType  # noqa: E402
-from temporalio.client import Client  # noqa: E402
-from temporalio.worker import Worker  # noqa: E402
+from _floor import BareWorkflow, noop
+from temporalio.client import Client
+from temporalio.worker import Worker
 
-from golem import Agent, Message, ToolCall  # noqa: E402
-from golem.client import DurableAgent  # noqa: E402
-from golem.models import FunctionModel  # noqa: E402
-from golem.testing import dev_server  # noqa: E402
-from golem.worker import GolemPlugin  # noqa: E402
+from golem import Agent, Message, ToolCall
+from golem.client import DurableAgent
+from golem.models import FunctionModel
+from golem.testing import dev_server
+from golem.worker import GolemPlugin
 
 REPEATS = 5
 
@@ -38,7 +37,9 @@ def tool_agent(turns: int, result_bytes: int, name: str) -> Agent[Any, str]:
     def answer(messages: list[Message], tools: Any) -> Message:
         done = sum(1 for m in messages if m.role == "tool")
         if done < turns:
-            return Message.assistant("", [ToolCall(id=f"c{done}", name="fetch", args=f'{{"n": {done}}}')])
+            return Message.assistant(
+                "", [ToolCall(id=f"c{done}", name="fetch", args=f'{{"n": {done}}}')]
+            )
         return Message.assistant(f"done after {done} tools")
 
     agent: Agent[Any, str] = Agent(FunctionModel(answer), name=name, max_iterations=turns + 5)
@@ -73,8 +74,13 @@ async def main() -> None:
         agents += [tool_agent(n, 2048, f"bytes{n}") for n in (5, 10, 20, 40)]
         plugin = GolemPlugin(*agents)
         async with Worker(
-            client, task_queue=tq, plugins=[plugin], workflows=[BareWorkflow], activities=[noop],
-            max_concurrent_activities=200, max_concurrent_workflow_tasks=200,
+            client,
+            task_queue=tq,
+            plugins=[plugin],
+            workflows=[BareWorkflow],
+            activities=[noop],
+            max_concurrent_activities=200,
+            max_concurrent_workflow_tasks=200,
         ):
             ten = agents[0]
             activities = 10 + 11  # ten tool calls, eleven model requests
@@ -88,9 +94,15 @@ async def main() -> None:
                 )
             )
             print("1. a 10-turn tool-using run (21 activities), best of", REPEATS)
-            print(f"   in process          {local_s * 1e3:8.2f} ms   ({local_s / activities * 1e6:7.0f} µs per step)")
-            print(f"   durable (golem)     {durable_s * 1e3:8.2f} ms   ({durable_s / activities * 1e3:7.2f} ms per activity)")
-            print(f"   floor (bare no-ops) {floor_s * 1e3:8.2f} ms   ({floor_s / activities * 1e3:7.2f} ms per activity)")
+            print(
+                f"   in process          {local_s * 1e3:8.2f} ms   ({local_s / activities * 1e6:7.0f} µs per step)"
+            )
+            print(
+                f"   durable (golem)     {durable_s * 1e3:8.2f} ms   ({durable_s / activities * 1e3:7.2f} ms per activity)"
+            )
+            print(
+                f"   floor (bare no-ops) {floor_s * 1e3:8.2f} ms   ({floor_s / activities * 1e3:7.2f} ms per activity)"
+            )
             print(f"   golem / floor       {durable_s / floor_s:8.2f}x   (target <= 1.2)")
 
             print("\n2. history per turn, 2 KB tool results")
@@ -101,12 +113,16 @@ async def main() -> None:
                 turns = int(agent.name.removeprefix("bytes"))
                 events, size = await history_size(client, result.run_id)
                 rows.append((turns, size / turns))
-                print(f"   {turns:5d} {events:8d} {events / turns:12.1f} {size:10d} {size / turns:11.0f}")
+                print(
+                    f"   {turns:5d} {events:8d} {events / turns:12.1f} {size:10d} {size / turns:11.0f}"
+                )
             growth = rows[-1][1] / rows[0][1]
             print(f"   bytes/turn at 40 turns / at 5 turns: {growth:.2f} (1.0 = linear)")
             peer_40 = 3_200_000  # a peer that re-sends the conversation every turn, 40 turns
             total_40 = rows[-1][1] * 40
-            print(f"   40-turn total {total_40 / 1e3:.0f} KB = {total_40 / peer_40:.1%} of the peer's ~3.2 MB (target <= 10%)")
+            print(
+                f"   40-turn total {total_40 / 1e3:.0f} KB = {total_40 / peer_40:.1%} of the peer's ~3.2 MB (target <= 10%)"
+            )
 
             three = DurableAgent(client, agents[1], task_queue=tq)
             cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -114,7 +130,9 @@ async def main() -> None:
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
             assert all(r.output == "done after 3 tools" for r in results)
             print("\n3. 50 concurrent 3-turn runs on one worker")
-            print(f"   {50 / wall:.1f} runs/s, {cpu / 50 * 1e3:.1f} ms CPU per run (client + worker), wall {wall:.2f} s")
+            print(
+                f"   {50 / wall:.1f} runs/s, {cpu / 50 * 1e3:.1f} ms CPU per run (client + worker), wall {wall:.2f} s"
+            )
 
 
 if __name__ == "__main__":
