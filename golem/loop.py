@@ -172,14 +172,14 @@ class RunLoop:
         state.messages = history
         if inputs.approvals:
             await self._run_approved_calls(inputs.approvals)
+            if self._paused is not None:
+                return self._paused  # still waiting on decisions: nothing to repair or ask yet
         repaired, _ = normalize_history(state.messages)
         state.messages = [m for m in repaired if m.role != "system"]
         state.completed = len(state.messages)
         state.instructions = await self._instructions()
         if inputs.prompt is not None or inputs.parts:
             self._add(Message.user(inputs.prompt or "", inputs.parts))
-        if self._paused is not None:
-            return self._paused
 
         while True:
             if state.turn >= agent.max_iterations:

@@ -147,11 +147,13 @@ async def model_request(input: ModelCallInput) -> ModelResponse:
         response = await _heartbeating(agent.model.request(request))
     except ModelError as exc:
         delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
+        # A provider asking for a longer wait than the agent allows ends the run, as in process.
+        too_long = exc.retry_after is not None and exc.retry_after > agent.model_retry.max_interval
         raise ApplicationError(
             f"model {agent.model_name}: {exc}",
             type=type(exc).__name__,
-            non_retryable=not exc.retryable,
-            next_retry_delay=delay,
+            non_retryable=not exc.retryable or too_long,
+            next_retry_delay=None if too_long else delay,
         ) from exc
     except asyncio.CancelledError:
         raise

@@ -117,7 +117,7 @@ class TemporalExecutor:
                 self._prepare_input(ctx, history),
                 result_type=list[Message],
                 start_to_close_timeout=timedelta(minutes=5),
-                retry_policy=RetryPolicy(maximum_attempts=3),
+                retry_policy=RetryPolicy(maximum_attempts=1),  # once per run, as the spec says
                 summary="history processor",
             )
         )
@@ -129,7 +129,7 @@ class TemporalExecutor:
                 self._prepare_input(ctx, []),
                 result_type=str,
                 start_to_close_timeout=timedelta(minutes=5),
-                retry_policy=RetryPolicy(maximum_attempts=3),
+                retry_policy=RetryPolicy(maximum_attempts=1),  # once per run, as the spec says
                 summary="instructions",
             )
         )

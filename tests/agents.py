@@ -1,0 +1,71 @@
+"""Builders shared by the agent tests: scripted turns, calls and small recording tools."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from golem.agent import Agent, ModelRetry
+from golem.messages import Message, ToolCall, Usage
+from golem.models.base import ModelResponse
+from golem.models.function import ScriptedModel
+
+FAST_RETRY = ModelRetry(max_attempts=3, initial_interval=0.001)
+
+
+class Deps(BaseModel):
+    """JSON-serializable deps, so the same tests can run through a durable executor."""
+
+    name: str = "Ada"
+
+
+def call(call_id: str, name: str, **args: Any) -> ToolCall:
+    """A tool call with JSON-object arguments."""
+    return ToolCall(id=call_id, name=name, args=json.dumps(args))
+
+
+def ask(*calls: ToolCall) -> Message:
+    """An assistant turn requesting ``calls``."""
+    return Message.assistant(tool_calls=list(calls))
+
+
+def reply(text: str, input_tokens: int = 10, output_tokens: int = 5) -> ModelResponse:
+    """A final text answer with explicit usage."""
+    return ModelResponse(
+        message=Message.assistant(text),
+        usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens),
+    )
+
+
+def scripted(
+    answers: Sequence[Message | ModelResponse | BaseException], **agent_options: Any
+) -> tuple[Agent[Any, Any], ScriptedModel]:
+    """An agent answering from a script, retrying model errors fast."""
+    model = ScriptedModel(answers)
+    agent_options.setdefault("model_retry", FAST_RETRY)
+    return Agent(model, **agent_options), model
+
+
+def unstamped(messages: Sequence[Message]) -> list[Message]:
+    """The messages without run identity, for comparing content across runs."""
+    return [m.stamped("", "") for m in messages]
+
+
+def stamped(messages: Sequence[Message], run_id: str, conversation_id: str) -> list[Message]:
+    return [m.stamped(run_id, conversation_id) for m in messages]
+
+
+def is_uuid7(value: str) -> bool:
+    parsed = uuid.UUID(value)
+    return parsed.version == 7 and str(parsed) == value
+
+
+def xfail_durable(request: Any, runner: Any, reason: str) -> None:
+    """Mark this case a strict expected failure when it runs through the durable executor."""
+    if runner.name == "durable":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"bug (durable): {reason}"))
