@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from agents import ask, call, scripted
-from conftest import Runner
+from runners import Runner
 
 from golem.agent import Agent
 from golem.loop import DENIED_RESULT

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from agents import scripted
-from conftest import Runner
 from pydantic import BaseModel
+from runners import Runner
 
 from golem.messages import Message
 from golem.results import RunError
