@@ -24,18 +24,17 @@ from typing import Any
 
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.envconfig import ClientConfig
 from temporalio.worker import Worker
 
 from golem.agent import Agent
-from golem.client import SEARCH_ATTRIBUTES, DurableAgent, _input_history, _run_error
+from golem.client import SEARCH_ATTRIBUTES, DurableAgent, fetch_run
 from golem.messages import Message, load_messages
 from golem.results import RunError
 from golem.testing import DEV_SERVER_ARGS, temporal_cli
 from golem.worker import GolemPlugin
 from golem.worker.converter import golem_data_converter
-from golem.workflows.types import AgentRunOutput
 
 __all__ = ["connect", "format_message", "load_agent", "main", "ui_link"]
 
@@ -143,29 +142,12 @@ async def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _conversation_of(client: Client, run_id: str) -> tuple[str, list[Message]]:
-    """A run's status and conversation, from its history (no worker needed once closed)."""
-    handle = client.get_workflow_handle(run_id)
-    description = await handle.describe()
-    status = description.status.name.lower() if description.status else "unknown"
-    history = await _input_history(handle)
-    if description.status == WorkflowExecutionStatus.RUNNING:
-        messages = await handle.query("golem.conversation", result_type=list[Message])
-        return status, messages
-    try:
-        output = AgentRunOutput.model_validate(await handle.result())
-        return status, output.snapshot.messages(history)
-    except WorkflowFailureError as exc:
-        error = await _run_error(exc, handle, history)
-        partial = error.partial if isinstance(error, RunError) else None
-        return f"{status} ({error})", partial.messages if partial else history
-
-
 async def cmd_show(args: argparse.Namespace) -> int:
     client = await connect()
-    status, messages = await _conversation_of(client, args.run_id)
-    print(f"run {args.run_id}: {status}")
-    for index, message in enumerate(messages):
+    record = await fetch_run(client, args.run_id)
+    failure = f" ({record.error})" if record.error else ""
+    print(f"run {args.run_id}: {record.status}{failure}")
+    for index, message in enumerate(record.messages):
         print(format_message(index, message))
     print(f"UI: {ui_link(args.run_id)}")
     return 0
@@ -186,10 +168,8 @@ async def cmd_conversation(args: argparse.Namespace) -> int:
         status = run.status.name.lower() if run.status else "unknown"
         answer = ""
         if run.status == WorkflowExecutionStatus.COMPLETED:
-            output = AgentRunOutput.model_validate(
-                await client.get_workflow_handle(run.id).result()
-            )
-            answer = " ".join(str(output.output or "").split())[:80]
+            output = (await fetch_run(client, run.id)).output
+            answer = " ".join(str(output or "").split())[:80]
         print(
             f"  {run.start_time:%Y-%m-%d %H:%M:%S}  {run.id}  {status:<10} parent={parent or '-'}"
         )

@@ -14,7 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+)
 from temporalio.common import (
     SearchAttributeKey,
     SearchAttributePair,
@@ -41,7 +46,9 @@ __all__ = [
     "SEARCH_ATTRIBUTES",
     "DurableAgent",
     "DurableRun",
+    "RunRecord",
     "UnknownAgentError",
+    "fetch_run",
 ]
 
 OutputT = TypeVar("OutputT")
@@ -207,16 +214,43 @@ class DurableAgent(Generic[OutputT]):
         ).result()
 
     async def _failure_of(self, run_id: str) -> RunError:
-        handle = self.client.get_workflow_handle(run_id)
-        history = await _input_history(handle)
-        try:
-            await handle.result()
-        except WorkflowFailureError as exc:
-            error = await _run_error(exc, handle, history)
-            if isinstance(error, RunError):
-                return error
-            raise error from exc
-        raise ValueError(f"run {run_id} did not fail; continue it with run(history=...)")
+        record = await fetch_run(self.client, run_id)
+        if isinstance(record.error, RunError):
+            return record.error
+        if record.error is not None:
+            raise record.error
+        raise ValueError(f"run {run_id} did not fail ({record.status}); continue it with run()")
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What Temporal holds of one run: its status and conversation, or why it failed."""
+
+    run_id: str
+    status: str
+    """running, completed, failed, canceled, terminated, timed_out, ..."""
+    messages: list[Message]
+    """The conversation so far, the final one, or a failed run's partial evidence."""
+    output: Any = None
+    error: Exception | None = None
+
+
+async def fetch_run(client: Client, run_id: str) -> RunRecord:
+    """Read a run from Temporal (a running one through a query, so a worker must be up)."""
+    handle = client.get_workflow_handle(run_id)
+    description = await handle.describe()
+    status = description.status.name.lower() if description.status else "unknown"
+    history = await _input_history(handle)
+    if description.status == WorkflowExecutionStatus.RUNNING:
+        messages = await handle.query("golem.conversation", result_type=list[Message])
+        return RunRecord(run_id, status, messages)
+    try:
+        output = AgentRunOutput.model_validate(await handle.result())
+    except WorkflowFailureError as exc:
+        error = await _run_error(exc, handle, history)
+        partial = error.partial if isinstance(error, RunError) else None
+        return RunRecord(run_id, status, partial.messages if partial else history, error=error)
+    return RunRecord(run_id, status, output.snapshot.messages(history), output=output.output)
 
 
 async def _input_history(handle: WorkflowHandle[Any, Any]) -> list[Message]:
@@ -252,6 +286,7 @@ async def _run_error(
         details = FailureDetails.model_validate(raw)
         partial = details.partial.to_partial(history) if details.partial else None
         return RunError(details.stage, details.message, partial)
+    # Terminated or timed out from outside: the loop never got to say why.
     message = cause.message if isinstance(cause, FailureError) else str(exc)
     kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
-    return RunError("model", f"run {run_id} failed outside the loop ({kind}): {message}")
+    return RunError("canceled", f"run {run_id} was stopped outside the loop ({kind}): {message}")

@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from golem.events import RunEvent
 from golem.history.repair import INTERRUPTED_RESULT, normalize_history
 from golem.messages import HistoryError, Message, Part, ToolCall, Usage, validate_history
 from golem.models.base import ModelRequest, ModelResponse, StreamDelta
 from golem.results import PartialResult, Result, RunError, Stage
-from golem.tools import RunContext, Tool, ToolOutcome
+from golem.tools import RunContext, Tool, ToolOutcome, validation_problems
 
 if TYPE_CHECKING:
     from golem.agent import Agent
-    from golem.events import RunEvent
 
 __all__ = [
     "DENIED_RESULT",
@@ -387,10 +387,7 @@ class RunLoop:
             return adapter.validate_json(_strip_fences(text))
         except ValidationError as exc:
             self._decode_retries += 1
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}"
-                for e in exc.errors(include_url=False)
-            )
+            problems = validation_problems(exc, "answer")
             if self._decode_retries > self.agent.output_retries:
                 raise _Stop(
                     "decode",
@@ -455,8 +452,6 @@ class RunLoop:
     def _event(self, kind: str, **fields: Any) -> None:
         if self.emit is None:
             return
-        from golem.events import RunEvent
-
         fields.setdefault("turn", self.state.turn)
         self.emit(
             RunEvent(

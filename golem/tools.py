@@ -35,6 +35,7 @@ __all__ = [
     "ToolFailed",
     "ToolOutcome",
     "tool_result_text",
+    "validation_problems",
 ]
 
 DepsT = TypeVar("DepsT")
@@ -75,6 +76,14 @@ class ToolOutcome(BaseModel):
     status: Literal["ok", "failed", "canceled"] = "ok"
     content: str = ""
     parts: list[Part] = []
+
+
+def validation_problems(exc: ValidationError, whole: str = "value") -> str:
+    """A pydantic error as one line: ``field: problem; other.field: problem``."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or whole}: {e['msg']}"
+        for e in exc.errors(include_url=False)
+    )
 
 
 _ARG_DOC = re.compile(r"^\s*(\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$")
@@ -189,11 +198,9 @@ class Tool:
         try:
             return self.args_model.model_validate(value)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
-                for e in exc.errors(include_url=False)
-            )
-            raise ValueError(f"invalid arguments: {problems}") from None
+            raise ValueError(
+                f"invalid arguments: {validation_problems(exc, 'arguments')}"
+            ) from None
 
     async def execute(self, ctx: RunContext[Any], args: str) -> ToolOutcome:
         """Validate and run one call. ``ToolFailed`` and ``Canceled`` become outcomes;

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from golem.history.tokens import estimate_tokens
 from golem.messages import Message, Usage
 
 __all__ = ["TokenCounter", "UsageLimits"]
@@ -38,7 +39,7 @@ class UsageLimits:
             if limit is not None and used > limit:
                 return f"{used} tokens used exceed {name}={limit}"
         if self.request_input_tokens_limit is not None:
-            counter = self.token_counter or _default_counter()
+            counter = self.token_counter or estimate_tokens
             size = counter(messages)
             if size > self.request_input_tokens_limit:
                 return (
@@ -55,9 +56,3 @@ class UsageLimits:
                 f"tool_calls_limit={self.tool_calls_limit}"
             )
         return ""
-
-
-def _default_counter() -> TokenCounter:
-    from golem.history.tokens import estimate_tokens
-
-    return estimate_tokens

@@ -268,3 +268,21 @@ async def test_instructions_function_runs_once_and_is_recorded(temporal_client: 
         result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
     assert evaluated == [result.run_id]
     assert all(r.messages[0].content == "Speak like a pirate." for r in model.requests)
+
+
+async def test_deps_that_do_not_match_deps_type_fail_the_run_at_once(
+    temporal_client: Client,
+) -> None:
+    from pydantic import BaseModel
+
+    class Account(BaseModel):
+        user_id: int
+
+    agent = Agent(ScriptedModel([Message.assistant("hi")]), name="typed", deps_type=Account)
+    async with serve(temporal_client, agent) as tq:
+        async with asyncio.timeout(20):  # a workflow-task retry loop would never end
+            with pytest.raises(RunError, match=r"deps .*Account.*user_id") as e:
+                await DurableAgent(temporal_client, agent, task_queue=tq).run(
+                    "hi", deps={"user_id": "not a number"}
+                )
+    assert e.value.stage == "history" and e.value.partial is None

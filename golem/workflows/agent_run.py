@@ -23,7 +23,7 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from pydantic import TypeAdapter
+    from pydantic import TypeAdapter, ValidationError
 
     from golem.agent import Agent
     from golem.events import RunEvent
@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.messages import Message, ToolCall
     from golem.models.base import ModelRequest, ModelResponse
     from golem.results import RunError
-    from golem.tools import RunContext, ToolOutcome
+    from golem.tools import RunContext, ToolOutcome, validation_problems
     from golem.workflows import registry
     from golem.workflows.types import (
         AgentRunInput,
@@ -201,9 +201,18 @@ class AgentRunWorkflow:
             ) from None
         run = input.run
         if agent.deps_type is not None and run.deps is not None:
-            run = run.model_copy(
-                update={"deps": TypeAdapter(agent.deps_type).validate_python(run.deps)}
-            )
+            try:
+                deps = TypeAdapter(agent.deps_type).validate_python(run.deps)
+            except ValidationError as exc:
+                # Raised in workflow code this would fail the task, and retry it, forever.
+                name = getattr(agent.deps_type, "__name__", str(agent.deps_type))
+                message = f"deps do not validate as {name}: {validation_problems(exc, 'deps')}"
+                error = RunError("history", message)
+                details = FailureDetails(stage="history", message=message)
+                raise ApplicationError(
+                    str(error), details, type=RUN_ERROR, non_retryable=True
+                ) from None
+            run = run.model_copy(update={"deps": deps})
         if not run.run_id:
             run = run.model_copy(update={"run_id": info.workflow_id})
         heartbeat = registry.heartbeat_timeout(info.task_queue)

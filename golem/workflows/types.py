@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from golem.loop import RunInput
+from golem.loop import RunInput, RunState
 from golem.messages import Message, ToolCall, Usage
 from golem.results import PartialResult, Result, Stage
 
@@ -65,9 +65,9 @@ class RunSnapshot(_Payload):
         )
 
     @classmethod
-    def of(cls, messages: list[Message], history: list[Message], counts: Any) -> RunSnapshot:
+    def of(cls, messages: list[Message], history: list[Message], state: RunState) -> RunSnapshot:
         """Split ``messages`` where the run's own stamps begin."""
-        run_id = counts.run_id
+        run_id = state.run_id
         cut = next((i for i, m in enumerate(messages) if m.run_id == run_id), len(messages))
         base = messages[:cut]
         same = len(base) == len(history) and all(
@@ -76,11 +76,11 @@ class RunSnapshot(_Payload):
         return cls(
             base=None if same else base,
             added=messages[cut:],
-            usage=counts.usage,
-            requests=counts.requests,
-            tool_calls=counts.tool_calls,
+            usage=state.usage,
+            requests=state.requests,
+            tool_calls=state.tool_calls,
             run_id=run_id,
-            conversation_id=counts.conversation_id,
+            conversation_id=state.conversation_id,
         )
 
 
