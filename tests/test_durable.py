@@ -15,6 +15,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 
+import golem.activities as golem_activities
 from golem import Message, ToolCall, load_messages
 from golem.agent import Agent, ModelRetry
 from golem.client import AGENT, CONVERSATION_ID, PARENT_RUN_ID, DurableAgent, UnknownAgentError
@@ -90,10 +91,33 @@ async def test_model_activity_input_carries_no_conversation(temporal_client: Cli
     ]
     model_inputs = [a for a in inputs if a.activity_type.name == "golem.model_request"]
     assert len(model_inputs) == 4
-    assert max(len(a.input.payloads[0].data) for a in model_inputs) < 100
+    # Each turn adds a 2 KB result: too big to ride the input, so it is read by query.
+    assert max(len(a.input.payloads[0].data) for a in model_inputs) < 1000
     # The model still saw the whole conversation, fetched through the query.
     assert [len(r.messages) for r in model.requests] == [1, 3, 5, 7]
     assert model.requests[-1].messages[-1].content.startswith("page 2")
+
+
+async def test_small_new_messages_ride_the_input_and_need_no_query(
+    temporal_client: Client,
+) -> None:
+    agent, model = tool_turns(3)
+    before = golem_activities._cache.queries
+    async with serve(temporal_client, agent) as tq:
+        result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+    assert golem_activities._cache.queries == before
+    assert result.output == "done after 3 tools"
+    assert [len(r.messages) for r in model.requests] == [1, 3, 5, 7]
+    assert model.requests[-1].messages == result.messages[:-1]
+
+
+async def test_large_new_messages_are_read_by_query(temporal_client: Client) -> None:
+    agent, model = tool_turns(2, result_bytes=4096)
+    before = golem_activities._cache.queries
+    async with serve(temporal_client, agent) as tq:
+        result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+    assert golem_activities._cache.queries - before == 2  # turns 2 and 3, not turn 1
+    assert model.requests[-1].messages == result.messages[:-1]
 
 
 async def test_history_bytes_grow_linearly_with_turns(temporal_client: Client) -> None:

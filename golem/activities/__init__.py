@@ -100,14 +100,27 @@ class MessageCache:
 
     def __init__(self, max_runs: int = 256) -> None:
         self.max_runs = max_runs
+        self.queries = 0
+        """Query pages asked for so far (for tests and tuning)."""
         self._runs: OrderedDict[tuple[str, str], list[Message]] = OrderedDict()
 
-    async def fetch(self, workflow_id: str, run_id: str, upto: int) -> list[Message]:
+    async def fetch(
+        self,
+        workflow_id: str,
+        run_id: str,
+        upto: int,
+        since: int = 0,
+        new: list[Message] | None = None,
+    ) -> list[Message]:
+        """The first ``upto`` messages; ``new`` (when given) are ``[since, upto)``."""
         key = (workflow_id, run_id)
         have = self._runs.pop(key, [])
+        if new and len(have) == since:
+            have.extend(new)  # this worker saw everything before: no query needed
         if len(have) < upto:
             handle = activity.client().get_workflow_handle(workflow_id, run_id=run_id)
             while len(have) < upto:
+                self.queries += 1
                 page = await handle.query(
                     "golem.messages",
                     MessagesQuery(since=len(have), upto=upto),
@@ -136,7 +149,9 @@ async def model_request(input: ModelCallInput) -> ModelResponse:
     """Send one request to the agent's model; provider retries are the activity's."""
     agent = _agent(input.agent)
     info = activity.info()
-    messages = await _cache.fetch(info.workflow_id or "", info.workflow_run_id or "", input.upto)
+    messages = await _cache.fetch(
+        info.workflow_id or "", info.workflow_run_id or "", input.upto, input.since, input.messages
+    )
     request = ModelRequest.model_construct(
         messages=messages,
         tools=agent.tool_definitions,

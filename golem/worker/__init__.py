@@ -35,7 +35,9 @@ class GolemPlugin(SimplePlugin):
 
     ``heartbeat_timeout`` bounds how long a crashed worker's model or tool call goes
     unnoticed; ``sticky_schedule_to_start_timeout`` how long a workflow waits for a
-    crashed worker's sticky queue before another worker takes it.
+    crashed worker's sticky queue before another worker takes it; new messages up to
+    ``inline_messages_bytes`` ride a model call's input, larger ones are read through a
+    query so history grows with content only once (0: always query).
     """
 
     def __init__(
@@ -43,13 +45,14 @@ class GolemPlugin(SimplePlugin):
         *agents: Agent[Any, Any],
         heartbeat_timeout: timedelta = timedelta(seconds=10),
         sticky_schedule_to_start_timeout: timedelta = timedelta(seconds=1),
+        inline_messages_bytes: int = 2048,
     ) -> None:
         names = [a.name for a in agents]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"GolemPlugin: two agents share the name(s) {duplicates}")
         self.agents = list(agents)
-        self.heartbeat_timeout = heartbeat_timeout
+        self.settings = registry.WorkerSettings(heartbeat_timeout, inline_messages_bytes)
         self.sticky_schedule_to_start_timeout = sticky_schedule_to_start_timeout
         super().__init__(
             "golem",
@@ -63,13 +66,13 @@ class GolemPlugin(SimplePlugin):
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         config = super().configure_worker(config)
-        registry.register(config["task_queue"], self.agents, self.heartbeat_timeout)
+        registry.register(config["task_queue"], self.agents, self.settings)
         config["sticky_queue_schedule_to_start_timeout"] = self.sticky_schedule_to_start_timeout
         return config
 
     def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
         config = super().configure_replayer(config)
-        registry.register(registry.ANY_TASK_QUEUE, self.agents, self.heartbeat_timeout)
+        registry.register(registry.ANY_TASK_QUEUE, self.agents, self.settings)
         return config
 
 

@@ -93,10 +93,12 @@ async def _activity(coro: Awaitable[T]) -> T:
 class TemporalExecutor:
     """The loop's effects as activities; see docs/adr/0004-one-loop-two-executors.md."""
 
-    def __init__(self, agent: Agent[Any, Any], heartbeat_timeout: timedelta) -> None:
+    def __init__(self, agent: Agent[Any, Any], settings: registry.WorkerSettings) -> None:
         self.agent = agent
-        self.heartbeat_timeout = heartbeat_timeout
+        self.heartbeat_timeout = settings.heartbeat_timeout
+        self.inline_bytes = settings.inline_messages_bytes
         self.request_messages: list[Message] = []
+        self._sent = 0  # messages the previous model call already had
 
     def new_id(self) -> str:
         return str(workflow.uuid7())
@@ -139,11 +141,18 @@ class TemporalExecutor:
     ) -> ModelResponse:
         # The activity reads these through the golem.messages query instead of its input.
         self.request_messages = request.messages
+        upto = len(request.messages)
+        new = request.messages[self._sent : upto]
+        inline = new if sum(_size(m) for m in new) <= self.inline_bytes else []
+        call = ModelCallInput(
+            agent=self.agent.name, turn=ctx.turn, upto=upto, since=self._sent, messages=inline
+        )
+        self._sent = upto
         policy = self.agent.model_retry
         return await _activity(
             workflow.execute_activity(
                 "golem.model_request",
-                ModelCallInput(agent=self.agent.name, turn=ctx.turn, upto=len(request.messages)),
+                call,
                 result_type=ModelResponse,
                 start_to_close_timeout=timedelta(minutes=10),
                 heartbeat_timeout=self.heartbeat_timeout,
@@ -215,8 +224,7 @@ class AgentRunWorkflow:
             run = run.model_copy(update={"deps": deps})
         if not run.run_id:
             run = run.model_copy(update={"run_id": info.workflow_id})
-        heartbeat = registry.heartbeat_timeout(info.task_queue)
-        self._executor = TemporalExecutor(agent, heartbeat_timeout=heartbeat)
+        self._executor = TemporalExecutor(agent, registry.settings(info.task_queue))
         self._loop = RunLoop(agent, self._executor, run, emit=self._on_event)
         try:
             result = await self._loop.run()

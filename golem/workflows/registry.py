@@ -2,31 +2,40 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from golem.agent import Agent
 
-__all__ = ["ANY_TASK_QUEUE", "UNKNOWN_AGENT", "heartbeat_timeout", "lookup", "register"]
+__all__ = ["ANY_TASK_QUEUE", "UNKNOWN_AGENT", "WorkerSettings", "lookup", "register", "settings"]
 
 UNKNOWN_AGENT = "GolemUnknownAgent"
 #: Agents registered for replay, where the history names the task queue.
 ANY_TASK_QUEUE = "*"
 
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    heartbeat_timeout: timedelta = timedelta(seconds=30)
+    """How long a silent model or tool activity may go before Temporal retries it elsewhere."""
+    inline_messages_bytes: int = 2048
+    """New messages up to this size ride the model activity's input instead of a query."""
+
+
 _agents: dict[str, dict[str, Agent[Any, Any]]] = {}
-_heartbeats: dict[str, timedelta] = {}
+_settings: dict[str, WorkerSettings] = {}
 
 
-def register(task_queue: str, agents: list[Agent[Any, Any]], heartbeat: timedelta) -> None:
+def register(task_queue: str, agents: list[Agent[Any, Any]], settings: WorkerSettings) -> None:
     served = _agents.setdefault(task_queue, {})
     for agent in agents:
         served[agent.name] = agent
-    _heartbeats[task_queue] = heartbeat
+    _settings[task_queue] = settings
 
 
-def heartbeat_timeout(task_queue: str) -> timedelta:
-    """How long a silent model or tool activity may go before Temporal retries it elsewhere."""
-    return _heartbeats.get(task_queue) or _heartbeats.get(ANY_TASK_QUEUE, timedelta(seconds=30))
+def settings(task_queue: str) -> WorkerSettings:
+    return _settings.get(task_queue) or _settings.get(ANY_TASK_QUEUE) or WorkerSettings()
 
 
 def lookup(task_queue: str, name: str) -> Agent[Any, Any]:

@@ -114,12 +114,17 @@ class FailureDetails(_Payload):
 
 
 class ModelCallInput(_Payload):
-    """Input of the model-request activity: which messages to fetch, not the messages."""
+    """Input of the model-request activity: which messages the request is, and at most the
+    small new ones; everything else is read through the ``golem.messages`` query."""
 
     agent: str
     turn: int
     upto: int
     """The request is the first ``upto`` messages of the workflow's request list."""
+    since: int = 0
+    """Where ``messages`` starts."""
+    messages: list[Message] = Field(default_factory=list)
+    """``[since, upto)`` when small enough to send; empty otherwise."""
 
 
 class MessagesQuery(_Payload):
