@@ -1,0 +1,34 @@
+"""Agents the CLI tests serve with ``golem worker --agent cli_agents:echo``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from golem import Message, ToolCall
+from golem.agent import Agent
+from golem.models import FunctionModel, ModelHTTPError
+
+
+def _echo(messages: list[Message], tools: Any) -> Message:
+    if messages[-1].role == "user":
+        return Message.assistant("", [ToolCall(id=f"up-{len(messages)}", name="shout", args="{}")])
+    prompt = next(m.content for m in reversed(messages) if m.role == "user")
+    return Message.assistant(f"echo: {prompt} ({messages[-1].content})")
+
+
+echo = Agent(FunctionModel(_echo, model_name="echo-model"), name="echo")
+
+
+@echo.tool
+def shout() -> str:
+    """Shout."""
+    return "LOUD"
+
+
+def _reject(messages: list[Message], tools: Any) -> Message:
+    raise ModelHTTPError(400, "model_not_found", provider="openai")
+
+
+broken = Agent(FunctionModel(_reject, model_name="missing-model"), name="broken")
+
+not_an_agent = "just a string"
