@@ -3,6 +3,7 @@
     golem dev                                   # Temporal dev server, UI on :8233, data in .golem/
     golem worker --agent myapp.agents:support   # serve agents
     golem run --agent support "Where is my order?"
+    golem chat --agent support                  # a conversation: each turn a durable run
     golem conversation <conversation-id>        # the runs of a conversation, in order
     golem show <run-id>                         # one run's conversation
     golem setup                                 # register golem's search attributes on a cluster
@@ -142,6 +143,36 @@ async def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def read_line(prompt: str) -> str:
+    """One line from the person at the terminal."""
+    return input(prompt)
+
+
+async def cmd_chat(args: argparse.Namespace) -> int:
+    client = await connect()
+    durable: DurableAgent[Any] = DurableAgent(client, args.agent, task_queue=args.task_queue)
+    history: list[Message] = []
+    print(f"chatting with {args.agent!r}; an empty line or end of input stops.")
+    while True:
+        try:
+            prompt = (await asyncio.to_thread(read_line, "you> ")).strip()
+        except EOFError:
+            prompt = ""
+        if not prompt:
+            if history:
+                print(f"conversation id: {history[-1].conversation_id}")
+            return 0
+        try:
+            result = await durable.run(prompt, history=history)
+        except RunError as exc:
+            print(f"run failed at stage {exc.stage}: {exc.detail}")
+            if exc.partial:
+                history = exc.partial.messages  # the next turn resumes; repair closes the gap
+            continue
+        history = result.messages
+        print(f"{args.agent}> {result.output}")
+
+
 async def cmd_show(args: argparse.Namespace) -> int:
     client = await connect()
     record = await fetch_run(client, args.run_id)
@@ -208,6 +239,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--history", help="a JSON file of messages to continue")
     run.add_argument("--conversation-id")
     run.add_argument("prompt")
+    chat = sub.add_parser("chat", help="talk with an agent; each turn is a durable run")
+    chat.add_argument("--agent", required=True, help="the agent's name")
+    chat.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE)
     show = sub.add_parser("show", help="print one run's conversation")
     show.add_argument("run_id")
     conversation = sub.add_parser("conversation", help="list a conversation's runs in order")
@@ -223,6 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {
         "worker": cmd_worker,
         "run": cmd_run,
+        "chat": cmd_chat,
         "show": cmd_show,
         "conversation": cmd_conversation,
         "setup": cmd_setup,

@@ -34,6 +34,7 @@ def run_cli(*argv: str) -> asyncio.Future[int]:
     args = cli.parser().parse_args(argv)
     commands = {
         "run": cli.cmd_run,
+        "chat": cli.cmd_chat,
         "show": cli.cmd_show,
         "conversation": cli.cmd_conversation,
         "setup": cli.cmd_setup,
@@ -59,6 +60,28 @@ async def test_run_prints_the_answer_the_ids_and_the_ui_link(
     run_id = out[2].split()[-1]
     assert out[2].startswith("run id:") and out[3].startswith("conversation id:")
     assert out[4] == f"UI:              http://localhost:8233/namespaces/default/workflows/{run_id}"
+
+
+async def test_chat_chains_turns_into_one_conversation(
+    address: str,
+    temporal_client: Client,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lines = iter(["first", "second", ""])
+    monkeypatch.setattr(cli, "read_line", lambda prompt: next(lines))
+    tq = f"cli-{uuid.uuid4().hex[:8]}"
+    async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(echo)]):
+        assert await run_cli("chat", "--agent", "echo", "--task-queue", tq) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:3] == ["echo> echo: first (LOUD)", "echo> echo: second (LOUD)"]
+    conversation_id = out[3].split()[-1]
+    query = f'GolemConversationId = "{conversation_id}"'
+
+    async def both_visible() -> bool:
+        return (await temporal_client.count_workflows(query)).count == 2
+
+    await until(both_visible)
 
 
 async def test_run_of_a_failing_agent_exits_1_naming_the_stage(
