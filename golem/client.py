@@ -37,7 +37,14 @@ from golem.results import PartialResult, Result, RunError
 from golem.worker.converter import golem_data_converter
 from golem.workflows.agent_run import FAILURE_MEMO, AgentRunWorkflow
 from golem.workflows.registry import UNKNOWN_AGENT
-from golem.workflows.types import AgentRunInput, AgentRunOutput, FailureDetails
+from golem.workflows.types import (
+    AgentRunInput,
+    AgentRunOutput,
+    FailureDetails,
+    MessagesPage,
+    MessagesQuery,
+    RunSnapshot,
+)
 
 __all__ = [
     "AGENT",
@@ -85,7 +92,8 @@ class DurableRun(Generic[OutputT]):
         value = run_output.output
         if self.output_adapter is not None and value is not None:
             value = self.output_adapter.validate_python(value)
-        return run_output.to_result(self.history, value)
+        messages = await _conversation(self.handle, run_output.snapshot, self.history)
+        return run_output.to_result(messages, value)
 
     async def cancel(self) -> None:
         """Ask the run to stop; ``result()`` then raises a ``RunError`` (stage ``canceled``)."""
@@ -242,15 +250,15 @@ async def fetch_run(client: Client, run_id: str) -> RunRecord:
     status = description.status.name.lower() if description.status else "unknown"
     history = await _input_history(handle)
     if description.status == WorkflowExecutionStatus.RUNNING:
-        messages = await handle.query("golem.conversation", result_type=list[Message])
-        return RunRecord(run_id, status, messages)
+        return RunRecord(run_id, status, await _query_pages(handle, 0))
     try:
         output = AgentRunOutput.model_validate(await handle.result())
     except WorkflowFailureError as exc:
         error = await _run_error(exc, handle, history)
         partial = error.partial if isinstance(error, RunError) else None
         return RunRecord(run_id, status, partial.messages if partial else history, error=error)
-    return RunRecord(run_id, status, output.snapshot.messages(history), output=output.output)
+    messages = await _conversation(handle, output.snapshot, history)
+    return RunRecord(run_id, status, messages, output=output.output)
 
 
 async def _input_history(handle: WorkflowHandle[Any, Any]) -> list[Message]:
@@ -262,6 +270,29 @@ async def _input_history(handle: WorkflowHandle[Any, Any]) -> list[Message]:
         )
         return list(payloads[0].run.history)
     return []
+
+
+async def _conversation(
+    handle: WorkflowHandle[Any, Any], snapshot: RunSnapshot, history: list[Message]
+) -> list[Message]:
+    """A snapshot's conversation: carried inline, or paged out of the workflow by query."""
+    if not snapshot.paged:
+        return snapshot.messages(history)
+    return await _query_pages(handle, snapshot.paged)
+
+
+async def _query_pages(handle: WorkflowHandle[Any, Any], upto: int) -> list[Message]:
+    """``golem.conversation`` page by page (``upto`` 0: everything so far)."""
+    messages: list[Message] = []
+    while True:
+        page = await handle.query(
+            "golem.conversation",
+            MessagesQuery(since=len(messages), upto=upto),
+            result_type=MessagesPage,
+        )
+        messages.extend(page.messages)
+        if not page.messages or (upto and len(messages) >= upto):
+            return messages
 
 
 def _summary(agent: str, prompt: str | None) -> str:
@@ -284,7 +315,10 @@ async def _run_error(
             return RunError("canceled", f"run {run_id} was cancelled before it started")
     if raw is not None:
         details = FailureDetails.model_validate(raw)
-        partial = details.partial.to_partial(history) if details.partial else None
+        partial = None
+        if details.partial:
+            messages = await _conversation(handle, details.partial, history)
+            partial = details.partial.to_partial(messages)
         return RunError(details.stage, details.message, partial)
     # Terminated or timed out from outside: the loop never got to say why.
     message = cause.message if isinstance(cause, FailureError) else str(exc)

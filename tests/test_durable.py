@@ -310,3 +310,54 @@ async def test_deps_that_do_not_match_deps_type_fail_the_run_at_once(
                     "hi", deps={"user_id": "not a number"}
                 )
     assert e.value.stage == "history" and e.value.partial is None
+
+
+async def test_a_run_whose_results_together_exceed_one_payload_still_completes(
+    temporal_client: Client,
+) -> None:
+    # Each 1.2 MB result fits one payload; the conversation (2.4 MB) does not.
+    agent, model = tool_turns(2, result_bytes=1_200_000)
+    before = golem_activities._cache.queries
+    async with serve(temporal_client, agent) as tq:
+        async with asyncio.timeout(60):
+            result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+    assert result.output == "done after 2 tools"
+    assert [len(m.content) for m in result.messages if m.role == "tool"] == [1_200_000] * 2
+    assert model.requests[-1].messages == result.messages[:-1]
+    # Turns 2 and 3 each fetched their new assistant turn and 1.2 MB result in two pages
+    # (a page stays under ~1 MB unless one message alone is bigger).
+    assert golem_activities._cache.queries - before == 4
+
+
+async def test_a_failed_run_with_large_evidence_returns_all_of_it(
+    temporal_client: Client,
+) -> None:
+    script = iter(
+        [
+            Message.assistant("", [ToolCall(id="a", name="big", args="{}")]),
+            Message.assistant("", [ToolCall(id="b", name="big", args="{}")]),
+            Message.assistant("", [ToolCall(id="c", name="boom", args="{}")]),
+        ]
+    )
+    agent = Agent(FunctionModel(lambda messages, tools: next(script)), name="bigfail")
+
+    @agent.tool
+    def big() -> str:
+        """A large result."""
+        return "y" * 1_200_000
+
+    @agent.tool(retry_attempts=1)
+    def boom() -> str:
+        """Fails."""
+        raise RuntimeError("out of disk")
+
+    async with serve(temporal_client, agent) as tq:
+        with pytest.raises(RunError, match="out of disk") as e:
+            await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+    partial = e.value.partial
+    assert partial is not None and e.value.stage == "tool"
+    assert [m.role for m in partial.messages] == ["user"] + ["assistant", "tool"] * 2 + [
+        "assistant"
+    ]
+    assert [len(m.content) for m in partial.messages if m.role == "tool"] == [1_200_000] * 2
+    assert partial.messages[-1].tool_calls[0].id == "c"

@@ -43,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
         PrepareInput,
         RunSnapshot,
         ToolCallInput,
+        message_size,
     )
 
 T = TypeVar("T")
@@ -53,19 +54,7 @@ __all__ = ["FAILURE_MEMO", "RUN_ERROR", "AgentRunWorkflow", "TemporalExecutor"]
 RUN_ERROR = "GolemRunError"
 #: Memo key holding a cancelled run's ``FailureDetails``.
 FAILURE_MEMO = "golemFailure"
-#: Most bytes one ``golem.messages`` query page carries (Temporal rejects query results near 2 MB).
-PAGE_BYTES = 1_000_000
 TOOL_RETRY_ATTEMPTS = 3
-
-
-def _size(message: Message) -> int:
-    return (
-        len(message.content)
-        + sum(len(c.args) + len(c.name) + len(c.signature) for c in message.tool_calls)
-        + sum(len(b.text) + len(b.signature) + len(b.redacted) for b in message.thinking)
-        + sum(len(p.url) + len(p.data) * 4 // 3 for p in message.parts)
-        + 200
-    )
 
 
 class ActivityFailed(Exception):
@@ -143,7 +132,7 @@ class TemporalExecutor:
         self.request_messages = request.messages
         upto = len(request.messages)
         new = request.messages[self._sent : upto]
-        inline = new if sum(_size(m) for m in new) <= self.inline_bytes else []
+        inline = new if sum(message_size(m) for m in new) <= self.inline_bytes else []
         call = ModelCallInput(
             agent=self.agent.name, turn=ctx.turn, upto=upto, since=self._sent, messages=inline
         )
@@ -270,19 +259,11 @@ class AgentRunWorkflow:
 
     @workflow.query(name="golem.messages")
     def messages(self, query: MessagesQuery) -> MessagesPage:
-        """The current request's messages ``[since, upto)``, one page of at most ~1 MB."""
-        source = self._executor.request_messages if self._executor else []
-        upto = min(query.upto or len(source), len(source))
-        page: list[Message] = []
-        size = 0
-        index = query.since
-        while index < upto and (not page or size + _size(source[index]) <= PAGE_BYTES):
-            size += _size(source[index])
-            page.append(source[index])
-            index += 1
-        return MessagesPage(messages=page, next=index)
+        """The current model request's messages ``[since, upto)``, one page (≤ ~1 MB)."""
+        return MessagesPage.of(self._executor.request_messages if self._executor else [], query)
 
     @workflow.query(name="golem.conversation")
-    def conversation(self) -> list[Message]:
-        """The conversation so far (what ``golem show`` prints for a running run)."""
-        return list(self._loop.state.messages) if self._loop else []
+    def conversation(self, query: MessagesQuery) -> MessagesPage:
+        """The conversation ``[since, upto)``, one page: a running run's, or a closed run's
+        whose result or failure was too big to carry it (``RunSnapshot.paged``)."""
+        return MessagesPage.of(self._loop.state.messages if self._loop else [], query)

@@ -15,6 +15,7 @@ from golem.messages import Message, ToolCall, Usage
 from golem.results import PartialResult, Result, Stage
 
 __all__ = [
+    "PAGE_BYTES",
     "AgentRunInput",
     "AgentRunOutput",
     "FailureDetails",
@@ -24,6 +25,7 @@ __all__ = [
     "PrepareInput",
     "RunSnapshot",
     "ToolCallInput",
+    "message_size",
 ]
 
 
@@ -39,12 +41,31 @@ class AgentRunInput(_Payload):
     parent_run_id: str = ""
 
 
+#: Most bytes of messages a run's result, failure or one query page carries inline
+#: (Temporal rejects payloads and query results near 2 MB).
+PAGE_BYTES = 1_000_000
+
+
+def message_size(message: Message) -> int:
+    """A quick upper estimate of a message's JSON size."""
+    return (
+        len(message.content)
+        + sum(len(c.args) + len(c.name) + len(c.signature) for c in message.tool_calls)
+        + sum(len(b.text) + len(b.signature) + len(b.redacted) for b in message.thinking)
+        + sum(len(p.url) + len(p.data) * 4 // 3 for p in message.parts)
+        + 200
+    )
+
+
 class RunSnapshot(_Payload):
     """A run's conversation as ``base + added``: ``base`` is ``None`` when it is exactly the
-    history the run was given, so a clean continuation does not send the history back."""
+    history the run was given, so a clean continuation does not send the history back.
+    A conversation too big for one payload is ``paged``: read it with ``golem.conversation``."""
 
     base: list[Message] | None = None
     added: list[Message] = Field(default_factory=list)
+    paged: int = 0
+    """When non-zero: the conversation has this many messages, none of them carried here."""
     usage: Usage = Field(default_factory=Usage)
     requests: int = 0
     tool_calls: int = 0
@@ -52,11 +73,12 @@ class RunSnapshot(_Payload):
     conversation_id: str = ""
 
     def messages(self, history: list[Message]) -> list[Message]:
+        """The conversation, when not ``paged``."""
         return [*(history if self.base is None else self.base), *self.added]
 
-    def to_partial(self, history: list[Message]) -> PartialResult:
+    def to_partial(self, messages: list[Message]) -> PartialResult:
         return PartialResult(
-            messages=self.messages(history),
+            messages=messages,
             usage=self.usage,
             requests=self.requests,
             tool_calls=self.tool_calls,
@@ -66,8 +88,17 @@ class RunSnapshot(_Payload):
 
     @classmethod
     def of(cls, messages: list[Message], history: list[Message], state: RunState) -> RunSnapshot:
-        """Split ``messages`` where the run's own stamps begin."""
+        """Split ``messages`` where the run's own stamps begin (or page them when large)."""
         run_id = state.run_id
+        if sum(message_size(m) for m in messages) > PAGE_BYTES:
+            return cls(
+                paged=len(messages),
+                usage=state.usage,
+                requests=state.requests,
+                tool_calls=state.tool_calls,
+                run_id=run_id,
+                conversation_id=state.conversation_id,
+            )
         cut = next((i for i, m in enumerate(messages) if m.run_id == run_id), len(messages))
         base = messages[:cut]
         same = len(base) == len(history) and all(
@@ -91,11 +122,11 @@ class AgentRunOutput(_Payload):
     snapshot: RunSnapshot
     pending_approvals: list[ToolCall] = Field(default_factory=list)
 
-    def to_result(self, history: list[Message], output: Any) -> Result[Any]:
+    def to_result(self, messages: list[Message], output: Any) -> Result[Any]:
         s = self.snapshot
         return Result(
             output=output,
-            messages=s.messages(history),
+            messages=messages,
             usage=s.usage,
             run_id=s.run_id,
             conversation_id=s.conversation_id,
@@ -136,6 +167,19 @@ class MessagesPage(_Payload):
     messages: list[Message]
     next: int
     """Where the next page starts (``== upto`` when done)."""
+
+    @classmethod
+    def of(cls, source: list[Message], query: MessagesQuery) -> MessagesPage:
+        """``source[since:upto]`` cut to at most ``PAGE_BYTES`` (at least one message)."""
+        upto = min(query.upto or len(source), len(source))
+        page: list[Message] = []
+        size = 0
+        index = query.since
+        while index < upto and (not page or size + message_size(source[index]) <= PAGE_BYTES):
+            size += message_size(source[index])
+            page.append(source[index])
+            index += 1
+        return cls(messages=page, next=index)
 
 
 class ToolCallInput(_Payload):
