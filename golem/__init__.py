@@ -29,6 +29,7 @@ from golem.messages import (
     validate_history,
 )
 from golem.results import PartialResult, Result, RunError
+from golem.retry import Retry
 from golem.tools import Canceled, RunContext, Tool, ToolFailed
 from golem.usage import UsageLimits
 
@@ -44,6 +45,7 @@ __all__ = [
     "Part",
     "PartialResult",
     "Result",
+    "Retry",
     "RunContext",
     "RunError",
     "RunEvent",

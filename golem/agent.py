@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from functools import cached_property
 from typing import Any, Generic, TypeVar, overload
@@ -29,6 +28,7 @@ from golem.loop import RunInput, RunLoop
 from golem.messages import Message, Part
 from golem.models.base import Model, ModelSettings, ToolDefinition
 from golem.results import Result, RunError
+from golem.retry import Retry
 from golem.tools import RunContext, Tool
 from golem.usage import UsageLimits
 
@@ -41,21 +41,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 InstructionsFn = Callable[[RunContext[Any]], "str | Awaitable[str]"]
 
 
-@dataclass(frozen=True)
-class ModelRetry:
-    """How retryable model errors are retried (in process by the executor, under Temporal
-    by the activity retry policy). A provider's Retry-After replaces the computed delay."""
-
-    max_attempts: int = 4
-    initial_interval: float = 1.0
-    backoff: float = 2.0
-    max_interval: float = 60.0
-
-    def delay(self, attempt: int, retry_after: float | None) -> float:
-        """Seconds to wait before attempt ``attempt + 1``."""
-        if retry_after is not None:
-            return retry_after
-        return min(self.initial_interval * self.backoff ** (attempt - 1), self.max_interval)
+#: The retry policy of an agent's model requests (an alias of :class:`golem.Retry`).
+ModelRetry = Retry
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -126,6 +113,7 @@ class Agent(Generic[DepsT, OutputT]):
         requires_approval: bool = False,
         max_retries: int | None = None,
         timeout: timedelta | None = None,
+        retry: Retry | None = None,
         retry_attempts: int | None = None,
         at_most_once: bool = False,
     ) -> Callable[[F], F]: ...
@@ -136,8 +124,8 @@ class Agent(Generic[DepsT, OutputT]):
         """Register a function as a tool (``@agent.tool`` or ``@agent.tool(sequential=True)``).
 
         A first parameter typed ``RunContext`` receives the run's context. Under Temporal,
-        ``timeout`` and ``retry_attempts`` shape the tool's activity, and ``at_most_once``
-        means a crash is reported, never repeated.
+        ``timeout`` and ``retry`` (or just ``retry_attempts``) shape the tool's activity,
+        and ``at_most_once`` means a crash is reported, never repeated.
         """
         if options.get("max_retries") is None:
             options.pop("max_retries", None)

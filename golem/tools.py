@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from golem.messages import Part, Usage
 from golem.models.base import ToolDefinition
+from golem.retry import Retry
 
 __all__ = [
     "Canceled",
@@ -140,8 +141,10 @@ class Tool:
     """Failed attempts (bad arguments, ``ToolFailed`` does not count) before the run ends."""
     timeout: timedelta | None = None
     """Under Temporal: the activity's start-to-close timeout."""
+    retry: Retry | None = None
+    """Under Temporal: the tool activity's retry policy (``None``: three attempts)."""
     retry_attempts: int | None = None
-    """Under Temporal: maximum activity attempts (``None``: the worker default)."""
+    """Under Temporal: shorthand that sets only the maximum attempts."""
     at_most_once: bool = False
     """Under Temporal: never re-execute after a crash; the run fails with partial evidence."""
 

@@ -23,6 +23,7 @@ from golem.history.repair import INTERRUPTED_RESULT, normalize_history
 from golem.messages import HistoryError, Part
 from golem.models import FunctionModel, ModelHTTPError, ScriptedModel
 from golem.results import RunError
+from golem.tools import Canceled
 from golem.worker import GolemPlugin
 
 
@@ -361,3 +362,77 @@ async def test_a_failed_run_with_large_evidence_returns_all_of_it(
     ]
     assert [len(m.content) for m in partial.messages if m.role == "tool"] == [1_200_000] * 2
     assert partial.messages[-1].tool_calls[0].id == "c"
+
+
+async def test_a_stopped_batch_cancels_its_running_siblings_activity(
+    temporal_client: Client,
+) -> None:
+    started, reached = asyncio.Event(), asyncio.Event()
+    model = ScriptedModel(
+        [
+            Message.assistant(
+                "",
+                [
+                    ToolCall(id="w", name="wait", args="{}"),
+                    ToolCall(id="s", name="stop", args="{}"),
+                ],
+            )
+        ]
+    )
+    agent = Agent(model, name="stopper")
+
+    @agent.tool
+    async def wait() -> str:
+        """Waits until cancelled."""
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            reached.set()  # the activity's cancellation arrived through its heartbeat
+            raise
+        return "unreachable"
+
+    @agent.tool
+    async def stop() -> str:
+        """Stops the run once its sibling runs."""
+        await started.wait()
+        raise Canceled("enough")
+
+    async with serve(temporal_client, agent) as tq:
+        with pytest.raises(RunError) as e:
+            await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+        assert e.value.stage == "canceled"
+        await asyncio.wait_for(reached.wait(), 15)
+
+
+async def test_a_tools_retry_policy_shapes_its_activity(temporal_client: Client) -> None:
+    from golem import Retry
+
+    attempts: list[int] = []
+    model = ScriptedModel(
+        [
+            Message.assistant("", [ToolCall(id="f", name="flaky", args="{}")]),
+            Message.assistant("recovered"),
+        ]
+    )
+    agent = Agent(model, name="flaky_agent")
+
+    @agent.tool(retry=Retry(max_attempts=5, initial_interval=0.01, backoff=1.0))
+    def flaky() -> str:
+        """Fails three times, then works."""
+        attempts.append(1)
+        if len(attempts) < 4:
+            raise ConnectionError("try again")
+        return "ok"
+
+    async with serve(temporal_client, agent) as tq:
+        result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+    assert result.output == "recovered"
+    assert len(attempts) == 4  # more than the default three attempts
+    scheduled = [
+        e.activity_task_scheduled_event_attributes
+        for e in await history_events(temporal_client, result.run_id)
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "golem.tool"
+    ]
+    assert scheduled[0].retry_policy.maximum_attempts == 5

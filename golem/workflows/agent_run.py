@@ -8,6 +8,7 @@ activities, so their results are recorded and replay never re-evaluates them.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -31,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.messages import Message, ToolCall
     from golem.models.base import ModelRequest, ModelResponse
     from golem.results import RunError
+    from golem.retry import Retry
     from golem.tools import RunContext, ToolOutcome, validation_problems
     from golem.workflows import registry
     from golem.workflows.types import (
@@ -54,7 +56,17 @@ __all__ = ["FAILURE_MEMO", "RUN_ERROR", "AgentRunWorkflow", "TemporalExecutor"]
 RUN_ERROR = "GolemRunError"
 #: Memo key holding a cancelled run's ``FailureDetails``.
 FAILURE_MEMO = "golemFailure"
-TOOL_RETRY_ATTEMPTS = 3
+#: A tool's activity retry policy unless it names its own.
+TOOL_RETRY = Retry(max_attempts=3)
+
+
+def _retry_policy(retry: Retry) -> RetryPolicy:
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=retry.initial_interval),
+        backoff_coefficient=retry.backoff,
+        maximum_interval=timedelta(seconds=retry.max_interval),
+        maximum_attempts=retry.max_attempts,
+    )
 
 
 class ActivityFailed(Exception):
@@ -145,19 +157,18 @@ class TemporalExecutor:
                 result_type=ModelResponse,
                 start_to_close_timeout=timedelta(minutes=10),
                 heartbeat_timeout=self.heartbeat_timeout,
-                retry_policy=RetryPolicy(
-                    initial_interval=timedelta(seconds=policy.initial_interval),
-                    backoff_coefficient=policy.backoff,
-                    maximum_interval=timedelta(seconds=policy.max_interval),
-                    maximum_attempts=policy.max_attempts,
-                ),
+                retry_policy=_retry_policy(policy),
                 summary=f"model: {self.agent.model_name} (turn {ctx.turn})",
             )
         )
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
         tool = self.agent.tools[call.name]
-        attempts = 1 if tool.at_most_once else (tool.retry_attempts or TOOL_RETRY_ATTEMPTS)
+        policy = tool.retry or TOOL_RETRY
+        if tool.retry_attempts is not None:
+            policy = dataclasses.replace(policy, max_attempts=tool.retry_attempts)
+        if tool.at_most_once:
+            policy = dataclasses.replace(policy, max_attempts=1)
         return await _activity(
             workflow.execute_activity(
                 "golem.tool",
@@ -174,7 +185,7 @@ class TemporalExecutor:
                 result_type=ToolOutcome,
                 start_to_close_timeout=tool.timeout or timedelta(minutes=5),
                 heartbeat_timeout=self.heartbeat_timeout,
-                retry_policy=RetryPolicy(maximum_attempts=attempts),
+                retry_policy=_retry_policy(policy),
                 summary=f"tool: {call.name}",
             )
         )
