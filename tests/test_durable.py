@@ -436,3 +436,39 @@ async def test_a_tools_retry_policy_shapes_its_activity(temporal_client: Client)
         and e.activity_task_scheduled_event_attributes.activity_type.name == "golem.tool"
     ]
     assert scheduled[0].retry_policy.maximum_attempts == 5
+
+
+async def test_current_details_show_turn_usage_and_tools_in_flight(
+    temporal_client: Client,
+) -> None:
+    from temporalio.api.sdk.v1 import WorkflowMetadata
+
+    started, release = asyncio.Event(), asyncio.Event()
+    model = ScriptedModel(
+        [
+            Message.assistant("", [ToolCall(id="s", name="slow", args="{}")]),
+            Message.assistant("done"),
+        ]
+    )
+    agent = Agent(model, name="detailed")
+
+    @agent.tool
+    async def slow() -> str:
+        """Waits to be released."""
+        started.set()
+        await release.wait()
+        return "released"
+
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("go")
+        await started.wait()
+        metadata = await run.handle.query(
+            "__temporal_workflow_metadata", result_type=WorkflowMetadata
+        )
+        release.set()
+        assert (await run.result()).output == "done"
+    details = metadata.current_details
+    assert "**turn** 1" in details
+    assert "**requests** 1" in details
+    assert "**tools in flight** slow" in details
+    assert "tokens** " in details
