@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import importlib
 import os
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -108,7 +107,10 @@ def cmd_dev(args: argparse.Namespace) -> int:
     for key in SEARCH_ATTRIBUTES:
         command += ["--search-attribute", f"{key.name}=Keyword"]
     print(f"golem dev: Temporal on localhost:{args.port}, UI on http://localhost:{args.ui_port}")
-    return subprocess.call(command)
+    sys.stdout.flush()
+    # Become the server, so a signal to `golem dev` reaches it and nothing is orphaned.
+    os.execv(command[0], command)
+    return 0  # not reached
 
 
 async def cmd_worker(args: argparse.Namespace) -> int:

@@ -224,3 +224,13 @@ async def test_dev_starts_a_persistent_server_with_golems_search_attributes(
     finally:
         server.terminate()
         server.wait(timeout=30)
+    # Stopping `golem dev` stops the server itself: nothing is left listening.
+    async with asyncio.timeout(30):
+        while answering(port):
+            await asyncio.sleep(0.1)
+
+
+def answering(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
