@@ -7,6 +7,7 @@ from golem.agent import Agent, ModelRetry, RunStream
 from golem.events import RunEvent
 from golem.history import (
     INTERRUPTED_RESULT,
+    OUTCOME_UNKNOWN_RESULT,
     HistoryProcessorError,
     HistoryRepair,
     SanitizeReport,
@@ -35,6 +36,7 @@ from golem.usage import UsageLimits
 
 __all__ = [
     "INTERRUPTED_RESULT",
+    "OUTCOME_UNKNOWN_RESULT",
     "Agent",
     "Canceled",
     "HistoryError",

@@ -35,6 +35,7 @@ __all__ = [
     "Tool",
     "ToolFailed",
     "ToolOutcome",
+    "ToolOutcomeUnknown",
     "tool_result_text",
     "validation_problems",
 ]
@@ -48,6 +49,13 @@ class ToolFailed(Exception):
 
 class Canceled(Exception):
     """Raise inside a tool to stop the run deliberately (stage ``canceled``)."""
+
+
+class ToolOutcomeUnknown(Exception):
+    """Raised by an executor's ``call_tool`` when the call had started but its outcome cannot
+    be known (its worker died mid-call, or it timed out): the run stops at stage ``tool`` and
+    the call is closed with ``OUTCOME_UNKNOWN_RESULT``, never with "interrupted before
+    execution"."""
 
 
 @dataclass

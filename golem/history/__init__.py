@@ -6,12 +6,18 @@ from golem.history.processors import (
     budget_history,
     trim_history,
 )
-from golem.history.repair import INTERRUPTED_RESULT, HistoryRepair, normalize_history
+from golem.history.repair import (
+    INTERRUPTED_RESULT,
+    OUTCOME_UNKNOWN_RESULT,
+    HistoryRepair,
+    normalize_history,
+)
 from golem.history.sanitize import SanitizeReport, UnsafePart, sanitize_history
 from golem.history.tokens import TokenCounter, estimate_tokens, tiktoken_counter
 
 __all__ = [
     "INTERRUPTED_RESULT",
+    "OUTCOME_UNKNOWN_RESULT",
     "HistoryProcessor",
     "HistoryProcessorError",
     "HistoryRepair",

@@ -23,18 +23,24 @@ Rules, applied by call id:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pydantic_core import from_json
-
 from golem.messages import Message
+from golem.strict_json import is_json_object
 
-__all__ = ["INTERRUPTED_RESULT", "HistoryRepair", "normalize_history"]
+__all__ = ["INTERRUPTED_RESULT", "OUTCOME_UNKNOWN_RESULT", "HistoryRepair", "normalize_history"]
 
 INTERRUPTED_RESULT = "interrupted before execution; no result was produced"
 """The neutral text of a synthesized result: the absence of an outcome, not a failure."""
+
+OUTCOME_UNKNOWN_RESULT = (
+    "interrupted while running; the outcome is unknown and it may have taken effect: "
+    "check before repeating this call"
+)
+"""The neutral text closing a call that had started when its run stopped (a worker died
+mid-call, or the run ended while it ran): unlike :data:`INTERRUPTED_RESULT` it does not
+claim the call never ran, so the model checks before repeating an effect."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +103,7 @@ def _is_clean(history: Sequence[Message], truncated: list[str]) -> bool:
                 if call_id:
                     waiting.add(call_id)
                     args = call.args
-                    if args and not _is_json_object(args):
+                    if args and not is_json_object(args):
                         truncated.append(call_id)
     return clean and not waiting
 
@@ -166,23 +172,3 @@ def _repair(
     if pending >= 0:
         close_block()
     return repaired, HistoryRepair(synthesized, dropped, truncated, relocated)
-
-
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
-
-
-_STRICT_JSON = json.JSONDecoder(parse_constant=_reject_constant)
-
-
-def _is_json_object(args: str) -> bool:
-    """True when ``args`` is one valid JSON object (surrounding whitespace allowed)."""
-    try:
-        return isinstance(from_json(args, allow_inf_nan=False, cache_strings=False), dict)
-    except (ValueError, TypeError):
-        pass
-    # pydantic-core rejects escaped lone surrogates that RFC 8259 grammar allows: ask the stdlib.
-    try:
-        return isinstance(_STRICT_JSON.decode(args), dict)
-    except ValueError:
-        return False
