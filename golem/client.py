@@ -19,15 +19,16 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
+    WorkflowUpdateFailedError,
 )
-from temporalio.common import (
-    SearchAttributeKey,
-    SearchAttributePair,
-    TypedSearchAttributes,
-    WorkflowIDConflictPolicy,
-    WorkflowIDReusePolicy,
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import (
+    ApplicationError,
+    CancelledError,
+    FailureError,
+    WorkflowAlreadyStartedError,
 )
-from temporalio.exceptions import ApplicationError, CancelledError, FailureError
+from temporalio.service import RPCError
 
 from golem.agent import Agent
 from golem.ids import new_id
@@ -35,7 +36,23 @@ from golem.loop import RunInput, resolve_conversation_id
 from golem.messages import HistoryError, Message, Part, validate_history
 from golem.results import PartialResult, Result, RunError
 from golem.worker.converter import golem_data_converter
-from golem.workflows.agent_run import FAILURE_MEMO, AgentRunWorkflow
+from golem.workflows.agent_run import FAILURE_MEMO, RUN_ERROR, AgentRunWorkflow
+from golem.workflows.conversation import (
+    CLOSED,
+    ConversationInput,
+    ConversationSummary,
+    ConversationWorkflow,
+    TurnInput,
+    TurnOutput,
+)
+from golem.workflows.lineage import (
+    AGENT,
+    CONVERSATION_ID,
+    PARENT_RUN_ID,
+    SEARCH_ATTRIBUTES,
+    run_search_attributes,
+    summary,
+)
 from golem.workflows.registry import UNKNOWN_AGENT
 from golem.workflows.types import (
     AgentRunInput,
@@ -51,7 +68,9 @@ __all__ = [
     "CONVERSATION_ID",
     "PARENT_RUN_ID",
     "SEARCH_ATTRIBUTES",
+    "ConversationClosedError",
     "DurableAgent",
+    "DurableConversation",
     "DurableRun",
     "RunRecord",
     "UnknownAgentError",
@@ -60,17 +79,16 @@ __all__ = [
 
 OutputT = TypeVar("OutputT")
 
-CONVERSATION_ID = SearchAttributeKey.for_keyword("GolemConversationId")
-AGENT = SearchAttributeKey.for_keyword("GolemAgent")
-PARENT_RUN_ID = SearchAttributeKey.for_keyword("GolemParentRunId")
-#: Register these on a cluster once (``golem setup``); the dev server gets them from ``golem dev``.
-SEARCH_ATTRIBUTES = (CONVERSATION_ID, AGENT, PARENT_RUN_ID)
 #: Largest history a run may start with (the workflow input is one Temporal payload).
 MAX_INPUT_BYTES = 2_000_000 - 65_536
 
 
 class UnknownAgentError(LookupError):
     """The worker serves no agent by that name (the message lists the ones it has)."""
+
+
+class ConversationClosedError(RuntimeError):
+    """The conversation was closed: nothing more can be sent to it (fork it to go on)."""
 
 
 @dataclass
@@ -89,11 +107,7 @@ class DurableRun(Generic[OutputT]):
         except WorkflowFailureError as exc:
             raise await _run_error(exc, self.handle, self.history) from exc
         run_output = AgentRunOutput.model_validate(output)
-        value = run_output.output
-        if self.output_adapter is not None and value is not None:
-            value = self.output_adapter.validate_python(value)
-        messages = await _conversation(self.handle, run_output.snapshot, self.history)
-        return run_output.to_result(messages, value)
+        return await _result(self.handle, run_output, self.history, self.output_adapter)
 
     async def cancel(self) -> None:
         """Ask the run to stop; ``result()`` then raises a ``RunError`` (stage ``canceled``)."""
@@ -156,19 +170,13 @@ class DurableAgent(Generic[OutputT]):
                 f"the run's input is {size} bytes, over the {MAX_INPUT_BYTES}-byte limit of "
                 "one Temporal payload; trim the history (trim_history / budget_history)",
             )
-        pairs = [
-            SearchAttributePair(CONVERSATION_ID, conversation_id),
-            SearchAttributePair(AGENT, self.agent_name),
-        ]
-        if parent:
-            pairs.append(SearchAttributePair(PARENT_RUN_ID, parent))
         handle = await self.client.start_workflow(
             AgentRunWorkflow.run,
             payload,
             id=run_id,
             task_queue=self.task_queue,
-            search_attributes=TypedSearchAttributes(pairs),
-            static_summary=_summary(self.agent_name, prompt),
+            search_attributes=run_search_attributes(conversation_id, self.agent_name, parent),
+            static_summary=summary(self.agent_name, prompt),
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
         )
@@ -196,6 +204,37 @@ class DurableAgent(Generic[OutputT]):
             approvals=approvals,
         )
         return await started.result()
+
+    async def conversation(
+        self,
+        conversation_id: str | None = None,
+        *,
+        history: Sequence[Message] | None = None,
+        parent_run_id: str = "",
+    ) -> DurableConversation[OutputT]:
+        """A durable conversation (a ``ConversationWorkflow``): started when absent, attached
+        when it runs already. ``history`` seeds a new conversation only."""
+        seed = list(history or ())
+        try:
+            validate_history(seed)
+        except HistoryError as exc:
+            raise RunError("history", str(exc)) from exc
+        conversation_id = conversation_id or resolve_conversation_id(seed, None) or new_id()
+        parent = parent_run_id or next((m.run_id for m in reversed(seed) if m.run_id), "")
+        try:
+            handle = await self.client.start_workflow(
+                ConversationWorkflow.run,
+                ConversationInput(agent=self.agent_name, messages=seed, parent_run_id=parent),
+                id=conversation_id,
+                task_queue=self.task_queue,
+                search_attributes=run_search_attributes(conversation_id, self.agent_name, parent),
+                static_summary=f"{self.agent_name}: conversation",
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            )
+        except WorkflowAlreadyStartedError:
+            handle = self.client.get_workflow_handle(conversation_id)  # closed: readable only
+        return DurableConversation(self, handle)
 
     async def resume(
         self,
@@ -228,6 +267,107 @@ class DurableAgent(Generic[OutputT]):
         if record.error is not None:
             raise record.error
         raise ValueError(f"run {run_id} did not fail ({record.status}); continue it with run()")
+
+
+class DurableConversation(Generic[OutputT]):
+    """A conversation held by its own workflow; ``id`` is the conversation id. Use it from
+    any process with a client: turns are serialized in arrival order."""
+
+    def __init__(self, agent: DurableAgent[OutputT], handle: WorkflowHandle[Any, Any]) -> None:
+        self.agent = agent
+        self.handle = handle
+        self.id = handle.id
+        self._messages: list[Message] | None = None  # what this handle has seen of the transcript
+
+    async def send(
+        self,
+        prompt: str | None = None,
+        *,
+        parts: Sequence[Part] = (),
+        deps: Any = None,
+        run_id: str | None = None,
+    ) -> Result[OutputT]:
+        """Run one turn (a child run of the conversation) and return its ``Result``, whose
+        ``messages`` are the whole conversation. ``run_id`` makes a retried send one turn."""
+        run_id = run_id or new_id()
+        turn = TurnInput(run_id=run_id, prompt=prompt, parts=list(parts), deps=deps)
+        try:
+            out: TurnOutput = await self.handle.execute_update(
+                "golem.send", turn, id=run_id, result_type=TurnOutput
+            )
+        except WorkflowUpdateFailedError as exc:
+            raise await self._turn_error(exc, run_id) from exc
+        except RPCError as exc:
+            raise await self._closed_or(exc) from exc
+        history = await self._transcript(out.start)
+        handle = self.agent.client.get_workflow_handle(run_id)
+        result: Result[OutputT] = await _result(handle, out.run, history, self.agent.output_adapter)
+        self._messages = result.messages
+        return result
+
+    async def messages(self) -> list[Message]:
+        """The whole conversation so far."""
+        self._messages = await _query_pages(self.handle, 0)
+        return list(self._messages)
+
+    async def runs(self) -> list[str]:
+        """The run id of every turn, in order, across continue-as-new."""
+        runs: list[str] = await self.handle.query("golem.runs", result_type=list[str])
+        return runs
+
+    async def fork(self, at_run_id: str | None = None) -> DurableConversation[OutputT]:
+        """A new conversation that continues this one from the end of run ``at_run_id``
+        (default: the newest); its first run names that run as its parent."""
+        messages = await self.messages()
+        runs = await self.runs()
+        at = at_run_id or (runs[-1] if runs else "")
+        if at and at not in runs:
+            raise ValueError(f"run {at} is not a turn of conversation {self.id}")
+        if at:
+            end = max(i for i, m in enumerate(messages) if m.run_id == at) + 1
+            messages = messages[:end]
+        return await self.agent.conversation(new_id(), history=messages, parent_run_id=at)
+
+    async def close(self) -> None:
+        """End the conversation once the turn in flight (if any) finishes."""
+        try:
+            await self.handle.execute_update("golem.close", result_type=ConversationSummary)
+        except (WorkflowUpdateFailedError, RPCError) as exc:
+            error = await self._closed_or(exc)
+            if not isinstance(error, ConversationClosedError):
+                raise error from exc
+
+    async def _transcript(self, upto: int) -> list[Message]:
+        """The first ``upto`` messages: what this handle saw, else read by query."""
+        if self._messages is not None and len(self._messages) == upto:
+            return self._messages
+        return await _query_pages(self.handle, upto) if upto else []
+
+    async def _turn_error(self, exc: WorkflowUpdateFailedError, run_id: str) -> Exception:
+        cause = exc.cause
+        if isinstance(cause, ApplicationError) and cause.type == RUN_ERROR and cause.details:
+            details = FailureDetails.model_validate(cause.details[0])
+            partial = None
+            if details.partial is not None:
+                history = await self._transcript(len(self._messages or []))
+                handle = self.agent.client.get_workflow_handle(run_id)
+                messages = await _conversation(handle, details.partial, history)
+                partial = details.partial.to_partial(messages)
+            self._messages = None  # the transcript changed under the failed turn
+            return RunError(details.stage, details.message, partial)
+        if isinstance(cause, ApplicationError) and cause.type == CLOSED:
+            return ConversationClosedError(cause.message)
+        if isinstance(cause, ApplicationError) and cause.type == UNKNOWN_AGENT:
+            return UnknownAgentError(cause.message)
+        message = cause.message if isinstance(cause, FailureError) else str(exc)
+        return ValueError(f"conversation {self.id} refused the turn: {message}")
+
+    async def _closed_or(self, exc: Exception) -> Exception:
+        description = await self.handle.describe()
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            status = description.status.name.lower() if description.status else "closed"
+            return ConversationClosedError(f"conversation {self.id} is {status}; fork it to go on")
+        return exc
 
 
 @dataclass(frozen=True)
@@ -272,6 +412,19 @@ async def _input_history(handle: WorkflowHandle[Any, Any]) -> list[Message]:
     return []
 
 
+async def _result(
+    handle: WorkflowHandle[Any, Any],
+    output: AgentRunOutput,
+    history: list[Message],
+    adapter: TypeAdapter[Any] | None,
+) -> Result[Any]:
+    """A finished run's ``Result``: its output typed, its conversation whole."""
+    value = output.output
+    if adapter is not None and value is not None:
+        value = adapter.validate_python(value)
+    return output.to_result(await _conversation(handle, output.snapshot, history), value)
+
+
 async def _conversation(
     handle: WorkflowHandle[Any, Any], snapshot: RunSnapshot, history: list[Message]
 ) -> list[Message]:
@@ -293,11 +446,6 @@ async def _query_pages(handle: WorkflowHandle[Any, Any], upto: int) -> list[Mess
         messages.extend(page.messages)
         if not page.messages or (upto and len(messages) >= upto):
             return messages
-
-
-def _summary(agent: str, prompt: str | None) -> str:
-    first = (prompt or "").strip().splitlines()[0] if (prompt or "").strip() else "(no prompt)"
-    return f"{agent}: {first[:120]}"
 
 
 async def _run_error(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -50,14 +50,19 @@ def temporal_cli() -> str:
 
 @asynccontextmanager
 async def dev_server(
-    *, ui: bool = False, ui_port: int | None = None, database_file: str | None = None
+    *,
+    ui: bool = False,
+    ui_port: int | None = None,
+    database_file: str | None = None,
+    extra_args: Sequence[str] = (),
 ) -> AsyncIterator[WorkflowEnvironment]:
-    """Start ``temporal server start-dev`` tuned for agent workloads; stop it on exit."""
+    """Start ``temporal server start-dev`` tuned for agent workloads; stop it on exit.
+    ``extra_args`` go to the server (e.g. ``--dynamic-config-value`` settings)."""
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_cli(),
         data_converter=golem_data_converter,
         search_attributes=SEARCH_ATTRIBUTES,
-        dev_server_extra_args=list(DEV_SERVER_ARGS),
+        dev_server_extra_args=[*DEV_SERVER_ARGS, *extra_args],
         dev_server_database_filename=database_file,
         ui=ui,
         ui_port=ui_port,

@@ -22,6 +22,7 @@ from golem.results import RunError
 from golem.worker.converter import golem_data_converter
 from golem.workflows import registry
 from golem.workflows.agent_run import AgentRunWorkflow
+from golem.workflows.conversation import ConversationWorkflow
 
 __all__ = ["PASSTHROUGH_MODULES", "GolemPlugin"]
 
@@ -58,7 +59,7 @@ class GolemPlugin(SimplePlugin):
             "golem",
             data_converter=golem_data_converter,
             activities=ACTIVITIES,
-            workflows=[AgentRunWorkflow],
+            workflows=[AgentRunWorkflow, ConversationWorkflow],
             workflow_runner=_sandbox,
             # A bad input or a run's own failure must fail the workflow, not retry its task.
             workflow_failure_exception_types=[RunError, HistoryError, LookupError],

@@ -1,0 +1,238 @@
+"""``ConversationWorkflow``: one conversation as one long-lived workflow.
+
+    conv = await durable.conversation()      # workflow id = conversation id
+    result = await conv.send("Hello")        # one turn = one update = one child AgentRunWorkflow
+
+The workflow holds the canonical transcript. Each turn is an update whose handler runs the
+turn as a child ``AgentRunWorkflow`` (its own run id, lineage and UI page) and appends what
+the run added, so the client never ships the conversation again. Turns are serialized in
+arrival order. The workflow continues as new when the server suggests it (or after
+``turns_per_run`` turns), carrying the transcript and the run list, once no turn is in
+flight. It has no execution timeout: ``close()`` ends it. See docs/adr/0009-conversations.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError, ChildWorkflowError
+
+with workflow.unsafe.imports_passed_through():
+    from golem.loop import RunInput
+    from golem.messages import HistoryError, Message, Part, validate_history
+    from golem.workflows import lineage
+    from golem.workflows.agent_run import RUN_ERROR, AgentRunWorkflow
+    from golem.workflows.types import (
+        AgentRunInput,
+        AgentRunOutput,
+        FailureDetails,
+        MessagesPage,
+        MessagesQuery,
+    )
+
+__all__ = [
+    "CLOSED",
+    "ConversationInput",
+    "ConversationSummary",
+    "ConversationWorkflow",
+    "TurnInput",
+    "TurnOutput",
+]
+
+#: ``ApplicationError.type`` of a turn refused because the conversation is closed.
+CLOSED = "GolemConversationClosed"
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ConversationInput(_Payload):
+    """Input of ``ConversationWorkflow``: a new conversation's seed, or the state carried
+    across continue-as-new."""
+
+    agent: str
+    messages: list[Message] = Field(default_factory=list)
+    """The transcript so far (a seed history, or everything before continue-as-new)."""
+    runs: list[str] = Field(default_factory=list)
+    """Run ids of the turns so far, in order."""
+    parent_run_id: str = ""
+    """For a fork: the run of another conversation this one continues from."""
+    turns_per_run: int = 500
+    """golem's own continue-as-new budget, beside the server's suggestion."""
+
+
+class TurnInput(_Payload):
+    """One turn: an update whose id is ``run_id``, so a retried send is one turn."""
+
+    run_id: str
+    prompt: str | None = None
+    parts: list[Part] = Field(default_factory=list)
+    deps: Any = None
+
+
+class TurnOutput(_Payload):
+    """What a turn returns: the run's output and only what it added to the transcript."""
+
+    run: AgentRunOutput
+    start: int
+    """Where the run's messages begin in the transcript (its length before the turn)."""
+
+
+class ConversationSummary(_Payload):
+    """Result of a closed conversation."""
+
+    runs: list[str]
+    messages: int
+
+
+@workflow.defn(name="ConversationWorkflow")
+class ConversationWorkflow:
+    """A durable conversation. Workflow id = conversation id."""
+
+    @workflow.init
+    def __init__(self, input: ConversationInput) -> None:
+        self._agent = input.agent
+        self._messages: list[Message] = list(input.messages)
+        self._runs: list[str] = list(input.runs)
+        self._parent_run_id = input.parent_run_id
+        self._turns_per_run = input.turns_per_run
+        self._turns = 0  # turns in this workflow run (since the last continue-as-new)
+        self._closed = False
+        self._lock = asyncio.Lock()  # turns run one at a time, in arrival order
+
+    @workflow.run
+    async def run(self, input: ConversationInput) -> ConversationSummary:
+        await workflow.wait_condition(lambda: self._closed or self._should_continue())
+        # A turn in flight finishes here (and any that arrived meanwhile), never vanishes.
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        if self._closed:
+            return ConversationSummary(runs=self._runs, messages=len(self._messages))
+        workflow.continue_as_new(
+            ConversationInput(
+                agent=self._agent,
+                messages=self._messages,
+                runs=self._runs,
+                parent_run_id=self._parent_run_id,
+                turns_per_run=self._turns_per_run,
+            )
+        )
+
+    def _should_continue(self) -> bool:
+        return self._turns >= self._turns_per_run or (
+            workflow.info().is_continue_as_new_suggested() and not self._lock.locked()
+        )
+
+    # -- turns ---------------------------------------------------------------------------
+
+    @workflow.update(name="golem.send")
+    async def send(self, turn: TurnInput) -> TurnOutput:
+        async with self._lock:
+            return await self._turn(turn)
+
+    @send.validator
+    def _validate_send(self, turn: TurnInput) -> None:
+        if self._closed:
+            raise ApplicationError(
+                f"conversation {workflow.info().workflow_id} is closed; fork it to go on",
+                type=CLOSED,
+                non_retryable=True,
+            )
+        if not (turn.prompt or "").strip() and not turn.parts:
+            raise ApplicationError("a turn needs a prompt or parts", non_retryable=True)
+        if not turn.run_id:
+            raise ApplicationError("a turn needs a run id", non_retryable=True)
+        if turn.run_id in self._runs:
+            raise ApplicationError(
+                f"run {turn.run_id} is already a turn of this conversation", non_retryable=True
+            )
+        try:
+            validate_history([Message.user(turn.prompt or "", turn.parts)])
+        except HistoryError as exc:
+            raise ApplicationError(f"the turn is malformed: {exc}", non_retryable=True) from None
+
+    async def _turn(self, turn: TurnInput) -> TurnOutput:
+        conversation_id = workflow.info().workflow_id
+        history = self._messages
+        parent = self._runs[-1] if self._runs else self._parent_run_id
+        run = RunInput(
+            prompt=turn.prompt,
+            parts=turn.parts,
+            history=history,
+            deps=turn.deps,
+            run_id=turn.run_id,
+            conversation_id=conversation_id,
+        )
+        start = len(history)
+        self._runs.append(turn.run_id)
+        self._turns += 1
+        self._details()
+        try:
+            output = await workflow.execute_child_workflow(
+                AgentRunWorkflow.run,
+                AgentRunInput(agent=self._agent, run=run, parent_run_id=parent),
+                id=turn.run_id,
+                search_attributes=lineage.run_search_attributes(
+                    conversation_id, self._agent, parent
+                ),
+                static_summary=lineage.summary(self._agent, turn.prompt),
+                # Closing (or terminating) the conversation stops its turn with evidence.
+                parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
+            )
+        except ChildWorkflowError as exc:
+            details = _failure_details(exc)
+            if details is not None and details.partial is not None:
+                # The failed turn's evidence joins the transcript: the next turn resumes it.
+                self._messages = details.partial.messages(history)
+            self._details()
+            cause = exc.cause
+            if isinstance(cause, ApplicationError):
+                raise ApplicationError(
+                    cause.message, *cause.details, type=cause.type, non_retryable=True
+                ) from None
+            raise ApplicationError(str(cause or exc), type=RUN_ERROR, non_retryable=True) from None
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # Raised from an update handler this would fail the workflow task, and retry it.
+            self._details()
+            raise ApplicationError(
+                f"turn {turn.run_id} could not start: {exc}", non_retryable=True
+            ) from None
+        self._messages = output.snapshot.messages(history)
+        self._details()
+        return TurnOutput(run=output, start=start)
+
+    def _details(self) -> None:
+        workflow.set_current_details(
+            f"**turns** {len(self._runs)} · **messages** {len(self._messages)}\n\n"
+            f"**last run** {self._runs[-1] if self._runs else 'none'}"
+        )
+
+    # -- closing and reading -------------------------------------------------------------
+
+    @workflow.update(name="golem.close")
+    async def close(self) -> ConversationSummary:
+        self._closed = True
+        async with self._lock:  # the turn in flight finishes first
+            return ConversationSummary(runs=self._runs, messages=len(self._messages))
+
+    @workflow.query(name="golem.conversation")
+    def conversation(self, query: MessagesQuery) -> MessagesPage:
+        """The transcript ``[since, upto)``, one page."""
+        return MessagesPage.of(self._messages, query)
+
+    @workflow.query(name="golem.runs")
+    def runs(self) -> list[str]:
+        """Run ids of every turn, across continue-as-new."""
+        return list(self._runs)
+
+
+def _failure_details(exc: ChildWorkflowError) -> FailureDetails | None:
+    cause = exc.cause
+    if isinstance(cause, ApplicationError) and cause.type == RUN_ERROR and cause.details:
+        return FailureDetails.model_validate(cause.details[0])
+    return None

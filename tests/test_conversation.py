@@ -1,0 +1,285 @@
+"""Durable conversations: one ConversationWorkflow per conversation, each turn an update that
+runs a child AgentRunWorkflow."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from golem import Agent, Message, ToolCall
+from golem.client import (
+    CONVERSATION_ID,
+    PARENT_RUN_ID,
+    ConversationClosedError,
+    DurableAgent,
+)
+from golem.models import FunctionModel
+from golem.results import RunError
+from golem.testing import dev_server
+from golem.worker import GolemPlugin
+
+
+def echo_agent(name: str = "echo") -> tuple[Agent[Any, str], FunctionModel]:
+    """Answers each prompt with how many user turns it has seen and the prompt itself."""
+
+    def answer(messages: list[Message], tools: Any) -> Message:
+        users = [m for m in messages if m.role == "user"]
+        return Message.assistant(f"{len(users)}: {users[-1].content}")
+
+    model = FunctionModel(answer)
+    return Agent(model, name=name), model
+
+
+@asynccontextmanager
+async def serve(client: Client, *agents: Agent[Any, Any]) -> AsyncIterator[str]:
+    task_queue = f"conv-{uuid.uuid4().hex[:12]}"
+    plugin = GolemPlugin(*agents, heartbeat_timeout=timedelta(seconds=5))
+    async with Worker(client, task_queue=task_queue, plugins=[plugin]):
+        yield task_queue
+
+
+def contents(messages: list[Message]) -> list[tuple[str, str]]:
+    return [(m.role, m.content) for m in messages]
+
+
+async def test_turns_build_one_transcript_and_each_turn_is_a_child_run(
+    temporal_client: Client,
+) -> None:
+    agent, _ = echo_agent()
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        first = await conv.send("hello")
+        second = await conv.send("again")
+        runs = await conv.runs()
+        transcript = await conv.messages()
+    assert first.output == "1: hello" and second.output == "2: again"
+    assert first.conversation_id == second.conversation_id == conv.id
+    assert runs == [first.run_id, second.run_id]
+    assert transcript == second.messages
+    assert contents(transcript) == [
+        ("user", "hello"),
+        ("assistant", "1: hello"),
+        ("user", "again"),
+        ("assistant", "2: again"),
+    ]
+    assert {m.run_id for m in transcript[:2]} == {first.run_id}
+    child = await temporal_client.get_workflow_handle(second.run_id).describe()
+    assert child.parent_id == conv.id
+    assert child.typed_search_attributes.get(CONVERSATION_ID) == conv.id
+    assert child.typed_search_attributes.get(PARENT_RUN_ID) == first.run_id
+
+
+async def test_attaching_from_another_handle_continues_the_same_conversation(
+    temporal_client: Client,
+) -> None:
+    agent, _ = echo_agent()
+    async with serve(temporal_client, agent) as tq:
+        durable = DurableAgent(temporal_client, agent, task_queue=tq)
+        conv = await durable.conversation()
+        await conv.send("one")
+        other = await DurableAgent(temporal_client, "echo", task_queue=tq).conversation(conv.id)
+        result = await other.send("two")
+        mine = await conv.send("three")
+    assert result.output == "2: two"
+    assert mine.output == "3: three"
+    assert contents(mine.messages)[-2:] == [("user", "three"), ("assistant", "3: three")]
+    assert len(mine.messages) == 6
+
+
+async def test_concurrent_sends_are_serialized_in_arrival_order(temporal_client: Client) -> None:
+    gate = asyncio.Event()
+    seen: list[int] = []
+
+    async def answer(messages: list[Message], tools: Any) -> Message:
+        users = [m for m in messages if m.role == "user"]
+        seen.append(len(users))
+        if len(users) == 1:
+            await gate.wait()  # hold the first turn until the second has arrived
+        return Message.assistant(f"{len(users)}: {users[-1].content}")
+
+    agent = Agent(FunctionModel(answer), name="slow")
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        first = asyncio.ensure_future(conv.send("first"))
+        await _until(lambda: seen == [1])
+        second = asyncio.ensure_future(conv.send("second"))
+        await _until_update_admitted(conv.handle, 2)
+        gate.set()
+        one, two = await asyncio.gather(first, second)
+    assert one.output == "1: first"
+    assert two.output == "2: second"  # the second turn saw the first one whole
+    assert seen == [1, 2]
+    assert contents(two.messages) == [
+        ("user", "first"),
+        ("assistant", "1: first"),
+        ("user", "second"),
+        ("assistant", "2: second"),
+    ]
+
+
+async def test_a_retried_send_with_the_same_run_id_is_one_turn(temporal_client: Client) -> None:
+    agent, model = echo_agent()
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        run_id = str(uuid.uuid4())
+        once = await conv.send("hi", run_id=run_id)
+        again = await conv.send("hi", run_id=run_id)
+        runs = await conv.runs()
+    assert runs == [run_id]
+    assert again.output == once.output
+    assert len(model.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("prompt", "problem"),
+    [("", "needs a prompt or parts"), ("   ", "needs a prompt or parts")],
+)
+async def test_validators_refuse_bad_turns_before_anything_is_recorded(
+    temporal_client: Client, prompt: str, problem: str
+) -> None:
+    agent, model = echo_agent()
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        with pytest.raises(ValueError, match=problem):
+            await conv.send(prompt)
+        assert await conv.runs() == []
+        events = [e async for e in conv.handle.fetch_history_events()]
+    accepted = [
+        e for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+    ]
+    assert accepted == []  # rejected in the validator: no trace in the history
+    assert model.requests == []
+
+
+async def test_a_closed_conversation_refuses_turns_but_stays_readable(
+    temporal_client: Client,
+) -> None:
+    agent, _ = echo_agent()
+    async with serve(temporal_client, agent) as tq:
+        durable = DurableAgent(temporal_client, agent, task_queue=tq)
+        conv = await durable.conversation()
+        await conv.send("hello")
+        await conv.close()
+        status = (await conv.handle.describe()).status
+        with pytest.raises(ConversationClosedError, match="fork it"):
+            await conv.send("still there?")
+        again = await durable.conversation(conv.id)
+        with pytest.raises(ConversationClosedError):
+            await again.send("hello?")
+        transcript = await again.messages()
+    assert status == WorkflowExecutionStatus.COMPLETED
+    assert contents(transcript) == [("user", "hello"), ("assistant", "1: hello")]
+
+
+async def test_fork_continues_from_a_run_under_a_new_conversation_with_lineage(
+    temporal_client: Client,
+) -> None:
+    agent, _ = echo_agent()
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        first = await conv.send("one")
+        await conv.send("two")
+        fork = await conv.fork(at_run_id=first.run_id)
+        forked = await fork.send("branch")
+        original = await conv.messages()
+    assert fork.id != conv.id
+    assert forked.conversation_id == fork.id
+    assert forked.output == "2: branch"  # the fork saw only the first turn
+    assert contents(forked.messages) == [
+        ("user", "one"),
+        ("assistant", "1: one"),
+        ("user", "branch"),
+        ("assistant", "2: branch"),
+    ]
+    assert len(original) == 4  # the original conversation is untouched
+    child = await temporal_client.get_workflow_handle(forked.run_id).describe()
+    assert child.typed_search_attributes.get(PARENT_RUN_ID) == first.run_id
+
+
+async def test_a_failed_turn_raises_run_error_and_the_next_turn_resumes_its_evidence(
+    temporal_client: Client,
+) -> None:
+    def answer(messages: list[Message], tools: Any) -> Message:
+        if messages[-1].role == "user" and messages[-1].content == "break":
+            return Message.assistant("", [ToolCall(id="c1", name="explode", args="{}")])
+        return Message.assistant(f"{sum(1 for m in messages if m.role == 'tool')} tool results")
+
+    agent = Agent(FunctionModel(answer), name="breaker")
+
+    @agent.tool
+    def explode() -> str:
+        """Fail for real."""
+        raise RuntimeError("boom")
+
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        with pytest.raises(RunError) as failed:
+            await conv.send("break")
+        after = await conv.send("continue")
+    assert failed.value.stage == "tool"
+    assert failed.value.partial is not None
+    assert failed.value.partial.conversation_id == conv.id
+    assert after.output == "1 tool results"  # the failed turn's call is closed in the transcript
+    assert [m.role for m in after.messages][:3] == ["user", "assistant", "tool"]
+
+
+@pytest.fixture(scope="module")
+async def suggesting_server() -> AsyncIterator[WorkflowEnvironment]:
+    """A dev server that suggests continue-as-new after 120 history events."""
+    async with dev_server(
+        extra_args=("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=120")
+    ) as env:
+        yield env
+
+
+async def test_a_long_conversation_continues_as_new_with_an_identical_transcript(
+    suggesting_server: WorkflowEnvironment,
+) -> None:
+    client = suggesting_server.client
+    agent, _ = echo_agent()
+    turns = 100
+    async with serve(client, agent) as tq:
+        conv = await DurableAgent(client, agent, task_queue=tq).conversation()
+        results = [await conv.send(f"turn {n}") for n in range(turns)]
+        runs = await conv.runs()
+        transcript = await conv.messages()
+        executions = [e async for e in client.list_workflows(f"WorkflowId = '{conv.id}'")]
+    assert runs == [r.run_id for r in results]
+    assert transcript == results[-1].messages
+    assert contents(transcript) == [
+        pair
+        for n in range(turns)
+        for pair in (("user", f"turn {n}"), ("assistant", f"{n + 1}: turn {n}"))
+    ]
+    continued = [e for e in executions if e.status == WorkflowExecutionStatus.CONTINUED_AS_NEW]
+    assert len(continued) >= 2
+
+
+async def _until(condition: Any) -> None:
+    while not condition():
+        await asyncio.sleep(0)
+
+
+async def _until_update_admitted(handle: Any, count: int) -> None:
+    """Until ``count`` updates have reached the workflow (accepted or waiting on the lock)."""
+    async with asyncio.timeout(10):
+        while True:
+            events = [e async for e in handle.fetch_history_events()]
+            accepted = sum(
+                1
+                for e in events
+                if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+            )
+            if accepted >= count:
+                return
+            await asyncio.sleep(0.05)
