@@ -1,5 +1,9 @@
-"""Workflow code: the one place (with activities/ and worker/) that knows Temporal."""
+"""Workflow code: the one place (with activities/ and worker/) that knows Temporal.
+
+``run_agent`` runs an agent from inside any workflow (a child run, or inline)."""
 
 from golem.workflows.agent_run import RUN_ERROR, AgentRunWorkflow, TemporalExecutor
+from golem.workflows.compose import run_agent
+from golem.workflows.conversation import ConversationWorkflow
 
-__all__ = ["RUN_ERROR", "AgentRunWorkflow", "TemporalExecutor"]
+__all__ = ["RUN_ERROR", "AgentRunWorkflow", "ConversationWorkflow", "TemporalExecutor", "run_agent"]

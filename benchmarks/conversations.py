@@ -1,0 +1,164 @@
+"""Durable conversations at length, measured in one run on the local dev server.
+
+1. per-turn latency of one ConversationWorkflow at turns 1-10 vs 491-500 (flat: <= 1.5x);
+2. history bytes per turn, summed over the conversation workflow (every continue-as-new
+   run) and all its child runs, at 50 and 200 turns with 2 KB tool results
+   (linear: total(200) / total(50) <= 4.6);
+3. reading a closed 1000-turn run back (fetch_run) with no worker running.
+
+Run: .venv/bin/python benchmarks/conversations.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+import uuid
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from golem import Agent, Message, ToolCall
+from golem.client import DurableAgent, fetch_run
+from golem.models import FunctionModel
+from golem.testing import dev_server
+from golem.usage import UsageLimits
+from golem.worker import GolemPlugin
+
+RESULT_BYTES = 2048
+
+
+def progress(text: str) -> None:
+    print(f"  .. {text}", file=sys.stderr, flush=True)
+
+
+def turn_agent(name: str) -> Agent[Any, str]:
+    """Each prompt: one tool call with a 2 KB result, then an answer."""
+
+    def answer(messages: list[Message], tools: Any) -> Message:
+        last = messages[-1]
+        if last.role == "user":
+            n = sum(1 for m in messages if m.role == "user")
+            return Message.assistant("", [ToolCall(id=f"c{n}", name="fetch", args=f'{{"n": {n}}}')])
+        return Message.assistant(f"read page {last.content[:8]}")
+
+    agent: Agent[Any, str] = Agent(FunctionModel(answer), name=name)
+
+    @agent.tool
+    def fetch(n: int) -> str:
+        """Fetch page n."""
+        return f"{n:08d}" + "x" * (RESULT_BYTES - 8)
+
+    return agent
+
+
+def long_run_agent(turns: int) -> Agent[Any, str]:
+    """One run of ``turns`` tool turns (2 KB results), then an answer."""
+
+    def answer(messages: list[Message], tools: Any) -> Message:
+        done = sum(1 for m in messages if m.role == "tool")
+        if done < turns:
+            return Message.assistant("", [ToolCall(id=f"c{done}", name="fetch", args="{}")])
+        return Message.assistant(f"done after {done}")
+
+    agent: Agent[Any, str] = Agent(
+        FunctionModel(answer),
+        name=f"long{turns}",
+        max_iterations=turns + 5,
+        usage_limits=UsageLimits(request_limit=None),
+    )
+
+    @agent.tool
+    def fetch() -> str:
+        """Fetch a page."""
+        return "x" * RESULT_BYTES
+
+    return agent
+
+
+async def history_bytes(client: Client, workflow_id: str, run_id: str | None = None) -> int:
+    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+    return sum([e.ByteSize() async for e in handle.fetch_history_events()])
+
+
+async def conversation_bytes(client: Client, conversation_id: str, runs: list[str]) -> int:
+    """Every run of the conversation workflow (across continue-as-new) and every turn."""
+    total = 0
+    async for execution in client.list_workflows(f"WorkflowId = '{conversation_id}'"):
+        total += await history_bytes(client, conversation_id, execution.run_id)
+    for run_id in runs:
+        total += await history_bytes(client, run_id)
+    return total
+
+
+async def main(quick: bool) -> None:
+    long_turns = 200 if quick else 1000
+    latency_turns = 100 if quick else 500
+    agent = turn_agent("turns")
+    long_agent = long_run_agent(long_turns)
+    async with dev_server() as env:
+        client = env.client
+        tq = f"conv-bench-{uuid.uuid4().hex[:6]}"
+        async with Worker(client, task_queue=tq, plugins=[GolemPlugin(agent, long_agent)]):
+            durable = DurableAgent(client, agent, task_queue=tq)
+
+            print(
+                f"1. per-turn latency of one conversation ({latency_turns} turns, 3 activities each)"
+            )
+            conv = await durable.conversation()
+            times = []
+            for n in range(latency_turns):
+                start = time.perf_counter()
+                await conv.send(f"page {n}")
+                times.append(time.perf_counter() - start)
+                if (n + 1) % 50 == 0:
+                    progress(f"latency: turn {n + 1}/{latency_turns}")
+            first, last = times[:10], times[-10:]
+            ratio = statistics.median(last) / statistics.median(first)
+            print(f"   turns 1-10      median {statistics.median(first) * 1e3:7.1f} ms")
+            print(
+                f"   turns {latency_turns - 9}-{latency_turns}  median {statistics.median(last) * 1e3:7.1f} ms"
+            )
+            print(f"   last / first    {ratio:7.2f}x   (flat: <= 1.5)")
+
+            print(
+                "\n2. history bytes per turn, conversation workflow + its runs, 2 KB tool results"
+            )
+            totals = {}
+            for turns in (50, 200):
+                conv = await durable.conversation()
+                for n in range(turns):
+                    await conv.send(f"page {n}")
+                totals[turns] = await conversation_bytes(client, conv.id, await conv.runs())
+                progress(f"bytes: {turns} turns done")
+                print(
+                    f"   {turns:4d} turns  {totals[turns]:>12,} bytes  {totals[turns] / turns:>9,.0f} bytes/turn"
+                )
+            print(
+                f"   total(200) / total(50) = {totals[200] / totals[50]:.2f}   (linear: 4.0; target <= 4.6)"
+            )
+
+            print(f"\n3. reading back one closed {long_turns}-turn run, 2 KB tool results")
+            progress(f"running the {long_turns}-turn run")
+            result = await DurableAgent(client, long_agent, task_queue=tq).run("go")
+        # No worker from here on: the read must not need one.
+        start = time.perf_counter()
+        record = await fetch_run(client, result.run_id)
+        elapsed = time.perf_counter() - start
+        assert record.messages == result.messages
+        print(
+            f"   fetch_run, no worker: {elapsed:.2f} s for {len(record.messages)} messages   (target < 2 s)"
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="shorter runs")
+    asyncio.run(main(parser.parse_args().quick))
+    sys.stdout.flush()
+    os._exit(0)  # the Temporal core runtime can abort at interpreter teardown
