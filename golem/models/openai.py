@@ -8,21 +8,14 @@ response = await model.request(ModelRequest(messages=[Message.user("hi")]))
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import aclosing
 from typing import Any
 
-import httpx
-
 from golem.messages import Message, Part, ThinkingBlock, ToolCall, Usage
-from golem.models._http import (
-    HTTPModel,
-    args_object_text,
-    base64_text,
-    sse_json,
-    stream_error,
-    unsupported_part,
-)
+from golem.models._args import args_object_text
+from golem.models._body import base64_text, unsupported_part
+from golem.models._errors import stream_error
+from golem.models._http import HTTPModel
+from golem.models._sse import ServerSentEvent, event_json
 from golem.models.base import (
     FinishReason,
     ModelRequest,
@@ -30,6 +23,7 @@ from golem.models.base import (
     ModelResponseError,
     StreamDelta,
 )
+from golem.strict_json import dumps_strict
 
 __all__ = ["OpenAIChatModel"]
 
@@ -52,59 +46,26 @@ class OpenAIChatModel(HTTPModel):
     ``base_url`` follows the OpenAI SDK (it includes ``/v1``); ``OPENAI_BASE_URL`` is
     honoured, so Azure, vLLM, Ollama or OpenRouter work. The key comes from
     ``api_key`` or ``OPENAI_API_KEY``; a custom base URL may go without one.
+    ``headers`` are sent with every request (and redacted from errors).
     """
 
     provider = PROVIDER
     default_base_url = "https://api.openai.com/v1"
     api_key_env = ("OPENAI_API_KEY",)
     base_url_env = ("OPENAI_BASE_URL",)
+    key_header = "authorization"
+    key_scheme = "Bearer "
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-    ) -> None:
-        super().__init__(name, base_url=base_url, api_key=api_key, http_client=http_client)
+    def _url(self, *, stream: bool) -> str:
+        return f"{self.base_url}/chat/completions"
 
-    def _headers(self) -> dict[str, str]:
-        key = self._require_key()
-        headers = {"content-type": "application/json"}
-        if key:
-            headers["authorization"] = f"Bearer {key}"
-        return headers
-
-    async def request(self, request: ModelRequest) -> ModelResponse:
-        body = self.build_body(request, stream=False)
-        data = await self._post_json(f"{self.base_url}/chat/completions", self._headers(), body)
+    def _parse(self, data: Any, request: ModelRequest) -> ModelResponse:
         return parse_completion(data)
 
-    async def request_stream(
-        self, request: ModelRequest
-    ) -> AsyncIterator[StreamDelta | ModelResponse]:
-        body = self.build_body(request, stream=True)
-        headers = self._headers()
-        stream = _ChunkAccumulator()
-        events = self._post_stream(
-            f"{self.base_url}/chat/completions", headers, body, "data: [DONE]"
-        )
-        async with aclosing(events):
-            async for event in events:
-                if event.data == "[DONE]":
-                    stream.done = True
-                    break
-                chunk = sse_json(event, PROVIDER)
-                if isinstance(chunk, dict) and chunk.get("error"):
-                    raise stream_error(chunk, PROVIDER, self._api_key)
-                for delta in stream.feed(chunk):
-                    yield delta
-        if not stream.done and stream.finish is None:
-            raise self._truncated("data: [DONE]", stream.progress())
-        yield stream.response()
+    def _accumulator(self, request: ModelRequest) -> _ChunkAccumulator:
+        return _ChunkAccumulator()
 
-    def build_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+    def build_body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
         """The Chat Completions request body for ``request``."""
         body: dict[str, Any] = {
             "model": self.name,
@@ -240,7 +201,7 @@ def parse_completion(data: Any) -> ModelResponse:
     choices = data.get("choices") if isinstance(data, dict) else None
     if not choices or not isinstance(choices[0], dict):
         raise ModelResponseError(
-            f"response has no choices: {json.dumps(data)[:200]}", provider=PROVIDER
+            f"response has no choices: {dumps_strict(data)[:200]}", provider=PROVIDER
         )
     choice = choices[0]
     message = choice.get("message") or {}
@@ -268,7 +229,9 @@ def parse_completion(data: Any) -> ModelResponse:
 
 
 class _ChunkAccumulator:
-    """Builds the complete answer from ``chat.completion.chunk`` objects."""
+    """Builds the complete answer from ``chat.completion.chunk`` events."""
+
+    terminal = "data: [DONE]"
 
     def __init__(self) -> None:
         self.content: list[str] = []
@@ -278,9 +241,22 @@ class _ChunkAccumulator:
         self.usage = Usage()
         self.finish: str | None = None
         self.model = ""
-        self.done = False
+        self.ended = False
 
-    def feed(self, chunk: Any) -> list[StreamDelta]:
+    @property
+    def complete(self) -> bool:
+        return self.ended or self.finish is not None
+
+    def feed(self, event: ServerSentEvent) -> list[StreamDelta]:
+        if event.data == "[DONE]":
+            self.ended = True
+            return []
+        chunk = event_json(event, PROVIDER)
+        if isinstance(chunk, dict) and chunk.get("error"):
+            raise stream_error(chunk, PROVIDER)
+        return self.feed_chunk(chunk)
+
+    def feed_chunk(self, chunk: Any) -> list[StreamDelta]:
         if not isinstance(chunk, dict):
             return []
         deltas: list[StreamDelta] = []

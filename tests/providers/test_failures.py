@@ -307,7 +307,7 @@ def test_keys_and_base_urls_come_from_the_environment(monkeypatch: pytest.Monkey
 
 
 def test_stream_error_chunk_from_openai_is_mapped() -> None:
-    from golem.models._http import stream_error
+    from golem.models._errors import stream_error
 
     error = stream_error(
         {"error": {"message": "server overloaded", "type": "server_error"}}, "openai"

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from golem.models._http import (
-    ServerSentEvent,
-    SSEParser,
-    args_object,
-    args_object_text,
-    error_message,
-    parse_retry_after,
-)
+from golem.models._args import args_object, args_object_text
+from golem.models._errors import error_message
+from golem.models._retry_after import parse_retry_after
+from golem.models._sse import ServerSentEvent, SSEParser
 
 STREAM = b': keep-alive comment\nevent: message_start\ndata: {"a":\ndata: 1}\n\ndata: [DONE]\n\n'
 EXPECTED = [
@@ -69,12 +65,10 @@ def test_retry_after_forms() -> None:
     past = {"retry-after": "Wed, 21 Oct 2026 07:27:00 GMT", "date": "Wed, 21 Oct 2026 07:28:00 GMT"}
     assert parse_retry_after(past) == 0.0
     retry_info = {
-        "error": {
-            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.5s"}]
-        }
+        "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.5s"}]
     }
     assert parse_retry_after({}, retry_info) == 0.5
-    assert parse_retry_after({}, [retry_info]) == 0.5
+    assert parse_retry_after({"retry-after": "2"}, retry_info) == 2.0
 
 
 def test_error_messages_from_each_provider_shape() -> None:
