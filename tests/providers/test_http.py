@@ -56,6 +56,12 @@ def test_arguments_are_verbatim_objects_or_shaped_deterministically() -> None:
     assert args_object("null") == {"truncated_args": "null"}
 
 
+@pytest.mark.parametrize("args", ['{"a": NaN}', '{"a": Infinity}', '{"a": -Infinity}'])
+def test_arguments_with_non_json_numbers_are_shaped_like_any_non_object(args: str) -> None:
+    assert args_object(args) == {"truncated_args": args}
+    assert args_object_text(args) == '{"truncated_args":"' + args.replace('"', '\\"') + '"}'
+
+
 def test_retry_after_forms() -> None:
     assert parse_retry_after({"retry-after": "3"}) == 3.0
     assert parse_retry_after({"retry-after-ms": "250"}) == 0.25
