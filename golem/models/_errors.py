@@ -13,10 +13,19 @@ from typing import Any
 import httpx
 
 from golem.models._retry_after import parse_retry_after, retry_info_delay
-from golem.models.base import ModelHTTPError
-from golem.strict_json import loads_strict
+from golem.models._sse import ServerSentEvent, event_json
+from golem.models.base import ModelHTTPError, ModelResponseError
+from golem.strict_json import dumps_strict, loads_strict
 
-__all__ = ["error_message", "error_object", "http_error", "stream_error"]
+__all__ = [
+    "error_message",
+    "error_object",
+    "event_data",
+    "http_error",
+    "raise_for_error",
+    "stream_error",
+    "unreadable_answer",
+]
 
 _TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 
@@ -106,4 +115,26 @@ def stream_error(body: Any, provider: str) -> ModelHTTPError:
         provider=provider,
         retry_after=retry_info_delay(error),
         body=json.dumps(body, ensure_ascii=False)[:4000],
+    )
+
+
+def raise_for_error(data: Any, provider: str) -> None:
+    """Raise the provider error a 200 answer or stream event carries instead of content."""
+    if isinstance(data, dict) and (data.get("type") == "error" or data.get("error")):
+        raise stream_error(data, provider)
+
+
+def event_data(event: ServerSentEvent, provider: str) -> Any:
+    """A stream event's JSON data; the provider error it carries is raised."""
+    data = event_json(event, provider)
+    if event.event == "error":
+        raise stream_error(data, provider)
+    raise_for_error(data, provider)
+    return data
+
+
+def unreadable_answer(data: Any, missing: str, provider: str) -> ModelResponseError:
+    """A 200 answer without the part every answer has (never retryable: it is not transient)."""
+    return ModelResponseError(
+        f"response has no {missing}: {dumps_strict(data)[:200]}", provider=provider
     )

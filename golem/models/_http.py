@@ -78,6 +78,8 @@ class HTTPModel:
     """Text before the key in that header (``"Bearer "``)."""
     fixed_headers: ClassVar[Mapping[str, str]] = {}
     """Headers every request of this provider carries."""
+    path = ""
+    """The endpoint below ``base_url``, streaming or not (unless ``_url`` says otherwise)."""
 
     def __init__(
         self,
@@ -111,7 +113,7 @@ class HTTPModel:
         return name
 
     def _url(self, *, stream: bool) -> str:
-        raise NotImplementedError
+        return f"{self.base_url}{self.path}"
 
     def build_body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
         """The provider's request body for ``request``."""

@@ -14,17 +14,11 @@ import httpx
 from golem.messages import Message, Part, ThinkingBlock, ToolCall, Usage
 from golem.models._args import args_object, args_text
 from golem.models._body import base64_text, merge_turns, system_text, unsupported_part
-from golem.models._errors import stream_error
+from golem.models._errors import event_data, unreadable_answer
 from golem.models._http import HTTPModel
-from golem.models._sse import ServerSentEvent, event_json
-from golem.models.base import (
-    FinishReason,
-    ModelRequest,
-    ModelResponse,
-    ModelResponseError,
-    StreamDelta,
-)
-from golem.strict_json import dumps_strict, loads_strict
+from golem.models._sse import ServerSentEvent
+from golem.models.base import FinishReason, ModelRequest, ModelResponse, StreamDelta
+from golem.strict_json import loads_strict
 
 __all__ = ["AnthropicModel"]
 
@@ -56,6 +50,7 @@ class AnthropicModel(HTTPModel):
     base_url_env = ("ANTHROPIC_BASE_URL",)
     key_header = "x-api-key"
     fixed_headers: ClassVar[Mapping[str, str]] = {"anthropic-version": API_VERSION}
+    path = "/v1/messages"
 
     def __init__(
         self,
@@ -71,9 +66,6 @@ class AnthropicModel(HTTPModel):
             name, base_url=base_url, api_key=api_key, http_client=http_client, headers=headers
         )
         self.max_tokens = max_tokens
-
-    def _url(self, *, stream: bool) -> str:
-        return f"{self.base_url}/v1/messages"
 
     def _parse(self, data: Any, request: ModelRequest) -> ModelResponse:
         return parse_message(data)
@@ -196,9 +188,7 @@ def _finish(reason: str | None) -> FinishReason:
 def parse_message(data: Any) -> ModelResponse:
     """A non-streaming Messages answer as a :class:`ModelResponse`."""
     if not isinstance(data, dict) or not isinstance(data.get("content"), list):
-        raise ModelResponseError(
-            f"response has no content list: {dumps_strict(data)[:200]}", provider=PROVIDER
-        )
+        raise unreadable_answer(data, "content list", PROVIDER)
     text: list[str] = []
     thinking: list[ThinkingBlock] = []
     calls: list[ToolCall] = []
@@ -250,10 +240,8 @@ class _EventAccumulator:
         return self.ended
 
     def feed(self, event: ServerSentEvent) -> list[StreamDelta]:
-        data = event_json(event, PROVIDER)
+        data = event_data(event, PROVIDER)
         kind = data.get("type") if isinstance(data, dict) else None
-        if kind == "error" or event.event == "error":
-            raise stream_error(data, PROVIDER)
         return self.feed_data(kind or event.event, data)
 
     def feed_data(self, kind: str, data: Any) -> list[StreamDelta]:

@@ -19,17 +19,10 @@ from typing import Any
 from golem.messages import Message, Part, ThinkingBlock, ToolCall, Usage
 from golem.models._args import args_object, args_text
 from golem.models._body import base64_text, merge_turns, system_text
-from golem.models._errors import stream_error
+from golem.models._errors import event_data, raise_for_error, unreadable_answer
 from golem.models._http import HTTPModel
-from golem.models._sse import ServerSentEvent, event_json
-from golem.models.base import (
-    FinishReason,
-    ModelRequest,
-    ModelResponse,
-    ModelResponseError,
-    StreamDelta,
-)
-from golem.strict_json import dumps_strict
+from golem.models._sse import ServerSentEvent
+from golem.models.base import FinishReason, ModelRequest, ModelResponse, StreamDelta
 
 __all__ = ["GeminiModel", "mint_call_id"]
 
@@ -74,14 +67,11 @@ class GeminiModel(HTTPModel):
         return f"{self.base_url}/v1beta/models/{self.name}:generateContent"
 
     def _parse(self, data: Any, request: ModelRequest) -> ModelResponse:
-        if isinstance(data, dict) and data.get("error"):
-            raise stream_error(data, PROVIDER)
+        raise_for_error(data, PROVIDER)
         answer = _ChunkAccumulator(len(request.messages))
         answer.feed_chunk(data)
         if not answer.complete:
-            raise ModelResponseError(
-                f"response has no candidate: {dumps_strict(data)[:200]}", provider=PROVIDER
-            )
+            raise unreadable_answer(data, "candidate", PROVIDER)
         return answer.response()
 
     def _accumulator(self, request: ModelRequest) -> _ChunkAccumulator:
@@ -225,10 +215,7 @@ class _ChunkAccumulator:
         return self.finish is not None or self.blocked
 
     def feed(self, event: ServerSentEvent) -> list[StreamDelta]:
-        data = event_json(event, PROVIDER)
-        if isinstance(data, dict) and data.get("error"):
-            raise stream_error(data, PROVIDER)
-        return self.feed_chunk(data)
+        return self.feed_chunk(event_data(event, PROVIDER))
 
     def feed_chunk(self, chunk: Any) -> list[StreamDelta]:
         if not isinstance(chunk, dict):

@@ -8,34 +8,23 @@ response = await model.request(ModelRequest(messages=[Message.user("hi")]))
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, get_args
 
 from golem.messages import Message, Part, ThinkingBlock, ToolCall, Usage
 from golem.models._args import args_object_text
 from golem.models._body import base64_text, unsupported_part
-from golem.models._errors import stream_error
+from golem.models._errors import event_data, unreadable_answer
 from golem.models._http import HTTPModel
-from golem.models._sse import ServerSentEvent, event_json
-from golem.models.base import (
-    FinishReason,
-    ModelRequest,
-    ModelResponse,
-    ModelResponseError,
-    StreamDelta,
-)
-from golem.strict_json import dumps_strict
+from golem.models._sse import ServerSentEvent
+from golem.models.base import FinishReason, ModelRequest, ModelResponse, StreamDelta
 
 __all__ = ["OpenAIChatModel"]
 
 PROVIDER = "openai"
 
-_FINISH: dict[str, FinishReason] = {
-    "stop": "stop",
-    "tool_calls": "tool_calls",
-    "function_call": "tool_calls",
-    "length": "length",
-    "content_filter": "content_filter",
-}
+# Chat Completions names its finish reasons as golem does, but for the legacy function_call
+_FINISH: dict[str, FinishReason] = {r: r for r in get_args(FinishReason)}
+_FINISH["function_call"] = "tool_calls"
 
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
@@ -55,9 +44,7 @@ class OpenAIChatModel(HTTPModel):
     base_url_env = ("OPENAI_BASE_URL",)
     key_header = "authorization"
     key_scheme = "Bearer "
-
-    def _url(self, *, stream: bool) -> str:
-        return f"{self.base_url}/chat/completions"
+    path = "/chat/completions"
 
     def _parse(self, data: Any, request: ModelRequest) -> ModelResponse:
         return parse_completion(data)
@@ -200,9 +187,7 @@ def parse_completion(data: Any) -> ModelResponse:
     """A non-streaming Chat Completions answer as a :class:`ModelResponse`."""
     choices = data.get("choices") if isinstance(data, dict) else None
     if not choices or not isinstance(choices[0], dict):
-        raise ModelResponseError(
-            f"response has no choices: {dumps_strict(data)[:200]}", provider=PROVIDER
-        )
+        raise unreadable_answer(data, "choices", PROVIDER)
     choice = choices[0]
     message = choice.get("message") or {}
     content = message.get("content") or ""
@@ -251,10 +236,7 @@ class _ChunkAccumulator:
         if event.data == "[DONE]":
             self.ended = True
             return []
-        chunk = event_json(event, PROVIDER)
-        if isinstance(chunk, dict) and chunk.get("error"):
-            raise stream_error(chunk, PROVIDER)
-        return self.feed_chunk(chunk)
+        return self.feed_chunk(event_data(event, PROVIDER))
 
     def feed_chunk(self, chunk: Any) -> list[StreamDelta]:
         if not isinstance(chunk, dict):
