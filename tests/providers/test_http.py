@@ -1,4 +1,4 @@
-"""The shared plumbing: SSE parsing, argument shaping, Retry-After, error messages."""
+"""The shared plumbing: SSE parsing, argument shaping, Retry-After, error messages, secrets."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 from golem.models._args import args_object, args_object_text
 from golem.models._errors import error_message
 from golem.models._retry_after import parse_retry_after
+from golem.models._secrets import REDACTED, Secrets
 from golem.models._sse import ServerSentEvent, SSEParser
 
 STREAM = b': keep-alive comment\nevent: message_start\ndata: {"a":\ndata: 1}\n\ndata: [DONE]\n\n'
@@ -88,4 +89,33 @@ def test_error_messages_from_each_provider_shape() -> None:
     assert (
         error_message(504, "Gateway Timeout", "", "  ", None)
         == "empty response body (504 Gateway Timeout)"
+    )
+
+
+def test_secrets_are_the_key_extra_headers_auth_headers_and_secret_named_extra_body() -> None:
+    extra_body = {
+        "apiKey": "k-0123456789",
+        "provider": {"auth": {"value": "nested-secret-1"}, "order": ["fast-provider"]},
+        "access_token": ["listed-token-42"],
+        "password": "short",  # under 8 characters: too likely an ordinary word
+        "max_tokens": "not-a-secret-123",
+        "tool_choice": "required",
+    }
+    secrets = Secrets.of(
+        "sk-test-key-1",
+        {"X-Tenant": "tenant-secret"},
+        {"Authorization": "Bearer tok-0123456789", "accept": "application/json"},
+        extra_body,
+    )
+    assert set(secrets.values) == {
+        "sk-test-key-1",
+        "tenant-secret",
+        "Bearer tok-0123456789",
+        "tok-0123456789",
+        "k-0123456789",
+        "nested-secret-1",
+        "listed-token-42",
+    }
+    assert secrets.redact("Bearer tok-0123456789 / tok-0123456789: required") == (
+        f"{REDACTED} / {REDACTED}: required"
     )
