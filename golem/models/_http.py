@@ -66,7 +66,11 @@ class StreamAccumulator(Protocol):
 
 
 class HTTPModel:
-    """Shared construction, client reuse, posting, streaming and error mapping."""
+    """Shared construction, client reuse, posting, streaming and error mapping.
+
+    ``headers`` are sent with every request after the provider's own (a gateway's token,
+    an organisation id); like the API key, their values are redacted from every error.
+    """
 
     provider = ""
     default_base_url = ""
