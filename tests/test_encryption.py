@@ -3,8 +3,13 @@ codec server the Temporal UI calls, key rotation, and a wrong key failing at onc
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
+import os
+import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -23,6 +28,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 from golem.agent import Agent
+from golem.cli import main
 from golem.client import AGENT, CONVERSATION_ID, DurableAgent, fetch_run
 from golem.codec_server import codec_app
 from golem.messages import Message, ToolCall
@@ -271,6 +277,51 @@ async def test_codec_server_names_a_key_it_does_not_hold() -> None:
         garbage = await http.post("/decode", content=b"not json")
     assert answer.status_code == 400 and "key id 'other'" in answer.json()["error"]
     assert garbage.status_code == 400 and "protobuf JSON" in garbage.json()["error"]
+
+
+async def test_golem_codec_server_serves_the_ui_over_http_on_loopback() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    key = f"ui:{base64.b64encode(KEY_A).decode()}"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "GOLEM_ENCRYPTION_KEY": key}
+    env["GOLEM_CODEC_TOKEN"] = "t0ken"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "golem.cli", "codec-server", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    sealed = EncryptionCodec.parse(key).encrypt(Payload(metadata={"encoding": b"json/plain"}))
+    body = json_format.MessageToJson(Payloads(payloads=[sealed]))
+    try:
+        assert server.stdout is not None
+        banner = server.stdout.readline().decode()
+        assert f"127.0.0.1:{port}" in banner and "keys ui" in banner and "required" in banner
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            answer = None
+            async with asyncio.timeout(30):
+                while answer is None:  # until uvicorn listens
+                    try:
+                        answer = await http.post(
+                            "/decode", content=body, headers={"Authorization": "Bearer t0ken"}
+                        )
+                    except httpx.ConnectError:
+                        await asyncio.sleep(0.05)
+        assert answer.status_code == 200
+        decoded = json_format.Parse(answer.content, Payloads()).payloads[0]
+        assert decoded.metadata["encoding"] == b"json/plain"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_golem_codec_server_without_a_key_says_which_variable_to_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("GOLEM_ENCRYPTION_KEY", raising=False)
+    with pytest.raises(SystemExit, match="set GOLEM_ENCRYPTION_KEY"):
+        main(["codec-server"])
 
 
 @given(
