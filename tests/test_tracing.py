@@ -3,13 +3,18 @@ the tree of one run, both attempts of a retried model call, and no duplicates on
 
 from __future__ import annotations
 
+import signal
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from agents import FAST_RETRY, ask, call, reply
+from crash_agents import AGENTS as CRASH_AGENTS
+from crash_agents import idempotent
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -20,6 +25,7 @@ from temporalio.client import Client
 from temporalio.contrib.opentelemetry import create_tracer_provider
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
+from test_crash import doomed_worker, until
 
 from golem.agent import Agent
 from golem.client import DurableAgent
@@ -198,6 +204,41 @@ async def test_replay_emits_no_duplicate_spans_and_keeps_span_ids(
     replay = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert replay.replay_failure is None, replay.replay_failure
     assert spans.get_finished_spans() == ()
+
+
+async def test_a_trace_continues_across_a_worker_crash(
+    temporal_env: WorkflowEnvironment,
+    spans: InMemorySpanExporter,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The doomed worker traces from the environment alone (its spans die with it).
+    monkeypatch.setenv("GOLEM_TRACING", "1")
+    monkeypatch.setenv("GOLEM_CRASH_DIR", str(tmp_path))
+    monkeypatch.delenv("GOLEM_CRASH_HANG", raising=False)
+    plugin = GolemPlugin(*CRASH_AGENTS, heartbeat_timeout=timedelta(seconds=2))
+    client = await connect(temporal_env, plugin)
+    task_queue = f"trace-crash-{uuid.uuid4().hex[:12]}"
+    with trace.get_tracer("test").start_as_current_span("client request") as root:
+        async with doomed_worker(temporal_env, task_queue, tmp_path) as process:
+            run = await DurableAgent(client, idempotent, task_queue=task_queue).start("go")
+            await until(lambda: (tmp_path / "started").exists(), "the tool call to start")
+            process.send_signal(signal.SIGKILL)
+            await process.wait()
+        async with Worker(client, task_queue=task_queue):
+            await run.result()
+    finished = spans.get_finished_spans()
+    lines = tree(finished, ("golem.attempt",))
+    print("\n" + "\n".join(lines))
+    # The first model call and tool attempt ran in the killed process; this one replayed
+    # the run (same run span id, same trace) and retried the tool under it.
+    assert lines == [
+        "client request",
+        "  invoke_agent idempotent",
+        "    execute_tool lookup [golem.attempt=2]",
+        "    chat crash-model [golem.attempt=1]",
+    ]
+    assert {s.context.trace_id for s in finished} == {root.get_span_context().trace_id}
 
 
 async def test_tracing_and_encryption_together(
