@@ -144,6 +144,49 @@ async def test_a_failed_encrypted_run_keeps_its_error_message_sealed(
     assert [s for s in (*SECRETS, ERROR.encode()) if s in raw] == []
 
 
+async def test_a_cancelled_encrypted_run_seals_its_memo_and_resumes(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    started = asyncio.Event()
+    calls = iter(
+        [
+            Message.assistant(
+                "", [ToolCall(id="a", name="weather", args=json.dumps({"city": ARG}))]
+            ),
+            Message.assistant("", [ToolCall(id="b", name="wait_forever", args="{}")]),
+            Message.assistant("resumed"),
+        ]
+    )
+    agent = Agent(FunctionModel(lambda messages, tools: next(calls)), name="memo")
+
+    @agent.tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"{RESULT} in {city}"
+
+    @agent.tool
+    async def wait_forever() -> str:
+        """Never returns."""
+        started.set()
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    async with encrypted(temporal_env, agent) as (client, tq):
+        durable = DurableAgent(client, agent, task_queue=tq)
+        run = await durable.start(PROMPT)
+        await started.wait()
+        await run.cancel()
+        with pytest.raises(RunError) as failure:
+            await run.result()
+        resumed = await durable.resume(failure.value)  # the evidence read back through the key
+    assert failure.value.stage == "canceled" and failure.value.partial is not None
+    assert resumed.output == "resumed"
+    memo = (await temporal_env.client.get_workflow_handle(run.run_id).describe()).raw_description
+    assert memo.workflow_execution_info.memo.fields["golemFailure"].metadata["encoding"] == ENCODING
+    raw = await raw_history(temporal_env.client, run.run_id)
+    assert [s for s in SECRETS if s in raw] == []
+
+
 async def test_the_same_run_unencrypted_shows_the_secrets_so_the_check_can_fail(
     temporal_env: WorkflowEnvironment,
 ) -> None:
