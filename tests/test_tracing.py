@@ -3,7 +3,10 @@ the tree of one run, both attempts of a retried model call, and no duplicates on
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
@@ -16,11 +19,13 @@ from agents import FAST_RETRY, ask, call, reply
 from crash_agents import AGENTS as CRASH_AGENTS
 from crash_agents import idempotent
 from opentelemetry import trace
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 from opentelemetry.util._once import Once
+from pytest_httpserver import HTTPServer
 from temporalio.client import Client
 from temporalio.contrib.opentelemetry import create_tracer_provider
 from temporalio.testing import WorkflowEnvironment
@@ -30,6 +35,7 @@ from test_crash import doomed_worker, until
 from golem.agent import Agent
 from golem.client import DurableAgent
 from golem.models import ModelHTTPError, ScriptedModel
+from golem.results import RunError
 from golem.worker import GolemPlugin
 from golem.worker.tracing import tracing_wanted
 
@@ -175,6 +181,20 @@ async def test_a_retried_model_request_shows_both_attempts_in_one_trace(
     assert first.parent == second.parent  # the retry joins the same run span
 
 
+async def test_a_failed_run_marks_its_span_and_the_failing_call(
+    temporal_env: WorkflowEnvironment, spans: InMemorySpanExporter
+) -> None:
+    model = ScriptedOpenAI([ModelHTTPError(401, "bad key", provider="openai")])
+    agent = weather_agent("denied", model)
+    async with traced(temporal_env, agent) as (client, tq):
+        with pytest.raises(RunError):
+            await DurableAgent(client, agent, task_queue=tq).run("hi")
+    assert tree(spans.get_finished_spans(), ("error.type",)) == [
+        "invoke_agent denied ERROR [error.type=GolemRunError]",
+        "  chat scripted ERROR [error.type=ModelHTTPError]",
+    ]
+
+
 async def test_replay_emits_no_duplicate_spans_and_keeps_span_ids(
     temporal_env: WorkflowEnvironment, spans: InMemorySpanExporter
 ) -> None:
@@ -259,6 +279,27 @@ async def test_tracing_and_encryption_together(
         "    execute_tool weather",
         "    chat scripted",
     ]
+
+
+def test_tracing_from_the_environment_exports_to_an_otlp_collector(httpserver: HTTPServer) -> None:
+    httpserver.expect_request("/v1/traces", method="POST").respond_with_data("")
+    script = (
+        "from opentelemetry import trace\n"
+        "from golem import Agent\n"
+        "from golem.models import ScriptedModel\n"
+        "from golem.worker import GolemPlugin\n"
+        "assert GolemPlugin(Agent(ScriptedModel([]), name='x')).tracing\n"
+        "with trace.get_tracer('t').start_as_current_span('hello collector'):\n"
+        "    pass\n"
+        "assert trace.get_tracer_provider().force_flush()\n"
+    )
+    env = {**os.environ, "GOLEM_TRACING": "1"}
+    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = httpserver.url_for("/").rstrip("/")
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=120)
+    request, _ = httpserver.log[0]
+    exported = ExportTraceServiceRequest.FromString(request.get_data())
+    names = [s.name for r in exported.resource_spans for ss in r.scope_spans for s in ss.spans]
+    assert names == ["hello collector"]
 
 
 def test_tracing_is_on_when_asked_by_argument_environment_or_provider(

@@ -173,6 +173,9 @@ class _RunSpan(WorkflowInboundInterceptor):
                     output = await super().execute_workflow(input)
                 except BaseException as exc:
                     _fail(span, exc)
+                    if not workflow.is_failure_exception(exc):
+                        # A failed workflow task is retried: recorded, the span waits for it.
+                        span.record_exception(exc)
                     raise
                 usage = output.snapshot.usage
                 span.set_attribute(INPUT_TOKENS, usage.input_tokens)
