@@ -20,7 +20,7 @@ from crash_agents import AGENTS as CRASH_AGENTS
 from crash_agents import idempotent
 from opentelemetry import trace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
@@ -313,3 +313,11 @@ def test_tracing_is_on_when_asked_by_argument_environment_or_provider(
         tracing_wanted(None, {"GOLEM_TRACING": "maybe"})
     assert GolemPlugin(tracing=False).tracing is False
     assert GolemPlugin().tracing is True
+
+
+def test_a_provider_that_is_not_replay_safe_is_refused_naming_the_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: TracerProvider())
+    with pytest.raises(ValueError, match=r"create_tracer_provider\(\)"):
+        GolemPlugin(tracing=True)

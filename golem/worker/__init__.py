@@ -77,7 +77,8 @@ def _tracing_interceptors(setting: bool | None) -> list[Any]:
     try:
         from golem.worker import tracing
     except ImportError as exc:
-        if setting or os.environ.get("GOLEM_TRACING", "").strip().lower() in ("1", "true", "on"):
+        wanted = os.environ.get("GOLEM_TRACING", "").strip().lower()
+        if setting or wanted in ("1", "true", "yes", "on"):
             raise ImportError(
                 f"tracing needs OpenTelemetry: pip install 'golem-temporal[tracing]' ({exc})"
             ) from None
