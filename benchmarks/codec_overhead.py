@@ -106,10 +106,11 @@ async def timed_runs(client: Client, agent: Agent[Any, str]) -> tuple[float, int
 async def main() -> None:
     agent = tool_agent()
     async with dev_server() as env:
-        target = env.client.service_client.config.target_host
-        plain = await Client.connect(target, plugins=[GolemPlugin(agent)])
+        # Both share the environment's connection, closed with it.
+        service = env.client.service_client
+        plain = Client(service, plugins=[GolemPlugin(agent)])
         codec = TimedCodec(EncryptionCodec.parse(EncryptionCodec.new_key()))
-        sealed = await Client.connect(target, plugins=[GolemPlugin(agent, encryption_key=codec)])
+        sealed = Client(service, plugins=[GolemPlugin(agent, encryption_key=codec)])
 
         # Alternate the two, so load on a shared machine falls on both alike.
         offs, ons = [], []
