@@ -4,7 +4,7 @@ Builds a ~5,000-event Chat Completions stream shaped like the recorded
 ``openai-chat-05-stream-tool-call`` (tool-call argument deltas, a usage chunk,
 ``[DONE]``), then parses the same bytes, fed in network-sized pieces:
 
-- parser: golem ``SSEParser`` + ``json.loads`` vs the SDK's SSE decoder + ``sse.json()``;
+- parser: golem ``SSEParser`` + strict JSON (``loads_strict``) vs the SDK's SSE decoder + ``sse.json()``;
 - full path: golem's adapter path (parser, JSON, the chunk accumulator building
   StreamDeltas and the final ModelResponse) vs ``openai.Stream`` yielding typed chunks.
 
@@ -18,8 +18,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from golem.models._http import SSEParser
+from golem.models._sse import SSEParser
 from golem.models.openai import _ChunkAccumulator
+from golem.strict_json import loads_strict
 
 EVENTS = 5_000
 CHUNK_SIZE = 1_024  # a typical read from a TLS stream
@@ -78,7 +79,7 @@ def golem_parse(chunks: list[bytes]) -> int:
         for event in parser.feed(piece):
             if event.data == "[DONE]":
                 return count
-            json.loads(event.data)
+            loads_strict(event.data)
             count += 1
     return count
 
@@ -87,10 +88,10 @@ def golem_full(chunks: list[bytes]) -> int:
     parser, stream, count = SSEParser(), _ChunkAccumulator(), 0
     for piece in chunks:
         for event in parser.feed(piece):
-            if event.data == "[DONE]":
+            stream.feed(event)
+            if stream.ended:
                 stream.response()
                 return count
-            stream.feed(json.loads(event.data))
             count += 1
     return count
 

@@ -7,6 +7,7 @@
     golem conversation <conversation-id>        # the runs of a conversation, in order
     golem show <run-id>                         # one run's conversation
     golem setup                                 # register golem's search attributes on a cluster
+    golem codec-server                          # decrypt payloads for the Temporal UI
 
 Against a real cluster or Temporal Cloud, the usual TEMPORAL_* settings apply.
 """
@@ -33,8 +34,7 @@ from golem.client import SEARCH_ATTRIBUTES, DurableAgent, fetch_run
 from golem.messages import Message, load_messages
 from golem.results import RunError
 from golem.testing import DEV_SERVER_ARGS, temporal_cli
-from golem.worker import GolemPlugin
-from golem.worker.converter import golem_data_converter
+from golem.worker import GolemPlugin, golem_converter
 
 __all__ = ["connect", "format_message", "load_agent", "main", "ui_link"]
 
@@ -50,9 +50,7 @@ async def connect(plugins: Sequence[Any] = ()) -> Client:
     """A client for TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE / profiles (default localhost:7233)."""
     config = ClientConfig.load_client_connect_config()
     config.setdefault("target_host", "localhost:7233")
-    return await Client.connect(
-        **config, data_converter=golem_data_converter, plugins=list(plugins)
-    )
+    return await Client.connect(**config, data_converter=golem_converter(), plugins=list(plugins))
 
 
 def load_agent(spec: str) -> Agent[Any, Any]:
@@ -225,6 +223,31 @@ async def cmd_setup(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_codec_server(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from golem.codec_server import DEFAULT_ORIGINS, codec_app
+        from golem.worker.codec import ENV_VAR, EncryptionCodec
+    except ImportError as exc:
+        raise SystemExit(
+            f"golem codec-server needs: pip install 'golem-temporal[codec-server]' ({exc})"
+        ) from None
+    codec = EncryptionCodec.from_env()
+    if codec is None:
+        raise SystemExit(f"golem codec-server: set {ENV_VAR} to the key(s) the workers use")
+    token = os.environ.get("GOLEM_CODEC_TOKEN") or None
+    origins = args.origin or list(DEFAULT_ORIGINS)
+    app = codec_app(codec, origins=origins, token=token)
+    print(
+        f"golem codec-server: http://{args.host}:{args.port} for {', '.join(origins)}"
+        f" (keys {', '.join(codec.key_ids)}; bearer token {'required' if token else 'off'})",
+        flush=True,
+    )
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="golem", description="Durable agents on Temporal.")
     sub = top.add_subparsers(dest="command", required=True)
@@ -249,6 +272,14 @@ def parser() -> argparse.ArgumentParser:
     conversation = sub.add_parser("conversation", help="list a conversation's runs in order")
     conversation.add_argument("conversation_id")
     sub.add_parser("setup", help="register golem's search attributes on the namespace")
+    codec = sub.add_parser(
+        "codec-server",
+        help="serve /encode and /decode for the Temporal UI (keys from GOLEM_ENCRYPTION_KEY, "
+        "optional bearer token from GOLEM_CODEC_TOKEN)",
+    )
+    codec.add_argument("--host", default="127.0.0.1")
+    codec.add_argument("--port", type=int, default=8081)
+    codec.add_argument("--origin", action="append", help="a UI origin to allow (repeatable)")
     return top
 
 
@@ -256,6 +287,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "dev":
         return cmd_dev(args)
+    if args.command == "codec-server":
+        return cmd_codec_server(args)
     commands = {
         "worker": cmd_worker,
         "run": cmd_run,

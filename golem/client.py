@@ -388,7 +388,7 @@ async def fetch_run(client: Client, run_id: str) -> RunRecord:
     handle = client.get_workflow_handle(run_id)
     description = await handle.describe()
     status = description.status.name.lower() if description.status else "unknown"
-    history = await _input_history(handle)
+    history = await _input_history(client, handle)
     if description.status == WorkflowExecutionStatus.RUNNING:
         return RunRecord(run_id, status, await _query_pages(handle, 0))
     try:
@@ -401,13 +401,12 @@ async def fetch_run(client: Client, run_id: str) -> RunRecord:
     return RunRecord(run_id, status, messages, output=output.output)
 
 
-async def _input_history(handle: WorkflowHandle[Any, Any]) -> list[Message]:
+async def _input_history(client: Client, handle: WorkflowHandle[Any, Any]) -> list[Message]:
     """The history a run was started with (its first event's input)."""
     async for event in handle.fetch_history_events():
         attrs = event.workflow_execution_started_event_attributes
-        payloads = golem_data_converter.payload_converter.from_payloads(
-            list(attrs.input.payloads), [AgentRunInput]
-        )
+        # The client's converter, so an encrypted input is decrypted first.
+        payloads = await client.data_converter.decode(list(attrs.input.payloads), [AgentRunInput])
         return list(payloads[0].run.history)
     return []
 

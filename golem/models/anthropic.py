@@ -6,31 +6,19 @@ response = await model.request(ModelRequest(messages=[Message.user("hi")]))
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator
-from contextlib import aclosing
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import httpx
 
 from golem.messages import Message, Part, ThinkingBlock, ToolCall, Usage
-from golem.models._http import (
-    HTTPModel,
-    args_object,
-    base64_text,
-    merge_turns,
-    sse_json,
-    stream_error,
-    system_text,
-    unsupported_part,
-)
-from golem.models.base import (
-    FinishReason,
-    ModelRequest,
-    ModelResponse,
-    ModelResponseError,
-    StreamDelta,
-)
+from golem.models._args import args_object, args_text
+from golem.models._body import base64_text, merge_turns, system_text, unsupported_part
+from golem.models._errors import event_data, unreadable_answer
+from golem.models._http import HTTPModel
+from golem.models._sse import ServerSentEvent
+from golem.models.base import FinishReason, ModelRequest, ModelResponse, StreamDelta
+from golem.strict_json import loads_strict
 
 __all__ = ["AnthropicModel"]
 
@@ -53,12 +41,16 @@ class AnthropicModel(HTTPModel):
     ``base_url`` follows the Anthropic SDK (no ``/v1``); ``ANTHROPIC_BASE_URL`` is
     honoured. The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``. ``max_tokens``
     is required by the API; ``ModelSettings.max_tokens`` overrides it per request.
+    A request's ``output_schema`` is sent as ``output_config.format`` (JSON outputs).
     """
 
     provider = PROVIDER
     default_base_url = "https://api.anthropic.com"
     api_key_env = ("ANTHROPIC_API_KEY",)
     base_url_env = ("ANTHROPIC_BASE_URL",)
+    key_header = "x-api-key"
+    fixed_headers: ClassVar[Mapping[str, str]] = {"anthropic-version": API_VERSION}
+    path = "/v1/messages"
 
     def __init__(
         self,
@@ -67,45 +59,21 @@ class AnthropicModel(HTTPModel):
         base_url: str | None = None,
         api_key: str | None = None,
         http_client: httpx.AsyncClient | None = None,
+        headers: Mapping[str, str] | None = None,
         max_tokens: int = 4096,
     ) -> None:
-        super().__init__(name, base_url=base_url, api_key=api_key, http_client=http_client)
+        super().__init__(
+            name, base_url=base_url, api_key=api_key, http_client=http_client, headers=headers
+        )
         self.max_tokens = max_tokens
 
-    def _headers(self) -> dict[str, str]:
-        key = self._require_key()
-        headers = {"content-type": "application/json", "anthropic-version": API_VERSION}
-        if key:
-            headers["x-api-key"] = key
-        return headers
-
-    async def request(self, request: ModelRequest) -> ModelResponse:
-        body = self.build_body(request, stream=False)
-        data = await self._post_json(f"{self.base_url}/v1/messages", self._headers(), body)
+    def _parse(self, data: Any, request: ModelRequest) -> ModelResponse:
         return parse_message(data)
 
-    async def request_stream(
-        self, request: ModelRequest
-    ) -> AsyncIterator[StreamDelta | ModelResponse]:
-        body = self.build_body(request, stream=True)
-        headers = self._headers()
-        stream = _EventAccumulator()
-        events = self._post_stream(f"{self.base_url}/v1/messages", headers, body, "message_stop")
-        async with aclosing(events):
-            async for event in events:
-                data = sse_json(event, PROVIDER)
-                kind = data.get("type") if isinstance(data, dict) else None
-                if kind == "error" or event.event == "error":
-                    raise stream_error(data, PROVIDER, self._api_key)
-                for delta in stream.feed(kind or event.event, data):
-                    yield delta
-                if stream.stopped:
-                    break
-        if not stream.stopped:
-            raise self._truncated("message_stop", stream.progress())
-        yield stream.response()
+    def _accumulator(self, request: ModelRequest) -> _EventAccumulator:
+        return _EventAccumulator()
 
-    def build_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+    def build_body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
         """The Messages request body for ``request``."""
         settings = request.settings
         body: dict[str, Any] = {
@@ -124,7 +92,16 @@ class AnthropicModel(HTTPModel):
             ]
         if settings.temperature is not None:
             body["temperature"] = settings.temperature
-        body.update(settings.extra_body)
+        extra = dict(settings.extra_body)
+        if request.output_schema is not None:
+            # JSON outputs (constrained decoding): the answer is one text block of JSON
+            output: dict[str, Any] = {
+                "format": {"type": "json_schema", "schema": request.output_schema}
+            }
+            if isinstance(extra.get("output_config"), dict):
+                output.update(extra.pop("output_config"))  # e.g. effort, beside the format
+            body["output_config"] = output
+        body.update(extra)
         return body
 
 
@@ -208,16 +185,10 @@ def _finish(reason: str | None) -> FinishReason:
     return _FINISH.get(reason, "other") if reason else "stop"
 
 
-def _args_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
 def parse_message(data: Any) -> ModelResponse:
     """A non-streaming Messages answer as a :class:`ModelResponse`."""
     if not isinstance(data, dict) or not isinstance(data.get("content"), list):
-        raise ModelResponseError(
-            f"response has no content list: {json.dumps(data)[:200]}", provider=PROVIDER
-        )
+        raise unreadable_answer(data, "content list", PROVIDER)
     text: list[str] = []
     thinking: list[ThinkingBlock] = []
     calls: list[ToolCall] = []
@@ -240,7 +211,7 @@ def parse_message(data: Any) -> ModelResponse:
                 ToolCall(
                     id=block.get("id") or "",
                     name=block.get("name") or "",
-                    args=_args_text(block.get("input", {})),
+                    args=args_text(block.get("input", {})),
                 )
             )
     return ModelResponse(
@@ -254,15 +225,26 @@ def parse_message(data: Any) -> ModelResponse:
 class _EventAccumulator:
     """Builds the complete answer from Messages stream events."""
 
+    terminal = "message_stop"
+
     def __init__(self) -> None:
         self.blocks: dict[int, dict[str, Any]] = {}
         self.call_index: dict[int, int] = {}  # content block index -> tool call position
         self.usage: dict[str, Any] = {}
         self.stop_reason: str | None = None
         self.model = ""
-        self.stopped = False
+        self.ended = False
 
-    def feed(self, kind: str, data: Any) -> list[StreamDelta]:
+    @property
+    def complete(self) -> bool:
+        return self.ended
+
+    def feed(self, event: ServerSentEvent) -> list[StreamDelta]:
+        data = event_data(event, PROVIDER)
+        kind = data.get("type") if isinstance(data, dict) else None
+        return self.feed_data(kind or event.event, data)
+
+    def feed_data(self, kind: str, data: Any) -> list[StreamDelta]:
         if not isinstance(data, dict):
             return []
         if kind == "message_start":
@@ -279,7 +261,7 @@ class _EventAccumulator:
             # message_delta usage is cumulative; fields it omits keep message_start's values
             self.usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
         elif kind == "message_stop":
-            self.stopped = True
+            self.ended = True
         return []
 
     def _start(self, index: int, block: dict[str, Any]) -> list[StreamDelta]:
@@ -299,7 +281,7 @@ class _EventAccumulator:
             state["id"], state["name"] = block.get("id") or "", block.get("name") or ""
             # a non-empty start input is the whole input (some proxies send calls unsplit)
             start_input = block.get("input")
-            state["start_input"] = _args_text(start_input) if start_input else ""
+            state["start_input"] = args_text(start_input) if start_input else ""
             return [
                 StreamDelta(
                     kind="tool_call", index=position, call_id=state["id"], name=state["name"]
@@ -370,8 +352,8 @@ def _stream_args(state: dict[str, Any]) -> str:
     if not raw:
         return state["start_input"] or "{}"
     try:
-        value = json.loads(raw)
+        value = loads_strict(raw)
     except ValueError:
-        return raw  # cut by max_tokens mid-arguments: kept verbatim
+        return raw  # cut by max_tokens mid-arguments, or NaN: kept verbatim
     # the same text the non-streaming answer gives for this input
-    return _args_text(value) if isinstance(value, dict) else raw
+    return args_text(value) if isinstance(value, dict) else raw

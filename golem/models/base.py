@@ -15,20 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from golem.messages import Message, Usage
 
-__all__ = [
-    "FinishReason",
-    "Model",
-    "ModelConnectionError",
-    "ModelError",
-    "ModelHTTPError",
-    "ModelRequest",
-    "ModelResponse",
-    "ModelResponseError",
-    "ModelSettings",
-    "StreamDelta",
-    "ToolDefinition",
-]
-
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error", "other"]
 
 

@@ -14,29 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import AsyncIterator
-from contextlib import aclosing
 from typing import Any
 
-import httpx
-
 from golem.messages import Message, Part, ThinkingBlock, ToolCall, Usage
-from golem.models._http import (
-    HTTPModel,
-    args_object,
-    base64_text,
-    merge_turns,
-    sse_json,
-    stream_error,
-    system_text,
-)
-from golem.models.base import (
-    FinishReason,
-    ModelRequest,
-    ModelResponse,
-    ModelResponseError,
-    StreamDelta,
-)
+from golem.models._args import args_object, args_text
+from golem.models._body import base64_text, merge_turns, system_text
+from golem.models._errors import event_data, raise_for_error, unreadable_answer
+from golem.models._http import HTTPModel
+from golem.models._sse import ServerSentEvent
+from golem.models.base import FinishReason, ModelRequest, ModelResponse, StreamDelta
 
 __all__ = ["GeminiModel", "mint_call_id"]
 
@@ -54,6 +40,10 @@ _FILTERED = {
 }
 _BROKEN_CALL = {"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS"}
 
+EMPTY_USER_TEXT = " "
+"""What an empty user message is sent as: Gemini rejects an empty text part, and dropping
+the turn would leave a model function-call turn without the user turn it must follow."""
+
 
 class GeminiModel(HTTPModel):
     """A Gemini model: ``POST {base_url}/v1beta/models/{name}:generateContent``.
@@ -66,65 +56,28 @@ class GeminiModel(HTTPModel):
     default_base_url = "https://generativelanguage.googleapis.com"
     api_key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     base_url_env = ("GOOGLE_GEMINI_BASE_URL",)
+    key_header = "x-goog-api-key"
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-    ) -> None:
-        super().__init__(
-            name.removeprefix("models/"),
-            base_url=base_url,
-            api_key=api_key,
-            http_client=http_client,
-        )
+    def _model_id(self, name: str) -> str:
+        return name.removeprefix("models/")
 
-    def _headers(self) -> dict[str, str]:
-        key = self._require_key()
-        headers = {"content-type": "application/json"}
-        if key:
-            headers["x-goog-api-key"] = key
-        return headers
+    def _url(self, *, stream: bool) -> str:
+        if stream:
+            return f"{self.base_url}/v1beta/models/{self.name}:streamGenerateContent?alt=sse"
+        return f"{self.base_url}/v1beta/models/{self.name}:generateContent"
 
-    def _url(self, method: str) -> str:
-        return f"{self.base_url}/v1beta/models/{self.name}:{method}"
-
-    async def request(self, request: ModelRequest) -> ModelResponse:
-        body = self.build_body(request)
-        data = await self._post_json(self._url("generateContent"), self._headers(), body)
-        if isinstance(data, dict) and data.get("error"):
-            raise stream_error(data, PROVIDER, self._api_key)
+    def _parse(self, data: Any, request: ModelRequest) -> ModelResponse:
+        raise_for_error(data, PROVIDER)
         answer = _ChunkAccumulator(len(request.messages))
-        answer.feed(data)
-        if not answer.finished:
-            raise ModelResponseError(
-                f"response has no candidate: {json.dumps(data)[:200]}", provider=PROVIDER
-            )
+        answer.feed_chunk(data)
+        if not answer.complete:
+            raise unreadable_answer(data, "candidate", PROVIDER)
         return answer.response()
 
-    async def request_stream(
-        self, request: ModelRequest
-    ) -> AsyncIterator[StreamDelta | ModelResponse]:
-        body = self.build_body(request)
-        headers = self._headers()
-        answer = _ChunkAccumulator(len(request.messages))
-        url = self._url("streamGenerateContent") + "?alt=sse"
-        events = self._post_stream(url, headers, body, "a chunk with finishReason")
-        async with aclosing(events):
-            async for event in events:
-                data = sse_json(event, PROVIDER)
-                if isinstance(data, dict) and data.get("error"):
-                    raise stream_error(data, PROVIDER, self._api_key)
-                for delta in answer.feed(data):
-                    yield delta
-        if not answer.finished:
-            raise self._truncated("a chunk with finishReason", answer.progress())
-        yield answer.response()
+    def _accumulator(self, request: ModelRequest) -> _ChunkAccumulator:
+        return _ChunkAccumulator(len(request.messages))
 
-    def build_body(self, request: ModelRequest) -> dict[str, Any]:
+    def build_body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
         """The generateContent request body for ``request``."""
         body: dict[str, Any] = {"contents": gemini_contents(request.messages)}
         system = system_text(request.messages)
@@ -166,7 +119,7 @@ def gemini_contents(messages: list[Message]) -> list[dict[str, Any]]:
         if message.role == "user":
             parts: list[dict[str, Any]] = [{"text": message.content}] if message.content else []
             parts.extend(_media(p) for p in message.parts)
-            turns.append(("user", parts))
+            turns.append(("user", parts or [{"text": EMPTY_USER_TEXT}]))
         elif message.role == "assistant":
             turns.append(("model", _model_parts(message)))
         elif message.role == "tool":
@@ -242,6 +195,9 @@ def _usage(data: Any) -> Usage:
 class _ChunkAccumulator:
     """Builds the answer from GenerateContentResponse chunks (one chunk when not streaming)."""
 
+    terminal = "a chunk with finishReason"
+    ended = False  # Gemini has no end marker: the stream is read to its end
+
     def __init__(self, message_count: int) -> None:
         self.message_count = message_count
         self.text: list[str] = []
@@ -255,10 +211,13 @@ class _ChunkAccumulator:
         self.response_id = ""
 
     @property
-    def finished(self) -> bool:
+    def complete(self) -> bool:
         return self.finish is not None or self.blocked
 
-    def feed(self, chunk: Any) -> list[StreamDelta]:
+    def feed(self, event: ServerSentEvent) -> list[StreamDelta]:
+        return self.feed_chunk(event_data(event, PROVIDER))
+
+    def feed_chunk(self, chunk: Any) -> list[StreamDelta]:
         if not isinstance(chunk, dict):
             return []
         self.model = chunk.get("modelVersion") or self.model
@@ -310,7 +269,7 @@ class _ChunkAccumulator:
     def _call(self, function: dict[str, Any], signature: str) -> StreamDelta:
         position = len(self.calls)
         name = function.get("name") or ""
-        args = json.dumps(function.get("args") or {}, ensure_ascii=False)
+        args = args_text(function.get("args") or {})
         call_id = function.get("id") or mint_call_id(
             self.response_id, self.message_count, position, name, args
         )

@@ -8,40 +8,23 @@ response = await model.request(ModelRequest(messages=[Message.user("hi")]))
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import aclosing
-from typing import Any
-
-import httpx
+from typing import Any, get_args
 
 from golem.messages import Message, Part, ThinkingBlock, ToolCall, Usage
-from golem.models._http import (
-    HTTPModel,
-    args_object_text,
-    base64_text,
-    sse_json,
-    stream_error,
-    unsupported_part,
-)
-from golem.models.base import (
-    FinishReason,
-    ModelRequest,
-    ModelResponse,
-    ModelResponseError,
-    StreamDelta,
-)
+from golem.models._args import args_object_text
+from golem.models._body import base64_text, unsupported_part
+from golem.models._errors import event_data, unreadable_answer
+from golem.models._http import HTTPModel
+from golem.models._sse import ServerSentEvent
+from golem.models.base import FinishReason, ModelRequest, ModelResponse, StreamDelta
 
 __all__ = ["OpenAIChatModel"]
 
 PROVIDER = "openai"
 
-_FINISH: dict[str, FinishReason] = {
-    "stop": "stop",
-    "tool_calls": "tool_calls",
-    "function_call": "tool_calls",
-    "length": "length",
-    "content_filter": "content_filter",
-}
+# Chat Completions names its finish reasons as golem does, but for the legacy function_call
+_FINISH: dict[str, FinishReason] = {r: r for r in get_args(FinishReason)}
+_FINISH["function_call"] = "tool_calls"
 
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
@@ -52,59 +35,24 @@ class OpenAIChatModel(HTTPModel):
     ``base_url`` follows the OpenAI SDK (it includes ``/v1``); ``OPENAI_BASE_URL`` is
     honoured, so Azure, vLLM, Ollama or OpenRouter work. The key comes from
     ``api_key`` or ``OPENAI_API_KEY``; a custom base URL may go without one.
+    ``headers`` are sent with every request (and redacted from errors).
     """
 
     provider = PROVIDER
     default_base_url = "https://api.openai.com/v1"
     api_key_env = ("OPENAI_API_KEY",)
     base_url_env = ("OPENAI_BASE_URL",)
+    key_header = "authorization"
+    key_scheme = "Bearer "
+    path = "/chat/completions"
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-    ) -> None:
-        super().__init__(name, base_url=base_url, api_key=api_key, http_client=http_client)
-
-    def _headers(self) -> dict[str, str]:
-        key = self._require_key()
-        headers = {"content-type": "application/json"}
-        if key:
-            headers["authorization"] = f"Bearer {key}"
-        return headers
-
-    async def request(self, request: ModelRequest) -> ModelResponse:
-        body = self.build_body(request, stream=False)
-        data = await self._post_json(f"{self.base_url}/chat/completions", self._headers(), body)
+    def _parse(self, data: Any, request: ModelRequest) -> ModelResponse:
         return parse_completion(data)
 
-    async def request_stream(
-        self, request: ModelRequest
-    ) -> AsyncIterator[StreamDelta | ModelResponse]:
-        body = self.build_body(request, stream=True)
-        headers = self._headers()
-        stream = _ChunkAccumulator()
-        events = self._post_stream(
-            f"{self.base_url}/chat/completions", headers, body, "data: [DONE]"
-        )
-        async with aclosing(events):
-            async for event in events:
-                if event.data == "[DONE]":
-                    stream.done = True
-                    break
-                chunk = sse_json(event, PROVIDER)
-                if isinstance(chunk, dict) and chunk.get("error"):
-                    raise stream_error(chunk, PROVIDER, self._api_key)
-                for delta in stream.feed(chunk):
-                    yield delta
-        if not stream.done and stream.finish is None:
-            raise self._truncated("data: [DONE]", stream.progress())
-        yield stream.response()
+    def _accumulator(self, request: ModelRequest) -> _ChunkAccumulator:
+        return _ChunkAccumulator()
 
-    def build_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+    def build_body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
         """The Chat Completions request body for ``request``."""
         body: dict[str, Any] = {
             "model": self.name,
@@ -239,9 +187,7 @@ def parse_completion(data: Any) -> ModelResponse:
     """A non-streaming Chat Completions answer as a :class:`ModelResponse`."""
     choices = data.get("choices") if isinstance(data, dict) else None
     if not choices or not isinstance(choices[0], dict):
-        raise ModelResponseError(
-            f"response has no choices: {json.dumps(data)[:200]}", provider=PROVIDER
-        )
+        raise unreadable_answer(data, "choices", PROVIDER)
     choice = choices[0]
     message = choice.get("message") or {}
     content = message.get("content") or ""
@@ -268,7 +214,9 @@ def parse_completion(data: Any) -> ModelResponse:
 
 
 class _ChunkAccumulator:
-    """Builds the complete answer from ``chat.completion.chunk`` objects."""
+    """Builds the complete answer from ``chat.completion.chunk`` events."""
+
+    terminal = "data: [DONE]"
 
     def __init__(self) -> None:
         self.content: list[str] = []
@@ -278,9 +226,19 @@ class _ChunkAccumulator:
         self.usage = Usage()
         self.finish: str | None = None
         self.model = ""
-        self.done = False
+        self.ended = False
 
-    def feed(self, chunk: Any) -> list[StreamDelta]:
+    @property
+    def complete(self) -> bool:
+        return self.ended or self.finish is not None
+
+    def feed(self, event: ServerSentEvent) -> list[StreamDelta]:
+        if event.data == "[DONE]":
+            self.ended = True
+            return []
+        return self.feed_chunk(event_data(event, PROVIDER))
+
+    def feed_chunk(self, chunk: Any) -> list[StreamDelta]:
         if not isinstance(chunk, dict):
             return []
         deltas: list[StreamDelta] = []

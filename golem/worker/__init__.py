@@ -4,13 +4,24 @@ plugin = GolemPlugin(support_agent, research_agent)
 client = await Client.connect("localhost:7233", plugins=[plugin])
 worker = Worker(client, task_queue="golem")   # the plugin reaches the worker too
 await worker.run()
+
+``encryption_key=`` (or ``GOLEM_ENCRYPTION_KEY``) encrypts every payload (golem.worker.codec);
+``tracing=True`` (or ``GOLEM_TRACING=1``, or a replay-safe tracer provider already set)
+traces runs (golem.worker.tracing). Both need the plugin on the Client.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from datetime import timedelta
 from typing import Any
 
+from temporalio.converter import (
+    DataConverter,
+    DefaultFailureConverterWithEncodedAttributes,
+    PayloadCodec,
+)
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import ReplayerConfig, WorkerConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -24,7 +35,60 @@ from golem.workflows import registry
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.conversation import ConversationWorkflow
 
-__all__ = ["PASSTHROUGH_MODULES", "GolemPlugin"]
+__all__ = ["PASSTHROUGH_MODULES", "EncryptionKey", "GolemPlugin", "golem_converter"]
+
+#: Raw 32 bytes, ``"id:base64[,id:base64...]"`` (first encrypts), or a codec of your own.
+EncryptionKey = bytes | str | PayloadCodec
+
+
+def golem_converter(encryption_key: EncryptionKey | None = None) -> DataConverter:
+    """golem's data converter; encrypting when a key is given or ``GOLEM_ENCRYPTION_KEY`` is set.
+
+    Encrypted, failures carry their message and stack trace as an encrypted payload too."""
+    codec = _codec(encryption_key)
+    if codec is None:
+        return golem_data_converter
+    return dataclasses.replace(
+        golem_data_converter,
+        payload_codec=codec,
+        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
+    )
+
+
+def _codec(encryption_key: EncryptionKey | None) -> PayloadCodec | None:
+    if isinstance(encryption_key, PayloadCodec):
+        return encryption_key
+    if encryption_key is None and not os.environ.get("GOLEM_ENCRYPTION_KEY", "").strip():
+        return None
+    try:
+        from golem.worker.codec import EncryptionCodec
+    except ImportError as exc:
+        raise ImportError(
+            f"encryption needs the cryptography package: pip install 'golem-temporal[encryption]' "
+            f"({exc})"
+        ) from None
+    if encryption_key is None:
+        return EncryptionCodec.from_env()
+    return EncryptionCodec.parse(encryption_key)
+
+
+def _tracing_interceptors(setting: bool | None) -> list[Any]:
+    if setting is False:
+        return []
+    try:
+        from golem.worker import tracing
+    except ImportError as exc:
+        wanted = os.environ.get("GOLEM_TRACING", "").strip().lower()
+        if setting or wanted in ("1", "true", "yes", "on"):
+            raise ImportError(
+                f"tracing needs OpenTelemetry: pip install 'golem-temporal[tracing]' ({exc})"
+            ) from None
+        return []
+    if not tracing.tracing_wanted(setting):
+        return []
+    tracing.ensure_tracer_provider()
+    return tracing.interceptors()
+
 
 #: Imported once, outside the workflow sandbox: golem's loop is deterministic by design
 #: and the agents a worker serves must be the very objects the plugin was given.
@@ -39,6 +103,10 @@ class GolemPlugin(SimplePlugin):
     crashed worker's sticky queue before another worker takes it; new messages up to
     ``inline_messages_bytes`` ride a model call's input, larger ones are read through a
     query so history grows with content only once (0: always query).
+
+    ``encryption_key`` encrypts every payload with AES-256-GCM (``None``: from
+    ``GOLEM_ENCRYPTION_KEY``, off when unset); ``tracing`` adds OpenTelemetry spans
+    (``None``: from ``GOLEM_TRACING``, else on when a replay-safe provider is set).
     """
 
     def __init__(
@@ -47,6 +115,8 @@ class GolemPlugin(SimplePlugin):
         heartbeat_timeout: timedelta = timedelta(seconds=10),
         sticky_schedule_to_start_timeout: timedelta = timedelta(seconds=1),
         inline_messages_bytes: int = 2048,
+        encryption_key: EncryptionKey | None = None,
+        tracing: bool | None = None,
     ) -> None:
         names = [a.name for a in agents]
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -55,18 +125,31 @@ class GolemPlugin(SimplePlugin):
         self.agents = list(agents)
         self.settings = registry.WorkerSettings(heartbeat_timeout, inline_messages_bytes)
         self.sticky_schedule_to_start_timeout = sticky_schedule_to_start_timeout
+        self.converter = golem_converter(encryption_key)
+        tracing_interceptors = _tracing_interceptors(tracing)
+        self.tracing = bool(tracing_interceptors)
+        passthrough = (
+            (*PASSTHROUGH_MODULES, "opentelemetry") if self.tracing else PASSTHROUGH_MODULES
+        )
         super().__init__(
             "golem",
-            data_converter=golem_data_converter,
+            data_converter=self.converter,
+            interceptors=tracing_interceptors or None,
             activities=ACTIVITIES,
             workflows=[AgentRunWorkflow, ConversationWorkflow],
-            workflow_runner=_sandbox,
+            workflow_runner=lambda existing: _sandbox(existing, passthrough),
             # A bad input or a run's own failure must fail the workflow, not retry its task.
             workflow_failure_exception_types=[RunError, HistoryError, LookupError],
         )
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         config = super().configure_worker(config)
+        if self.converter.payload_codec and not config["client"].data_converter.payload_codec:
+            # A worker writes with its client's converter: on the Worker alone nothing is sealed.
+            raise ValueError(
+                "GolemPlugin(encryption_key=...) must be on the Client (Client.connect(..., "
+                "plugins=[plugin])): a worker writes payloads with its client's data converter"
+            )
         registry.register(config["task_queue"], self.agents, self.settings)
         config["sticky_queue_schedule_to_start_timeout"] = self.sticky_schedule_to_start_timeout
         return config
@@ -77,11 +160,9 @@ class GolemPlugin(SimplePlugin):
         return config
 
 
-def _sandbox(existing: Any) -> SandboxedWorkflowRunner:
+def _sandbox(existing: Any, passthrough: tuple[str, ...]) -> SandboxedWorkflowRunner:
     if isinstance(existing, SandboxedWorkflowRunner):
         restrictions = existing.restrictions
     else:
         restrictions = SandboxRestrictions.default
-    return SandboxedWorkflowRunner(
-        restrictions=restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES)
-    )
+    return SandboxedWorkflowRunner(restrictions=restrictions.with_passthrough_modules(*passthrough))

@@ -6,7 +6,16 @@ import re
 from collections.abc import AsyncIterator
 
 import pytest
-from provider_fakes import API_KEY, FakeProvider, check_anthropic, check_gemini, check_openai
+from provider_fakes import (
+    API_KEY,
+    FakeProvider,
+    anthropic_malformed,
+    check_anthropic,
+    check_gemini,
+    check_openai,
+    gemini_malformed,
+    openai_malformed,
+)
 from pytest_httpserver import HTTPServer
 
 from golem.models import AnthropicModel, GeminiModel, OpenAIChatModel
@@ -21,18 +30,23 @@ def _serve(httpserver: HTTPServer, fake: FakeProvider) -> FakeProvider:
 
 @pytest.fixture
 def openai_fake(httpserver: HTTPServer) -> FakeProvider:
-    return _serve(httpserver, FakeProvider(check_openai, re.compile(r"/v1/chat/completions")))
+    return _serve(
+        httpserver,
+        FakeProvider(check_openai, re.compile(r"/v1/chat/completions"), openai_malformed),
+    )
 
 
 @pytest.fixture
 def anthropic_fake(httpserver: HTTPServer) -> FakeProvider:
-    return _serve(httpserver, FakeProvider(check_anthropic, re.compile(r"/v1/messages")))
+    return _serve(
+        httpserver, FakeProvider(check_anthropic, re.compile(r"/v1/messages"), anthropic_malformed)
+    )
 
 
 @pytest.fixture
 def gemini_fake(httpserver: HTTPServer) -> FakeProvider:
     path = re.compile(r"/v1beta/models/[\w.-]+:(generateContent|streamGenerateContent)")
-    return _serve(httpserver, FakeProvider(check_gemini, path))
+    return _serve(httpserver, FakeProvider(check_gemini, path, gemini_malformed))
 
 
 @pytest.fixture

@@ -1,6 +1,8 @@
 """Fake providers for the adapter tests: check requests the way the real APIs do.
 
-Each fake checks the path and auth header and the tool-call pairing of the
+Each fake parses the body as strictly as the provider does (RFC 8259: a bare
+``NaN`` or ``Infinity`` is a syntax error there, though Python's ``json`` accepts
+it), checks the path and auth header and the tool-call pairing of the
 conversation, rejects a broken request with the provider's own error body and
 status, and otherwise answers with the next queued (recorded) response.
 """
@@ -50,14 +52,29 @@ class Answer:
 Check = Callable[[Request, Any], Answer | None]
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def strict_json(raw: bytes | str) -> Any:
+    """Parse like the providers: ``NaN``, ``Infinity`` and ``-Infinity`` are errors."""
+    return json.loads(raw, parse_constant=_reject_constant)
+
+
 class FakeProvider:
     """A provider endpoint: validate each request, then answer from the queue."""
 
-    def __init__(self, check: Check, path: re.Pattern[str]) -> None:
+    def __init__(
+        self, check: Check, path: re.Pattern[str], malformed: Callable[[str], Answer]
+    ) -> None:
         self.check = check
         self.path = path
+        self.malformed = malformed
         self.queue: list[Answer] = []
         self.bodies: list[Any] = []
+        """Every request body the fake could parse, in order."""
+        self.rejected: list[bytes] = []
+        """Request bodies refused as invalid JSON."""
 
     def answer(self, *answers: Answer | str) -> None:
         """Queue answers: an :class:`Answer` or the name of a recording."""
@@ -66,9 +83,15 @@ class FakeProvider:
     def handle(self, request: Request) -> Response:
         if not self.path.fullmatch(request.path):
             return Response("not found", status=404)
-        body = json.loads(request.get_data())
-        self.bodies.append(body)
-        answer = self.check(request, body)
+        raw = request.get_data()
+        try:
+            body = strict_json(raw)
+        except ValueError as exc:
+            self.rejected.append(raw)
+            answer: Answer | None = self.malformed(str(exc))
+        else:
+            self.bodies.append(body)
+            answer = self.check(request, body)
         if answer is None:
             assert self.queue, "the fake provider has no answer queued"
             answer = self.queue.pop(0)
@@ -86,6 +109,15 @@ def openai_error(
 ) -> Answer:
     error = {"message": message, "type": "invalid_request_error", "param": param, "code": code}
     return Answer.json(status, {"error": error})
+
+
+def openai_malformed(detail: str) -> Answer:
+    return openai_error(
+        400,
+        "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
+        "using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was "
+        "sent was not valid JSON.",
+    )
 
 
 def check_openai(request: Request, body: Any) -> Answer | None:
@@ -115,7 +147,7 @@ def check_openai(request: Request, body: Any) -> Answer | None:
             )
         for j, call in enumerate(message.get("tool_calls") or ()):
             try:
-                args = json.loads(call["function"]["arguments"])
+                args = strict_json(call["function"]["arguments"])
             except ValueError:
                 args = None
             if not isinstance(args, dict):
@@ -145,6 +177,10 @@ def anthropic_error(status: int, kind: str, message: str) -> Answer:
     return Answer.json(status, {"type": "error", "error": {"type": kind, "message": message}})
 
 
+def anthropic_malformed(detail: str) -> Answer:
+    return anthropic_error(400, "invalid_request_error", f"invalid JSON in request body: {detail}")
+
+
 def check_anthropic(request: Request, body: Any) -> Answer | None:
     if request.headers.get("x-api-key") != API_KEY:
         return anthropic_error(401, "authentication_error", "invalid x-api-key")
@@ -154,6 +190,18 @@ def check_anthropic(request: Request, body: Any) -> Answer | None:
         )
     if "max_tokens" not in body:
         return anthropic_error(400, "invalid_request_error", "max_tokens: Field required")
+    if "output_format" in body:
+        return anthropic_error(
+            400, "invalid_request_error", "output_format: moved to output_config.format"
+        )
+    output_format = (body.get("output_config") or {}).get("format")
+    if output_format is not None and (
+        output_format.get("type") != "json_schema"
+        or not isinstance(output_format.get("schema"), dict)
+    ):
+        return anthropic_error(
+            400, "invalid_request_error", "output_config.format: expected a json_schema format"
+        )
     messages = body["messages"]
     previous_uses: list[str] = []
     for i, message in enumerate(messages):
@@ -208,6 +256,10 @@ def gemini_error(status: int, message: str, state: str = "INVALID_ARGUMENT") -> 
     return Answer.json(status, {"error": {"code": status, "message": message, "status": state}})
 
 
+def gemini_malformed(detail: str) -> Answer:
+    return gemini_error(400, f"Invalid JSON payload received. Unexpected token.\n{detail}")
+
+
 def check_gemini(request: Request, body: Any) -> Answer | None:
     if request.headers.get("x-goog-api-key") != API_KEY:
         return gemini_error(400, "API key not valid. Please pass a valid API key.")
@@ -217,6 +269,20 @@ def check_gemini(request: Request, body: Any) -> Answer | None:
         responses = [p for p in parts if "functionResponse" in p]
         previous = contents[i - 1] if i else None
         calls = [p for p in previous["parts"] if "functionCall" in p] if previous else []
+        if any(p.get("text") == "" for p in parts):
+            return gemini_error(
+                400,
+                "Unable to submit request because it has an empty text parameter. Add a value "
+                "to the parameter and try again.",
+            )
+        if any("functionCall" in p for p in parts) and (
+            previous is None or previous["role"] != "user"
+        ):
+            return gemini_error(
+                400,
+                "Please ensure that function call turn comes immediately after a user turn or "
+                "after a function response turn.",
+            )
         if responses and not calls:
             return gemini_error(
                 400,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from provider_fakes import API_KEY, Answer, FakeProvider, recording
 from pytest_httpserver import HTTPServer
@@ -17,10 +19,12 @@ from golem.models import (
     AnthropicModel,
     GeminiModel,
     ModelConnectionError,
+    ModelError,
     ModelHTTPError,
     ModelRequest,
     ModelResponse,
     ModelResponseError,
+    ModelSettings,
     OpenAIChatModel,
 )
 from golem.models._http import HTTPModel
@@ -288,14 +292,36 @@ async def test_api_key_echoed_by_a_server_is_redacted(
     assert (error.status, error.retryable) == (401, False)
 
 
-def test_missing_key_for_the_default_endpoint_is_a_clear_error(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    ("cls", "names"),
+    [
+        (OpenAIChatModel, "OPENAI_API_KEY"),
+        (AnthropicModel, "ANTHROPIC_API_KEY"),
+        (GeminiModel, "GEMINI_API_KEY or GOOGLE_API_KEY"),
+    ],
+)
+@pytest.mark.parametrize("stream", [False, True])
+async def test_missing_key_for_the_default_endpoint_fails_before_any_request(
+    monkeypatch: pytest.MonkeyPatch, cls: type[HTTPModel], names: str, stream: bool
 ) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    model = OpenAIChatModel("gpt-4o")
-    with pytest.raises(Exception, match="no API key: pass api_key= or set OPENAI_API_KEY"):
-        model.build_body(HI, stream=False) and model._headers()
+    for name in (*cls.api_key_env, *cls.base_url_env):
+        monkeypatch.delenv(name, raising=False)
+    sent: list[httpx.Request] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(500)
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(record))
+    model: Any = cls("some-model", http_client=client)
+    try:
+        with pytest.raises(ModelError) as caught:
+            await call(model, stream=stream)
+    finally:
+        await client.aclose()
+    assert type(caught.value) is ModelError and not caught.value.retryable
+    assert str(caught.value) == f"{cls.provider}: no API key: pass api_key= or set {names}"
+    assert sent == []
 
 
 def test_keys_and_base_urls_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -307,7 +333,7 @@ def test_keys_and_base_urls_come_from_the_environment(monkeypatch: pytest.Monkey
 
 
 def test_stream_error_chunk_from_openai_is_mapped() -> None:
-    from golem.models._http import stream_error
+    from golem.models._errors import stream_error
 
     error = stream_error(
         {"error": {"message": "server overloaded", "type": "server_error"}}, "openai"
@@ -315,3 +341,65 @@ def test_stream_error_chunk_from_openai_is_mapped() -> None:
     assert (error.status, error.message, error.retryable) == (500, "server overloaded", True)
     body: dict[str, Any] = json.loads(json.dumps({"error": {"code": 429, "message": "slow down"}}))
     assert stream_error(body, "gemini").status == 429
+
+
+GATEWAY_TOKEN = "gw-token-0123456789"
+CLIENT_TOKEN = "client-bearer-abcdef012345"
+EXTRA_SECRET = "extra-secret-9876543210"
+BASE_PATHS = {OpenAIChatModel: "/v1", AnthropicModel: "", GeminiModel: ""}
+
+
+def _echo(request: Request) -> Response:
+    """A server (or proxy) that quotes the whole request back in its error message."""
+    echoed = f"denied: headers {dict(request.headers)} body {request.get_data(as_text=True)}"
+    return Response(
+        json.dumps({"error": {"message": echoed, "code": 403}}),
+        status=403,
+        content_type="application/json",
+    )
+
+
+@pytest.mark.parametrize("cls", [OpenAIChatModel, AnthropicModel, GeminiModel])
+@pytest.mark.parametrize("stream", [False, True])
+async def test_every_configured_secret_is_redacted_from_an_echoed_error(
+    httpserver: HTTPServer, cls: type[HTTPModel], stream: bool
+) -> None:
+    httpserver.expect_request(re.compile(".*"), method="POST").respond_with_handler(_echo)
+    client = httpx.AsyncClient(headers={"proxy-authorization": f"Bearer {CLIENT_TOKEN}"})
+    model: Any = cls(
+        "some-model",
+        base_url=httpserver.url_for(BASE_PATHS[cls]),
+        api_key=API_KEY,
+        http_client=client,
+        headers={"x-gateway-token": GATEWAY_TOKEN},
+    )
+    extra = {"metadata": {"session_token": EXTRA_SECRET, "user": "visible-user-id"}}
+    request = ModelRequest(messages=[Message.user("hi")], settings=ModelSettings(extra_body=extra))
+    try:
+        with pytest.raises(ModelHTTPError) as caught:
+            if stream:
+                [item async for item in model.request_stream(request)]
+            else:
+                await model.request(request)
+    finally:
+        await client.aclose()
+    error = caught.value
+    texts = [str(error), repr(error), error.message, error.body]
+    for secret in (API_KEY, GATEWAY_TOKEN, CLIENT_TOKEN, EXTRA_SECRET):
+        assert all(secret not in text for text in texts), secret
+    # the echo really carried them, now masked; what is not secret stays readable
+    assert error.message.count("***") >= 4 and "visible-user-id" in error.message
+    assert "'X-Gateway-Token': '***'" in error.message
+    assert "'Proxy-Authorization': '***'" in error.message
+    assert (error.status, error.retryable) == (403, False)
+
+
+async def test_a_secret_echoed_in_a_non_json_answer_is_redacted(
+    openai_fake: FakeProvider, openai_model: OpenAIChatModel
+) -> None:
+    openai_fake.answer(Answer(200, f"<pre>key={API_KEY}</pre>".encode(), "text/plain"))
+    with pytest.raises(ModelResponseError) as caught:
+        await openai_model.request(HI)
+    assert str(caught.value) == (
+        "openai: response body is not JSON (content-type 'text/plain'): '<pre>key=***</pre>'"
+    )

@@ -351,6 +351,43 @@ async def test_truncated_arguments_are_shaped_and_accepted(
     assert sent == {"truncated_args": '"Paris"'}
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_empty_user_turn_is_kept_before_a_function_call_turn(
+    gemini_fake: FakeProvider, gemini_model: GeminiModel, stream: bool
+) -> None:
+    """Gemini rejects a function-call turn that does not follow a user turn, and empty text."""
+    history = [
+        Message.system("You are a chatbot."),
+        Message.user(""),
+        Message.assistant(
+            tool_calls=[ToolCall(id="c1", name="get_weather", args='{"city": "Paris"}')]
+        ),
+        Message.tool("c1", "get_weather", "Sunny"),
+    ]
+    request = ModelRequest(messages=history, tools=[WEATHER])
+    if stream:
+        gemini_fake.answer(
+            Answer(
+                200,
+                b'data: {"candidates": [{"content": {"role": "model", "parts": '
+                b'[{"text": "Sunny."}]}, "finishReason": "STOP"}]}\r\n\r\n',
+                "text/event-stream",
+            )
+        )
+        final = (await collect(gemini_model, request))[-1]
+        assert isinstance(final, ModelResponse) and final.message.content == "Sunny."
+    else:
+        gemini_fake.answer("gemini-01-text")
+        response = await gemini_model.request(request)
+        assert response.message.content == "Hello! How can I help you today?"
+    contents = gemini_fake.bodies[-1]["contents"]
+    assert [c["role"] for c in contents] == ["user", "model", "user"]
+    assert contents[0]["parts"] == [{"text": " "}]
+    assert contents[1]["parts"] == [
+        {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}, "id": "c1"}}
+    ]
+
+
 async def test_recorded_invalid_argument_error_is_mapped(
     gemini_fake: FakeProvider, gemini_model: GeminiModel
 ) -> None:

@@ -1,17 +1,14 @@
-"""The shared plumbing: SSE parsing, argument shaping, Retry-After, error messages."""
+"""The shared plumbing: SSE parsing, argument shaping, Retry-After, error messages, secrets."""
 
 from __future__ import annotations
 
 import pytest
 
-from golem.models._http import (
-    ServerSentEvent,
-    SSEParser,
-    args_object,
-    args_object_text,
-    error_message,
-    parse_retry_after,
-)
+from golem.models._args import args_object, args_object_text
+from golem.models._errors import error_message
+from golem.models._retry_after import parse_retry_after
+from golem.models._secrets import REDACTED, Secrets
+from golem.models._sse import ServerSentEvent, SSEParser
 
 STREAM = b': keep-alive comment\nevent: message_start\ndata: {"a":\ndata: 1}\n\ndata: [DONE]\n\n'
 EXPECTED = [
@@ -60,6 +57,12 @@ def test_arguments_are_verbatim_objects_or_shaped_deterministically() -> None:
     assert args_object("null") == {"truncated_args": "null"}
 
 
+@pytest.mark.parametrize("args", ['{"a": NaN}', '{"a": Infinity}', '{"a": -Infinity}'])
+def test_arguments_with_non_json_numbers_are_shaped_like_any_non_object(args: str) -> None:
+    assert args_object(args) == {"truncated_args": args}
+    assert args_object_text(args) == '{"truncated_args":"' + args.replace('"', '\\"') + '"}'
+
+
 def test_retry_after_forms() -> None:
     assert parse_retry_after({"retry-after": "3"}) == 3.0
     assert parse_retry_after({"retry-after-ms": "250"}) == 0.25
@@ -69,12 +72,10 @@ def test_retry_after_forms() -> None:
     past = {"retry-after": "Wed, 21 Oct 2026 07:27:00 GMT", "date": "Wed, 21 Oct 2026 07:28:00 GMT"}
     assert parse_retry_after(past) == 0.0
     retry_info = {
-        "error": {
-            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.5s"}]
-        }
+        "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.5s"}]
     }
     assert parse_retry_after({}, retry_info) == 0.5
-    assert parse_retry_after({}, [retry_info]) == 0.5
+    assert parse_retry_after({"retry-after": "2"}, retry_info) == 2.0
 
 
 def test_error_messages_from_each_provider_shape() -> None:
@@ -88,4 +89,33 @@ def test_error_messages_from_each_provider_shape() -> None:
     assert (
         error_message(504, "Gateway Timeout", "", "  ", None)
         == "empty response body (504 Gateway Timeout)"
+    )
+
+
+def test_secrets_are_the_key_extra_headers_auth_headers_and_secret_named_extra_body() -> None:
+    extra_body = {
+        "apiKey": "k-0123456789",
+        "provider": {"auth": {"value": "nested-secret-1"}, "order": ["fast-provider"]},
+        "access_token": ["listed-token-42"],
+        "password": "short",  # under 8 characters: too likely an ordinary word
+        "max_tokens": "not-a-secret-123",
+        "tool_choice": "required",
+    }
+    secrets = Secrets.of(
+        "sk-test-key-1",
+        {"X-Tenant": "tenant-secret"},
+        {"Authorization": "Bearer tok-0123456789", "accept": "application/json"},
+        extra_body,
+    )
+    assert set(secrets.values) == {
+        "sk-test-key-1",
+        "tenant-secret",
+        "Bearer tok-0123456789",
+        "tok-0123456789",
+        "k-0123456789",
+        "nested-secret-1",
+        "listed-token-42",
+    }
+    assert secrets.redact("Bearer tok-0123456789 / tok-0123456789: required") == (
+        f"{REDACTED} / {REDACTED}: required"
     )

@@ -1,0 +1,155 @@
+"""Encrypted payloads: AES-256-GCM over every payload golem's client and workers write.
+
+    key = EncryptionCodec.new_key()      # 32 random bytes: keep them in your secret store
+    plugin = GolemPlugin(agent, encryption_key=key)
+    client = await Client.connect("localhost:7233", plugins=[plugin])
+
+Or set ``GOLEM_ENCRYPTION_KEY`` (``id:base64key``, several separated by commas; the first
+encrypts, all decrypt, so a key can be rotated while old histories stay readable). Each
+payload names its key id in its metadata; the id is bound to the ciphertext as associated
+data, so relabelling a payload fails as surely as a wrong key. A payload that is not
+encrypted (written before encryption was turned on) passes through untouched.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import PayloadCodec
+from temporalio.exceptions import ApplicationError
+
+__all__ = [
+    "DECRYPTION_ERROR",
+    "ENCODING",
+    "ENV_VAR",
+    "KEY_ID",
+    "DecryptionError",
+    "EncryptionCodec",
+]
+
+#: ``encoding`` metadata of an encrypted payload.
+ENCODING = b"binary/encrypted"
+#: Metadata key naming the key a payload was encrypted with.
+KEY_ID = "encryption-key-id"
+#: Environment variable ``GolemPlugin`` and the CLI read keys from.
+ENV_VAR = "GOLEM_ENCRYPTION_KEY"
+#: ``ApplicationError.type`` of a payload that could not be decrypted.
+DECRYPTION_ERROR = "GolemDecryptionError"
+_NONCE = 12
+
+
+class DecryptionError(ApplicationError):
+    """A payload could not be decrypted: its key is not held, or the key is wrong.
+
+    Non-retryable: raised while a worker decodes a workflow task, it fails the run at
+    once (the SDK fails the execution for a non-retryable ``ApplicationError``) instead
+    of retrying the task forever against a key it will never have."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, type=DECRYPTION_ERROR, non_retryable=True)
+
+
+class EncryptionCodec(PayloadCodec):
+    """AES-256-GCM payload codec holding named keys; ``key_id`` names the one that encrypts."""
+
+    def __init__(self, keys: Mapping[str, bytes], key_id: str | None = None) -> None:
+        if not keys:
+            raise ValueError("EncryptionCodec needs at least one key")
+        for name, key in keys.items():
+            if not name or "," in name or ":" in name:
+                raise ValueError(f"encryption key id {name!r}: use a non-empty id without , or :")
+            if len(key) != 32:
+                raise ValueError(
+                    f"encryption key {name!r} is {len(key)} bytes; AES-256 needs exactly 32"
+                )
+        self.key_id = key_id if key_id is not None else next(iter(keys))
+        if self.key_id not in keys:
+            raise ValueError(f"key_id {self.key_id!r} is not among the keys {sorted(keys)}")
+        self._ciphers = {name: AESGCM(bytes(key)) for name, key in keys.items()}
+        self._metadata = {"encoding": ENCODING, KEY_ID: self.key_id.encode()}
+
+    @staticmethod
+    def new_key() -> bytes:
+        """32 random bytes: a fresh AES-256 key."""
+        return AESGCM.generate_key(bit_length=256)
+
+    @staticmethod
+    def key_fingerprint(key: bytes) -> str:
+        """The id a key gets when none is given: a short hash that does not reveal the key."""
+        return "k-" + hashlib.sha256(key).hexdigest()[:12]
+
+    @classmethod
+    def parse(cls, spec: str | bytes) -> EncryptionCodec:
+        """Keys from raw bytes or from ``"id:base64,id2:base64"`` (the first encrypts);
+        a bare base64 key gets its fingerprint as id."""
+        if isinstance(spec, bytes):
+            return cls({cls.key_fingerprint(spec): spec})
+        keys: dict[str, bytes] = {}
+        for item in (part.strip() for part in spec.split(",")):
+            if not item:
+                continue
+            name, sep, encoded = item.rpartition(":")
+            key = _decode_key(encoded)
+            keys[name if sep else cls.key_fingerprint(key)] = key
+        if not keys:
+            raise ValueError(f"{ENV_VAR}: no key given (expected id:base64key[,id:base64key...])")
+        return cls(keys)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> EncryptionCodec | None:
+        """The codec ``GOLEM_ENCRYPTION_KEY`` describes, or ``None`` when it is unset or empty."""
+        spec = (os.environ if environ is None else environ).get(ENV_VAR, "").strip()
+        return cls.parse(spec) if spec else None
+
+    @property
+    def key_ids(self) -> list[str]:
+        return list(self._ciphers)
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self.encrypt(p) for p in payloads]
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self.decrypt(p) for p in payloads]
+
+    def encrypt(self, payload: Payload) -> Payload:
+        nonce = os.urandom(_NONCE)
+        sealed = self._ciphers[self.key_id].encrypt(
+            nonce, payload.SerializeToString(), self._metadata[KEY_ID]
+        )
+        return Payload(metadata=self._metadata, data=nonce + sealed)
+
+    def decrypt(self, payload: Payload) -> Payload:
+        if payload.metadata.get("encoding") != ENCODING:
+            return payload  # written before encryption was on: readable as it is
+        raw_id = payload.metadata.get(KEY_ID, b"")
+        key_id = raw_id.decode(errors="replace")
+        cipher = self._ciphers.get(key_id)
+        if cipher is None:
+            raise DecryptionError(
+                f"payload encrypted with key id {key_id!r}, which is not held here "
+                f"(held: {', '.join(self._ciphers)}); add that key to {ENV_VAR} or "
+                "GolemPlugin(encryption_key=...)"
+            )
+        data = payload.data
+        try:
+            plain = cipher.decrypt(data[:_NONCE], data[_NONCE:], raw_id)
+        except InvalidTag:
+            raise DecryptionError(
+                f"payload with key id {key_id!r} failed to decrypt: the key held under that "
+                "id is not the one it was encrypted with, or the payload was altered"
+            ) from None
+        return Payload.FromString(plain)
+
+
+def _decode_key(encoded: str) -> bytes:
+    try:
+        return base64.b64decode(encoded + "=" * (-len(encoded) % 4), altchars=b"-_", validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError(f"{ENV_VAR}: a key is not valid base64 ({exc})") from None
