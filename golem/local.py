@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 from typing import TYPE_CHECKING, Any
 
 from golem.ids import new_id
@@ -11,17 +10,12 @@ from golem.loop import DeltaSink
 from golem.messages import Message, ToolCall
 from golem.models.base import ModelError, ModelRequest, ModelResponse, StreamDelta
 from golem.tools import RunContext, ToolOutcome
+from golem.user_functions import call_user_function, describe
 
 if TYPE_CHECKING:
     from golem.agent import Agent
 
 __all__ = ["LocalExecutor", "call_user_function"]
-
-
-async def call_user_function(fn: Any, *args: Any) -> Any:
-    """Call a sync or async user function."""
-    value = fn(*args)
-    return await value if inspect.isawaitable(value) else value
 
 
 class LocalExecutor:
@@ -34,11 +28,15 @@ class LocalExecutor:
         return new_id()
 
     async def process_history(self, ctx: RunContext[Any], history: list[Message]) -> list[Message]:
-        result = await call_user_function(self.agent.history_processor, history)
+        processor = self.agent.history_processor
+        result = await call_user_function(
+            processor, history, what=_named("history processor", processor)
+        )
         return list(result)
 
     async def resolve_instructions(self, ctx: RunContext[Any]) -> str:
-        result = await call_user_function(self.agent.instructions_fn, ctx)
+        fn = self.agent.instructions_fn
+        result = await call_user_function(fn, ctx, what=_named("instructions function", fn))
         return str(result or "")
 
     async def request(
@@ -78,3 +76,7 @@ class LocalExecutor:
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
         return await self.agent.tools[call.name].execute(ctx, call.args)
+
+
+def _named(role: str, fn: Any) -> str:
+    return f"{role} {describe(fn)}"
