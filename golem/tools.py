@@ -90,6 +90,9 @@ class RunContext(Generic[DepsT]):
     tool_call_id: str = ""
     """Inside a tool: the id of the call being executed."""
     tool_name: str = ""
+    tool_args: BaseModel | None = None
+    """In process, for the executor: the call's arguments as the loop validated them, so
+    they are validated once per call."""
 
 
 class ToolOutcome(BaseModel):

@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from golem.agent import Agent, ModelRetry
+from golem.agent import Agent
 from golem.messages import Message, ToolCall, Usage
 from golem.models.base import ModelResponse
 from golem.models.function import ScriptedModel
+from golem.retry import Retry
 
-FAST_RETRY = ModelRetry(max_attempts=3, initial_interval=0.001)
+FAST_RETRY = Retry(max_attempts=3, initial_interval=0.001)
 
 
 class Deps(BaseModel):

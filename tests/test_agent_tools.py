@@ -223,13 +223,15 @@ async def test_bad_calls_past_the_retry_limit_end_the_run_at_stage_tool(runner: 
     assert len(model.requests) == 2
     partial = error.partial
     assert partial is not None
-    # The evidence ends at the assistant turn whose call went over the limit.
-    assert [(m.role, m.tool_call_id) for m in partial.messages] == [
-        ("user", ""),
-        ("assistant", ""),
-        ("tool", "c0"),
-        ("assistant", ""),
+    # The call that went over the limit is answered with its problem: nothing to repair.
+    assert [(m.role, m.tool_call_id, m.failed) for m in partial.messages] == [
+        ("user", "", False),
+        ("assistant", "", False),
+        ("tool", "c0", True),
+        ("assistant", "", False),
+        ("tool", "c1", True),
     ]
+    assert "x: Field required" in partial.messages[-1].content
     assert (partial.requests, partial.tool_calls) == (2, 0)
 
 

@@ -22,6 +22,10 @@ from golem.tools import RunContext
 HANDSHAKE_TIMEOUT = 5.0  # a guard against a deadlock, never a wait for the outcome
 
 
+class Oops(BaseException):
+    """A BaseException that is neither SystemExit nor KeyboardInterrupt."""
+
+
 async def test_two_sync_tools_of_one_batch_run_at_the_same_time(runner: Runner) -> None:
     # Each waits for the other: only possible when neither blocks the event loop.
     barrier = threading.Barrier(2, timeout=HANDSHAKE_TIMEOUT)
@@ -59,7 +63,7 @@ async def test_a_sync_tool_leaves_the_event_loop_free(local_runner: Runner) -> N
     assert result.messages[-2].content == "released"
 
 
-@pytest.mark.parametrize("error", [SystemExit(3), KeyboardInterrupt(), GeneratorExit()])
+@pytest.mark.parametrize("error", [SystemExit(3), KeyboardInterrupt(), Oops("odd")])
 async def test_a_tool_raising_a_base_exception_fails_the_call_at_stage_tool(
     runner: Runner, error: BaseException
 ) -> None:
