@@ -17,12 +17,13 @@ from temporalio.worker import Worker
 
 import golem.activities as golem_activities
 from golem import Message, ToolCall, load_messages
-from golem.agent import Agent, ModelRetry
+from golem.agent import Agent
 from golem.client import AGENT, CONVERSATION_ID, PARENT_RUN_ID, DurableAgent, UnknownAgentError
 from golem.history.repair import INTERRUPTED_RESULT, normalize_history
 from golem.messages import HistoryError, Part
 from golem.models import FunctionModel, ModelHTTPError, ScriptedModel
 from golem.results import RunError
+from golem.retry import Retry
 from golem.tools import Canceled
 from golem.worker import GolemPlugin
 
@@ -188,7 +189,7 @@ async def test_provider_4xx_fails_the_run_without_retrying(temporal_client: Clie
 async def test_retryable_provider_error_is_retried_by_the_activity(temporal_client: Client) -> None:
     busy = ModelHTTPError(429, "rate limited", provider="openai", retry_after=0.05)
     model = ScriptedModel([busy, Message.assistant("ok")])
-    agent = Agent(model, name="busy", model_retry=ModelRetry(initial_interval=0.01))
+    agent = Agent(model, name="busy", model_retry=Retry(initial_interval=0.01))
     async with serve(temporal_client, agent) as tq:
         result = await DurableAgent(temporal_client, agent, task_queue=tq).run("hi")
     assert result.output == "ok"
