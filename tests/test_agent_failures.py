@@ -419,13 +419,19 @@ async def test_max_iterations_ends_a_run_that_never_answers_at_stage_loop(
 
 
 async def test_cancelling_the_callers_task_ends_in_a_run_error_with_the_evidence() -> None:
-    started, never = asyncio.Event(), asyncio.Event()
+    started, never, ok_done = asyncio.Event(), asyncio.Event(), asyncio.Event()
     agent, _ = scripted([tool_turn(("c1", "ok"), ("c2", "hang")), Message.assistant("never")])
-    agent.tool(name="ok")(lambda: "fine")
+
+    @agent.tool
+    async def ok() -> str:
+        """Finishes at once."""
+        ok_done.set()
+        return "fine"
 
     @agent.tool
     async def hang() -> str:
-        """Never finishes."""
+        """Never finishes (and starts only once its sibling has finished)."""
+        await asyncio.wait_for(ok_done.wait(), HANDSHAKE_TIMEOUT)
         started.set()
         await never.wait()
         return "unreachable"
