@@ -9,6 +9,10 @@ Both libraries get the same turns through their own ``FunctionModel``; what is
 measured is everything else — request building, validation, tool dispatch, bookkeeping.
 
 Target: golem's per-turn overhead at most half of pydantic-ai's.
+
+Second figure: sync tools run in a thread, so 10 concurrent in-process runs, each with one
+0.2 s sync tool (``time.sleep``, standing in for a blocking HTTP call), take about as long
+as one such run (goal <= 1.5x; a sync tool called on the event loop would make it ~10x).
 """
 
 from __future__ import annotations
@@ -112,6 +116,50 @@ def pydantic_ai_agent() -> Callable[[], Awaitable[object]]:
     return run
 
 
+# -- concurrent runs with a blocking sync tool ----------------------------------------------
+
+SLOW_TOOL_SECONDS = 0.2
+CONCURRENT_RUNS = 10
+
+
+def blocking_tool_agent() -> Callable[[], Awaitable[object]]:
+    from golem.agent import Agent
+    from golem.messages import Message, ToolCall
+    from golem.models.base import ToolDefinition
+    from golem.models.function import FunctionModel
+
+    async def answer(messages: list[Message], tools: list[ToolDefinition]) -> Message:
+        if messages[-1].role == "tool":
+            return Message.assistant(messages[-1].content)
+        return Message.assistant(tool_calls=[ToolCall(id="c1", name="fetch", args="{}")])
+
+    agent: Agent[None, str] = Agent(FunctionModel(answer))
+
+    @agent.tool
+    def fetch() -> str:
+        """A blocking call, like requests.get."""
+        time.sleep(SLOW_TOOL_SECONDS)
+        return "fetched"
+
+    async def run() -> object:
+        result = await agent.run("go")
+        assert result.output == "fetched", result.output
+        return result
+
+    return run
+
+
+async def concurrent_ratio(run: Callable[[], Awaitable[object]]) -> tuple[float, float]:
+    """Wall seconds of one run, and of CONCURRENT_RUNS runs started together."""
+    await run()  # warm up
+    start = time.perf_counter()
+    await run()
+    one = time.perf_counter() - start
+    start = time.perf_counter()
+    await asyncio.gather(*(run() for _ in range(CONCURRENT_RUNS)))
+    return one, time.perf_counter() - start
+
+
 # -- measuring ------------------------------------------------------------------------------
 
 
@@ -164,6 +212,13 @@ async def main() -> None:
         print(f"{label:<20} {us:8.1f} µs/turn  ({runs} runs/repeat)")
     verdict = "meets" if ratio <= 0.5 else "misses"
     print(f"{'ratio':<20} {ratio:8.2f}  (golem / pydantic-ai; target <= 0.50: {verdict})")
+    print()
+    one, many = await concurrent_ratio(blocking_tool_agent())
+    print(f"in process, one {SLOW_TOOL_SECONDS} s sync tool per run")
+    print(f"{'1 run':<20} {one:8.3f} s")
+    print(f"{f'{CONCURRENT_RUNS} concurrent runs':<20} {many:8.3f} s")
+    verdict = "meets" if many / one <= 1.5 else "misses"
+    print(f"{'ratio':<20} {many / one:8.2f}  (goal <= 1.50: {verdict})")
 
 
 if __name__ == "__main__":

@@ -3,28 +3,30 @@
     .venv/bin/python examples/resume.py
 
 The model asks for two tools at once; one of them crashes. The RunError carries the
-partial evidence, ending at the assistant turn that requested the batch. Resuming with
-that history repairs it (the unanswered calls get the neutral interrupted result) and
-the run completes under the same conversation id.
+partial evidence: the assistant turn that requested the batch, the result that finished,
+and the crashed call answered with a failed result naming the error (a call that never
+started would read INTERRUPTED_RESULT, one whose outcome was lost OUTCOME_UNKNOWN_RESULT).
+Every call is answered, so resuming needs no repair; the model re-asks for what failed
+and the run completes under the same conversation id.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from golem import INTERRUPTED_RESULT, Agent, Message, RunError, ToolCall
+from golem import Agent, Message, RunError, ToolCall, normalize_history
 from golem.models import FunctionModel, ToolDefinition
 
 flaky_backend_up = False
 
 
 def answer(messages: list[Message], tools: list[ToolDefinition]) -> Message:
-    """A stand-in model: ask for both cities, re-ask for interrupted ones, then answer."""
+    """A stand-in model: ask for both cities, re-ask for failed ones, then answer."""
     last = messages[-1]
     if last.role == "user":
         cities = ["Paris", "Oslo"]
-        if last.content == "continue":  # re-request the calls that never produced a result
-            cities = [c for c in cities if _result_for(messages, c) == INTERRUPTED_RESULT]
+        if last.content == "continue":  # re-request the calls that did not succeed
+            cities = [c for c in cities if _result_for(messages, c).failed]
         calls = [
             ToolCall(
                 id=f"call_{city.lower()}_{len(messages)}",
@@ -35,17 +37,17 @@ def answer(messages: list[Message], tools: list[ToolDefinition]) -> Message:
         ]
         return Message.assistant(tool_calls=calls)
     return Message.assistant(
-        "Now: " + "; ".join(_result_for(messages, c) for c in ("Paris", "Oslo"))
+        "Now: " + "; ".join(_result_for(messages, c).content for c in ("Paris", "Oslo"))
     )
 
 
-def _result_for(messages: list[Message], city: str) -> str:
+def _result_for(messages: list[Message], city: str) -> Message:
     """The newest result of the weather call for ``city``."""
     calls = {c.id: c for m in messages for c in m.tool_calls}
     for message in reversed(messages):
         if message.role == "tool" and city in calls[message.tool_call_id].args:
-            return message.content
-    return ""
+            return message
+    raise LookupError(f"no result for {city}")
 
 
 agent: Agent[None, str] = Agent(FunctionModel(answer), instructions="Answer with the tools.")
@@ -83,15 +85,16 @@ async def main() -> None:
             f"input_tokens={partial.usage.input_tokens}"
         )
         print(f"  run {partial.run_id}, conversation {partial.conversation_id}")
-        print("  evidence (ends at the assistant turn that requested the batch):")
+        print("  evidence (every call of the batch answered):")
         show(partial.messages)
+        print("  repair needed to resume:", normalize_history(partial.messages)[1].changed)
 
         flaky_backend_up = True
         result = await agent.run("continue", history=partial.messages)
         print()
         print(f"resumed as run {result.run_id}, conversation {result.conversation_id}")
         print("  same conversation:", result.conversation_id == partial.conversation_id)
-        print("  conversation (synthesized results carry no run stamp):")
+        print("  conversation:")
         show(result.messages)
         print()
         print("final answer:", result.output)

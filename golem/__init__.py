@@ -3,7 +3,7 @@
 Public API: re-exports only. See README.md and docs/adr/.
 """
 
-from golem.agent import Agent, ModelRetry, RunStream
+from golem.agent import Agent, RunStream
 from golem.events import RunEvent
 from golem.history import (
     INTERRUPTED_RESULT,
@@ -31,7 +31,7 @@ from golem.messages import (
 )
 from golem.results import PartialResult, Result, RunError
 from golem.retry import Retry
-from golem.tools import Canceled, RunContext, Tool, ToolFailed
+from golem.tools import Canceled, ModelRetry, RunContext, Tool, ToolFailed
 from golem.usage import UsageLimits
 
 __all__ = [

@@ -24,6 +24,7 @@ from pydantic import TypeAdapter
 
 from golem.events import RunEvent
 from golem.history.processors import HistoryProcessor
+from golem.local import LocalExecutor
 from golem.loop import RunInput, RunLoop
 from golem.messages import Message, Part
 from golem.models.base import Model, ModelSettings, ToolDefinition
@@ -32,17 +33,13 @@ from golem.retry import Retry
 from golem.tools import RunContext, Tool
 from golem.usage import UsageLimits
 
-__all__ = ["Agent", "InstructionsFn", "ModelRetry", "RunStream"]
+__all__ = ["Agent", "InstructionsFn", "RunStream"]
 
 DepsT = TypeVar("DepsT")
 OutputT = TypeVar("OutputT")
 F = TypeVar("F", bound=Callable[..., Any])
 
 InstructionsFn = Callable[[RunContext[Any]], "str | Awaitable[str]"]
-
-
-#: The retry policy of an agent's model requests (an alias of :class:`golem.Retry`).
-ModelRetry = Retry
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -65,7 +62,7 @@ class Agent(Generic[DepsT, OutputT]):
         model_settings: ModelSettings | None = None,
         retries: int = 2,
         output_retries: int = 2,
-        model_retry: ModelRetry | None = None,
+        model_retry: Retry | None = None,
     ) -> None:
         self._model = model
         self.name = name
@@ -79,7 +76,8 @@ class Agent(Generic[DepsT, OutputT]):
         self.model_settings = model_settings or ModelSettings()
         self.retries = retries
         self.output_retries = output_retries
-        self.model_retry = model_retry or ModelRetry()
+        self.model_retry = model_retry or Retry()
+        """The retry policy of model requests (in process and under Temporal)."""
         self.tools: dict[str, Tool] = {}
         for item in tools:
             self._register(item if isinstance(item, Tool) else Tool.from_function(item))
@@ -123,9 +121,11 @@ class Agent(Generic[DepsT, OutputT]):
     ) -> F | Callable[[F], F]:
         """Register a function as a tool (``@agent.tool`` or ``@agent.tool(sequential=True)``).
 
-        A first parameter typed ``RunContext`` receives the run's context. Under Temporal,
-        ``timeout`` and ``retry`` (or just ``retry_attempts``) shape the tool's activity,
-        and ``at_most_once`` means a crash is reported, never repeated.
+        A first parameter typed ``RunContext`` receives the run's context. A sync function
+        runs in a thread, an async one on the event loop. ``timeout`` bounds a call in process
+        and under Temporal. Only under Temporal (ignored in process, where a tool runs once):
+        ``retry`` (or just ``retry_attempts``) shapes the tool's activity retries, and
+        ``at_most_once`` means a crash is reported, never repeated.
         """
         if options.get("max_retries") is None:
             options.pop("max_retries", None)
@@ -189,9 +189,7 @@ class Agent(Generic[DepsT, OutputT]):
         inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, approvals)
         return RunStream(self, inputs)
 
-    def _local_executor(self) -> Any:
-        from golem.local import LocalExecutor
-
+    def _local_executor(self) -> LocalExecutor:
         return LocalExecutor(self)
 
 

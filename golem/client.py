@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
+from pydantic_core import PydanticSerializationError, SchemaSerializer
+from pydantic_core.core_schema import any_schema
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
@@ -35,6 +37,7 @@ from golem.ids import new_id
 from golem.loop import RunInput, resolve_conversation_id
 from golem.messages import HistoryError, Message, Part, validate_history
 from golem.results import PartialResult, Result, RunError
+from golem.strict_json import loads_strict
 from golem.worker.converter import golem_data_converter
 from golem.workflows.agent_run import FAILURE_MEMO, RUN_ERROR, AgentRunWorkflow
 from golem.workflows.conversation import (
@@ -72,6 +75,7 @@ __all__ = [
     "DurableAgent",
     "DurableConversation",
     "DurableRun",
+    "RunIdInUseError",
     "RunRecord",
     "UnknownAgentError",
     "fetch_run",
@@ -81,6 +85,10 @@ OutputT = TypeVar("OutputT")
 
 #: Largest history a run may start with (the workflow input is one Temporal payload).
 MAX_INPUT_BYTES = 2_000_000 - 65_536
+
+
+class RunIdInUseError(ValueError):
+    """A run by that id exists already (running or closed): a run id names one run, ever."""
 
 
 class UnknownAgentError(LookupError):
@@ -153,6 +161,11 @@ class DurableAgent(Generic[OutputT]):
         run_id = run_id or new_id()
         conversation_id = resolve_conversation_id(history, conversation_id) or new_id()
         parent = parent_run_id or next((m.run_id for m in reversed(history) if m.run_id), "")
+        _check_sendable("prompt", prompt)
+        _check_sendable("parts", list(parts))
+        _check_sendable("deps", deps)
+        for index, message in enumerate(history):
+            _check_sendable(f"history message {index}", message)
         run = RunInput(
             prompt=prompt,
             parts=list(parts),
@@ -170,7 +183,24 @@ class DurableAgent(Generic[OutputT]):
                 f"the run's input is {size} bytes, over the {MAX_INPUT_BYTES}-byte limit of "
                 "one Temporal payload; trim the history (trim_history / budget_history)",
             )
-        handle = await self.client.start_workflow(
+        try:
+            handle = await self._start(payload, run_id, conversation_id, parent, prompt)
+        except WorkflowAlreadyStartedError:
+            raise RunIdInUseError(
+                f"run id {run_id!r} is taken: a run by that id exists already (running or "
+                "closed); pass a new run id, or none to get one"
+            ) from None
+        return DurableRun(run_id, conversation_id, handle, history, self.output_adapter)
+
+    async def _start(
+        self,
+        payload: AgentRunInput,
+        run_id: str,
+        conversation_id: str,
+        parent: str,
+        prompt: str | None,
+    ) -> WorkflowHandle[Any, Any]:
+        return await self.client.start_workflow(
             AgentRunWorkflow.run,
             payload,
             id=run_id,
@@ -180,7 +210,6 @@ class DurableAgent(Generic[OutputT]):
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
         )
-        return DurableRun(run_id, conversation_id, handle, history, self.output_adapter)
 
     async def run(
         self,
@@ -445,6 +474,25 @@ async def _query_pages(handle: WorkflowHandle[Any, Any], upto: int) -> list[Mess
         messages.extend(page.messages)
         if not page.messages or (upto and len(messages) >= upto):
             return messages
+
+
+_STRICT_JSON = SchemaSerializer(any_schema(), {"ser_json_inf_nan": "constants"})
+
+
+def _check_sendable(field: str, value: Any) -> None:
+    """``ValueError`` naming ``field`` unless it survives a JSON round trip unchanged: lone
+    surrogates cannot be encoded, and NaN or Infinity would silently become null."""
+    try:
+        data = _STRICT_JSON.to_json(value, by_alias=True, exclude_defaults=True)
+    except PydanticSerializationError as exc:
+        raise ValueError(f"{field} cannot be sent to Temporal: {exc}") from None
+    try:
+        loads_strict(data)
+    except ValueError as exc:
+        raise ValueError(
+            f"{field} cannot be sent to Temporal: {exc} (JSON has no NaN or Infinity; "
+            "encode such numbers yourself, e.g. as null or a string)"
+        ) from None
 
 
 async def _run_error(

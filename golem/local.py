@@ -3,42 +3,48 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from golem.ids import new_id
-from golem.loop import DeltaSink
 from golem.messages import Message, ToolCall
-from golem.models.base import ModelError, ModelRequest, ModelResponse, StreamDelta
-from golem.tools import RunContext, ToolOutcome
+from golem.models.base import Model, ModelError, ModelRequest, ModelResponse, StreamDelta
+from golem.retry import Retry
+from golem.run_state import AgentSpec, DeltaSink
+from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown
+from golem.user_functions import call_user_function, describe
 
-if TYPE_CHECKING:
-    from golem.agent import Agent
+
+class LocalAgent(AgentSpec, Protocol):
+    """What the in-process executor reads of an agent (``golem.Agent`` is one)."""
+
+    model_retry: Retry
+
+    @property
+    def model(self) -> Model: ...
+
 
 __all__ = ["LocalExecutor", "call_user_function"]
-
-
-async def call_user_function(fn: Any, *args: Any) -> Any:
-    """Call a sync or async user function."""
-    value = fn(*args)
-    return await value if inspect.isawaitable(value) else value
 
 
 class LocalExecutor:
     """Runs every effect in process; retries retryable model errors with bounded backoff."""
 
-    def __init__(self, agent: Agent[Any, Any]) -> None:
+    def __init__(self, agent: LocalAgent) -> None:
         self.agent = agent
 
     def new_id(self) -> str:
         return new_id()
 
     async def process_history(self, ctx: RunContext[Any], history: list[Message]) -> list[Message]:
-        result = await call_user_function(self.agent.history_processor, history)
+        processor = self.agent.history_processor
+        result = await call_user_function(
+            processor, history, what=_named("history processor", processor)
+        )
         return list(result)
 
     async def resolve_instructions(self, ctx: RunContext[Any]) -> str:
-        result = await call_user_function(self.agent.instructions_fn, ctx)
+        fn = self.agent.instructions_fn
+        result = await call_user_function(fn, ctx, what=_named("instructions function", fn))
         return str(result or "")
 
     async def request(
@@ -77,4 +83,22 @@ class LocalExecutor:
         return response
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
-        return await self.agent.tools[call.name].execute(ctx, call.args)
+        tool = self.agent.tools[call.name]
+        args = call.args if ctx.tool_args is None else ctx.tool_args  # validated once
+        if tool.timeout is None:
+            return await tool.execute(ctx, args)
+        seconds = tool.timeout.total_seconds()
+        try:
+            async with asyncio.timeout(seconds) as deadline:
+                return await tool.execute(ctx, args)
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # the tool's own TimeoutError
+            # A sync tool's thread cannot be stopped: whether it took effect is unknown.
+            raise ToolOutcomeUnknown(
+                f"timed out after {seconds:g} s (the tool's timeout); its outcome is unknown"
+            ) from None
+
+
+def _named(role: str, fn: Any) -> str:
+    return f"{role} {describe(fn)}"

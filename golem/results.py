@@ -50,10 +50,19 @@ class Result(Generic[OutputT]):
 
 @dataclass(frozen=True)
 class PartialResult:
-    """The evidence a failed run leaves: resume-ready history through its last completed turn."""
+    """The evidence a failed run leaves: resume-ready history through its last completed step.
+
+    A step is a model turn or a tool batch. A batch that failed is kept whole, every call
+    answered: finished calls keep their results, the call whose tool raised gets a failed
+    result naming the error, a call never started reads ``INTERRUPTED_RESULT`` and one that
+    started but whose outcome was lost ``OUTCOME_UNKNOWN_RESULT``; so a resumed run needs no
+    repair (docs/adr/0006-tool-batch-evidence.md). The one source the durable workflow's
+    failure details are built from, too.
+    """
 
     messages: list[Message]
     usage: Usage
+    """Usage the completed model turns reported."""
     requests: int
     """Model request attempts, the failed one included."""
     tool_calls: int

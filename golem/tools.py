@@ -9,11 +9,17 @@
         '''
 
 Inside a tool, ``raise ToolFailed("why")`` records a failed result and the run
-goes on; ``raise Canceled("why")`` stops the run deliberately.
+goes on; ``raise ModelRetry("why")`` sends "why" back to the model as a retry prompt
+(counted against the tool's ``max_retries``); ``raise Canceled("why")`` stops the run
+deliberately.
+
+A sync tool runs in a worker thread (it never blocks the event loop); an async tool runs
+on the loop.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
@@ -28,9 +34,12 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from golem.messages import Part, Usage
 from golem.models.base import ToolDefinition
 from golem.retry import Retry
+from golem.strict_json import loads_strict
+from golem.user_functions import call_user_function
 
 __all__ = [
     "Canceled",
+    "ModelRetry",
     "RunContext",
     "Tool",
     "ToolFailed",
@@ -45,6 +54,12 @@ DepsT = TypeVar("DepsT")
 
 class ToolFailed(Exception):
     """Raise inside a tool to record a definitive failure (``failed=True``); the run goes on."""
+
+
+class ModelRetry(Exception):
+    """Raise inside a tool to ask the model to try again: the message goes back to it as the
+    call's (failed) result. Counted against the tool's ``max_retries``; over the limit the run
+    ends at stage ``tool``."""
 
 
 class Canceled(Exception):
@@ -75,6 +90,9 @@ class RunContext(Generic[DepsT]):
     tool_call_id: str = ""
     """Inside a tool: the id of the call being executed."""
     tool_name: str = ""
+    tool_args: BaseModel | None = None
+    """In process, for the executor: the call's arguments as the loop validated them, so
+    they are validated once per call."""
 
 
 class ToolOutcome(BaseModel):
@@ -82,7 +100,8 @@ class ToolOutcome(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    status: Literal["ok", "failed", "canceled"] = "ok"
+    status: Literal["ok", "failed", "retry", "canceled"] = "ok"
+    """``retry``: the tool raised ``ModelRetry`` (a failed result that counts as a retry)."""
     content: str = ""
     parts: list[Part] = []
 
@@ -146,15 +165,21 @@ class Tool:
     requires_approval: bool = False
     """Pause the run until a person approves or denies the call."""
     max_retries: int = 2
-    """Failed attempts (bad arguments, ``ToolFailed`` does not count) before the run ends."""
+    """Retries the model gets (bad arguments, ``ModelRetry``; ``ToolFailed`` does not count)
+    before the run ends at stage ``tool``."""
     timeout: timedelta | None = None
-    """Under Temporal: the activity's start-to-close timeout."""
+    """Longest one call may take. In process: past it the run ends at stage ``tool`` and the
+    call's outcome is unknown (a sync tool's thread cannot be stopped and runs on). Under
+    Temporal: the tool activity's start-to-close timeout (default five minutes)."""
     retry: Retry | None = None
-    """Under Temporal: the tool activity's retry policy (``None``: three attempts)."""
+    """Only under Temporal: the tool activity's retry policy (``None``: three attempts). In
+    process a tool is never re-executed, so this is ignored."""
     retry_attempts: int | None = None
-    """Under Temporal: shorthand that sets only the maximum attempts."""
+    """Only under Temporal: shorthand that sets only the maximum attempts (ignored in
+    process)."""
     at_most_once: bool = False
-    """Under Temporal: never re-execute after a crash; the run fails with partial evidence."""
+    """Only under Temporal: never re-execute after a worker crash; the run fails with partial
+    evidence instead. In process a tool runs at most once anyway."""
 
     @classmethod
     def from_function(
@@ -195,14 +220,20 @@ class Tool:
         return ToolDefinition(name=self.name, description=self.description, parameters=schema)
 
     def validate_args(self, args: str) -> BaseModel:
-        """Parse the model's verbatim arguments; raise ``ValueError`` saying what is wrong."""
+        """Parse the model's verbatim arguments (strict JSON: no ``NaN``/``Infinity``);
+        raise ``ValueError`` saying what is wrong."""
         text = args.strip() or "{}"
         try:
-            value = json.loads(text)
+            value = loads_strict(text)
         except json.JSONDecodeError as exc:
             raise ValueError(
                 f"arguments are not valid JSON ({exc.msg} at position {exc.pos}); "
                 "they may have been cut off. Send the complete arguments as a JSON object."
+            ) from None
+        except ValueError as exc:
+            raise ValueError(
+                f"arguments are not valid JSON ({exc}); send numbers as finite JSON numbers "
+                "and the complete arguments as a JSON object."
             ) from None
         if not isinstance(value, dict):
             raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
@@ -213,26 +244,37 @@ class Tool:
                 f"invalid arguments: {validation_problems(exc, 'arguments')}"
             ) from None
 
-    async def execute(self, ctx: RunContext[Any], args: str) -> ToolOutcome:
-        """Validate and run one call. ``ToolFailed`` and ``Canceled`` become outcomes;
-        anything else propagates (the run ends at stage ``tool``)."""
-        try:
-            parsed = self.validate_args(args)
-        except ValueError as exc:
-            return ToolOutcome(status="failed", content=str(exc))
+    async def execute(self, ctx: RunContext[Any], args: str | BaseModel) -> ToolOutcome:
+        """Run one call: ``args`` is the model's verbatim text, or what ``validate_args``
+        already returned for it (then it is not validated again). ``ToolFailed``,
+        ``ModelRetry`` and ``Canceled`` become outcomes; anything else propagates (the run
+        ends at stage ``tool``), ``SystemExit`` and other ``BaseException`` as
+        ``UserCodeError``."""
+        if isinstance(args, BaseModel):
+            parsed = args
+        else:
+            try:
+                parsed = self.validate_args(args)
+            except ValueError as exc:
+                return ToolOutcome(status="failed", content=str(exc))
         kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
+        function = functools.partial(self.function, ctx) if self.takes_context else self.function
         try:
-            value = self.function(ctx, **kwargs) if self.takes_context else self.function(**kwargs)
-            if inspect.isawaitable(value):
-                value = await value
+            value = await call_user_function(
+                functools.partial(function, **kwargs), what=f"tool {self.name!r}"
+            )
         except ToolFailed as exc:
             return ToolOutcome(status="failed", content=str(exc) or type(exc).__name__)
+        except ModelRetry as exc:
+            return ToolOutcome(status="retry", content=str(exc) or "try again")
         except Canceled as exc:
             return ToolOutcome(status="canceled", content=str(exc) or "canceled")
         return tool_result_text(value)
 
 
-_ANY = TypeAdapter(Any)
+# NaN and infinities are kept as the constants Python writes (NaN, Infinity): pydantic's
+# default would silently turn a tool's NaN into null, telling the model a different value.
+_ANY = TypeAdapter(Any, config=ConfigDict(ser_json_inf_nan="constants"))
 
 
 def tool_result_text(value: Any) -> ToolOutcome:

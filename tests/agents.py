@@ -7,15 +7,15 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-import pytest
 from pydantic import BaseModel
 
-from golem.agent import Agent, ModelRetry
+from golem.agent import Agent
 from golem.messages import Message, ToolCall, Usage
 from golem.models.base import ModelResponse
 from golem.models.function import ScriptedModel
+from golem.retry import Retry
 
-FAST_RETRY = ModelRetry(max_attempts=3, initial_interval=0.001)
+FAST_RETRY = Retry(max_attempts=3, initial_interval=0.001)
 
 
 class Deps(BaseModel):
@@ -51,11 +51,6 @@ def scripted(
     return Agent(model, **agent_options), model
 
 
-def unstamped(messages: Sequence[Message]) -> list[Message]:
-    """The messages without run identity, for comparing content across runs."""
-    return [m.stamped("", "") for m in messages]
-
-
 def stamped(messages: Sequence[Message], run_id: str, conversation_id: str) -> list[Message]:
     return [m.stamped(run_id, conversation_id) for m in messages]
 
@@ -63,9 +58,3 @@ def stamped(messages: Sequence[Message], run_id: str, conversation_id: str) -> l
 def is_uuid7(value: str) -> bool:
     parsed = uuid.UUID(value)
     return parsed.version == 7 and str(parsed) == value
-
-
-def xfail_durable(request: Any, runner: Any, reason: str) -> None:
-    """Mark this case a strict expected failure when it runs through the durable executor."""
-    if runner.name == "durable":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=f"bug (durable): {reason}"))

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from golem import Message, ToolCall
-from golem.agent import Agent, ModelRetry
+from golem.agent import Agent
 from golem.models import FunctionModel
+from golem.retry import Retry
 
 
 def _dir() -> Path:
@@ -64,7 +65,7 @@ async def _slow_model(messages: list[Message], tools: Any) -> Message:
 model_crash = Agent(
     FunctionModel(_slow_model, model_name="crash-model"),
     name="model_crash",
-    model_retry=ModelRetry(initial_interval=0.1),
+    model_retry=Retry(initial_interval=0.1),
 )
 
 AGENTS = [idempotent, at_most_once, model_crash]

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Literal
 
 import pytest
 from agents import Deps, ask, call, scripted
 from runners import Runner
 
+from golem.history.repair import OUTCOME_UNKNOWN_RESULT
 from golem.messages import Message, ToolCall
 from golem.models.base import ToolDefinition
 from golem.results import RunError
-from golem.tools import RunContext, ToolFailed
+from golem.tools import ModelRetry, RunContext, ToolFailed
 
 HANDSHAKE_TIMEOUT = 5.0  # a guard against a deadlock, never a wait for the outcome
 
@@ -223,13 +225,15 @@ async def test_bad_calls_past_the_retry_limit_end_the_run_at_stage_tool(runner: 
     assert len(model.requests) == 2
     partial = error.partial
     assert partial is not None
-    # The evidence ends at the assistant turn whose call went over the limit.
-    assert [(m.role, m.tool_call_id) for m in partial.messages] == [
-        ("user", ""),
-        ("assistant", ""),
-        ("tool", "c0"),
-        ("assistant", ""),
+    # The call that went over the limit is answered with its problem: nothing to repair.
+    assert [(m.role, m.tool_call_id, m.failed) for m in partial.messages] == [
+        ("user", "", False),
+        ("assistant", "", False),
+        ("tool", "c0", True),
+        ("assistant", "", False),
+        ("tool", "c1", True),
     ]
+    assert "x: Field required" in partial.messages[-1].content
     assert (partial.requests, partial.tool_calls) == (2, 0)
 
 
@@ -356,3 +360,128 @@ async def test_tool_failed_does_not_count_against_the_retry_limit(runner: Runner
 
     assert result.output == "gave up"
     assert [m.failed for m in result.messages if m.role == "tool"] == [True] * 4
+
+
+# -- ModelRetry, NaN, timeouts -------------------------------------------------------------------
+
+
+async def test_model_retry_sends_its_message_back_as_the_calls_failed_result(
+    runner: Runner,
+) -> None:
+    agent, model = scripted(
+        [
+            ask(call("c1", "search", query="")),
+            ask(call("c2", "search", query="paris")),
+            Message.assistant("done"),
+        ]
+    )
+    seen_retries: list[dict[str, int]] = []
+
+    @agent.tool
+    def search(ctx: RunContext[None], query: str) -> str:
+        """Search."""
+        seen_retries.append(dict(ctx.retries))
+        if not query:
+            raise ModelRetry("use a better query")
+        return f"results for {query}"
+
+    result = await runner(agent, "go")
+
+    assert result.output == "done"
+    first = model.requests[1].messages[-1]
+    assert (first.tool_call_id, first.content, first.failed) == ("c1", "use a better query", True)
+    assert result.messages[-2].content == "results for paris"
+    assert seen_retries == [{}, {"search": 1}]
+    assert result.tool_calls == 2
+
+
+async def test_model_retry_past_the_tools_limit_ends_the_run_at_stage_tool(
+    runner: Runner,
+) -> None:
+    agent, _ = scripted([ask(call(f"c{n}", "search")) for n in range(3)])
+
+    @agent.tool(max_retries=1)
+    def search() -> str:
+        """Search."""
+        raise ModelRetry("still wrong")
+
+    with pytest.raises(RunError) as caught:
+        await runner(agent, "go")
+
+    assert caught.value.stage == "tool"
+    assert "over the limit of 1: still wrong" in caught.value.detail
+    partial = caught.value.partial
+    assert partial is not None
+    assert partial.messages[-1].content == "still wrong"
+
+
+def test_golem_model_retry_is_an_exception_and_retry_the_policy() -> None:
+    import golem
+
+    assert issubclass(golem.ModelRetry, Exception)
+    assert golem.Retry(initial_interval=timedelta(milliseconds=250)).initial_interval == 0.25
+    assert golem.Retry(max_interval=timedelta(minutes=2)).max_interval == 120.0
+    with pytest.raises(ValueError, match="max_attempts"):
+        golem.Retry(max_attempts=0)
+
+
+async def test_nan_and_infinity_in_a_tool_result_are_kept_never_turned_into_null(
+    runner: Runner,
+) -> None:
+    agent, _ = scripted([ask(call("c1", "measure")), Message.assistant("done")])
+
+    @agent.tool
+    def measure() -> dict[str, float]:
+        """Measure."""
+        return {"mean": float("nan"), "max": float("inf"), "min": float("-inf")}
+
+    result = await runner(agent, "go")
+
+    assert result.messages[-2].content == '{"mean":NaN,"max":Infinity,"min":-Infinity}'
+
+
+async def test_nan_arguments_are_not_valid_json_and_say_so(runner: Runner) -> None:
+    agent, model = scripted(
+        [ask(ToolCall(id="c1", name="square", args='{"x": NaN}')), Message.assistant("done")]
+    )
+    ran: list[float] = []
+
+    @agent.tool
+    def square(x: float) -> float:
+        """Square."""
+        ran.append(x)
+        return x * x
+
+    await runner(agent, "go")
+
+    answer = model.requests[1].messages[-1]
+    assert answer.failed
+    assert "not valid JSON (NaN is not JSON)" in answer.content
+    assert ran == []
+
+
+async def test_a_tool_past_its_timeout_ends_the_run_with_its_outcome_unknown(
+    local_runner: Runner,
+) -> None:
+    # In process only: under Temporal the timeout is the activity's (retried by its policy).
+    never = asyncio.Event()
+    agent, _ = scripted([ask(call("c1", "slow"), call("c2", "quick")), Message.assistant("never")])
+    agent.tool(name="quick")(lambda: "quick done")
+
+    @agent.tool(timeout=timedelta(milliseconds=20))
+    async def slow() -> str:
+        """Slow."""
+        await never.wait()
+        return "unreachable"
+
+    with pytest.raises(RunError) as caught:
+        await local_runner(agent, "go")
+
+    assert caught.value.stage == "tool"
+    assert "timed out after 0.02 s" in caught.value.detail
+    partial = caught.value.partial
+    assert partial is not None
+    assert [(m.tool_call_id, m.content) for m in partial.messages[2:]] == [
+        ("c1", OUTCOME_UNKNOWN_RESULT),
+        ("c2", "quick done"),
+    ]

@@ -18,7 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from golem.client import DurableAgent
-from golem.history.repair import INTERRUPTED_RESULT, normalize_history
+from golem.history.repair import OUTCOME_UNKNOWN_RESULT, normalize_history
 from golem.results import RunError
 from golem.worker import GolemPlugin
 
@@ -97,7 +97,7 @@ async def test_idempotent_tool_is_retried_after_a_crash_and_the_run_completes(
     assert [(m.tool_call_id, m.content) for m in results] == [("call-1", "looked up")]
 
 
-async def test_at_most_once_tool_is_not_repeated_and_resume_repairs_the_batch(
+async def test_at_most_once_tool_is_not_repeated_and_its_outcome_is_reported_unknown(
     temporal_env: WorkflowEnvironment, crash_dir: Path
 ) -> None:
     _, outcome = await crash_then_take_over(temporal_env, at_most_once.name, crash_dir)
@@ -107,15 +107,17 @@ async def test_at_most_once_tool_is_not_repeated_and_resume_repairs_the_batch(
     assert "timed out" in str(error)
     partial = error.partial
     assert partial is not None
-    assert [m.role for m in partial.messages] == ["user", "assistant"]
-    assert partial.messages[-1].tool_calls[0].name == "charge_card"
-    assert normalize_history(partial.messages)[1].synthesized == ["call-1"]
+    assert [m.role for m in partial.messages] == ["user", "assistant", "tool"]
+    assert partial.messages[1].tool_calls[0].name == "charge_card"
+    # It had started when its worker died: never "interrupted before execution".
+    assert partial.messages[2].content == OUTCOME_UNKNOWN_RESULT
+    assert not normalize_history(partial.messages)[1].changed  # resume needs no repair
     assert resumed.conversation_id == partial.conversation_id
     tool_results = [m for m in resumed.messages if m.role == "tool"]
     assert [(m.tool_call_id, m.content, m.run_id) for m in tool_results] == [
-        ("call-1", INTERRUPTED_RESULT, "")
+        ("call-1", OUTCOME_UNKNOWN_RESULT, partial.run_id)
     ]
-    assert resumed.output == f"finished: {INTERRUPTED_RESULT}"
+    assert resumed.output == f"finished: {OUTCOME_UNKNOWN_RESULT}"
 
 
 async def test_model_call_crash_is_retried_on_another_worker(

@@ -17,12 +17,13 @@ from temporalio.worker import Worker
 
 import golem.activities as golem_activities
 from golem import Message, ToolCall, load_messages
-from golem.agent import Agent, ModelRetry
+from golem.agent import Agent
 from golem.client import AGENT, CONVERSATION_ID, PARENT_RUN_ID, DurableAgent, UnknownAgentError
-from golem.history.repair import INTERRUPTED_RESULT, normalize_history
+from golem.history.repair import OUTCOME_UNKNOWN_RESULT, normalize_history
 from golem.messages import HistoryError, Part
 from golem.models import FunctionModel, ModelHTTPError, ScriptedModel
 from golem.results import RunError
+from golem.retry import Retry
 from golem.tools import Canceled
 from golem.worker import GolemPlugin
 
@@ -163,7 +164,10 @@ async def test_oversized_tool_result_ends_the_run_naming_the_tool(temporal_clien
             await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
     assert e.value.stage == "tool"
     assert e.value.partial is not None
-    assert e.value.partial.messages[-1].tool_calls[0].id == "call-0"
+    assert e.value.partial.messages[-2].tool_calls[0].id == "call-0"
+    closed = e.value.partial.messages[-1]  # the batch is answered: resume needs no repair
+    assert (closed.tool_call_id, closed.failed) == ("call-0", True)
+    assert "produced" in closed.content
 
 
 async def test_provider_4xx_fails_the_run_without_retrying(temporal_client: Client) -> None:
@@ -188,7 +192,7 @@ async def test_provider_4xx_fails_the_run_without_retrying(temporal_client: Clie
 async def test_retryable_provider_error_is_retried_by_the_activity(temporal_client: Client) -> None:
     busy = ModelHTTPError(429, "rate limited", provider="openai", retry_after=0.05)
     model = ScriptedModel([busy, Message.assistant("ok")])
-    agent = Agent(model, name="busy", model_retry=ModelRetry(initial_interval=0.01))
+    agent = Agent(model, name="busy", model_retry=Retry(initial_interval=0.01))
     async with serve(temporal_client, agent) as tq:
         result = await DurableAgent(temporal_client, agent, task_queue=tq).run("hi")
     assert result.output == "ok"
@@ -225,14 +229,15 @@ async def test_cancelled_run_leaves_resume_ready_partial_evidence(temporal_clien
         assert e.value.stage == "canceled"
         partial = e.value.partial
         assert partial is not None and partial.run_id == run.run_id
-        assert partial.messages[-1].tool_calls[0].id == "b"
+        assert partial.messages[-2].tool_calls[0].id == "b"
+        assert partial.messages[-1].content == OUTCOME_UNKNOWN_RESULT  # it was running
         description = await run.handle.describe()
         assert description.status == WorkflowExecutionStatus.CANCELED
         resumed = await durable.resume(e.value)
     assert resumed.output == "resumed"
     assert resumed.conversation_id == run.conversation_id
-    synthesized = [m for m in resumed.messages if m.tool_call_id == "b"]
-    assert [m.content for m in synthesized] == [INTERRUPTED_RESULT]
+    closed = [m for m in resumed.messages if m.tool_call_id == "b"]
+    assert [m.content for m in closed] == [OUTCOME_UNKNOWN_RESULT]
     assert normalize_history(resumed.messages)[1].synthesized == []
 
 
@@ -262,7 +267,8 @@ async def test_resume_by_run_id_reads_the_partial_evidence_from_temporal(
     assert resumed.output == "recovered"
     described = await temporal_client.get_workflow_handle(resumed.run_id).describe()
     assert described.typed_search_attributes.get(PARENT_RUN_ID) == run.run_id
-    assert [m.content for m in resumed.messages if m.tool_call_id == "x"] == [INTERRUPTED_RESULT]
+    [failure] = [m for m in resumed.messages if m.tool_call_id == "x"]
+    assert failure.failed and "disk on fire" in failure.content
 
 
 async def test_ui_shows_summaries_for_the_run_and_each_activity(temporal_client: Client) -> None:
@@ -357,11 +363,10 @@ async def test_a_failed_run_with_large_evidence_returns_all_of_it(
             await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
     partial = e.value.partial
     assert partial is not None and e.value.stage == "tool"
-    assert [m.role for m in partial.messages] == ["user"] + ["assistant", "tool"] * 2 + [
-        "assistant"
-    ]
-    assert [len(m.content) for m in partial.messages if m.role == "tool"] == [1_200_000] * 2
-    assert partial.messages[-1].tool_calls[0].id == "c"
+    assert [m.role for m in partial.messages] == ["user"] + ["assistant", "tool"] * 3
+    assert [len(m.content) for m in partial.messages if m.role == "tool"][:2] == [1_200_000] * 2
+    assert partial.messages[-2].tool_calls[0].id == "c"
+    assert "out of disk" in partial.messages[-1].content
 
 
 async def test_a_stopped_batch_cancels_its_running_siblings_activity(

@@ -8,13 +8,14 @@ recorded in history), asking only for what it has not seen yet.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from pydantic import TypeAdapter
-from pydantic_core import SchemaSerializer
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError, SchemaSerializer
 from pydantic_core.core_schema import any_schema
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -23,7 +24,7 @@ from golem.agent import Agent
 from golem.local import call_user_function
 from golem.messages import Message
 from golem.models.base import ModelError, ModelRequest, ModelResponse
-from golem.tools import RunContext, ToolOutcome
+from golem.tools import RunContext, ToolOutcome, validation_problems
 from golem.workflows import registry
 from golem.workflows.types import (
     MessagesPage,
@@ -34,9 +35,12 @@ from golem.workflows.types import (
 )
 
 __all__ = [
+    "BAD_RESULT",
     "PAYLOAD_LIMIT",
     "PAYLOAD_TOO_LARGE",
+    "USER_ERROR",
     "MessageCache",
+    "UserCodeError",
     "call_tool",
     "model_request",
     "process_history",
@@ -50,6 +54,10 @@ PAYLOAD_LIMIT = 2_000_000 - 16_384
 PAYLOAD_TOO_LARGE = "GolemPayloadTooLarge"
 MODEL_ERROR = "GolemModelError"
 TOOL_ERROR = "GolemToolError"
+#: A history processor or instructions function raised: final, never retried.
+USER_ERROR = "GolemUserFunctionError"
+#: A tool, model or user function returned what the workflow could not decode.
+BAD_RESULT = "GolemBadResult"
 _JSON = SchemaSerializer(any_schema())
 
 
@@ -66,9 +74,67 @@ def _deps(agent: Agent[Any, Any], deps: Any) -> Any:
     return TypeAdapter(agent.deps_type).validate_python(deps)
 
 
-def _guard_size(value: T, what: str) -> T:
-    """Fail clearly, once, instead of handing Temporal a payload it will reject."""
-    size = len(_JSON.to_json(value, by_alias=True, exclude_defaults=True))
+class UserCodeError(Exception):
+    """A ``BaseException`` (``SystemExit``, ``KeyboardInterrupt``, a stray ``CancelledError``)
+    raised by a tool, a model or a user function, caught before asyncio re-raises it into the
+    worker's event loop."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(str(original))
+        self.original = original
+
+
+def _name(exc: BaseException) -> str:
+    """The culprit's exception type, seen through ``UserCodeError``."""
+    return type(exc.original if isinstance(exc, UserCodeError) else exc).__name__
+
+
+async def _contained(work: Awaitable[T]) -> T:
+    """Await ``work``; a ``BaseException`` that is not a cancellation becomes ``UserCodeError``."""
+    try:
+        return await work
+    except (Exception, asyncio.CancelledError):
+        raise
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit, ...
+        raise UserCodeError(exc) from exc
+
+
+async def _heartbeating(work: Awaitable[T]) -> T:
+    """Await ``work`` while heartbeating, so a dead worker is noticed and cancellation arrives.
+
+    The work runs in its own task (sync user code in a thread, see ``call_user_function``),
+    so heartbeats keep going while it runs; what it raises never reaches the event loop."""
+    task = asyncio.ensure_future(_contained(work))
+    info = activity.info()
+    every = (info.heartbeat_timeout or timedelta(seconds=30)).total_seconds() / 3
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=every)
+            if done:
+                break
+            activity.heartbeat()
+    finally:
+        if not task.done():
+            task.cancel()
+    if task.cancelled():
+        # Nobody cancelled this activity (that would have raised above): the work itself did.
+        raise UserCodeError(asyncio.CancelledError("the code raised CancelledError itself"))
+    return task.result()
+
+
+def _checked(value: T, kind: Any, what: str) -> T:
+    """Fail clearly, once, if ``value`` would not reach the workflow: too large for one
+    payload, not serializable, or not decodable as ``kind`` (the workflow would otherwise
+    fail its task on it, and retry that forever)."""
+    try:
+        data = _JSON.to_json(value, by_alias=True, exclude_defaults=True)
+    except PydanticSerializationError as exc:
+        raise ApplicationError(
+            f"{what} returned a value that cannot be serialized: {exc}",
+            type=BAD_RESULT,
+            non_retryable=True,
+        ) from None
+    size = len(data)
     if size > PAYLOAD_LIMIT:
         raise ApplicationError(
             f"{what} produced {size} bytes, over Temporal's payload limit of {PAYLOAD_LIMIT} "
@@ -76,23 +142,20 @@ def _guard_size(value: T, what: str) -> T:
             type=PAYLOAD_TOO_LARGE,
             non_retryable=True,
         )
+    try:
+        _adapter(kind).validate_json(data)
+    except ValidationError as exc:
+        raise ApplicationError(
+            f"{what} returned an invalid value: {validation_problems(exc)}",
+            type=BAD_RESULT,
+            non_retryable=True,
+        ) from None
     return value
 
 
-async def _heartbeating(work: Awaitable[T]) -> T:
-    """Await ``work`` while heartbeating, so a dead worker is noticed and cancellation arrives."""
-    task = asyncio.ensure_future(work)
-    info = activity.info()
-    every = (info.heartbeat_timeout or timedelta(seconds=30)).total_seconds() / 3
-    try:
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=every)
-            if done:
-                return task.result()
-            activity.heartbeat()
-    finally:
-        if not task.done():
-            task.cancel()
+@functools.cache
+def _adapter(kind: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(kind)
 
 
 class MessageCache:
@@ -175,11 +238,11 @@ async def model_request(input: ModelCallInput) -> ModelResponse:
     except Exception as exc:
         # Only a ModelError says a retry may help; anything else is a bug, not a blip.
         raise ApplicationError(
-            f"model {agent.model_name} raised {type(exc).__name__}: {exc}",
-            type=type(exc).__name__,
+            f"model {agent.model_name} raised {_name(exc)}: {exc}",
+            type=_name(exc),
             non_retryable=True,
         ) from exc
-    return _guard_size(response, f"model {agent.model_name} (turn {input.turn})")
+    return _checked(response, ModelResponse, f"model {agent.model_name} (turn {input.turn})")
 
 
 @activity.defn(name="golem.tool")
@@ -209,18 +272,41 @@ async def call_tool(input: ToolCallInput) -> ToolOutcome:
         raise
     except Exception as exc:
         raise ApplicationError(
-            f"tool {call.name!r} (call {call.id}) raised {type(exc).__name__}: {exc}",
+            f"tool {call.name!r} (call {call.id}) raised {_name(exc)}: {exc}",
             type=TOOL_ERROR,
+            # SystemExit and the like are not blips: retrying them only repeats the exit.
+            non_retryable=isinstance(exc, UserCodeError),
         ) from exc
-    return _guard_size(outcome, f"tool {call.name!r} (call {call.id})")
+    return _checked(outcome, ToolOutcome, f"tool {call.name!r} (call {call.id})")
+
+
+async def _once(what: str, fn: Any, *args: Any) -> Any:
+    """Run a once-per-run user function: its own failure is final (non-retryable), so only a
+    worker that dies mid-call (a heartbeat or start-to-close timeout) runs it again."""
+    try:
+        return await _heartbeating(call_user_function(fn, *args))
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        raise ApplicationError(
+            f"{what} raised {_name(exc)}: {exc}", type=USER_ERROR, non_retryable=True
+        ) from exc
 
 
 @activity.defn(name="golem.process_history")
 async def process_history(input: PrepareInput) -> list[Message]:
     """Run the agent's history processor once; its output is recorded for replay."""
     agent = _agent(input.agent)
-    result = list(await call_user_function(agent.history_processor, list(input.history)))
-    return _guard_size(result, f"history processor of agent {agent.name!r}")
+    fn = agent.history_processor
+    what = f"history processor {getattr(fn, '__name__', repr(fn))} of agent {agent.name!r}"
+    result = await _once(what, fn, list(input.history))
+    if not isinstance(result, list | tuple):
+        raise ApplicationError(
+            f"{what} returned {type(result).__name__}, not a list of Message",
+            type=BAD_RESULT,
+            non_retryable=True,
+        )
+    return _checked(list(result), list[Message], what)
 
 
 @activity.defn(name="golem.resolve_instructions")
@@ -233,7 +319,9 @@ async def resolve_instructions(input: PrepareInput) -> str:
         conversation_id=input.conversation_id,
         agent_name=agent.name,
     )
-    return str(await call_user_function(agent.instructions_fn, ctx) or "")
+    fn = agent.instructions_fn
+    what = f"instructions function {getattr(fn, '__name__', repr(fn))} of agent {agent.name!r}"
+    return _checked(str(await _once(what, fn, ctx) or ""), str, what)
 
 
 ALL: list[Callable[..., Any]] = [model_request, call_tool, process_history, resolve_instructions]

@@ -7,12 +7,12 @@ model.requests[0].messages      # exactly what a provider would have received
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from golem.messages import Message, Usage
 from golem.models.base import ModelRequest, ModelResponse, StreamDelta, ToolDefinition
+from golem.user_functions import call_user_function
 
 __all__ = ["FunctionModel", "ScriptedModel", "estimate_usage"]
 
@@ -53,7 +53,8 @@ async def _stream_whole(response: ModelResponse) -> AsyncIterator[StreamDelta | 
 
 
 class FunctionModel:
-    """A model whose answers come from ``fn(messages, tools)`` (sync or async).
+    """A model whose answers come from ``fn(messages, tools)`` (sync, run in a thread, or
+    async).
 
     ``stream_fn``, when given, serves ``request_stream``; otherwise the answer of
     ``fn`` is streamed as one text delta and one delta per tool call.
@@ -73,9 +74,10 @@ class FunctionModel:
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
-        answer = self.fn(list(request.messages), list(request.tools))
-        if inspect.isawaitable(answer):
-            answer = await answer
+        # A sync fn runs in a thread: a slow one never blocks the event loop.
+        answer = await call_user_function(
+            self.fn, list(request.messages), list(request.tools), what=f"model {self._name}"
+        )
         return _as_response(answer, request, self._name)
 
     async def request_stream(

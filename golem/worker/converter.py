@@ -6,9 +6,11 @@ message, call and result as small in history as in ``dump_messages``.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import temporalio.api.common.v1
+from pydantic import ValidationError
 from pydantic_core import SchemaSerializer
 from pydantic_core.core_schema import any_schema
 from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
@@ -18,8 +20,12 @@ from temporalio.converter import (
     DefaultPayloadConverter,
     JSONPlainPayloadConverter,
 )
+from temporalio.exceptions import ApplicationError
 
-__all__ = ["golem_data_converter"]
+__all__ = ["BAD_PAYLOAD", "golem_data_converter"]
+
+#: ``ApplicationError.type`` of a payload that does not decode as the type golem expects.
+BAD_PAYLOAD = "GolemBadPayload"
 
 
 class CompactJSONPayloadConverter(PydanticJSONPlainPayloadConverter):
@@ -32,6 +38,39 @@ class CompactJSONPayloadConverter(PydanticJSONPlainPayloadConverter):
         return temporalio.api.common.v1.Payload(
             metadata={"encoding": self.encoding.encode()}, data=data
         )
+
+    def from_payload(
+        self, payload: temporalio.api.common.v1.Payload, type_hint: type | None = None
+    ) -> Any:
+        try:
+            return super().from_payload(payload, type_hint)
+        except ValidationError as exc:
+            # A FailureError fails the workflow (or activity) instead of its task, which
+            # Temporal would retry forever on an input no retry can fix.
+            name = getattr(type_hint, "__name__", str(type_hint))
+            raise ApplicationError(
+                f"the payload does not decode as {name}: {_problems(exc, payload.data)}",
+                type=BAD_PAYLOAD,
+                non_retryable=True,
+            ) from None
+
+
+def _problems(exc: ValidationError, data: bytes, most: int = 5) -> str:
+    errors = exc.errors(include_url=False, include_input=False)
+    text = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}{_near(e, data)}"
+        for e in errors[:most]
+    )
+    return text + (f" (and {len(errors) - most} more)" if len(errors) > most else "")
+
+
+def _near(error: Any, data: bytes) -> str:
+    """For unreadable JSON, the bytes around the position the parser gave up at."""
+    column = re.search(r"line 1 column (\d+)", str(error.get("ctx", {}).get("error", "")))
+    if error["type"] != "json_invalid" or column is None:
+        return ""
+    end = int(column.group(1))
+    return f", near {data[max(0, end - 40) : end + 10].decode('utf-8', 'replace')!r}"
 
 
 class GolemPayloadConverter(CompositePayloadConverter):

@@ -21,6 +21,7 @@ from temporalio.exceptions import (
     CancelledError,
     FailureError,
     TimeoutError,
+    TimeoutType,
 )
 
 with workflow.unsafe.imports_passed_through():
@@ -33,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.models.base import ModelRequest, ModelResponse
     from golem.results import RunError
     from golem.retry import Retry
-    from golem.tools import RunContext, ToolOutcome, validation_problems
+    from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown, validation_problems
     from golem.workflows import registry
     from golem.workflows.types import (
         AgentRunInput,
@@ -58,6 +59,9 @@ RUN_ERROR = "GolemRunError"
 FAILURE_MEMO = "golemFailure"
 #: A tool's activity retry policy unless it names its own.
 TOOL_RETRY = Retry(max_attempts=3)
+#: The once-per-run activities: their user errors are non-retryable, so only a worker that
+#: died mid-call (a timeout) runs them again.
+ONCE_PER_OUTCOME = RetryPolicy(maximum_attempts=3)
 
 
 def _retry_policy(retry: Retry) -> RetryPolicy:
@@ -120,7 +124,8 @@ class TemporalExecutor:
                 self._prepare_input(ctx, history),
                 result_type=list[Message],
                 start_to_close_timeout=timedelta(minutes=5),
-                retry_policy=RetryPolicy(maximum_attempts=1),  # once per run, as the spec says
+                heartbeat_timeout=self.heartbeat_timeout,
+                retry_policy=ONCE_PER_OUTCOME,
                 summary="history processor",
             )
         )
@@ -132,7 +137,8 @@ class TemporalExecutor:
                 self._prepare_input(ctx, []),
                 result_type=str,
                 start_to_close_timeout=timedelta(minutes=5),
-                retry_policy=RetryPolicy(maximum_attempts=1),  # once per run, as the spec says
+                heartbeat_timeout=self.heartbeat_timeout,
+                retry_policy=ONCE_PER_OUTCOME,
                 summary="instructions",
             )
         )
@@ -163,6 +169,17 @@ class TemporalExecutor:
         )
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
+        try:
+            return await self._call_tool(call, ctx)
+        except ActivityFailed as exc:
+            cause = exc.__cause__.cause if isinstance(exc.__cause__, ActivityError) else None
+            if isinstance(cause, TimeoutError) and cause.type != TimeoutType.SCHEDULE_TO_START:
+                # A start-to-close or heartbeat timeout: the call had started, so it may
+                # have taken effect; it must not be shown as never run.
+                raise ToolOutcomeUnknown(str(exc)) from exc
+            raise
+
+    async def _call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
         tool = self.agent.tools[call.name]
         policy = tool.retry or TOOL_RETRY
         if tool.retry_attempts is not None:
@@ -191,7 +208,22 @@ class TemporalExecutor:
         )
 
 
-@workflow.defn(name="AgentRunWorkflow")
+#: Exceptions that fail an ``AgentRunWorkflow`` instead of its workflow task, which Temporal
+#: would retry forever: a run's own failure, bad input (ValueError covers pydantic's
+#: validation and serialization errors, TypeError a wrong argument count) and bugs.
+#: Temporal's own (NondeterminismError, the SDK's RuntimeErrors) stay task failures, so a
+#: fixed worker can still pick the run up.
+FAILURE_TYPES: list[type[BaseException]] = [
+    RunError,
+    ValueError,
+    TypeError,
+    LookupError,
+    AttributeError,
+    ArithmeticError,
+]
+
+
+@workflow.defn(name="AgentRunWorkflow", failure_exception_types=FAILURE_TYPES)
 class AgentRunWorkflow:
     """One agent run. Workflow id = run id; fails with ``GolemRunError`` details on failure."""
 
@@ -202,6 +234,11 @@ class AgentRunWorkflow:
     @workflow.run
     async def run(self, input: AgentRunInput) -> AgentRunOutput:
         info = workflow.info()
+        if not isinstance(input, AgentRunInput):  # a null payload skips validation
+            raise ApplicationError(
+                f"AgentRunWorkflow takes an AgentRunInput, not {type(input).__name__}",
+                non_retryable=True,
+            )
         try:
             agent = registry.lookup(info.task_queue, input.agent)
         except LookupError as exc:

@@ -1,0 +1,44 @@
+"""The ``Executor`` protocol: everything with an effect that a run needs.
+
+See docs/adr/0004-one-loop-two-executors.md. ``LocalExecutor`` (golem.local) runs the
+effects in process; ``TemporalExecutor`` (golem.workflows) runs each as an activity.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from golem.messages import Message, ToolCall
+from golem.models.base import ModelRequest, ModelResponse
+from golem.run_state import DeltaSink
+from golem.tools import RunContext, ToolOutcome
+
+__all__ = ["DeltaSink", "Executor"]
+
+
+class Executor(Protocol):
+    """Everything with an effect that a run needs."""
+
+    def new_id(self) -> str:
+        """Mint a run or conversation id."""
+        ...
+
+    async def process_history(self, ctx: RunContext[Any], history: list[Message]) -> list[Message]:
+        """Apply the agent's history processor, once."""
+        ...
+
+    async def resolve_instructions(self, ctx: RunContext[Any]) -> str:
+        """Evaluate the agent's dynamic instructions, once."""
+        ...
+
+    async def request(
+        self, request: ModelRequest, ctx: RunContext[Any], on_delta: DeltaSink | None
+    ) -> ModelResponse:
+        """Send one request to the model (``ctx.turn`` is the turn it will complete)."""
+        ...
+
+    async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
+        """Execute one call whose arguments the loop validated (``ctx.tool_args`` holds them
+        in process). Raise ``ToolOutcomeUnknown`` when the call started and its outcome is
+        lost; any other exception fails the run at stage ``tool``."""
+        ...

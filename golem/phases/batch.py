@@ -1,0 +1,294 @@
+"""A tool batch: the calls of one assistant turn, checked, run and closed.
+
+``ToolBatch.run`` returns an immutable ``BatchOutcome`` holding one result per call, in call
+order, whatever happened: a batch that stops still answers every call, so its evidence can
+be kept whole and a resumed run needs no repair (docs/adr/0006-tool-batch-evidence.md):
+
+- a call that finished keeps its result;
+- a call never dispatched to the executor is closed with ``INTERRUPTED_RESULT``;
+- a call dispatched that did not finish (``ToolOutcomeUnknown``, or cancelled while it ran)
+  is closed with ``OUTCOME_UNKNOWN_RESULT``;
+- a call whose tool raised gets a failed result naming the error.
+
+When one call of a concurrent batch fails, siblings already running are awaited and their
+results kept. A deliberate ``Canceled`` keeps the spec's rule instead: running siblings are
+cancelled and every unanswered call is closed with ``INTERRUPTED_RESULT`` at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import BaseModel
+
+from golem.executor import Executor
+from golem.history.repair import INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT
+from golem.messages import Message, ToolCall
+from golem.phases import Stop
+from golem.run_state import AgentSpec
+from golem.tools import RunContext, Tool, ToolOutcome, ToolOutcomeUnknown
+
+__all__ = ["DENIED_RESULT", "BatchOutcome", "CallResult", "ToolBatch"]
+
+#: The failed result a denied approval leaves.
+DENIED_RESULT = "the user denied this tool call; it was not executed"
+
+ContextFn = Callable[[ToolCall, Mapping[str, int], BaseModel | None], RunContext[Any]]
+EmitFn = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """One call's answer. ``closed``: synthesized because the call did not finish."""
+
+    call: ToolCall
+    message: Message
+    closed: bool = False
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """What one batch produced: a result for every call, in call order."""
+
+    results: tuple[CallResult, ...]
+    executed: int
+    """Executions that completed (what ``tool_calls`` counts)."""
+    retries: Mapping[str, int]
+    """Retries per tool name after this batch."""
+    stop: Stop | None = None
+    """Why the run ends after this batch, if it does."""
+    cause: BaseException | None = None
+    """What caused ``stop`` (the caller's ``CancelledError`` for a cancelled run)."""
+
+    @property
+    def messages(self) -> list[Message]:
+        return [r.message for r in self.results]
+
+
+@dataclass(frozen=True)
+class _Done:
+    """How one dispatched call ended."""
+
+    outcome: ToolOutcome | None = None
+    error: Exception | None = None
+
+
+class ToolBatch:
+    """Runs batches for one run: checks calls, dispatches them, closes what is left."""
+
+    def __init__(
+        self,
+        agent: AgentSpec,
+        executor: Executor,
+        context: ContextFn,
+        emit: EmitFn | None = None,
+        in_flight: Callable[[list[str]], None] | None = None,
+    ) -> None:
+        self.agent = agent
+        self.executor = executor
+        self.context = context
+        self.emit = emit or (lambda kind, **fields: None)
+        self.in_flight = in_flight or (lambda names: None)
+
+    async def run(
+        self,
+        calls: Sequence[ToolCall],
+        *,
+        retries: Mapping[str, int],
+        tool_calls: int,
+        denied: Collection[str] = (),
+    ) -> BatchOutcome:
+        """Check, run and close ``calls``; ``denied`` names calls a person refused."""
+        run = _BatchRun(self, dict(retries))
+        runnable = run.check(calls, denied)
+        if run.stop is None and runnable:
+            limit = self.agent.usage_limits.before_tools(tool_calls, len(runnable))
+            if limit:
+                run.stop = Stop("usage", limit)
+            else:
+                await run.dispatch(runnable)
+        return run.outcome(calls)
+
+
+class _BatchRun:
+    """The mutable bookkeeping of one batch; only ``BatchOutcome`` leaves it."""
+
+    def __init__(self, batch: ToolBatch, retries: dict[str, int]) -> None:
+        self.batch = batch
+        self.retries = retries
+        self.answers: dict[int, CallResult] = {}
+        self.dispatched: set[int] = set()
+        self.executed = 0
+        self.stop: Stop | None = None
+        self.cause: BaseException | None = None
+        self.canceled = False  # a tool raised Canceled: the spec's rule closes the rest
+
+    # -- before dispatch ----------------------------------------------------------------
+
+    def check(
+        self, calls: Sequence[ToolCall], denied: Collection[str]
+    ) -> list[tuple[int, ToolCall, Tool, BaseModel]]:
+        """Answer denied and invalid calls; the rest, validated, to run."""
+        runnable: list[tuple[int, ToolCall, Tool, BaseModel]] = []
+        for index, call in enumerate(calls):
+            if self.stop is not None:
+                break  # the rest is never dispatched
+            if call.id in denied:
+                self._answer(index, call, ToolOutcome(status="failed", content=DENIED_RESULT))
+                continue
+            tool, problem, args, limit = self._validate(call)
+            if tool is not None and args is not None:
+                runnable.append((index, call, tool, args))
+                continue
+            self._answer(index, call, ToolOutcome(status="failed", content=problem))
+            count = self._count_retry(call.name)
+            if count > limit:
+                self.stop = Stop(
+                    "tool", f"{problem} (failed {count} times, over the limit of {limit})"
+                )
+        return runnable if self.stop is None else []
+
+    def _validate(self, call: ToolCall) -> tuple[Tool | None, str, BaseModel | None, int]:
+        agent = self.batch.agent
+        tool = agent.tools.get(call.name)
+        if tool is None:
+            names = ", ".join(sorted(agent.tools)) or "none"
+            return (
+                None,
+                f"unknown tool {call.name!r}; the tools you may call are: {names}",
+                None,
+                agent.retries,
+            )
+        try:
+            return tool, "", tool.validate_args(call.args), tool.max_retries
+        except ValueError as exc:
+            return None, f"tool {call.name!r}: {exc}", None, tool.max_retries
+
+    def _count_retry(self, name: str) -> int:
+        self.retries[name] = self.retries.get(name, 0) + 1
+        return self.retries[name]
+
+    # -- dispatch -------------------------------------------------------------------------
+
+    async def dispatch(self, runnable: list[tuple[int, ToolCall, Tool, BaseModel]]) -> None:
+        sequential = len(runnable) == 1 or any(tool.sequential for _, _, tool, _ in runnable)
+        try:
+            if sequential:
+                for index, call, _, args in runnable:
+                    if self.stop is not None:
+                        break
+                    self._flight([call])
+                    self._record(index, call, await self._call(index, call, args))
+            else:
+                await self._concurrently(runnable)
+        except asyncio.CancelledError as exc:
+            # The caller cancelled the run: what finished is kept, the rest closed below.
+            self.stop = Stop("canceled", "the run was cancelled by its caller")
+            self.cause = exc
+        finally:
+            self._flight([])
+
+    async def _concurrently(self, runnable: list[tuple[int, ToolCall, Tool, BaseModel]]) -> None:
+        tasks = {
+            asyncio.ensure_future(self._call(index, call, args)): (index, call)
+            for index, call, _, args in runnable
+        }
+        pending = set(tasks)
+        self._flight([call for _, call in tasks.values()])
+        try:
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                # Record in call order so concurrent completions are deterministic.
+                for task in sorted(done, key=lambda t: tasks[t][0]):
+                    self._record(*tasks[task], task.result())
+                if self.canceled:
+                    break  # the spec's rule: a deliberate stop cancels running siblings
+                self._flight([tasks[t][1] for t in sorted(pending, key=lambda t: tasks[t][0])])
+        finally:
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+                for task in sorted(pending, key=lambda t: tasks[t][0]):
+                    if not task.cancelled():  # it finished before the cancel reached it
+                        self._record(*tasks[task], task.result())
+
+    async def _call(self, index: int, call: ToolCall, args: BaseModel) -> _Done:
+        self.dispatched.add(index)
+        self.batch.emit("tool_start", call=call)
+        ctx = self.batch.context(call, dict(self.retries), args)
+        try:
+            return _Done(outcome=await self.batch.executor.call_tool(call, ctx))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return _Done(error=exc)
+
+    def _record(self, index: int, call: ToolCall, done: _Done) -> None:
+        outcome, error = done.outcome, done.error
+        if outcome is not None:
+            self.executed += 1
+            self._record_outcome(index, call, outcome)
+        elif isinstance(error, ToolOutcomeUnknown):
+            self._close(index, call, OUTCOME_UNKNOWN_RESULT)
+            self._fail(Stop("tool", f"tool {call.name!r} (call {call.id}): {error}"), error)
+        elif error is not None:
+            failure = ToolOutcome(status="failed", content=f"the tool failed: {error}")
+            self._answer(index, call, failure)
+            self._fail(Stop("tool", f"tool {call.name!r} (call {call.id}) failed: {error}"), error)
+
+    def _record_outcome(self, index: int, call: ToolCall, outcome: ToolOutcome) -> None:
+        if outcome.status == "canceled":
+            self.batch.emit("canceled", reason=outcome.content)
+            self.canceled = True
+            self._fail(Stop("canceled", f"a tool stopped the run: {outcome.content}"), None)
+            return  # the stopping call is closed with the others
+        if outcome.status == "retry":
+            self._answer(index, call, outcome.model_copy(update={"status": "failed"}))
+            tool = self.batch.agent.tools[call.name]
+            count = self._count_retry(call.name)
+            if count > tool.max_retries:
+                stop = Stop(
+                    "tool",
+                    f"tool {call.name!r} asked the model to retry {count} times, over the "
+                    f"limit of {tool.max_retries}: {outcome.content}",
+                )
+                self._fail(stop, None)
+            return
+        self._answer(index, call, outcome)
+
+    def _fail(self, stop: Stop, cause: BaseException | None) -> None:
+        if self.stop is None:  # the first failure is the run's
+            self.stop, self.cause = stop, cause
+
+    def _flight(self, calls: Sequence[ToolCall]) -> None:
+        self.batch.in_flight([c.name for c in calls])
+
+    # -- results ----------------------------------------------------------------------------
+
+    def _answer(self, index: int, call: ToolCall, outcome: ToolOutcome) -> None:
+        message = Message.tool(
+            call.id, call.name, outcome.content, outcome.status == "failed", outcome.parts
+        )
+        self.answers[index] = CallResult(call, message)
+
+    def _close(self, index: int, call: ToolCall, text: str) -> None:
+        self.answers[index] = CallResult(call, Message.tool(call.id, call.name, text), True)
+
+    def outcome(self, calls: Sequence[ToolCall]) -> BatchOutcome:
+        for index, call in enumerate(calls):
+            if index in self.answers:
+                continue
+            started = index in self.dispatched and not self.canceled
+            self._close(index, call, OUTCOME_UNKNOWN_RESULT if started else INTERRUPTED_RESULT)
+        return BatchOutcome(
+            results=tuple(self.answers[i] for i in range(len(calls))),
+            executed=self.executed,
+            retries=MappingProxyType(dict(self.retries)),
+            stop=self.stop,
+            cause=self.cause,
+        )

@@ -1,0 +1,121 @@
+"""Preparing the history: identity, the history processor, validation, approvals to act on,
+repair and instructions. Everything here happens before the first model request."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from golem.executor import Executor
+from golem.history.repair import normalize_history
+from golem.messages import HistoryError, Message, ToolCall, validate_history
+from golem.phases import Stop
+from golem.run_state import AgentSpec, RunInput
+from golem.tools import RunContext
+from golem.user_functions import describe
+
+__all__ = [
+    "ApprovalPlan",
+    "instructions",
+    "plan_approvals",
+    "process_history",
+    "repaired",
+    "resolve_conversation_id",
+]
+
+
+def resolve_conversation_id(history: Sequence[Message], explicit: str | None) -> str:
+    """The explicit id, else the one the newest identified message carries, else ``""``."""
+    if explicit:
+        return explicit
+    return next((m.conversation_id for m in reversed(history) if m.conversation_id), "")
+
+
+def identity(inputs: RunInput, executor: Executor) -> tuple[str, str]:
+    """``(run_id, conversation_id)``, minting what the inputs do not name."""
+    conversation_id = (
+        resolve_conversation_id(inputs.history, inputs.conversation_id) or executor.new_id()
+    )
+    return inputs.run_id or executor.new_id(), conversation_id
+
+
+async def process_history(
+    agent: AgentSpec, executor: Executor, ctx: RunContext[Any], history: list[Message]
+) -> list[Message]:
+    """The processor's output (when the agent has one), validated."""
+    if agent.history_processor is not None:
+        try:
+            history = await executor.process_history(ctx, history)
+        except Exception as exc:
+            name = describe(agent.history_processor)
+            raise Stop("history", f"history processor {name} failed: {exc}") from exc
+    try:
+        validate_history(history)
+    except HistoryError as exc:
+        raise Stop("history", str(exc)) from exc
+    return history
+
+
+def repaired(messages: list[Message]) -> list[Message]:
+    """The history providers accept: pairing repaired, system messages dropped (the
+    instructions replace them)."""
+    fixed, _ = normalize_history(messages)
+    return [m for m in fixed if m.role != "system"]
+
+
+async def instructions(agent: AgentSpec, executor: Executor, ctx: RunContext[Any]) -> str:
+    """Static instructions, then the instructions function's text."""
+    static = agent.instructions or ""
+    dynamic = ""
+    if agent.instructions_fn is not None:
+        try:
+            dynamic = await executor.resolve_instructions(ctx)
+        except Exception as exc:
+            raise Stop("instructions", f"instructions function failed: {exc}") from exc
+    return "\n\n".join(text for text in (static, dynamic) if text)
+
+
+@dataclass(frozen=True)
+class ApprovalPlan:
+    """What to do with the calls a paused run left waiting."""
+
+    decided: tuple[ToolCall, ...]
+    """Run now (approved, or not needing approval) or close as denied."""
+    denied: frozenset[str]
+    still: tuple[ToolCall, ...]
+    """Still waiting for a decision: the run pauses again."""
+
+
+def plan_approvals(
+    agent: AgentSpec, messages: Sequence[Message], approvals: Mapping[str, bool]
+) -> ApprovalPlan:
+    """Split the last turn's unanswered calls by the decisions given."""
+    pending = _unanswered_calls_of_last_turn(messages)
+    unknown = sorted(set(approvals) - {c.id for c in pending})
+    if unknown:
+        raise Stop("history", f"approvals name calls that are not pending: {unknown}")
+
+    def needs_approval(call: ToolCall) -> bool:
+        tool = agent.tools.get(call.name)
+        return bool(tool and tool.requires_approval)
+
+    decided = tuple(c for c in pending if c.id in approvals or not needs_approval(c))
+    return ApprovalPlan(
+        decided=decided,
+        denied=frozenset(c.id for c in pending if approvals.get(c.id) is False),
+        still=tuple(c for c in pending if c not in decided),
+    )
+
+
+def _unanswered_calls_of_last_turn(messages: Sequence[Message]) -> list[ToolCall]:
+    """Calls of the final assistant turn that no result answers yet."""
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if message.role == "tool":
+            answered.add(message.tool_call_id)
+            continue
+        if message.role == "assistant":
+            return [c for c in message.tool_calls if c.id and c.id not in answered]
+        return []
+    return []

@@ -1,0 +1,53 @@
+"""A model turn: the request the model sees, its usage check, and the request itself."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from golem.executor import Executor
+from golem.models.base import ModelRequest, ModelResponse
+from golem.phases import Stop
+from golem.run_state import AgentSpec, DeltaSink, RunState
+from golem.tools import RunContext
+
+__all__ = ["build_request", "check_limits", "request"]
+
+
+def build_request(agent: AgentSpec, state: RunState) -> ModelRequest:
+    """Instructions first, then the conversation, the tools and the output schema."""
+    return ModelRequest.model_construct(
+        messages=state.request_messages(),
+        tools=agent.tool_definitions,
+        output_schema=agent.output_schema,
+        settings=agent.model_settings,
+    )
+
+
+def check_limits(agent: AgentSpec, state: RunState, request: ModelRequest) -> None:
+    """Stop before a request the agent's limits forbid."""
+    if state.turn >= agent.max_iterations:
+        raise Stop("loop", f"no final answer after max_iterations={agent.max_iterations} turns")
+    limit = agent.usage_limits.before_request(state.requests, state.usage, request.messages)
+    if limit:
+        raise Stop("usage", limit)
+
+
+async def request(
+    executor: Executor,
+    model_request: ModelRequest,
+    ctx: RunContext[Any],
+    on_delta: DeltaSink | None,
+    attempt: int,
+) -> ModelResponse:
+    """One model request; any failure (``SystemExit`` included) ends the run at stage model."""
+    try:
+        return await executor.request(model_request, ctx, on_delta)
+    except asyncio.CancelledError:
+        raise  # the caller cancelled the run (a model function's own is converted where it ran)
+    except Exception as exc:
+        raise Stop("model", f"model request {attempt} failed: {exc}") from exc
+    except BaseException as exc:
+        # Converted here: past this coroutine a task would re-raise it into the event loop.
+        message = f"model request {attempt} raised {type(exc).__name__}: {exc}"
+        raise Stop("model", message) from exc

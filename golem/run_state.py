@@ -1,0 +1,131 @@
+"""What a run is started with, what it knows while it runs, and what a phase may ask of it.
+
+``RunInput`` is also the durable workflow's input; ``RunState`` is what the workflow serves
+to queries and the UI. ``Checkpoint`` is the evidence through the last completed step: the
+one thing partial evidence slices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from golem.messages import Message, Part, Usage
+from golem.models.base import ModelSettings, StreamDelta, ToolDefinition
+from golem.tools import Tool
+from golem.usage import UsageLimits
+
+__all__ = ["AgentSpec", "Checkpoint", "DeltaSink", "RunInput", "RunState"]
+
+DeltaSink = Callable[[StreamDelta], None]
+
+
+class AgentSpec(Protocol):
+    """What the loop reads of an agent (``golem.Agent`` is one); the loop never imports it."""
+
+    name: str
+    tools: dict[str, Tool]
+    retries: int
+    output_retries: int
+    max_iterations: int
+    usage_limits: UsageLimits
+    model_settings: ModelSettings
+    instructions: str | None
+
+    @property
+    def instructions_fn(self) -> Any: ...
+
+    @property
+    def history_processor(self) -> Any: ...
+
+    @property
+    def tool_definitions(self) -> list[ToolDefinition]: ...
+
+    @property
+    def output_adapter(self) -> TypeAdapter[Any] | None: ...
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None: ...
+
+
+class RunInput(BaseModel):
+    """What a run is started with; also the durable workflow's input."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt: str | None = None
+    parts: list[Part] = Field(default_factory=list)
+    history: list[Message] = Field(default_factory=list)
+    deps: Any = None
+    run_id: str = ""
+    conversation_id: str = ""
+    approvals: dict[str, bool] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The evidence through the last completed step (a model turn or a closed tool batch)."""
+
+    upto: int = 0
+    """``messages[:upto]`` is the evidence."""
+    turn: int = 0
+    usage: Usage = field(default_factory=Usage)
+    tool_calls: int = 0
+    results: int = 0
+    """Tool results this run recorded (executed, denied, refused or closed)."""
+
+    @property
+    def empty(self) -> bool:
+        """Nothing completed: no model turn and no tool result recorded by this run."""
+        return self.turn == 0 and self.results == 0
+
+
+@dataclass
+class RunState:
+    """The live state of one run; the durable workflow serves it to queries and the UI."""
+
+    run_id: str = ""
+    conversation_id: str = ""
+    instructions: str = ""
+    messages: list[Message] = field(default_factory=list)
+    """The conversation: repaired history (no system messages) and what this run added."""
+    checkpoint: Checkpoint = field(default_factory=Checkpoint)
+    """Written only by ``commit``."""
+    usage: Usage = field(default_factory=Usage)
+    requests: int = 0
+    """Model request attempts, the failed one included."""
+    tool_calls: int = 0
+    """Tool executions completed."""
+    tool_results: int = 0
+    turn: int = 0
+    tools_in_flight: list[str] = field(default_factory=list)
+
+    @property
+    def completed(self) -> int:
+        """``messages[:completed]`` is the evidence through the last completed step."""
+        return self.checkpoint.upto
+
+    def add(self, message: Message) -> Message:
+        """Append ``message`` stamped with this run's identity; the stamped copy."""
+        stamped = message.stamped(self.run_id, self.conversation_id)
+        self.messages.append(stamped)
+        return stamped
+
+    def commit(self) -> None:
+        """Everything so far is evidence."""
+        self.checkpoint = Checkpoint(
+            upto=len(self.messages),
+            turn=self.turn,
+            usage=self.usage,
+            tool_calls=self.tool_calls,
+            results=self.tool_results,
+        )
+
+    def request_messages(self) -> list[Message]:
+        """What the model sees: instructions first, then the conversation (append-only)."""
+        if self.instructions:
+            return [Message.system(self.instructions), *self.messages]
+        return list(self.messages)

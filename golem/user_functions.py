@@ -1,0 +1,79 @@
+"""Calling user code (tools, history processors, instructions functions, model functions).
+
+A sync function runs in a worker thread, so it never blocks the event loop: other runs on
+the same worker keep going and an activity awaiting it keeps heartbeating. An async
+function runs on the loop. Whatever the function raises that would escape into the event
+loop (``SystemExit``, ``KeyboardInterrupt``, any other ``BaseException``, and a
+``CancelledError`` the function raised on its own) comes back as :class:`UserCodeError`,
+which fails only that call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+__all__ = ["UserCodeError", "call_user_function", "describe", "is_async_callable"]
+
+#: Threads for sync user functions; created on demand, so an idle worker holds none.
+_MAX_THREADS = 64
+_pool: ThreadPoolExecutor | None = None
+
+
+class UserCodeError(Exception):
+    """User code raised something that is not an ``Exception`` (e.g. ``SystemExit``)."""
+
+
+def describe(fn: Any) -> str:
+    """A short name for a user function, for error messages."""
+    return str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn))
+
+
+def is_async_callable(fn: Any) -> bool:
+    """Whether calling ``fn`` returns a coroutine (async functions and async ``__call__``)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
+    )
+
+
+def _threads() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(_MAX_THREADS, thread_name_prefix="golem-user-fn")
+    return _pool
+
+
+async def call_user_function(fn: Any, *args: Any, what: str = "") -> Any:
+    """Call a sync (in a thread) or async (on the loop) user function and return its value.
+
+    ``what`` names the culprit in a :class:`UserCodeError` (default: the function's name).
+    A thread cannot be interrupted: a cancelled call of a sync function is abandoned and
+    runs to its end in the background.
+    """
+    try:
+        if is_async_callable(fn):
+            value = await fn(*args)
+        else:
+            context = contextvars.copy_context()
+            value = await asyncio.get_running_loop().run_in_executor(
+                _threads(), functools.partial(context.run, fn, *args)
+            )
+            if inspect.isawaitable(value):  # a sync wrapper that returns a coroutine
+                value = await value
+        return value
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # a real cancellation of this call
+        raise UserCodeError(f"{what or describe(fn)} raised asyncio.CancelledError") from None
+    except Exception:
+        raise
+    except BaseException as exc:
+        # Converted here, in the caller's coroutine: a task would re-raise it into the loop.
+        raise UserCodeError(f"{what or describe(fn)} raised {type(exc).__name__}: {exc}") from exc
