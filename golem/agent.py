@@ -63,6 +63,7 @@ class Agent(Generic[DepsT, OutputT]):
         retries: int = 2,
         output_retries: int = 2,
         model_retry: Retry | None = None,
+        approval_timeout: timedelta | None = None,
     ) -> None:
         self._model = model
         self.name = name
@@ -78,6 +79,9 @@ class Agent(Generic[DepsT, OutputT]):
         self.output_retries = output_retries
         self.model_retry = model_retry or Retry()
         """The retry policy of model requests (in process and under Temporal)."""
+        self.approval_timeout = approval_timeout
+        """Under Temporal: how long a run waits for approvals before denying what is still
+        pending (``None``: as long as it takes). In process a run pauses instead."""
         self.tools: dict[str, Tool] = {}
         for item in tools:
             self._register(item if isinstance(item, Tool) else Tool.from_function(item))

@@ -42,6 +42,7 @@ from golem.worker.converter import golem_data_converter
 from golem.workflows.agent_run import FAILURE_MEMO, RUN_ERROR, AgentRunWorkflow
 from golem.workflows.conversation import (
     CLOSED,
+    WAITING,
     ConversationInput,
     ConversationSummary,
     ConversationWorkflow,
@@ -108,8 +109,46 @@ class DurableRun(Generic[OutputT]):
     handle: WorkflowHandle[Any, Any]
     history: list[Message] = field(repr=False)
     output_adapter: TypeAdapter[Any] | None = field(default=None, repr=False)
+    may_pause: bool = field(default=True, repr=False)
+    """The agent has tools that need approval (or is unknown here): the run may wait."""
 
-    async def result(self) -> Result[OutputT]:
+    async def result(self, *, final: bool = False) -> Result[OutputT]:
+        """The run's ``Result`` once it ends, or once it waits for approvals (then
+        ``pending_approvals`` is set; answer with ``approve``). ``final=True`` waits through
+        any approvals (and an approval timeout) for the end."""
+        if self.may_pause and not final:
+            paused = await self._paused("golem.outcome")
+            if paused is not None:
+                return paused
+        return await self._final()
+
+    async def approve(self, decisions: dict[str, bool]) -> Result[OutputT]:
+        """Approve (``True``) or deny (``False``) the pending calls, by call id; the same run
+        goes on. Returns its next ``Result``: final, or paused again."""
+        paused = await self._paused("golem.approve", decisions)
+        return paused if paused is not None else await self._final()
+
+    async def _paused(self, update: str, *args: Any) -> Result[OutputT] | None:
+        """Send ``update``; the paused ``Result`` it returns, or ``None`` once the run ended."""
+        try:
+            raw = await self.handle.execute_update(update, args=args)
+        except WorkflowUpdateFailedError as exc:
+            cause = exc.cause
+            if isinstance(cause, ApplicationError) and cause.type == "GolemNotPaused":
+                raise ValueError(cause.message) from None
+            raise
+        except RPCError:
+            if (await self.handle.describe()).status == WorkflowExecutionStatus.RUNNING:
+                raise
+            if update == "golem.approve":
+                raise ValueError(f"run {self.run_id} has ended: nothing to approve") from None
+            return None  # the run ended before the update arrived: read its result
+        if raw is None:
+            return None
+        output = AgentRunOutput.model_validate(raw)
+        return await _result(self.handle, output, self.history, self.output_adapter)
+
+    async def _final(self) -> Result[OutputT]:
         try:
             output = await self.handle.result()
         except WorkflowFailureError as exc:
@@ -137,6 +176,10 @@ class DurableAgent(Generic[OutputT]):
         self.agent_name = agent if isinstance(agent, str) else agent.name
         self.task_queue = task_queue
         kind = output_type or (None if isinstance(agent, str) else agent.output_type)
+        # Only a run that may wait for approvals needs the outcome update's round trip.
+        self.may_pause = isinstance(agent, str) or any(
+            tool.requires_approval for tool in agent.tools.values()
+        )
         self.output_adapter = None if kind in (None, str) else TypeAdapter(kind)
 
     async def start(
@@ -190,7 +233,9 @@ class DurableAgent(Generic[OutputT]):
                 f"run id {run_id!r} is taken: a run by that id exists already (running or "
                 "closed); pass a new run id, or none to get one"
             ) from None
-        return DurableRun(run_id, conversation_id, handle, history, self.output_adapter)
+        return DurableRun(
+            run_id, conversation_id, handle, history, self.output_adapter, self.may_pause
+        )
 
     async def _start(
         self,
@@ -328,10 +373,27 @@ class DurableConversation(Generic[OutputT]):
             raise await self._turn_error(exc, run_id) from exc
         except RPCError as exc:
             raise await self._closed_or(exc) from exc
+        return await self._turn_result(out, run_id)
+
+    async def approve(self, decisions: dict[str, bool]) -> Result[OutputT]:
+        """Answer the turn that waits for approvals (``{call_id: approved}``); returns that
+        turn's next ``Result``: final, or waiting again."""
+        try:
+            out: TurnOutput = await self.handle.execute_update(
+                "golem.approve", decisions, result_type=TurnOutput
+            )
+        except WorkflowUpdateFailedError as exc:
+            raise await self._turn_error(exc, "") from exc
+        except RPCError as exc:
+            raise await self._closed_or(exc) from exc
+        return await self._turn_result(out, out.run.snapshot.run_id)
+
+    async def _turn_result(self, out: TurnOutput, run_id: str) -> Result[OutputT]:
         history = await self._transcript(out.start)
         handle = self.agent.client.get_workflow_handle(run_id)
         result: Result[OutputT] = await _result(handle, out.run, history, self.agent.output_adapter)
-        self._messages = result.messages
+        if not result.paused:  # a paused turn is not in the transcript yet
+            self._messages = result.messages
         return result
 
     async def messages(self) -> list[Message]:
@@ -378,14 +440,19 @@ class DurableConversation(Generic[OutputT]):
             details = FailureDetails.model_validate(cause.details[0])
             partial = None
             if details.partial is not None:
-                history = await self._transcript(len(self._messages or []))
-                handle = self.agent.client.get_workflow_handle(run_id)
-                messages = await _conversation(handle, details.partial, history)
-                partial = details.partial.to_partial(messages)
-            self._messages = None  # the transcript changed under the failed turn
+                # The conversation appended the evidence before it refused the turn.
+                rid = run_id or details.partial.run_id
+                transcript = await _query_pages(self.handle, 0)
+                self._messages = transcript
+                ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == rid]
+                partial = details.partial.to_partial(transcript[: ends[-1] if ends else None])
+            else:
+                self._messages = None
             return RunError(details.stage, details.message, partial)
         if isinstance(cause, ApplicationError) and cause.type == CLOSED:
             return ConversationClosedError(cause.message)
+        if isinstance(cause, ApplicationError) and cause.type == WAITING:
+            return ValueError(cause.message)
         if isinstance(cause, ApplicationError) and cause.type == UNKNOWN_AGENT:
             return UnknownAgentError(cause.message)
         message = cause.message if isinstance(cause, FailureError) else str(exc)

@@ -37,6 +37,14 @@ class Executor(Protocol):
         """Send one request to the model (``ctx.turn`` is the turn it will complete)."""
         ...
 
+    async def await_approvals(
+        self, pending: list[ToolCall], ctx: RunContext[Any]
+    ) -> dict[str, bool] | None:
+        """Wait for a person's decisions on ``pending`` (``{call_id: approved}``). ``None``:
+        the run pauses instead and returns a ``Result`` with ``pending_approvals`` (in
+        process, continued by a new run with ``approvals=``)."""
+        ...
+
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
         """Execute one call whose arguments the loop validated (``ctx.tool_args`` holds them
         in process). Raise ``ToolOutcomeUnknown`` when the call started and its outcome is

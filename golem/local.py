@@ -47,6 +47,11 @@ class LocalExecutor:
         result = await call_user_function(fn, ctx, what=_named("instructions function", fn))
         return str(result or "")
 
+    async def await_approvals(
+        self, pending: list[ToolCall], ctx: RunContext[Any]
+    ) -> dict[str, bool] | None:
+        return None  # in process a run pauses: the caller answers with a new run
+
     async def request(
         self, request: ModelRequest, ctx: RunContext[Any], on_delta: DeltaSink | None
     ) -> ModelResponse:

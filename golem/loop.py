@@ -77,7 +77,10 @@ class RunLoop:
             plan = prepare.plan_approvals(agent, history, inputs.approvals)
             await self._run_batch(plan.decided, denied=plan.denied)
             if plan.still:
-                return result(state, None, pending=list(plan.still))  # still waiting
+                decisions = await executor.await_approvals(list(plan.still), self._ctx())
+                if decisions is None:
+                    return result(state, None, pending=list(plan.still))  # still waiting
+                await self._run_batch(plan.still, denied=_denied(decisions))
         state.messages = prepare.repaired(state.messages)
         state.commit()
         state.instructions = await prepare.instructions(agent, executor, self._ctx())
@@ -89,9 +92,13 @@ class RunLoop:
             answer = await self._model_turn()
             if answer.tool_calls:
                 waiting = [c for c in answer.tool_calls if self._needs_approval(c)]
+                denied: frozenset[str] = frozenset()
                 if waiting:
-                    return result(state, None, pending=waiting)
-                await self._run_batch(answer.tool_calls)
+                    decisions = await executor.await_approvals(waiting, self._ctx())
+                    if decisions is None:
+                        return result(state, None, pending=waiting)
+                    denied = _denied(decisions)
+                await self._run_batch(answer.tool_calls, denied=denied)
                 continue
             done, value = decoder.decode(answer.content)
             if done:
@@ -187,3 +194,7 @@ class RunLoop:
                 **fields,
             )
         )
+
+
+def _denied(decisions: dict[str, bool]) -> frozenset[str]:
+    return frozenset(call_id for call_id, approved in decisions.items() if not approved)

@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.retry import Retry
     from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown, validation_problems
     from golem.workflows import registry
+    from golem.workflows.approvals import ApprovalGate
     from golem.workflows.types import (
         AgentRunInput,
         AgentRunOutput,
@@ -98,8 +99,14 @@ async def _activity(coro: Awaitable[T]) -> T:
 class TemporalExecutor:
     """The loop's effects as activities; see docs/adr/0004-one-loop-two-executors.md."""
 
-    def __init__(self, agent: Agent[Any, Any], settings: registry.WorkerSettings) -> None:
+    def __init__(
+        self,
+        agent: Agent[Any, Any],
+        settings: registry.WorkerSettings,
+        gate: ApprovalGate | None = None,
+    ) -> None:
         self.agent = agent
+        self.gate = gate
         self.heartbeat_timeout = settings.heartbeat_timeout
         self.inline_bytes = settings.inline_messages_bytes
         self.request_messages: list[Message] = []
@@ -168,6 +175,12 @@ class TemporalExecutor:
             )
         )
 
+    async def await_approvals(
+        self, pending: list[ToolCall], ctx: RunContext[Any]
+    ) -> dict[str, bool] | None:
+        # A run with a gate waits in its workflow; one without (inline) pauses and returns.
+        return None if self.gate is None else await self.gate.wait(pending)
+
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
         try:
             return await self._call_tool(call, ctx)
@@ -230,6 +243,7 @@ class AgentRunWorkflow:
     def __init__(self) -> None:
         self._loop: RunLoop | None = None
         self._executor: TemporalExecutor | None = None
+        self._gate: ApprovalGate | None = None
 
     @workflow.run
     async def run(self, input: AgentRunInput) -> AgentRunOutput:
@@ -261,11 +275,20 @@ class AgentRunWorkflow:
             run = run.model_copy(update={"deps": deps})
         if not run.run_id:
             run = run.model_copy(update={"run_id": info.workflow_id})
-        self._executor = TemporalExecutor(agent, registry.settings(info.task_queue))
+        history = run.history
+        self._gate = ApprovalGate(
+            lambda pending: AgentRunOutput(
+                snapshot=self._snapshot(history, completed=False), pending_approvals=pending
+            ),
+            agent.approval_timeout,
+            notify_parent=input.notify_parent,
+        )
+        self._executor = TemporalExecutor(agent, registry.settings(info.task_queue), self._gate)
         self._loop = RunLoop(agent, self._executor, run, emit=self._on_event)
         try:
             result = await self._loop.run()
         except RunError as exc:
+            await self._finish()
             details = FailureDetails(
                 stage=exc.stage,
                 message=exc.detail,
@@ -277,6 +300,7 @@ class AgentRunWorkflow:
                 workflow.upsert_memo({FAILURE_MEMO: details})
                 raise CancelledError(str(exc)) from None
             raise ApplicationError(str(exc), details, type=RUN_ERROR, non_retryable=True) from None
+        await self._finish()
         output = result.output
         if agent.output_adapter is not None and output is not None:
             output = agent.output_adapter.dump_python(output, mode="json")
@@ -285,6 +309,44 @@ class AgentRunWorkflow:
             snapshot=self._snapshot(run.history, completed=False),
             pending_approvals=result.pending_approvals,
         )
+
+    async def _finish(self) -> None:
+        """Answer whoever waits on the run's outcome before the workflow closes."""
+        assert self._gate is not None
+        self._gate.finish()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+
+    # -- approvals (docs: golem/workflows/approvals.py) ----------------------------------
+
+    @workflow.update(name="golem.outcome")
+    async def outcome(self) -> AgentRunOutput | None:
+        """Returns once the run waits for approvals (its paused output) or ends (None)."""
+        await workflow.wait_condition(lambda: self._gate is not None)
+        assert self._gate is not None
+        return await self._gate.outcome()
+
+    @workflow.update(name="golem.approve")
+    async def approve(self, decisions: dict[str, bool]) -> AgentRunOutput | None:
+        """Decide pending calls; returns like ``golem.outcome`` once the run pauses or ends."""
+        assert self._gate is not None
+        return await self._gate.approve(decisions)
+
+    @approve.validator
+    def _check_approve(self, decisions: dict[str, bool]) -> None:
+        if self._gate is None:
+            raise ApplicationError("the run has not started yet", non_retryable=True)
+        self._gate.check(decisions)
+
+    @workflow.signal(name="golem.decide")
+    def decide(self, decisions: dict[str, bool]) -> None:
+        """Decisions from a parent workflow (which cannot send updates)."""
+        if self._gate is not None:
+            self._gate.decide(decisions)
+
+    @workflow.query(name="golem.pending")
+    def pending(self) -> list[ToolCall]:
+        """The calls waiting for a person now."""
+        return list(self._gate.pending) if self._gate else []
 
     def _snapshot(self, history: list[Message], completed: bool = True) -> RunSnapshot:
         assert self._loop is not None

@@ -61,8 +61,7 @@ async def run_agent(
         history=messages,
         deps=deps,
         run_id=run_id or str(workflow.uuid7()),
-        conversation_id=resolve_conversation_id(messages, conversation_id)
-        or str(workflow.uuid7()),
+        conversation_id=resolve_conversation_id(messages, conversation_id) or str(workflow.uuid7()),
         approvals=dict(approvals or {}),
     )
     if inline:
@@ -117,13 +116,13 @@ async def _inline(agent_name: str, run: RunInput) -> Result[Any]:
         # The model activity reads the request through this query, as from AgentRunWorkflow.
         return MessagesPage.of(executor.request_messages, query)
 
-    setattr(instance, "_golem_inline_run", run.run_id)
+    instance._golem_inline_run = run.run_id
     workflow.set_query_handler("golem.messages", messages)
     try:
         return await RunLoop(agent, executor, run).run()
     finally:
         workflow.set_query_handler("golem.messages", None)
-        setattr(instance, "_golem_inline_run", None)
+        instance._golem_inline_run = None
 
 
 def _agent(name: str) -> Any:

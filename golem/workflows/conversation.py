@@ -14,6 +14,7 @@ flight. It has no execution timeout: ``close()`` ends it. See docs/adr/0009-conv
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,9 +23,10 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from golem.loop import RunInput
-    from golem.messages import HistoryError, Message, Part, validate_history
+    from golem.messages import HistoryError, Message, Part, ToolCall, validate_history
     from golem.workflows import lineage
     from golem.workflows.agent_run import RUN_ERROR, AgentRunWorkflow
+    from golem.workflows.approvals import PAUSED_SIGNAL, PausedRun
     from golem.workflows.types import (
         AgentRunInput,
         AgentRunOutput,
@@ -35,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
 
 __all__ = [
     "CLOSED",
+    "WAITING",
     "ConversationInput",
     "ConversationSummary",
     "ConversationWorkflow",
@@ -44,6 +47,18 @@ __all__ = [
 
 #: ``ApplicationError.type`` of a turn refused because the conversation is closed.
 CLOSED = "GolemConversationClosed"
+#: ``ApplicationError.type`` of a refusal about approvals (a turn waits, or none does).
+WAITING = "GolemApprovalsWaiting"
+
+
+@dataclass(frozen=True)
+class _Waiting:
+    """A turn whose run waits for a person's decisions."""
+
+    run_id: str
+    child: workflow.ChildWorkflowHandle[Any, Any]
+    start: int
+    pending: list[ToolCall]
 
 
 class _Payload(BaseModel):
@@ -103,6 +118,8 @@ class ConversationWorkflow:
         self._turns = 0  # turns in this workflow run (since the last continue-as-new)
         self._closed = False
         self._lock = asyncio.Lock()  # turns run one at a time, in arrival order
+        self._waiting: _Waiting | None = None  # a turn whose run waits for approvals
+        self._paused: dict[str, PausedRun] = {}
 
     @workflow.run
     async def run(self, input: ConversationInput) -> ConversationSummary:
@@ -135,10 +152,12 @@ class ConversationWorkflow:
 
     @send.validator
     def _validate_send(self, turn: TurnInput) -> None:
-        if self._closed:
+        self._check_open()
+        if self._waiting is not None:
             raise ApplicationError(
-                f"conversation {workflow.info().workflow_id} is closed; fork it to go on",
-                type=CLOSED,
+                f"turn {self._waiting.run_id} waits for approvals of "
+                f"{[c.id for c in self._waiting.pending]}: approve or deny them first",
+                type=WAITING,
                 non_retryable=True,
             )
         if not (turn.prompt or "").strip() and not turn.parts:
@@ -153,6 +172,44 @@ class ConversationWorkflow:
             validate_history([Message.user(turn.prompt or "", turn.parts)])
         except HistoryError as exc:
             raise ApplicationError(f"the turn is malformed: {exc}", non_retryable=True) from None
+
+    @workflow.update(name="golem.approve")
+    async def approve(self, decisions: dict[str, bool]) -> TurnOutput:
+        """Answer the turn that waits for approvals; returns it once it ends or waits again."""
+        async with self._lock:
+            waiting = self._waiting
+            assert waiting is not None  # the validator saw it, and turns hold the lock
+            self._waiting = None
+            self._paused.pop(waiting.run_id, None)
+            await workflow.get_external_workflow_handle(waiting.run_id).signal(
+                "golem.decide", decisions
+            )
+            return await self._outcome(waiting.run_id, waiting.child, waiting.start)
+
+    @approve.validator
+    def _validate_approve(self, decisions: dict[str, bool]) -> None:
+        self._check_open()
+        if self._waiting is None:
+            raise ApplicationError(
+                "no turn of this conversation waits for approvals", type=WAITING, non_retryable=True
+            )
+        unknown = sorted(set(decisions) - {c.id for c in self._waiting.pending})
+        if unknown:
+            raise ApplicationError(
+                f"approvals name calls that are not pending: {unknown}", non_retryable=True
+            )
+
+    @workflow.signal(name=PAUSED_SIGNAL)
+    def _on_paused(self, paused: PausedRun) -> None:
+        self._paused[paused.run_id] = paused
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ApplicationError(
+                f"conversation {workflow.info().workflow_id} is closed; fork it to go on",
+                type=CLOSED,
+                non_retryable=True,
+            )
 
     async def _turn(self, turn: TurnInput) -> TurnOutput:
         conversation_id = workflow.info().workflow_id
@@ -171,9 +228,9 @@ class ConversationWorkflow:
         self._turns += 1
         self._details()
         try:
-            output = await workflow.execute_child_workflow(
+            child = await workflow.start_child_workflow(
                 AgentRunWorkflow.run,
-                AgentRunInput(agent=self._agent, run=run, parent_run_id=parent),
+                AgentRunInput(agent=self._agent, run=run, parent_run_id=parent, notify_parent=True),
                 id=turn.run_id,
                 search_attributes=lineage.run_search_attributes(
                     conversation_id, self._agent, parent
@@ -182,6 +239,28 @@ class ConversationWorkflow:
                 # Closing (or terminating) the conversation stops its turn with evidence.
                 parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
             )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # Raised from an update handler this would fail the workflow task, and retry it.
+            raise ApplicationError(
+                f"turn {turn.run_id} could not start: {exc}", non_retryable=True
+            ) from None
+        return await self._outcome(turn.run_id, child, start)
+
+    async def _outcome(
+        self, run_id: str, child: workflow.ChildWorkflowHandle[Any, Any], start: int
+    ) -> TurnOutput:
+        """Wait until the turn's run ends (its messages join the transcript) or pauses."""
+        await workflow.wait_condition(lambda: child.done() or run_id in self._paused)
+        history = self._messages[:start]
+        if not child.done():
+            paused = self._paused[run_id]
+            self._waiting = _Waiting(run_id, child, start, paused.pending_approvals)
+            self._details()
+            return TurnOutput(run=AgentRunOutput.model_validate(paused.model_dump()), start=start)
+        try:
+            output = AgentRunOutput.model_validate(child.result())
         except ChildWorkflowError as exc:
             details = _failure_details(exc)
             if details is not None and details.partial is not None:
@@ -194,22 +273,17 @@ class ConversationWorkflow:
                     cause.message, *cause.details, type=cause.type, non_retryable=True
                 ) from None
             raise ApplicationError(str(cause or exc), type=RUN_ERROR, non_retryable=True) from None
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            # Raised from an update handler this would fail the workflow task, and retry it.
-            self._details()
-            raise ApplicationError(
-                f"turn {turn.run_id} could not start: {exc}", non_retryable=True
-            ) from None
         self._messages = output.snapshot.messages(history)
         self._details()
         return TurnOutput(run=output, start=start)
 
     def _details(self) -> None:
+        waiting = self._waiting
+        pending = ", ".join(f"{c.name} ({c.id})" for c in waiting.pending) if waiting else "none"
         workflow.set_current_details(
             f"**turns** {len(self._runs)} · **messages** {len(self._messages)}\n\n"
-            f"**last run** {self._runs[-1] if self._runs else 'none'}"
+            f"**last run** {self._runs[-1] if self._runs else 'none'}\n\n"
+            f"**waiting for approval** {pending}"
         )
 
     # -- closing and reading -------------------------------------------------------------
@@ -217,6 +291,13 @@ class ConversationWorkflow:
     @workflow.update(name="golem.close")
     async def close(self) -> ConversationSummary:
         self._closed = True
+        if self._waiting is not None:
+            # Nobody can approve once the conversation is closed: deny, so the run ends.
+            decisions = {c.id: False for c in self._waiting.pending}
+            await workflow.get_external_workflow_handle(self._waiting.run_id).signal(
+                "golem.decide", decisions
+            )
+            self._waiting = None
         async with self._lock:  # the turn in flight finishes first
             return ConversationSummary(runs=self._runs, messages=len(self._messages))
 

@@ -39,6 +39,8 @@ class AgentRunInput(_Payload):
     agent: str
     run: RunInput
     parent_run_id: str = ""
+    notify_parent: bool = False
+    """Signal the parent workflow (a conversation) when the run waits for approvals."""
 
 
 #: Most bytes of messages a run's result, failure or one query page carries inline

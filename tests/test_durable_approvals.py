@@ -1,0 +1,162 @@
+"""Approvals by update: a durable run waits in its own workflow for a person's decisions,
+and the same run goes on when they arrive (standalone or as a conversation's turn)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.sdk.v1 import WorkflowMetadata
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.worker import Worker
+
+from golem import Agent, Message, ToolCall
+from golem.client import DurableAgent
+from golem.messages import ToolCall as Call
+from golem.models import FunctionModel
+from golem.phases.batch import DENIED_RESULT
+from golem.worker import GolemPlugin
+
+
+def transfer_agent(
+    executed: list[int], approval_timeout: timedelta | None = None
+) -> Agent[Any, str]:
+    """Asks for a transfer (which needs approval) and a balance lookup (which does not)."""
+
+    def answer(messages: list[Message], tools: Any) -> Message:
+        results = [m for m in messages if m.role == "tool"]
+        if not results:
+            return Message.assistant(
+                "",
+                [
+                    ToolCall(id="t1", name="transfer", args='{"amount": 5}'),
+                    ToolCall(id="b1", name="balance", args="{}"),
+                ],
+            )
+        return Message.assistant(" | ".join(m.content for m in results))
+
+    agent: Agent[Any, str] = Agent(
+        FunctionModel(answer), name="bank", approval_timeout=approval_timeout
+    )
+
+    @agent.tool(requires_approval=True)
+    def transfer(amount: int) -> str:
+        """Move money."""
+        executed.append(amount)
+        return f"moved {amount}"
+
+    @agent.tool
+    def balance() -> str:
+        """The balance."""
+        return "balance 100"
+
+    return agent
+
+
+@asynccontextmanager
+async def serve(client: Client, agent: Agent[Any, Any]) -> AsyncIterator[str]:
+    task_queue = f"approve-{uuid.uuid4().hex[:12]}"
+    plugin = GolemPlugin(agent, heartbeat_timeout=timedelta(seconds=5))
+    async with Worker(client, task_queue=task_queue, plugins=[plugin]):
+        yield task_queue
+
+
+async def workflow_starts(client: Client, run_id: str) -> int:
+    events = [e async for e in client.get_workflow_handle(run_id).fetch_history_events()]
+    return sum(1 for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED)
+
+
+async def test_a_paused_run_waits_in_its_workflow_and_goes_on_when_approved(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = transfer_agent(executed)
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("pay")
+        paused = await run.result()
+        pending = await run.handle.query("golem.pending", result_type=list[Call])
+        metadata = await run.handle.query(
+            "__temporal_workflow_metadata", result_type=WorkflowMetadata
+        )
+        details = metadata.current_details
+        status = (await run.handle.describe()).status
+        before = list(executed)
+        done = await run.approve({"t1": True})
+    assert paused.pending_approvals == [ToolCall(id="t1", name="transfer", args='{"amount": 5}')]
+    assert paused.run_id == run.run_id and before == []
+    assert status == WorkflowExecutionStatus.RUNNING  # waiting, not ended
+    assert [c.id for c in pending] == ["t1"]
+    assert "waiting for approval" in details and "transfer (t1)" in details
+    assert done.run_id == run.run_id
+    assert done.output == "moved 5 | balance 100"
+    assert executed == [5]
+    assert done.pending_approvals == []
+    assert await workflow_starts(temporal_client, run.run_id) == 1  # the same run, no new one
+
+
+async def test_a_denied_call_is_closed_with_the_denied_result_and_never_runs(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = transfer_agent(executed)
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("pay")
+        await run.result()
+        done = await run.approve({"t1": False})
+    assert executed == []
+    denied = next(m for m in done.messages if m.role == "tool" and m.tool_call_id == "t1")
+    assert denied.failed and denied.content == DENIED_RESULT
+    assert done.output == f"{DENIED_RESULT} | balance 100"
+
+
+async def test_the_approval_timeout_denies_what_is_still_pending(temporal_client: Client) -> None:
+    executed: list[int] = []
+    agent = transfer_agent(executed, approval_timeout=timedelta(milliseconds=300))
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("pay")
+        paused = await run.result()
+        done = await run.result(final=True)  # nobody answers: the timeout decides
+    assert paused.paused and not done.paused
+    assert executed == []
+    assert done.output == f"{DENIED_RESULT} | balance 100"
+
+
+async def test_approving_a_call_that_is_not_pending_is_refused_and_nothing_changes(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = transfer_agent(executed)
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("pay")
+        await run.result()
+        with pytest.raises(ValueError, match=r"not pending: \['nope'\]"):
+            await run.approve({"nope": True})
+        done = await run.approve({"t1": True})
+        with pytest.raises(ValueError, match=r"has ended|not waiting"):
+            await run.approve({"t1": True})
+    assert executed == [5] and done.output == "moved 5 | balance 100"
+
+
+async def test_a_conversation_turn_waits_for_approvals_and_approve_finishes_it(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = transfer_agent(executed)
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        paused = await conv.send("pay")
+        with pytest.raises(ValueError, match="waits for approvals"):
+            await conv.send("and another thing")
+        done = await conv.approve({"t1": True})
+        transcript = await conv.messages()
+        runs = await conv.runs()
+    assert paused.paused and paused.run_id == done.run_id
+    assert runs == [done.run_id]
+    assert done.output == "moved 5 | balance 100" and executed == [5]
+    assert transcript == done.messages
+    assert [m.role for m in transcript] == ["user", "assistant", "tool", "tool", "assistant"]
