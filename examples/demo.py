@@ -45,6 +45,15 @@ async def wait_for(condition, what: str, timeout: float = 60.0) -> None:  # type
         await asyncio.sleep(0.1)
 
 
+def closing_hints(run_id: str, conversation_id: str) -> list[str]:
+    """What to try next, with the same commands as the README."""
+    return [
+        f"See it in the Temporal UI: {ui_link(run_id)}",
+        f"Every run of the conversation:  .venv/bin/golem conversation {conversation_id}",
+        f"This run's messages:            .venv/bin/golem show {run_id}",
+    ]
+
+
 def start_worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
@@ -107,8 +116,9 @@ async def main() -> None:
         print("The whole conversation (what the next run would receive as history):")
         for index, message in enumerate(result.messages):
             print("  " + format_message(index, message))
-        print(f"\nSee it in the Temporal UI: {ui_link(result.run_id)}")
-        print(f"Every run of the conversation:  golem conversation {result.conversation_id}")
+        print()
+        for hint in closing_hints(result.run_id, result.conversation_id):
+            print(hint)
     finally:
         for worker in workers:
             worker.terminate()

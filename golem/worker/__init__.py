@@ -20,6 +20,7 @@ from golem.agent import Agent
 from golem.messages import HistoryError
 from golem.results import RunError
 from golem.worker.converter import golem_data_converter
+from golem.worker.logs import RunLogInterceptor, install_activity_failure_filter
 from golem.workflows import registry
 from golem.workflows.agent_run import AgentRunWorkflow
 
@@ -54,12 +55,14 @@ class GolemPlugin(SimplePlugin):
         self.agents = list(agents)
         self.settings = registry.WorkerSettings(heartbeat_timeout, inline_messages_bytes)
         self.sticky_schedule_to_start_timeout = sticky_schedule_to_start_timeout
+        install_activity_failure_filter()  # a failed tool call is one log line, not a stack dump
         super().__init__(
             "golem",
             data_converter=golem_data_converter,
             activities=ACTIVITIES,
             workflows=[AgentRunWorkflow],
             workflow_runner=_sandbox,
+            interceptors=[RunLogInterceptor()],
             # A bad input or a run's own failure must fail the workflow, not retry its task.
             workflow_failure_exception_types=[RunError, HistoryError, LookupError],
         )
