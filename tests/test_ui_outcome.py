@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from datetime import timedelta
 
@@ -140,3 +141,46 @@ async def test_the_ui_details_name_golems_run_id(temporal_client: Client) -> Non
     assert details is not None
     assert f"**golem run id** {result.run_id} (the Workflow ID" in details
     assert f"**conversation** {result.conversation_id}" in details
+
+
+def keys(value: object) -> set[str]:
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in keys(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in keys(v)}
+    return set()
+
+
+async def test_every_payload_of_a_run_uses_camel_case_keys(temporal_client: Client) -> None:
+    model = ScriptedModel(
+        [
+            Message.assistant("", [ToolCall(id="w", name="weather", args="{}")]),
+            Message.assistant("sunny"),
+            Message.assistant("still sunny"),
+        ]
+    )
+    agent: Agent[object, object] = Agent(model, name="camel")
+
+    @agent.tool
+    def weather() -> str:
+        """The weather."""
+        return "sunny"
+
+    worker, tq = serve(temporal_client, agent)
+    async with worker:
+        first = await DurableAgent(temporal_client, agent, task_queue=tq).run("one")
+        second = await DurableAgent(temporal_client, agent, task_queue=tq).run(
+            "two", history=first.messages
+        )
+    found: set[str] = set()
+    async for event in temporal_client.get_workflow_handle(second.run_id).fetch_history_events():
+        for attrs in (
+            event.workflow_execution_started_event_attributes.input,
+            event.activity_task_scheduled_event_attributes.input,
+            event.activity_task_completed_event_attributes.result,
+            event.workflow_execution_completed_event_attributes.result,
+        ):
+            for payload in attrs.payloads:
+                found |= keys(json.loads(payload.data))
+    assert {"runId", "conversationId", "parentRunId"} <= found
+    assert sorted(k for k in found if "_" in k) == []

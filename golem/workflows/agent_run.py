@@ -59,6 +59,8 @@ RUN_ERROR = "GolemRunError"
 FAILURE_MEMO = "golemFailure"
 #: Memo key holding a closed run's outcome, so the UI shows it without a worker.
 OUTCOME_MEMO = "golemOutcome"
+#: Runs recorded before the outcome memo replay without it.
+OUTCOME_PATCH = "golem-outcome-memo"
 #: A tool's activity retry policy unless it names its own.
 TOOL_RETRY = Retry(max_attempts=3)
 
@@ -258,17 +260,20 @@ class AgentRunWorkflow:
             if isinstance(exc.__cause__, asyncio.CancelledError):
                 # A cancel command carries no details: the evidence rides the memo instead,
                 # so the run still shows as Canceled in the UI.
-                workflow.upsert_memo(
-                    {FAILURE_MEMO: details, OUTCOME_MEMO: self._outcome("canceled")}
-                )
+                memo: dict[str, Any] = {FAILURE_MEMO: details}
+                if workflow.patched(OUTCOME_PATCH):
+                    memo[OUTCOME_MEMO] = self._outcome("canceled")
+                workflow.upsert_memo(memo)
                 raise CancelledError(str(exc)) from None
-            workflow.upsert_memo({OUTCOME_MEMO: self._outcome(f"failed at {exc.stage}")})
+            if workflow.patched(OUTCOME_PATCH):
+                workflow.upsert_memo({OUTCOME_MEMO: self._outcome(f"failed at {exc.stage}")})
             raise ApplicationError(str(exc), details, type=RUN_ERROR, non_retryable=True) from None
         output = result.output
         if agent.output_adapter is not None and output is not None:
             output = agent.output_adapter.dump_python(output, mode="json")
         reason = "awaiting approval" if result.pending_approvals else "answered"
-        workflow.upsert_memo({OUTCOME_MEMO: self._outcome(reason, output)})
+        if workflow.patched(OUTCOME_PATCH):
+            workflow.upsert_memo({OUTCOME_MEMO: self._outcome(reason, output)})
         return AgentRunOutput(
             output=output,
             snapshot=self._snapshot(run.history, completed=False),
