@@ -128,6 +128,15 @@ async def test_a_failed_run_shows_its_stage_in_its_memo(temporal_client: Client)
     described = await run.handle.describe()
     outcome = await described.memo_value(OUTCOME_MEMO)
     assert outcome["stopReason"] == "failed at tool"
+    # The failure the UI shows: stage, tool and cause on its first line, no SDK wrapper.
+    async for event in run.handle.fetch_history_events():
+        if event.HasField("workflow_execution_failed_event_attributes"):
+            failure = event.workflow_execution_failed_event_attributes.failure
+    first = failure.message.splitlines()[0]
+    assert (
+        first.startswith("run failed at stage 'tool': tool 'bad'") and "ValueError: broken" in first
+    )
+    assert not failure.HasField("cause")
     assert (outcome["requests"], outcome["toolCalls"]) == (1, 0)
 
 
