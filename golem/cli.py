@@ -413,6 +413,13 @@ async def cmd_run(args: argparse.Namespace) -> int:
             result = await started.result()
     except RunError as exc:
         return print_failure(client, exc, started.run_id)
+    except asyncio.CancelledError:  # Ctrl-C: stop waiting, not the run
+        print(
+            f"golem run: stopped waiting; run {started.run_id} goes on "
+            f"(`golem show {started.run_id}`)",
+            file=sys.stderr,
+        )
+        raise
     print_result(client, result, args.json)
     return 0
 

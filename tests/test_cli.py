@@ -283,6 +283,21 @@ async def test_a_queue_without_a_worker_is_reported_and_a_late_worker_still_serv
     assert out.splitlines()[0] == "echo: late (LOUD)"
 
 
+async def test_ctrl_c_while_waiting_says_the_run_goes_on(address: str) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        GOLEM, "run", "--agent", "echo", "--task-queue", queue(), "wait", stderr=subprocess.PIPE
+    )
+    assert proc.stderr is not None
+    async with asyncio.timeout(30):
+        warning = (await proc.stderr.readline()).decode()
+    run_id = warning.split(" run ")[1].split()[0]
+    proc.send_signal(signal.SIGINT)
+    async with asyncio.timeout(30):
+        rest = (await proc.stderr.read()).decode()
+        assert await proc.wait() == 130
+    assert rest == f"golem run: stopped waiting; run {run_id} goes on (`golem show {run_id}`)\n"
+
+
 async def test_an_unknown_namespace_is_one_line(address: str) -> None:
     line = one_line(await golem("show", "--namespace", "no-such-ns", "some-run"))
     assert "no-such-ns" in line and "--namespace" in line
