@@ -6,9 +6,10 @@ PYTHON ?= python3
 .PHONY: demo test lint bench clean
 
 $(VENV)/.installed: pyproject.toml
+	@echo "installing dependencies, first run only (into $(VENV))"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --progress-bar on -e '.[dev,dev-server]'
 	touch $@
 
 demo: $(VENV)/.installed

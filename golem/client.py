@@ -203,6 +203,11 @@ class DurableAgent(Generic[OutputT]):
             task_queue=self.task_queue,
             search_attributes=TypedSearchAttributes(pairs),
             static_summary=_summary(self.agent_name, prompt),
+            # The UI shows Temporal's Run ID beside the Workflow ID: say which one is golem's.
+            static_details=(
+                f"**golem run id** {run_id} (the Workflow ID; the Run ID is Temporal's)\n\n"
+                f"**conversation** {payload.run.conversation_id} · **agent** {self.agent_name}"
+            ),
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
         )

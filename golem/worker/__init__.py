@@ -31,6 +31,7 @@ from golem.agent import Agent
 from golem.messages import HistoryError
 from golem.results import RunError
 from golem.worker.converter import golem_data_converter
+from golem.worker.logs import RunLogInterceptor, install_activity_failure_filter
 from golem.workflows import registry
 from golem.workflows.agent_run import AgentRunWorkflow
 
@@ -130,10 +131,11 @@ class GolemPlugin(SimplePlugin):
         passthrough = (
             (*PASSTHROUGH_MODULES, "opentelemetry") if self.tracing else PASSTHROUGH_MODULES
         )
+        install_activity_failure_filter()  # a failed tool call is one log line, not a stack dump
         super().__init__(
             "golem",
             data_converter=self.converter,
-            interceptors=tracing_interceptors or None,
+            interceptors=[RunLogInterceptor(), *tracing_interceptors],
             activities=ACTIVITIES,
             workflows=[AgentRunWorkflow],
             workflow_runner=lambda existing: _sandbox(existing, passthrough),

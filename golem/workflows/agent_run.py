@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable
+import json
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -51,12 +52,16 @@ with workflow.unsafe.imports_passed_through():
 
 T = TypeVar("T")
 
-__all__ = ["FAILURE_MEMO", "RUN_ERROR", "AgentRunWorkflow", "TemporalExecutor"]
+__all__ = ["FAILURE_MEMO", "OUTCOME_MEMO", "RUN_ERROR", "AgentRunWorkflow", "TemporalExecutor"]
 
 #: ``ApplicationError.type`` of a failed run; its details are a ``FailureDetails``.
 RUN_ERROR = "GolemRunError"
 #: Memo key holding a cancelled run's ``FailureDetails``.
 FAILURE_MEMO = "golemFailure"
+#: Memo key holding a closed run's outcome, so the UI shows it without a worker.
+OUTCOME_MEMO = "golemOutcome"
+#: Runs recorded before the outcome memo replay without it.
+OUTCOME_PATCH = "golem-outcome-memo"
 #: A tool's activity retry policy unless it names its own.
 TOOL_RETRY = Retry(max_attempts=3)
 #: The once-per-run activities: their user errors are non-retryable, so only a worker that
@@ -104,6 +109,9 @@ class TemporalExecutor:
         self.inline_bytes = settings.inline_messages_bytes
         self.request_messages: list[Message] = []
         self._sent = 0  # messages the previous model call already had
+        #: Tools whose activity is running now; the loop's list lasts the whole batch.
+        self.in_flight: list[str] = []
+        self.on_change: Callable[[], None] | None = None
 
     def new_id(self) -> str:
         return str(workflow.uuid7())
@@ -186,6 +194,19 @@ class TemporalExecutor:
             policy = dataclasses.replace(policy, max_attempts=tool.retry_attempts)
         if tool.at_most_once:
             policy = dataclasses.replace(policy, max_attempts=1)
+        self.in_flight.append(call.name)
+        if self.on_change is not None:
+            self.on_change()
+        try:
+            return await self._tool_activity(call, ctx, tool.timeout, policy)
+        finally:
+            self.in_flight.remove(call.name)
+            if self.on_change is not None:
+                self.on_change()  # a finished tool leaves "tools in flight" at once
+
+    async def _tool_activity(
+        self, call: ToolCall, ctx: RunContext[Any], timeout: timedelta | None, policy: Retry
+    ) -> ToolOutcome:
         return await _activity(
             workflow.execute_activity(
                 "golem.tool",
@@ -200,7 +221,7 @@ class TemporalExecutor:
                     retries=ctx.retries,
                 ),
                 result_type=ToolOutcome,
-                start_to_close_timeout=tool.timeout or timedelta(minutes=5),
+                start_to_close_timeout=timeout or timedelta(minutes=5),
                 heartbeat_timeout=self.heartbeat_timeout,
                 retry_policy=_retry_policy(policy),
                 summary=f"tool: {call.name}",
@@ -230,6 +251,7 @@ class AgentRunWorkflow:
     def __init__(self) -> None:
         self._loop: RunLoop | None = None
         self._executor: TemporalExecutor | None = None
+        self._turn = 0
 
     @workflow.run
     async def run(self, input: AgentRunInput) -> AgentRunOutput:
@@ -262,6 +284,7 @@ class AgentRunWorkflow:
         if not run.run_id:
             run = run.model_copy(update={"run_id": info.workflow_id})
         self._executor = TemporalExecutor(agent, registry.settings(info.task_queue))
+        self._executor.on_change = self._show_details
         self._loop = RunLoop(agent, self._executor, run, emit=self._on_event)
         try:
             result = await self._loop.run()
@@ -274,12 +297,20 @@ class AgentRunWorkflow:
             if isinstance(exc.__cause__, asyncio.CancelledError):
                 # A cancel command carries no details: the evidence rides the memo instead,
                 # so the run still shows as Canceled in the UI.
-                workflow.upsert_memo({FAILURE_MEMO: details})
+                memo: dict[str, Any] = {FAILURE_MEMO: details}
+                if workflow.patched(OUTCOME_PATCH):
+                    memo[OUTCOME_MEMO] = self._outcome("canceled")
+                workflow.upsert_memo(memo)
                 raise CancelledError(str(exc)) from None
+            if workflow.patched(OUTCOME_PATCH):
+                workflow.upsert_memo({OUTCOME_MEMO: self._outcome(f"failed at {exc.stage}")})
             raise ApplicationError(str(exc), details, type=RUN_ERROR, non_retryable=True) from None
         output = result.output
         if agent.output_adapter is not None and output is not None:
             output = agent.output_adapter.dump_python(output, mode="json")
+        reason = "awaiting approval" if result.pending_approvals else "answered"
+        if workflow.patched(OUTCOME_PATCH):
+            workflow.upsert_memo({OUTCOME_MEMO: self._outcome(reason, output)})
         return AgentRunOutput(
             output=output,
             snapshot=self._snapshot(run.history, completed=False),
@@ -292,15 +323,33 @@ class AgentRunWorkflow:
         messages = state.messages[: state.completed] if completed else state.messages
         return RunSnapshot.of(messages, history, state)
 
-    def _on_event(self, event: RunEvent) -> None:
-        if event.kind not in ("model_start", "model_end", "tool_start", "tool_end"):
-            return
+    def _outcome(self, stop_reason: str, output: Any = None) -> dict[str, Any]:
+        """A closed run at a glance (camelCase, like the message contract)."""
         assert self._loop is not None
         state = self._loop.state
+        text = output if isinstance(output, str) else "" if output is None else json.dumps(output)
+        return {
+            "stopReason": stop_reason,
+            "output": text if len(text) <= 200 else text[:197] + "...",
+            "turns": state.turn,
+            "requests": state.requests,
+            "toolCalls": state.tool_calls,
+            "inputTokens": state.usage.input_tokens,
+            "outputTokens": state.usage.output_tokens,
+        }
+
+    def _on_event(self, event: RunEvent) -> None:
+        if event.kind in ("model_start", "model_end", "tool_start", "tool_end"):
+            self._turn = event.turn
+            self._show_details()
+
+    def _show_details(self) -> None:
+        assert self._loop is not None and self._executor is not None
+        state = self._loop.state
         usage = state.usage
-        tools = ", ".join(state.tools_in_flight) or "none"
+        tools = ", ".join(self._executor.in_flight) or "none"
         workflow.set_current_details(
-            f"**turn** {event.turn} · **requests** {state.requests} · **tool calls** "
+            f"**turn** {self._turn} · **requests** {state.requests} · **tool calls** "
             f"{state.tool_calls}\n\n**tokens** {usage.input_tokens} in / "
             f"{usage.output_tokens} out\n\n**tools in flight** {tools}"
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from golem.loop import RunInput, RunState
 from golem.messages import Message, ToolCall, Usage
@@ -30,7 +31,8 @@ __all__ = [
 
 
 class _Payload(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    # camelCase in payloads, like the message contract; snake_case still accepted.
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
 
 
 class AgentRunInput(_Payload):
