@@ -198,8 +198,23 @@ def test_malformed_history_raises_history_error_naming_the_message(
     assert str(info.value).startswith(f"message {index}: ")
 
 
-def test_validate_history_accepts_a_valid_conversation() -> None:
-    validate_history(_conversation())
+@pytest.mark.parametrize(
+    "message",
+    [
+        Message.user("", parts=[Part(kind=kind, url="https://a/b")])
+        for kind in ("image", "document", "audio", "video")
+    ]
+    + [
+        Message.tool("c1", "t", "", parts=[Part(kind="audio", data=b"x", media_type="audio/wav")]),
+        Message.assistant(thinking=[ThinkingBlock(redacted="opaque")]),
+        Message.assistant(thinking=[ThinkingBlock(text="why", signature="sig")]),
+        Message.assistant(tool_calls=[ToolCall(id="c2", name="t", args="{")]),
+    ],
+)
+def test_validate_history_accepts_each_rule_at_its_edge(message: Message) -> None:
+    history = [*_conversation(), message]
+    validate_history(history)  # raises HistoryError naming the message otherwise
+    assert load_messages(dump_messages(history)) == history
 
 
 def test_validate_history_names_the_offending_message() -> None:
