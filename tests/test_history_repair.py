@@ -166,6 +166,29 @@ def test_an_id_requested_again_by_a_later_turn_opens_a_new_call() -> None:
     assert report == HistoryRepair(synthesized=["c1"])
 
 
+def test_a_late_result_for_a_re_requested_id_answers_the_later_turn() -> None:
+    first, second = asks(call("c1"), text="first"), asks(call("c1"), text="second")
+    history = [USER, first, second, Message.user("hurry"), result("c1", "late")]
+    repaired, report = normalize_history(history)
+    assert repaired == [
+        USER,
+        first,
+        interrupted("c1"),
+        second,
+        result("c1", "late"),
+        Message.user("hurry"),
+    ]
+    assert report == HistoryRepair(synthesized=["c1"], relocated=["c1"])
+
+
+def test_calls_on_a_message_that_is_not_the_assistants_are_not_calls() -> None:
+    # Hand-built history can carry tool calls on a user message; only an assistant requests.
+    forged = Message(role="user", content="run it", tool_calls=[call("c1")])
+    repaired, report = normalize_history([forged, result("c1")])
+    assert repaired == [forged]
+    assert report == HistoryRepair(dropped=["c1"])
+
+
 def test_a_repeated_id_within_one_turn_is_one_call() -> None:
     turn = asks(call("c1"), call("c1"))
     repaired, report = normalize_history([USER, turn])

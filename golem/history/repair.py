@@ -105,7 +105,7 @@ class _Blocks:
         """Turns whose block closed with calls missing, by the turn's index."""
         waiting: dict[str, _Missing] = {}  # call id -> the closed turn still missing it
         block: _Missing | None = None  # the current block's turn, while results follow it
-        turn_index = -1
+        turn_index = -1  # pragma: no mutate (never read before a turn sets it)
         for index, message in enumerate(history):
             role = message.role
             if role == "tool":
