@@ -181,6 +181,14 @@ def test_a_late_result_for_a_re_requested_id_answers_the_later_turn() -> None:
     assert report == HistoryRepair(synthesized=["c1"], relocated=["c1"])
 
 
+def test_once_a_re_requested_id_is_answered_a_late_result_for_it_is_a_duplicate() -> None:
+    first, second = asks(call("c1"), text="first"), asks(call("c1"), text="second")
+    history = [USER, first, second, result("c1"), Message.user("hurry"), result("c1", "late")]
+    repaired, report = normalize_history(history)
+    assert repaired == [USER, first, interrupted("c1"), second, result("c1"), Message.user("hurry")]
+    assert report == HistoryRepair(synthesized=["c1"], dropped=["c1"])
+
+
 def test_calls_on_a_message_that_is_not_the_assistants_are_not_calls() -> None:
     # Hand-built history can carry tool calls on a user message; only an assistant requests.
     forged = Message(role="user", content="run it", tool_calls=[call("c1")])
