@@ -30,7 +30,7 @@ bench: $(VENV)/.bench
 	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 # Mutation testing with mutmut, kept out of `test` and CI: every mutant reruns the selected
-# tests that reach the mutated function (about 4 minutes for golem/history, messages and
+# tests that reach the mutated function (1 to 3 minutes for golem/history, messages and
 # strict_json on 2 cores, offline). [tool.mutmut] in pyproject.toml says what is mutated and
 # which tests run. To cover golem/loop.py or golem/activities, add them to only_mutate and add
 # their fast tests (the ones that need no dev server, e.g. `tests/test_x.py::TestY` or a
