@@ -17,9 +17,9 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
-from golem import Message, ToolCall
+from golem import Message, Part, ToolCall
 from golem.agent import Agent
-from golem.client import DurableAgent, RunIdInUseError
+from golem.client import DurableAgent, DurableRun, RunIdInUseError
 from golem.loop import RunInput
 from golem.models import FunctionModel
 from golem.results import RunError
@@ -282,7 +282,12 @@ async def test_model_construct_messages_sent_with_golems_converter_fail_the_run(
         with pytest.raises(WorkflowFailureError) as caught:
             async with asyncio.timeout(20):
                 await handle.result()
+        # golem's client reads it as a run that failed on its input.
+        with pytest.raises(RunError) as read:
+            await DurableRun(handle.id, "", handle, []).result()
     assert "history.0.role" in str(caught.value.cause)
+    assert read.value.stage == "history"
+    assert "history.0.role" in str(read.value)
 
 
 # -- client errors ----------------------------------------------------------------------------
@@ -304,8 +309,18 @@ async def test_reusing_a_run_id_raises_golems_own_error(temporal_client: Client)
         ({"history": [Message.user("\ud800")]}, "history"),
         ({"deps": {"rate": float("nan")}}, "deps"),
         ({"deps": [float("inf")]}, "deps"),
+        ({"history": [Message.model_construct(role="bogus")]}, "history message 0 .*role"),
+        ({"parts": [Part.model_construct(url="https://x")]}, "parts .*kind"),
     ],
-    ids=["surrogate prompt", "surrogate deps", "surrogate history", "nan deps", "inf deps"],
+    ids=[
+        "surrogate prompt",
+        "surrogate deps",
+        "surrogate history",
+        "nan deps",
+        "inf deps",
+        "constructed message",
+        "constructed part",
+    ],
 )
 async def test_input_that_cannot_be_sent_fails_before_start_naming_the_field(
     temporal_client: Client, arguments: dict[str, Any], culprit: str
