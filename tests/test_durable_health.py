@@ -5,6 +5,7 @@ task retried forever), and client mistakes are golem's own clear errors."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -116,7 +117,20 @@ class Account:
 
 typed = Agent(calls_then_answers("echo"), name="typed", deps_type=Account)
 
+slow_sync = Agent(calls_then_answers("crunch"), name="slow_sync")
+CRUNCHES: list[str] = []
+
+
+@slow_sync.tool
+def crunch() -> str:
+    """A blocking computation longer than the heartbeat timeout."""
+    CRUNCHES.append("crunch")
+    time.sleep(2.5)
+    return "crunched"
+
+
 AGENTS = [
+    slow_sync,
     exits,
     interrupts,
     cancels_itself,
@@ -130,9 +144,9 @@ AGENTS = [
 
 
 @asynccontextmanager
-async def serve(client: Client) -> AsyncIterator[str]:
+async def serve(client: Client, heartbeat_timeout: float = 5) -> AsyncIterator[str]:
     task_queue = f"health-{uuid.uuid4().hex[:12]}"
-    plugin = GolemPlugin(*AGENTS, heartbeat_timeout=timedelta(seconds=5))
+    plugin = GolemPlugin(*AGENTS, heartbeat_timeout=timedelta(seconds=heartbeat_timeout))
     async with Worker(client, task_queue=task_queue, plugins=[plugin]):
         yield task_queue
 
@@ -167,6 +181,16 @@ async def test_base_exception_fails_its_call_and_the_worker_keeps_serving(
         assert culprit in str(error)
         after = await DurableAgent(temporal_client, plain, task_queue=tq).run("again")
     assert after.output == "done: hi"
+
+
+async def test_sync_tool_longer_than_the_heartbeat_timeout_succeeds_once(
+    temporal_client: Client,
+) -> None:
+    CRUNCHES.clear()
+    async with serve(temporal_client, heartbeat_timeout=1) as tq:
+        result = await DurableAgent(temporal_client, slow_sync, task_queue=tq).run("go")
+    assert result.output == "done: crunched"
+    assert CRUNCHES == ["crunch"]  # heartbeats kept flowing from the loop: no retry
 
 
 # -- no workflow-task retry loops ------------------------------------------------------------
