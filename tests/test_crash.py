@@ -28,7 +28,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from golem.agent import Agent
-from golem.client import DurableAgent
+from golem.client import DurableAgent, DurableRun
 from golem.history.repair import INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT, normalize_history
 from golem.results import Result, RunError
 from golem.worker import GolemPlugin
@@ -72,14 +72,22 @@ def crash_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+async def completed_activities(run: DurableRun[Any]) -> int:
+    events = [e async for e in run.handle.fetch_history_events()]
+    return sum(e.HasField("activity_task_completed_event_attributes") for e in events)
+
+
 async def crash_then_take_over(
-    env: WorkflowEnvironment, agent_name: str, crash_dir: Path
+    env: WorkflowEnvironment, agent_name: str, crash_dir: Path, completed_before_kill: int = 0
 ) -> tuple[DurableAgent[str], object]:
     task_queue = f"crash-{uuid.uuid4().hex[:12]}"
     durable: DurableAgent[str] = DurableAgent(env.client, agent_name, task_queue=task_queue)
     async with doomed_worker(env, task_queue, crash_dir) as process:
         run = await durable.start("go")
         await until(lambda: (crash_dir / "started").exists(), "the call to start")
+        async with asyncio.timeout(30):
+            while await completed_activities(run) < completed_before_kill:
+                await asyncio.sleep(0.05)
         process.send_signal(signal.SIGKILL)
         await process.wait()
     plugin = GolemPlugin(*AGENTS, heartbeat_timeout=timedelta(seconds=2))
@@ -172,7 +180,8 @@ async def test_started_call_is_outcome_unknown_and_unstarted_call_is_interrupted
 async def test_crashed_parallel_batch_keeps_the_sibling_result_that_finished(
     temporal_env: WorkflowEnvironment, crash_dir: Path
 ) -> None:
-    _, outcome = await crash_then_take_over(temporal_env, parallel.name, crash_dir)
+    # Killed once the model call and the sibling's result are recorded in the history.
+    _, outcome = await crash_then_take_over(temporal_env, parallel.name, crash_dir, 2)
     error, _ = outcome  # type: ignore[misc]
     assert executions(crash_dir).count("charge_card") == 1
     partial = error.partial
