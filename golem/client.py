@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, SchemaSerializer
 from pydantic_core.core_schema import any_schema
 from temporalio.client import (
@@ -42,7 +42,8 @@ from golem.loop import RunInput, resolve_conversation_id
 from golem.messages import HistoryError, Message, Part, validate_history
 from golem.results import PartialResult, Result, RunError
 from golem.strict_json import loads_strict
-from golem.worker.converter import golem_data_converter
+from golem.tools import validation_problems
+from golem.worker.converter import BAD_PAYLOAD, golem_data_converter
 from golem.workflows.agent_run import FAILURE_MEMO, AgentRunWorkflow
 from golem.workflows.registry import UNKNOWN_AGENT
 from golem.workflows.types import (
@@ -153,10 +154,10 @@ class DurableAgent(Generic[OutputT]):
         conversation_id = resolve_conversation_id(history, conversation_id) or new_id()
         parent = parent_run_id or next((m.run_id for m in reversed(history) if m.run_id), "")
         _check_sendable("prompt", prompt)
-        _check_sendable("parts", list(parts))
+        _check_sendable("parts", list(parts), _PARTS)
         _check_sendable("deps", deps)
         for index, message in enumerate(history):
-            _check_sendable(f"history message {index}", message)
+            _check_sendable(f"history message {index}", message, _MESSAGE)
         run = RunInput(
             prompt=prompt,
             parts=list(parts),
@@ -335,9 +336,14 @@ async def _query_pages(handle: WorkflowHandle[Any, Any], upto: int) -> list[Mess
 _STRICT_JSON = SchemaSerializer(any_schema(), {"ser_json_inf_nan": "constants"})
 
 
-def _check_sendable(field: str, value: Any) -> None:
+_MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
+_PARTS: TypeAdapter[list[Part]] = TypeAdapter(list[Part])
+
+
+def _check_sendable(field: str, value: Any, kind: TypeAdapter[Any] | None = None) -> None:
     """``ValueError`` naming ``field`` unless it survives a JSON round trip unchanged: lone
-    surrogates cannot be encoded, and NaN or Infinity would silently become null."""
+    surrogates cannot be encoded, NaN or Infinity would silently become null, and a
+    ``model_construct``-ed message would fail the run's input decoding."""
     try:
         data = _STRICT_JSON.to_json(value, by_alias=True, exclude_defaults=True)
     except PydanticSerializationError as exc:
@@ -349,6 +355,11 @@ def _check_sendable(field: str, value: Any) -> None:
             f"{field} cannot be sent to Temporal: {exc} (JSON has no NaN or Infinity; "
             "encode such numbers yourself, e.g. as null or a string)"
         ) from None
+    if kind is not None:
+        try:
+            kind.validate_json(data)
+        except ValidationError as exc:
+            raise ValueError(f"{field} is invalid: {validation_problems(exc)}") from None
 
 
 def _summary(agent: str, prompt: str | None) -> str:
@@ -364,6 +375,8 @@ async def _run_error(
     run_id = handle.id
     if isinstance(cause, ApplicationError) and cause.type == UNKNOWN_AGENT:
         return UnknownAgentError(cause.message)
+    if isinstance(cause, ApplicationError) and cause.type == BAD_PAYLOAD:
+        return RunError("history", f"run {run_id} could not read its input: {cause.message}")
     raw: Any = cause.details[0] if isinstance(cause, ApplicationError) and cause.details else None
     if isinstance(cause, CancelledError):
         raw = await (await handle.describe()).memo_value(FAILURE_MEMO, None)

@@ -21,10 +21,10 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from golem.agent import Agent
-from golem.local import call_user_function
 from golem.messages import Message
 from golem.models.base import ModelError, ModelRequest, ModelResponse
 from golem.tools import RunContext, ToolOutcome, validation_problems
+from golem.user_functions import UserCodeError, call_user_function, describe
 from golem.workflows import registry
 from golem.workflows.types import (
     MessagesPage,
@@ -40,7 +40,6 @@ __all__ = [
     "PAYLOAD_TOO_LARGE",
     "USER_ERROR",
     "MessageCache",
-    "UserCodeError",
     "call_tool",
     "model_request",
     "process_history",
@@ -74,37 +73,30 @@ def _deps(agent: Agent[Any, Any], deps: Any) -> Any:
     return TypeAdapter(agent.deps_type).validate_python(deps)
 
 
-class UserCodeError(Exception):
-    """A ``BaseException`` (``SystemExit``, ``KeyboardInterrupt``, a stray ``CancelledError``)
-    raised by a tool, a model or a user function, caught before asyncio re-raises it into the
-    worker's event loop."""
-
-    def __init__(self, original: BaseException) -> None:
-        super().__init__(str(original))
-        self.original = original
+def _failure(what: str, exc: Exception) -> str:
+    """``<what> raised KeyError: ...``, or the ``UserCodeError`` text that names its culprit."""
+    return (
+        str(exc) if isinstance(exc, UserCodeError) else f"{what} raised {type(exc).__name__}: {exc}"
+    )
 
 
-def _name(exc: BaseException) -> str:
-    """The culprit's exception type, seen through ``UserCodeError``."""
-    return type(exc.original if isinstance(exc, UserCodeError) else exc).__name__
-
-
-async def _contained(work: Awaitable[T]) -> T:
-    """Await ``work``; a ``BaseException`` that is not a cancellation becomes ``UserCodeError``."""
+async def _contained(work: Awaitable[T], what: str) -> T:
+    """Await ``work``; a ``BaseException`` that is not a cancellation becomes ``UserCodeError``
+    (user code called through ``call_user_function`` is converted already; a provider is not)."""
     try:
         return await work
     except (Exception, asyncio.CancelledError):
         raise
     except BaseException as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit, ...
-        raise UserCodeError(exc) from exc
+        raise UserCodeError(f"{what} raised {type(exc).__name__}: {exc}") from exc
 
 
-async def _heartbeating(work: Awaitable[T]) -> T:
+async def _heartbeating(work: Awaitable[T], what: str) -> T:
     """Await ``work`` while heartbeating, so a dead worker is noticed and cancellation arrives.
 
     The work runs in its own task (sync user code in a thread, see ``call_user_function``),
     so heartbeats keep going while it runs; what it raises never reaches the event loop."""
-    task = asyncio.ensure_future(_contained(work))
+    task = asyncio.ensure_future(_contained(work, what))
     info = activity.info()
     every = (info.heartbeat_timeout or timedelta(seconds=30)).total_seconds() / 3
     try:
@@ -118,7 +110,7 @@ async def _heartbeating(work: Awaitable[T]) -> T:
             task.cancel()
     if task.cancelled():
         # Nobody cancelled this activity (that would have raised above): the work itself did.
-        raise UserCodeError(asyncio.CancelledError("the code raised CancelledError itself"))
+        raise UserCodeError(f"{what} raised asyncio.CancelledError")
     return task.result()
 
 
@@ -222,7 +214,7 @@ async def model_request(input: ModelCallInput) -> ModelResponse:
         settings=agent.model_settings,
     )
     try:
-        response = await _heartbeating(agent.model.request(request))
+        response = await _heartbeating(agent.model.request(request), f"model {agent.model_name}")
     except ModelError as exc:
         delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
         # A provider asking for a longer wait than the agent allows ends the run, as in process.
@@ -238,8 +230,8 @@ async def model_request(input: ModelCallInput) -> ModelResponse:
     except Exception as exc:
         # Only a ModelError says a retry may help; anything else is a bug, not a blip.
         raise ApplicationError(
-            f"model {agent.model_name} raised {_name(exc)}: {exc}",
-            type=_name(exc),
+            _failure(f"model {agent.model_name}", exc),
+            type=type(exc).__name__,
             non_retryable=True,
         ) from exc
     return _checked(response, ModelResponse, f"model {agent.model_name} (turn {input.turn})")
@@ -267,12 +259,12 @@ async def call_tool(input: ToolCallInput) -> ToolOutcome:
         tool_name=call.name,
     )
     try:
-        outcome = await _heartbeating(tool.execute(ctx, call.args))
+        outcome = await _heartbeating(tool.execute(ctx, call.args), f"tool {call.name!r}")
     except asyncio.CancelledError:
         raise
     except Exception as exc:
         raise ApplicationError(
-            f"tool {call.name!r} (call {call.id}) raised {_name(exc)}: {exc}",
+            f"{_failure(f'tool {call.name!r}', exc)} (call {call.id})",
             type=TOOL_ERROR,
             # SystemExit and the like are not blips: retrying them only repeats the exit.
             non_retryable=isinstance(exc, UserCodeError),
@@ -284,13 +276,11 @@ async def _once(what: str, fn: Any, *args: Any) -> Any:
     """Run a once-per-run user function: its own failure is final (non-retryable), so only a
     worker that dies mid-call (a heartbeat or start-to-close timeout) runs it again."""
     try:
-        return await _heartbeating(call_user_function(fn, *args))
+        return await _heartbeating(call_user_function(fn, *args, what=what), what)
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        raise ApplicationError(
-            f"{what} raised {_name(exc)}: {exc}", type=USER_ERROR, non_retryable=True
-        ) from exc
+        raise ApplicationError(_failure(what, exc), type=USER_ERROR, non_retryable=True) from exc
 
 
 @activity.defn(name="golem.process_history")
@@ -298,7 +288,7 @@ async def process_history(input: PrepareInput) -> list[Message]:
     """Run the agent's history processor once; its output is recorded for replay."""
     agent = _agent(input.agent)
     fn = agent.history_processor
-    what = f"history processor {getattr(fn, '__name__', repr(fn))} of agent {agent.name!r}"
+    what = f"history processor {describe(fn)} of agent {agent.name!r}"
     result = await _once(what, fn, list(input.history))
     if not isinstance(result, list | tuple):
         raise ApplicationError(
@@ -320,7 +310,7 @@ async def resolve_instructions(input: PrepareInput) -> str:
         agent_name=agent.name,
     )
     fn = agent.instructions_fn
-    what = f"instructions function {getattr(fn, '__name__', repr(fn))} of agent {agent.name!r}"
+    what = f"instructions function {describe(fn)} of agent {agent.name!r}"
     return _checked(str(await _once(what, fn, ctx) or ""), str, what)
 
 
