@@ -28,9 +28,11 @@ from golem.worker import GolemPlugin
 
 
 @asynccontextmanager
-async def serve(client: Client, *agents: Agent[Any, Any]) -> AsyncIterator[str]:
+async def serve(
+    client: Client, *agents: Agent[Any, Any], heartbeat: float = 5
+) -> AsyncIterator[str]:
     task_queue = f"durable-{uuid.uuid4().hex[:12]}"
-    plugin = GolemPlugin(*agents, heartbeat_timeout=timedelta(seconds=5))
+    plugin = GolemPlugin(*agents, heartbeat_timeout=timedelta(seconds=heartbeat))
     async with Worker(client, task_queue=task_queue, plugins=[plugin]):
         yield task_queue
 
@@ -472,3 +474,68 @@ async def test_current_details_show_turn_usage_and_tools_in_flight(
     assert "**requests** 1" in details
     assert "**tools in flight** slow" in details
     assert "tokens** " in details
+
+
+async def test_a_long_healthy_tool_outlives_a_short_heartbeat_timeout_in_one_execution(
+    temporal_client: Client,
+) -> None:
+    executions: list[int] = []
+    model = ScriptedModel(
+        [Message.assistant("", [ToolCall(id="l", name="long", args="{}")]), Message.assistant("ok")]
+    )
+    agent = Agent(model, name="long_tool")
+
+    @agent.tool
+    async def long() -> str:
+        """Works four heartbeat timeouts long, answering heartbeats all along."""
+        executions.append(1)
+        await asyncio.sleep(4)  # the work itself, not a wait for a condition
+        return "finished"
+
+    async with serve(temporal_client, agent, heartbeat=1) as tq:
+        result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+    assert result.output == "ok"
+    assert executions == [1]  # silent for 4 s under a 1 s timeout it would run 3 times and fail
+    timeouts = [
+        e
+        for e in await history_events(temporal_client, result.run_id)
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT
+    ]
+    assert timeouts == []
+
+
+async def test_cancelling_a_run_reaches_its_running_tool_through_the_heartbeat(
+    temporal_client: Client,
+) -> None:
+    from temporalio import activity
+
+    started, observed = asyncio.Event(), asyncio.Event()
+    reasons: list[Any] = []
+    model = ScriptedModel([Message.assistant("", [ToolCall(id="w", name="wait", args="{}")])])
+    agent = Agent(model, name="cancel_tool")
+
+    @agent.tool
+    async def wait() -> str:
+        """Waits until cancelled."""
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            reasons.append(activity.cancellation_details())
+            observed.set()
+            raise
+        return "unreachable"
+
+    async with serve(temporal_client, agent, heartbeat=3) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("go")
+        await started.wait()
+        await run.cancel()
+        await asyncio.wait_for(observed.wait(), 20)  # a heartbeat goes out every second
+        with pytest.raises(RunError) as e:
+            await run.result()
+    assert e.value.stage == "canceled"
+    # The server's answer to a heartbeat (cancel requested, or the closed run's activity no
+    # longer found), not the worker giving up on a silent activity (timed out).
+    assert len(reasons) == 1 and reasons[0] is not None
+    assert reasons[0].cancel_requested or reasons[0].not_found
+    assert not reasons[0].timed_out

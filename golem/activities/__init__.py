@@ -83,7 +83,7 @@ async def _heartbeating(work: Awaitable[T]) -> T:
     """Await ``work`` while heartbeating, so a dead worker is noticed and cancellation arrives."""
     task = asyncio.ensure_future(work)
     info = activity.info()
-    every = (info.heartbeat_timeout or timedelta(seconds=30)).total_seconds() / 3
+    every = (info.heartbeat_timeout or registry.HEARTBEAT_TIMEOUT).total_seconds() / 3
     try:
         while True:
             done, _ = await asyncio.wait({task}, timeout=every)

@@ -43,9 +43,9 @@ class GolemPlugin(SimplePlugin):
     def __init__(
         self,
         *agents: Agent[Any, Any],
-        heartbeat_timeout: timedelta = timedelta(seconds=10),
+        heartbeat_timeout: timedelta = registry.HEARTBEAT_TIMEOUT,
         sticky_schedule_to_start_timeout: timedelta = timedelta(seconds=1),
-        inline_messages_bytes: int = 2048,
+        inline_messages_bytes: int = registry.INLINE_MESSAGES_BYTES,
     ) -> None:
         names = [a.name for a in agents]
         duplicates = sorted({n for n in names if names.count(n) > 1})
