@@ -27,7 +27,6 @@ from temporalio.common import (
     WorkflowIDConflictPolicy,
     WorkflowIDReusePolicy,
 )
-from temporalio.exceptions import ApplicationError, CancelledError, FailureError
 
 from golem.agent import Agent
 from golem.ids import new_id
@@ -35,16 +34,15 @@ from golem.loop import RunInput, resolve_conversation_id
 from golem.messages import HistoryError, Message, Part, validate_history
 from golem.results import PartialResult, Result, RunError
 from golem.worker.converter import golem_data_converter
-from golem.workflows.agent_run import FAILURE_MEMO, AgentRunWorkflow
-from golem.workflows.registry import UNKNOWN_AGENT
-from golem.workflows.types import (
-    AgentRunInput,
-    AgentRunOutput,
-    FailureDetails,
-    MessagesPage,
-    MessagesQuery,
-    RunSnapshot,
+from golem.workflows.agent_run import AgentRunWorkflow
+from golem.workflows.outcome import (
+    FAILURE_MEMO,
+    UnknownAgentError,
+    decode_failure,
+    decode_result,
 )
+from golem.workflows.pages import MessagesPage, MessagesQuery, Pager, read_pages
+from golem.workflows.types import AgentRunInput
 
 __all__ = [
     "AGENT",
@@ -69,10 +67,6 @@ SEARCH_ATTRIBUTES = (CONVERSATION_ID, AGENT, PARENT_RUN_ID)
 MAX_INPUT_BYTES = 2_000_000 - 65_536
 
 
-class UnknownAgentError(LookupError):
-    """The worker serves no agent by that name (the message lists the ones it has)."""
-
-
 @dataclass
 class DurableRun(Generic[OutputT]):
     """A started run: its ids at once, its ``Result`` (or ``RunError``) when it ends."""
@@ -88,12 +82,9 @@ class DurableRun(Generic[OutputT]):
             output = await self.handle.result()
         except WorkflowFailureError as exc:
             raise await _run_error(exc, self.handle, self.history) from exc
-        run_output = AgentRunOutput.model_validate(output)
-        value = run_output.output
-        if self.output_adapter is not None and value is not None:
-            value = self.output_adapter.validate_python(value)
-        messages = await _conversation(self.handle, run_output.snapshot, self.history)
-        return run_output.to_result(messages, value)
+        adapter = self.output_adapter
+        validate = adapter.validate_python if adapter is not None else None
+        return await decode_result(output, self.history, _pager(self.handle), validate)
 
     async def cancel(self) -> None:
         """Ask the run to stop; ``result()`` then raises a ``RunError`` (stage ``canceled``)."""
@@ -250,15 +241,15 @@ async def fetch_run(client: Client, run_id: str) -> RunRecord:
     status = description.status.name.lower() if description.status else "unknown"
     history = await _input_history(handle)
     if description.status == WorkflowExecutionStatus.RUNNING:
-        return RunRecord(run_id, status, await _query_pages(handle, 0))
+        return RunRecord(run_id, status, await read_pages(_pager(handle)))
     try:
-        output = AgentRunOutput.model_validate(await handle.result())
+        raw = await handle.result()
     except WorkflowFailureError as exc:
         error = await _run_error(exc, handle, history)
         partial = error.partial if isinstance(error, RunError) else None
         return RunRecord(run_id, status, partial.messages if partial else history, error=error)
-    messages = await _conversation(handle, output.snapshot, history)
-    return RunRecord(run_id, status, messages, output=output.output)
+    result = await decode_result(raw, history, _pager(handle))
+    return RunRecord(run_id, status, result.messages, output=result.output)
 
 
 async def _input_history(handle: WorkflowHandle[Any, Any]) -> list[Message]:
@@ -272,27 +263,16 @@ async def _input_history(handle: WorkflowHandle[Any, Any]) -> list[Message]:
     return []
 
 
-async def _conversation(
-    handle: WorkflowHandle[Any, Any], snapshot: RunSnapshot, history: list[Message]
-) -> list[Message]:
-    """A snapshot's conversation: carried inline, or paged out of the workflow by query."""
-    if not snapshot.paged:
-        return snapshot.messages(history)
-    return await _query_pages(handle, snapshot.paged)
+def _pager(handle: WorkflowHandle[Any, Any]) -> Pager:
+    """Pages of a run's conversation through its ``golem.conversation`` query."""
 
-
-async def _query_pages(handle: WorkflowHandle[Any, Any], upto: int) -> list[Message]:
-    """``golem.conversation`` page by page (``upto`` 0: everything so far)."""
-    messages: list[Message] = []
-    while True:
-        page = await handle.query(
-            "golem.conversation",
-            MessagesQuery(since=len(messages), upto=upto),
-            result_type=MessagesPage,
+    async def page(query: MessagesQuery) -> MessagesPage:
+        page: MessagesPage = await handle.query(
+            "golem.conversation", query, result_type=MessagesPage
         )
-        messages.extend(page.messages)
-        if not page.messages or (upto and len(messages) >= upto):
-            return messages
+        return page
+
+    return page
 
 
 def _summary(agent: str, prompt: str | None) -> str:
@@ -304,23 +284,8 @@ async def _run_error(
     exc: WorkflowFailureError, handle: WorkflowHandle[Any, Any], history: list[Message]
 ) -> Exception:
     """Rebuild the ``RunError`` a failed (or cancelled) workflow carries."""
-    cause = exc.cause
-    run_id = handle.id
-    if isinstance(cause, ApplicationError) and cause.type == UNKNOWN_AGENT:
-        return UnknownAgentError(cause.message)
-    raw: Any = cause.details[0] if isinstance(cause, ApplicationError) and cause.details else None
-    if isinstance(cause, CancelledError):
-        raw = await (await handle.describe()).memo_value(FAILURE_MEMO, None)
-        if raw is None:
-            return RunError("canceled", f"run {run_id} was cancelled before it started")
-    if raw is not None:
-        details = FailureDetails.model_validate(raw)
-        partial = None
-        if details.partial:
-            messages = await _conversation(handle, details.partial, history)
-            partial = details.partial.to_partial(messages)
-        return RunError(details.stage, details.message, partial)
-    # Terminated or timed out from outside: the loop never got to say why.
-    message = cause.message if isinstance(cause, FailureError) else str(exc)
-    kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
-    return RunError("canceled", f"run {run_id} was stopped outside the loop ({kind}): {message}")
+
+    async def memo() -> Any:
+        return await (await handle.describe()).memo_value(FAILURE_MEMO, None)
+
+    return await decode_failure(exc.cause, history, handle.id, memo, _pager(handle))

@@ -15,8 +15,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 
-import golem.activities as golem_activities
 from golem import Message, ToolCall, load_messages
+from golem.activities import MessageCache
 from golem.agent import Agent, ModelRetry
 from golem.client import AGENT, CONVERSATION_ID, PARENT_RUN_ID, DurableAgent, UnknownAgentError
 from golem.history.repair import INTERRUPTED_RESULT, normalize_history
@@ -29,10 +29,18 @@ from golem.worker import GolemPlugin
 
 @asynccontextmanager
 async def serve(
-    client: Client, *agents: Agent[Any, Any], heartbeat: float = 5
+    client: Client,
+    *agents: Agent[Any, Any],
+    heartbeat: float = 5,
+    cache: MessageCache | None = None,
+    inline: int | None = None,
+    task_queue: str = "",
 ) -> AsyncIterator[str]:
-    task_queue = f"durable-{uuid.uuid4().hex[:12]}"
-    plugin = GolemPlugin(*agents, heartbeat_timeout=timedelta(seconds=heartbeat))
+    task_queue = task_queue or f"durable-{uuid.uuid4().hex[:12]}"
+    options: dict[str, Any] = {} if inline is None else {"inline_messages_bytes": inline}
+    plugin = GolemPlugin(
+        *agents, heartbeat_timeout=timedelta(seconds=heartbeat), message_cache=cache, **options
+    )
     async with Worker(client, task_queue=task_queue, plugins=[plugin]):
         yield task_queue
 
@@ -83,57 +91,117 @@ async def test_workflow_id_is_the_run_id_and_search_attributes_mirror_lineage(
     assert await two.static_summary() == f"{agent.name}: two"
 
 
-async def test_model_activity_input_carries_no_conversation(temporal_client: Client) -> None:
-    agent, model = tool_turns(3, result_bytes=2048)
-    async with serve(temporal_client, agent) as tq:
+async def test_model_activity_input_carries_only_the_new_messages(
+    temporal_client: Client,
+) -> None:
+    result_bytes = 2048
+    agent, model = tool_turns(3, result_bytes=result_bytes)
+    cache = MessageCache()
+    async with serve(temporal_client, agent, cache=cache) as tq:
         result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
     inputs = [
         e.activity_task_scheduled_event_attributes
         for e in await history_events(temporal_client, result.run_id)
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
-    model_inputs = [a for a in inputs if a.activity_type.name == "golem.model_request"]
-    assert len(model_inputs) == 4
-    # Each turn adds a 2 KB result: too big to ride the input, so it is read by query.
-    assert max(len(a.input.payloads[0].data) for a in model_inputs) < 1000
-    # The model still saw the whole conversation, fetched through the query.
+    sizes = [
+        len(a.input.payloads[0].data)
+        for a in inputs
+        if a.activity_type.name == "golem.model_request"
+    ]
+    assert len(sizes) == 4
+    # Turns 2-4 each carry one 2 KB result and its call: the same size, never the conversation.
+    assert all(result_bytes < size < 2 * result_bytes for size in sizes[1:])
+    assert max(sizes[1:]) - min(sizes[1:]) < 100
+    assert cache.queries == 0  # a 2 KB result rides the input: no query round trip
     assert [len(r.messages) for r in model.requests] == [1, 3, 5, 7]
-    assert model.requests[-1].messages[-1].content.startswith("page 2")
+    assert model.requests[-1].messages == result.messages[:-1]
 
 
 async def test_small_new_messages_ride_the_input_and_need_no_query(
     temporal_client: Client,
 ) -> None:
     agent, model = tool_turns(3)
-    before = golem_activities._cache.queries
-    async with serve(temporal_client, agent) as tq:
+    cache = MessageCache()
+    async with serve(temporal_client, agent, cache=cache) as tq:
         result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
-    assert golem_activities._cache.queries == before
+    assert cache.queries == 0
     assert result.output == "done after 3 tools"
     assert [len(r.messages) for r in model.requests] == [1, 3, 5, 7]
     assert model.requests[-1].messages == result.messages[:-1]
 
 
-async def test_large_new_messages_are_read_by_query(temporal_client: Client) -> None:
+async def test_new_messages_over_the_inline_limit_are_read_by_query(
+    temporal_client: Client,
+) -> None:
     agent, model = tool_turns(2, result_bytes=4096)
-    before = golem_activities._cache.queries
-    async with serve(temporal_client, agent) as tq:
+    cache = MessageCache()
+    async with serve(temporal_client, agent, cache=cache, inline=1024) as tq:
         result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
-    assert golem_activities._cache.queries - before == 2  # turns 2 and 3, not turn 1
+    assert cache.queries == 2  # turns 2 and 3, not turn 1
     assert model.requests[-1].messages == result.messages[:-1]
 
 
+class _TurnsOf(MessageCache):
+    """A worker's cache that takes only odd or only even turns (a retry finds the other)."""
+
+    def __init__(self, parity: int) -> None:
+        super().__init__()
+        self.parity = parity
+        self.turns: list[int] = []
+
+    async def fetch(self, run: str, call: Any, pager: Any) -> list[Message]:
+        if call.turn % 2 != self.parity:
+            raise RuntimeError("not this worker's turn")  # retryable: the other worker polls
+        self.turns.append(call.turn)
+        return await super().fetch(run, call, pager)
+
+
+async def test_model_calls_alternating_between_two_workers_see_the_exact_conversation(
+    temporal_client: Client,
+) -> None:
+    turns = 6
+    agent, model = tool_turns(turns)
+    agent.model_retry = ModelRetry(max_attempts=100, initial_interval=0.01, backoff=1.0)
+    odd, even = _TurnsOf(1), _TurnsOf(0)
+    # A second connection: one client may not run two workers on one task queue.
+    other = await Client.connect(
+        temporal_client.service_client.config.target_host,
+        data_converter=temporal_client.data_converter,
+    )
+    tq = f"durable-{uuid.uuid4().hex[:12]}"
+    async with (
+        serve(temporal_client, agent, cache=odd, task_queue=tq),
+        serve(other, agent, cache=even, task_queue=tq),
+    ):
+        result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+    assert result.output == f"done after {turns} tools"
+    assert odd.turns == [1, 3, 5, 7] and even.turns == [2, 4, 6]
+    # Each worker's list went stale while the other worker ran a turn: it refetched it.
+    assert odd.refetches == 3 and even.refetches == 2
+    # Every turn the model saw exactly the conversation so far, in order.
+    conversation = result.messages
+    for request in model.requests:
+        assert request.messages == conversation[: len(request.messages)]
+    assert [len(r.messages) for r in model.requests] == [1 + 2 * t for t in range(turns + 1)]
+
+
 async def test_history_bytes_grow_linearly_with_turns(temporal_client: Client) -> None:
-    per_turn: dict[int, float] = {}
-    for turns in (5, 20):
-        agent, _ = tool_turns(turns, result_bytes=2048)
-        async with serve(temporal_client, agent) as tq:
-            result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
-        events = await history_events(temporal_client, result.run_id)
-        per_turn[turns] = sum(e.ByteSize() for e in events) / turns
-    # Each turn adds one 2 KB result (plus its echo in the final result), never the conversation.
-    assert per_turn[20] < per_turn[5] * 1.25
-    assert per_turn[20] < 8_000
+    result_bytes = 2048
+    per_turn: dict[tuple[int, int], float] = {}
+    for size in (0, result_bytes):
+        for turns in (5, 20):
+            agent, _ = tool_turns(turns, result_bytes=size)
+            async with serve(temporal_client, agent) as tq:
+                result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+            events = await history_events(temporal_client, result.run_id)
+            per_turn[size, turns] = sum(e.ByteSize() for e in events) / turns
+    # Never the conversation: a turn costs the same at turn 20 as at turn 5.
+    assert per_turn[result_bytes, 20] < per_turn[result_bytes, 5] * 1.25
+    # A result's bytes are recorded at most three times: the tool's completion, the next
+    # model call's input, and the final result's echo (the rest is the same per-turn events).
+    content = per_turn[result_bytes, 20] - per_turn[0, 20]
+    assert content < 3.5 * result_bytes
 
 
 async def test_unknown_agent_fails_at_once_naming_the_agents_the_worker_has(
@@ -320,8 +388,8 @@ async def test_a_run_whose_results_together_exceed_one_payload_still_completes(
 ) -> None:
     # Each 1.2 MB result fits one payload; the conversation (2.4 MB) does not.
     agent, model = tool_turns(2, result_bytes=1_200_000)
-    before = golem_activities._cache.queries
-    async with serve(temporal_client, agent) as tq:
+    cache = MessageCache()
+    async with serve(temporal_client, agent, cache=cache) as tq:
         async with asyncio.timeout(60):
             result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
     assert result.output == "done after 2 tools"
@@ -329,7 +397,7 @@ async def test_a_run_whose_results_together_exceed_one_payload_still_completes(
     assert model.requests[-1].messages == result.messages[:-1]
     # Turns 2 and 3 each fetched their new assistant turn and 1.2 MB result in two pages
     # (a page stays under ~1 MB unless one message alone is bigger).
-    assert golem_activities._cache.queries - before == 4
+    assert cache.queries == 4
 
 
 async def test_a_failed_run_with_large_evidence_returns_all_of_it(

@@ -15,7 +15,7 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import ReplayerConfig, WorkerConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from golem.activities import ALL as ACTIVITIES
+from golem.activities import MessageCache, activities
 from golem.agent import Agent
 from golem.messages import HistoryError
 from golem.results import RunError
@@ -37,7 +37,8 @@ class GolemPlugin(SimplePlugin):
     unnoticed; ``sticky_schedule_to_start_timeout`` how long a workflow waits for a
     crashed worker's sticky queue before another worker takes it; new messages up to
     ``inline_messages_bytes`` ride a model call's input, larger ones are read through a
-    query so history grows with content only once (0: always query).
+    query so history grows with content only once (0: always query). ``message_cache``
+    is the worker's cache of those messages (its own new one unless given).
     """
 
     def __init__(
@@ -46,6 +47,7 @@ class GolemPlugin(SimplePlugin):
         heartbeat_timeout: timedelta = registry.HEARTBEAT_TIMEOUT,
         sticky_schedule_to_start_timeout: timedelta = timedelta(seconds=1),
         inline_messages_bytes: int = registry.INLINE_MESSAGES_BYTES,
+        message_cache: MessageCache | None = None,
     ) -> None:
         names = [a.name for a in agents]
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -54,10 +56,12 @@ class GolemPlugin(SimplePlugin):
         self.agents = list(agents)
         self.settings = registry.WorkerSettings(heartbeat_timeout, inline_messages_bytes)
         self.sticky_schedule_to_start_timeout = sticky_schedule_to_start_timeout
+        #: This worker's own cache of running workflows' model-request messages.
+        self.message_cache = message_cache if message_cache is not None else MessageCache()
         super().__init__(
             "golem",
             data_converter=golem_data_converter,
-            activities=ACTIVITIES,
+            activities=activities(self.message_cache),
             workflows=[AgentRunWorkflow],
             workflow_runner=_sandbox,
             # A bad input or a run's own failure must fail the workflow, not retry its task.

@@ -28,34 +28,30 @@ with workflow.unsafe.imports_passed_through():
 
     from golem.agent import Agent
     from golem.events import RunEvent
-    from golem.loop import DeltaSink, RunLoop, RunState
+    from golem.loop import DeltaSink, RunLoop
     from golem.messages import Message, ToolCall
     from golem.models.base import ModelRequest, ModelResponse
     from golem.results import RunError
     from golem.retry import Retry
     from golem.tools import RunContext, ToolOutcome, validation_problems
     from golem.workflows import registry
-    from golem.workflows.types import (
-        AgentRunInput,
+    from golem.workflows.outcome import (
+        FAILURE_MEMO,
+        RUN_ERROR,
         AgentRunOutput,
-        FailureDetails,
-        MessagesPage,
-        MessagesQuery,
-        ModelCallInput,
-        PrepareInput,
-        RunSnapshot,
-        ToolCallInput,
-        message_size,
+        cancel_memo,
+        encode_failure,
+        encode_result,
+        failure_error,
     )
+    from golem.workflows.pages import MessagesPage, MessagesQuery
+    from golem.workflows.shipping import Outbox
+    from golem.workflows.types import AgentRunInput, PrepareInput, ToolCallInput
 
 T = TypeVar("T")
 
 __all__ = ["FAILURE_MEMO", "RUN_ERROR", "AgentRunWorkflow", "TemporalExecutor"]
 
-#: ``ApplicationError.type`` of a failed run; its details are a ``FailureDetails``.
-RUN_ERROR = "GolemRunError"
-#: Memo key holding a cancelled run's ``FailureDetails``.
-FAILURE_MEMO = "golemFailure"
 #: A tool's activity retry policy unless it names its own.
 TOOL_RETRY = Retry(max_attempts=3)
 
@@ -97,9 +93,7 @@ class TemporalExecutor:
     def __init__(self, agent: Agent[Any, Any], settings: registry.WorkerSettings) -> None:
         self.agent = agent
         self.heartbeat_timeout = settings.heartbeat_timeout
-        self.inline_bytes = settings.inline_messages_bytes
-        self.request_messages: list[Message] = []
-        self._sent = 0  # messages the previous model call already had
+        self.outbox = Outbox(settings.inline_messages_bytes)
 
     def new_id(self) -> str:
         return str(workflow.uuid7())
@@ -140,15 +134,7 @@ class TemporalExecutor:
     async def request(
         self, request: ModelRequest, ctx: RunContext[Any], on_delta: DeltaSink | None
     ) -> ModelResponse:
-        # The activity reads these through the golem.messages query instead of its input.
-        self.request_messages = request.messages
-        upto = len(request.messages)
-        new = request.messages[self._sent : upto]
-        inline = new if sum(message_size(m) for m in new) <= self.inline_bytes else []
-        call = ModelCallInput(
-            agent=self.agent.name, turn=ctx.turn, upto=upto, since=self._sent, messages=inline
-        )
-        self._sent = upto
+        call = self.outbox.ship(self.agent.name, ctx.turn, request.messages)
         policy = self.agent.model_retry
         return await _activity(
             workflow.execute_activity(
@@ -198,6 +184,7 @@ class AgentRunWorkflow:
     def __init__(self) -> None:
         self._loop: RunLoop | None = None
         self._executor: TemporalExecutor | None = None
+        self._outcome: list[Message] | None = None  # the conversation the outcome reports
 
     @workflow.run
     async def run(self, input: AgentRunInput) -> AgentRunOutput:
@@ -217,10 +204,7 @@ class AgentRunWorkflow:
                 name = getattr(agent.deps_type, "__name__", str(agent.deps_type))
                 message = f"deps do not validate as {name}: {validation_problems(exc, 'deps')}"
                 error = RunError("history", message)
-                details = FailureDetails(stage="history", message=message)
-                raise ApplicationError(
-                    str(error), details, type=RUN_ERROR, non_retryable=True
-                ) from None
+                raise failure_error(error, encode_failure(error, run.history)) from None
             run = run.model_copy(update={"deps": deps})
         if not run.run_id:
             run = run.model_copy(update={"run_id": info.workflow_id})
@@ -229,31 +213,20 @@ class AgentRunWorkflow:
         try:
             result = await self._loop.run()
         except RunError as exc:
-            details = FailureDetails(
-                stage=exc.stage,
-                message=exc.detail,
-                partial=self._snapshot(run.history) if exc.partial is not None else None,
-            )
+            if exc.partial is not None:
+                self._outcome = exc.partial.messages
+            details = encode_failure(exc, run.history)
             if isinstance(exc.__cause__, asyncio.CancelledError):
                 # A cancel command carries no details: the evidence rides the memo instead,
                 # so the run still shows as Canceled in the UI.
-                workflow.upsert_memo({FAILURE_MEMO: details})
+                workflow.upsert_memo(cancel_memo(details))
                 raise CancelledError(str(exc)) from None
-            raise ApplicationError(str(exc), details, type=RUN_ERROR, non_retryable=True) from None
+            raise failure_error(exc, details) from None
+        self._outcome = result.messages
         output = result.output
         if agent.output_adapter is not None and output is not None:
             output = agent.output_adapter.dump_python(output, mode="json")
-        return AgentRunOutput(
-            output=output,
-            snapshot=self._snapshot(run.history, completed=False),
-            pending_approvals=result.pending_approvals,
-        )
-
-    def _snapshot(self, history: list[Message], completed: bool = True) -> RunSnapshot:
-        assert self._loop is not None
-        state: RunState = self._loop.state
-        messages = state.messages[: state.completed] if completed else state.messages
-        return RunSnapshot.of(messages, history, state)
+        return encode_result(result, run.history, output)
 
     def _on_event(self, event: RunEvent) -> None:
         if event.kind not in ("model_start", "model_end", "tool_start", "tool_end"):
@@ -271,10 +244,12 @@ class AgentRunWorkflow:
     @workflow.query(name="golem.messages")
     def messages(self, query: MessagesQuery) -> MessagesPage:
         """The current model request's messages ``[since, upto)``, one page (≤ ~1 MB)."""
-        return MessagesPage.of(self._executor.request_messages if self._executor else [], query)
+        return self._executor.outbox.page(query) if self._executor else MessagesPage.of([], query)
 
     @workflow.query(name="golem.conversation")
     def conversation(self, query: MessagesQuery) -> MessagesPage:
         """The conversation ``[since, upto)``, one page: a running run's, or a closed run's
         whose result or failure was too big to carry it (``RunSnapshot.paged``)."""
+        if self._outcome is not None:
+            return MessagesPage.of(self._outcome, query)
         return MessagesPage.of(self._loop.state.messages if self._loop else [], query)

@@ -24,8 +24,10 @@ UNKNOWN_AGENT = "GolemUnknownAgent"
 ANY_TASK_QUEUE = "*"
 #: The one default: how long a silent model or tool activity may go before Temporal retries it.
 HEARTBEAT_TIMEOUT = timedelta(seconds=10)
-#: The one default: new messages up to this size ride the model activity's input.
-INLINE_MESSAGES_BYTES = 2048
+#: The one default: a turn's new messages up to this size ride the model activity's input
+#: (only the new ones, so history still grows with content, at most twice); larger ones are
+#: read by query, a ~6 ms round trip. See docs/adr/0005-durable-runs.md.
+INLINE_MESSAGES_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
