@@ -624,3 +624,43 @@ async def test_cancelling_a_run_reaches_its_running_tool_through_the_heartbeat(
     assert len(reasons) == 1 and reasons[0] is not None
     assert reasons[0].cancel_requested or reasons[0].not_found
     assert not reasons[0].timed_out
+
+
+async def test_a_finished_tool_leaves_tools_in_flight_while_its_sibling_runs(
+    temporal_client: Client,
+) -> None:
+    from temporalio.api.sdk.v1 import WorkflowMetadata
+
+    quick_done, release = asyncio.Event(), asyncio.Event()
+    batch = [ToolCall(id="q", name="quick", args="{}"), ToolCall(id="s", name="slow", args="{}")]
+    model = ScriptedModel([Message.assistant("", batch), Message.assistant("done")])
+    agent = Agent(model, name="siblings")
+
+    @agent.tool
+    async def quick() -> str:
+        """Returns at once."""
+        quick_done.set()
+        return "quick"
+
+    @agent.tool
+    async def slow() -> str:
+        """Waits to be released."""
+        await release.wait()
+        return "slow"
+
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("go")
+        await quick_done.wait()
+        details = ""
+        async with asyncio.timeout(20):  # a query per 50 ms until the UI catches up
+            while "**tools in flight** slow\n" not in details + "\n":
+                await asyncio.sleep(0.05)
+                metadata = await run.handle.query(
+                    "__temporal_workflow_metadata", result_type=WorkflowMetadata
+                )
+                details = metadata.current_details
+        pending = (await run.handle.describe()).raw_description.pending_activities
+        release.set()
+        assert (await run.result()).output == "done"
+    assert "**tool calls** 1" in details  # quick is counted the moment it leaves
+    assert [a.activity_type.name for a in pending] == ["golem.tool"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -90,10 +90,18 @@ async def _activity(coro: Awaitable[T]) -> T:
 class TemporalExecutor:
     """The loop's effects as activities; see docs/adr/0004-one-loop-two-executors.md."""
 
-    def __init__(self, agent: Agent[Any, Any], settings: registry.WorkerSettings) -> None:
+    def __init__(
+        self,
+        agent: Agent[Any, Any],
+        settings: registry.WorkerSettings,
+        on_change: Callable[[], None] = lambda: None,
+    ) -> None:
         self.agent = agent
         self.heartbeat_timeout = settings.heartbeat_timeout
         self.outbox = Outbox(settings.inline_messages_bytes)
+        self.tools_in_flight: list[str] = []
+        """Tool activities started and not yet finished, in start order."""
+        self._on_change = on_change
 
     def new_id(self) -> str:
         return str(workflow.uuid7())
@@ -155,6 +163,20 @@ class TemporalExecutor:
             policy = dataclasses.replace(policy, max_attempts=tool.retry_attempts)
         if tool.at_most_once:
             policy = dataclasses.replace(policy, max_attempts=1)
+        self.tools_in_flight.append(call.name)
+        self._on_change()
+        try:
+            return await self._tool_activity(
+                call, ctx, tool.timeout or timedelta(minutes=5), policy
+            )
+        finally:
+            self.tools_in_flight.remove(call.name)
+            # After the loop has counted the call (same workflow task), not before.
+            asyncio.get_running_loop().call_soon(self._on_change)
+
+    async def _tool_activity(
+        self, call: ToolCall, ctx: RunContext[Any], timeout: timedelta, policy: Retry
+    ) -> ToolOutcome:
         return await _activity(
             workflow.execute_activity(
                 "golem.tool",
@@ -169,7 +191,7 @@ class TemporalExecutor:
                     retries=ctx.retries,
                 ),
                 result_type=ToolOutcome,
-                start_to_close_timeout=tool.timeout or timedelta(minutes=5),
+                start_to_close_timeout=timeout,
                 heartbeat_timeout=self.heartbeat_timeout,
                 retry_policy=_retry_policy(policy),
                 summary=f"tool: {call.name}",
@@ -185,6 +207,7 @@ class AgentRunWorkflow:
         self._loop: RunLoop | None = None
         self._executor: TemporalExecutor | None = None
         self._outcome: list[Message] | None = None  # the conversation the outcome reports
+        self._turn = 0
 
     @workflow.run
     async def run(self, input: AgentRunInput) -> AgentRunOutput:
@@ -208,7 +231,9 @@ class AgentRunWorkflow:
             run = run.model_copy(update={"deps": deps})
         if not run.run_id:
             run = run.model_copy(update={"run_id": info.workflow_id})
-        self._executor = TemporalExecutor(agent, registry.settings(info.task_queue))
+        self._executor = TemporalExecutor(
+            agent, registry.settings(info.task_queue), on_change=self._show_details
+        )
         self._loop = RunLoop(agent, self._executor, run, emit=self._on_event)
         try:
             result = await self._loop.run()
@@ -229,14 +254,19 @@ class AgentRunWorkflow:
         return encode_result(result, run.history, output)
 
     def _on_event(self, event: RunEvent) -> None:
-        if event.kind not in ("model_start", "model_end", "tool_start", "tool_end"):
+        if event.kind in ("model_start", "model_end", "tool_start", "tool_end"):
+            self._show_details(event.turn)
+
+    def _show_details(self, turn: int | None = None) -> None:
+        """What the UI shows for a running run; redrawn on every model and tool change."""
+        if self._loop is None or self._executor is None:
             return
-        assert self._loop is not None
         state = self._loop.state
+        self._turn = turn if turn is not None else self._turn
         usage = state.usage
-        tools = ", ".join(state.tools_in_flight) or "none"
+        tools = ", ".join(self._executor.tools_in_flight) or "none"
         workflow.set_current_details(
-            f"**turn** {event.turn} · **requests** {state.requests} · **tool calls** "
+            f"**turn** {self._turn} · **requests** {state.requests} · **tool calls** "
             f"{state.tool_calls}\n\n**tokens** {usage.input_tokens} in / "
             f"{usage.output_tokens} out\n\n**tools in flight** {tools}"
         )
