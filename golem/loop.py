@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
 
 from golem.events import RunEvent
 from golem.history.repair import INTERRUPTED_RESULT, normalize_history
@@ -72,7 +73,8 @@ class Executor(Protocol):
 class RunInput(BaseModel):
     """What a run is started with; also the durable workflow's input."""
 
-    model_config = ConfigDict(frozen=True)
+    # camelCase on the wire, like every payload in a durable run's history.
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
 
     prompt: str | None = None
     parts: list[Part] = Field(default_factory=list)

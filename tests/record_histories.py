@@ -2,7 +2,8 @@
 
 Run: .venv/bin/python tests/record_histories.py (about half a minute; it starts its own
 dev server and, for the crash, a worker process it kills). Histories over 256 KB are
-stored gzipped.
+stored gzipped. ``legacy_snake_case_payloads.json`` is not recorded here: it keeps a
+history from before payload keys turned camelCase.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ cancellation and resume, and what the Temporal UI shows."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -664,3 +665,70 @@ async def test_a_finished_tool_leaves_tools_in_flight_while_its_sibling_runs(
         assert (await run.result()).output == "done"
     assert "**tool calls** 1" in details  # quick is counted the moment it leaves
     assert [a.activity_type.name for a in pending] == ["golem.tool"]
+
+
+def _snake_keys(value: Any, path: str = "") -> list[str]:
+    """Keys with an underscore, outside user data (deps, output, approvals, retries)."""
+    if isinstance(value, list):
+        return [k for i, v in enumerate(value) for k in _snake_keys(v, f"{path}[{i}]")]
+    if not isinstance(value, dict):
+        return []
+    found = [f"{path}.{k}" for k in value if "_" in k]
+    return found + [
+        k
+        for key, v in value.items()
+        if key not in ("deps", "output", "approvals", "retries")
+        for k in _snake_keys(v, f"{path}.{key}")
+    ]
+
+
+async def test_every_payload_in_history_uses_camel_case_keys(temporal_client: Client) -> None:
+    import json
+
+    from google.protobuf.json_format import MessageToDict
+
+    started = asyncio.Event()
+    agent, _ = tool_turns(2)
+    hang = Agent(
+        ScriptedModel([Message.assistant("", [ToolCall(id="w", name="wait", args="{}")])]),
+        name="hang",
+    )
+
+    @hang.tool
+    async def wait() -> str:
+        """Waits until cancelled (the memo carries the evidence)."""
+        started.set()
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    async with serve(temporal_client, agent, hang) as tq:
+        first = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+        second = await DurableAgent(temporal_client, agent, task_queue=tq).run(
+            "again", history=first.messages
+        )
+        cancelled = await DurableAgent(temporal_client, hang, task_queue=tq).start("hang")
+        await started.wait()
+        await cancelled.cancel()
+        with pytest.raises(RunError):
+            await cancelled.result()
+    found: list[str] = []
+    seen = 0
+    for run_id in (first.run_id, second.run_id, cancelled.run_id):
+        for event in await history_events(temporal_client, run_id):
+            for payload in _payloads(MessageToDict(event)):
+                seen += 1
+                data = json.loads(base64.b64decode(payload.get("data", "")) or b"null")
+                found += _snake_keys(data, EventType.Name(event.event_type))
+    assert seen > 20  # inputs, results, the memo, summaries
+    assert found == []
+
+
+def _payloads(value: Any) -> list[dict[str, Any]]:
+    """Every payload in an event (as a dict): a dict whose metadata names an encoding."""
+    if isinstance(value, list):
+        return [p for v in value for p in _payloads(v)]
+    if not isinstance(value, dict):
+        return []
+    if "encoding" in value.get("metadata", {}):
+        return [value]
+    return [p for v in value.values() for p in _payloads(v)]

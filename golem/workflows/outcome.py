@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 from temporalio.exceptions import ApplicationError, CancelledError, FailureError
 
 from golem.messages import Message, ToolCall, Usage
@@ -45,7 +46,7 @@ class UnknownAgentError(LookupError):
 
 
 class _Payload(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
 
 
 class RunSnapshot(_Payload):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
 
 from golem.messages import Message
 
@@ -35,14 +36,14 @@ def message_size(message: Message) -> int:
 class MessagesQuery(BaseModel):
     """Ask for ``[since, upto)``; ``upto`` 0 means everything there is."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
 
     since: int = 0
     upto: int = 0
 
 
 class MessagesPage(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
 
     messages: list[Message]
     next: int

@@ -17,6 +17,7 @@ import hashlib
 from collections import OrderedDict
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 from pydantic_core import SchemaSerializer
 from pydantic_core.core_schema import any_schema
 
@@ -38,7 +39,7 @@ class ModelCallInput(BaseModel):
     """Input of the model-request activity: which messages the request is, and at most the
     small new ones; everything else is read through the ``golem.messages`` query."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
 
     agent: str
     turn: int

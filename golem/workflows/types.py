@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from golem.loop import RunInput
 from golem.messages import Message, ToolCall, Usage
@@ -16,7 +17,7 @@ __all__ = ["AgentRunInput", "PrepareInput", "ToolCallInput"]
 
 
 class _Payload(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
 
 
 class AgentRunInput(_Payload):
