@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _floor import BareWorkflow, noop
+from _floor import BareBytesWorkflow, BareWorkflow, echo, noop
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -78,41 +78,56 @@ async def main() -> None:
             client,
             task_queue=tq,
             plugins=[plugin],
-            workflows=[BareWorkflow],
-            activities=[noop],
+            workflows=[BareWorkflow, BareBytesWorkflow],
+            activities=[noop, echo],
             max_concurrent_activities=200,
             max_concurrent_workflow_tasks=200,
         ):
             activities = 10 + 11  # ten tool calls, eleven model requests
             print("1. a 10-turn tool-using run (21 activities), best of", REPEATS, "interleaved")
             print(
-                "   tool result   in process   durable (golem)   floor (bare no-ops)   golem / floor"
+                "   tool result   in process   durable (golem)   floor (bare no-ops)"
+                "   golem / floor   floor moving the bytes   golem / that"
             )
-            for label, agent in (("small", agents[0]), ("2 KB", agents[3])):
+
+            async def timed(run: Any) -> float:
+                start = time.perf_counter()
+                await run()
+                return time.perf_counter() - start
+
+            for label, agent, size in (("small", agents[0], 0), ("2 KB", agents[3], 2048)):
                 durable = DurableAgent(client, agent, task_queue=tq)
                 await durable.run("warm up")
                 local_s = await best(lambda a=agent: a.run("go"), repeats=50)  # type: ignore[misc]
-                # Interleaved, so a load spike on a shared machine hits both sides alike.
-                durable_times, floor_times = [], []
-                for _ in range(REPEATS):
-                    durable_times.append(await best(lambda d=durable: d.run("go"), 1))  # type: ignore[misc]
-                    floor_times.append(
-                        await best(
-                            lambda: client.execute_workflow(
-                                BareWorkflow.run,
-                                activities,
-                                id=f"bare-{uuid.uuid4()}",
-                                task_queue=tq,
-                            ),
-                            1,
-                        )
+
+                def bare() -> Any:
+                    return client.execute_workflow(
+                        BareWorkflow.run, activities, id=f"bare-{uuid.uuid4()}", task_queue=tq
                     )
-                durable_s, floor_s = min(durable_times), min(floor_times)
+
+                def bare_bytes(size: int = size) -> Any:
+                    # Each activity takes and returns ``size`` bytes, as golem's 2 KB turns do.
+                    return client.execute_workflow(
+                        BareBytesWorkflow.run,
+                        args=[activities, size],
+                        id=f"bytes-{uuid.uuid4()}",
+                        task_queue=tq,
+                    )
+
+                # Interleaved, so a load spike on a shared machine hits every side alike.
+                times: dict[str, list[float]] = {"golem": [], "floor": [], "bytes": []}
+                for _ in range(REPEATS):
+                    times["golem"].append(await timed(lambda d=durable: d.run("go")))  # type: ignore[misc]
+                    times["floor"].append(await timed(bare))
+                    times["bytes"].append(await timed(bare_bytes))
+                durable_s, floor_s, bytes_s = (min(times[k]) for k in ("golem", "floor", "bytes"))
                 print(
                     f"   {label:11s} {local_s / activities * 1e6:8.0f} µs/step"
                     f" {durable_s / activities * 1e3:10.2f} ms/act"
                     f" {floor_s / activities * 1e3:14.2f} ms/act"
-                    f" {durable_s / floor_s:15.2f}x  (target <= 1.15)"
+                    f" {durable_s / floor_s:15.2f}x"
+                    f" {bytes_s / activities * 1e3:18.2f} ms/act"
+                    f" {durable_s / bytes_s:12.2f}x   (target: golem / floor <= 1.15)"
                 )
 
             print("\n2. history per turn, 2 KB tool results")
