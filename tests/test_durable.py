@@ -590,6 +590,23 @@ async def test_a_long_healthy_tool_outlives_a_short_heartbeat_timeout_in_one_exe
     assert timeouts == []
 
 
+async def test_a_long_model_call_outlives_a_short_heartbeat_timeout_in_one_request(
+    temporal_client: Client,
+) -> None:
+    calls: list[int] = []
+
+    async def thinking(messages: list[Message], tools: Any) -> Message:
+        calls.append(1)
+        await asyncio.sleep(4)  # a slow provider, not a wait for a condition
+        return Message.assistant("considered")
+
+    agent = Agent(FunctionModel(thinking), name="slow_model")
+    async with serve(temporal_client, agent, heartbeat=1) as tq:
+        result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+    assert result.output == "considered"
+    assert calls == [1]
+
+
 async def test_cancelling_a_run_reaches_its_running_tool_through_the_heartbeat(
     temporal_client: Client,
 ) -> None:
