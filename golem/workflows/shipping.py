@@ -14,6 +14,7 @@ No Temporal import: the activity hands the cache its query (``Pager``).
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections import OrderedDict
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -33,6 +34,22 @@ def chain(previous: str, message: Message) -> str:
     """The digest of a list of messages, extended by one message (``""`` for no messages)."""
     data = _JSON.to_json(message, by_alias=True, exclude_defaults=True)
     return hashlib.blake2b(previous.encode() + data, digest_size=16).hexdigest()
+
+
+def _common_prefix(old: list[Message], new: list[Message]) -> int:
+    """How many leading messages ``old`` and ``new`` share (identity first, at C speed)."""
+    n = min(len(old), len(new))
+    identical = list(map(operator.is_, old[:n], new[:n]))
+    start = 0
+    while start < n:
+        try:
+            index = identical.index(False, start)
+        except ValueError:
+            return n
+        if old[index] != new[index]:
+            return index
+        start = index + 1  # equal but rebuilt (the system message is, every turn)
+    return n
 
 
 class ModelCallInput(BaseModel):
@@ -70,11 +87,7 @@ class Outbox:
 
     def ship(self, agent: str, turn: int, messages: list[Message]) -> ModelCallInput:
         """The activity input for a request of ``messages``."""
-        same = 0  # the longest common prefix with the previous request, checked, not assumed
-        for old, new in zip(self.messages, messages, strict=False):
-            if old is not new and old != new:
-                break
-            same += 1
+        same = _common_prefix(self.messages, messages)  # checked, not assumed append-only
         del self._chain[same + 1 :]
         for message in messages[same:]:
             self._chain.append(chain(self._chain[-1], message))
