@@ -112,7 +112,8 @@ class MessageCache:
     """The activity side: per worker, each run's last request messages, verified by digest.
 
     Bounded to the ``max_runs`` most recently used runs (a finished run simply ages out).
-    Inject one per worker (``GolemPlugin`` does); two workers never share one.
+    Injected by ``GolemPlugin`` (one per plugin, so per worker unless the plugin sits on a
+    client serving several); nothing relies on what another worker's calls did.
     """
 
     def __init__(self, max_runs: int = 256) -> None:
