@@ -30,9 +30,6 @@ from temporalio.common import (
     WorkflowIDReusePolicy,
 )
 from temporalio.exceptions import (
-    ApplicationError,
-    CancelledError,
-    FailureError,
     WorkflowAlreadyStartedError,
 )
 
@@ -43,17 +40,16 @@ from golem.messages import HistoryError, Message, Part, validate_history
 from golem.results import PartialResult, Result, RunError
 from golem.strict_json import loads_strict
 from golem.tools import validation_problems
-from golem.worker.converter import BAD_PAYLOAD, golem_data_converter
-from golem.workflows.agent_run import FAILURE_MEMO, AgentRunWorkflow
-from golem.workflows.registry import UNKNOWN_AGENT
-from golem.workflows.types import (
-    AgentRunInput,
-    AgentRunOutput,
-    FailureDetails,
-    MessagesPage,
-    MessagesQuery,
-    RunSnapshot,
+from golem.worker.converter import golem_data_converter
+from golem.workflows.agent_run import AgentRunWorkflow
+from golem.workflows.outcome import (
+    FAILURE_MEMO,
+    UnknownAgentError,
+    decode_failure,
+    decode_result,
 )
+from golem.workflows.pages import MessagesPage, MessagesQuery, Pager, read_pages
+from golem.workflows.types import AgentRunInput
 
 __all__ = [
     "AGENT",
@@ -83,10 +79,6 @@ class RunIdInUseError(ValueError):
     """A run by that id exists already (running or closed): a run id names one run, ever."""
 
 
-class UnknownAgentError(LookupError):
-    """The worker serves no agent by that name (the message lists the ones it has)."""
-
-
 @dataclass
 class DurableRun(Generic[OutputT]):
     """A started run: its ids at once, its ``Result`` (or ``RunError``) when it ends."""
@@ -102,12 +94,9 @@ class DurableRun(Generic[OutputT]):
             output = await self.handle.result()
         except WorkflowFailureError as exc:
             raise await _run_error(exc, self.handle, self.history) from exc
-        run_output = AgentRunOutput.model_validate(output)
-        value = run_output.output
-        if self.output_adapter is not None and value is not None:
-            value = self.output_adapter.validate_python(value)
-        messages = await _conversation(self.handle, run_output.snapshot, self.history)
-        return run_output.to_result(messages, value)
+        adapter = self.output_adapter
+        validate = adapter.validate_python if adapter is not None else None
+        return await decode_result(output, self.history, _pager(self.handle), validate)
 
     async def cancel(self) -> None:
         """Ask the run to stop; ``result()`` then raises a ``RunError`` (stage ``canceled``)."""
@@ -289,15 +278,15 @@ async def fetch_run(client: Client, run_id: str) -> RunRecord:
     status = description.status.name.lower() if description.status else "unknown"
     history = await _input_history(client, handle)
     if description.status == WorkflowExecutionStatus.RUNNING:
-        return RunRecord(run_id, status, await _query_pages(handle, 0))
+        return RunRecord(run_id, status, await read_pages(_pager(handle)))
     try:
-        output = AgentRunOutput.model_validate(await handle.result())
+        raw = await handle.result()
     except WorkflowFailureError as exc:
         error = await _run_error(exc, handle, history)
         partial = error.partial if isinstance(error, RunError) else None
         return RunRecord(run_id, status, partial.messages if partial else history, error=error)
-    messages = await _conversation(handle, output.snapshot, history)
-    return RunRecord(run_id, status, messages, output=output.output)
+    result = await decode_result(raw, history, _pager(handle))
+    return RunRecord(run_id, status, result.messages, output=result.output)
 
 
 async def _input_history(client: Client, handle: WorkflowHandle[Any, Any]) -> list[Message]:
@@ -310,27 +299,16 @@ async def _input_history(client: Client, handle: WorkflowHandle[Any, Any]) -> li
     return []
 
 
-async def _conversation(
-    handle: WorkflowHandle[Any, Any], snapshot: RunSnapshot, history: list[Message]
-) -> list[Message]:
-    """A snapshot's conversation: carried inline, or paged out of the workflow by query."""
-    if not snapshot.paged:
-        return snapshot.messages(history)
-    return await _query_pages(handle, snapshot.paged)
+def _pager(handle: WorkflowHandle[Any, Any]) -> Pager:
+    """Pages of a run's conversation through its ``golem.conversation`` query."""
 
-
-async def _query_pages(handle: WorkflowHandle[Any, Any], upto: int) -> list[Message]:
-    """``golem.conversation`` page by page (``upto`` 0: everything so far)."""
-    messages: list[Message] = []
-    while True:
-        page = await handle.query(
-            "golem.conversation",
-            MessagesQuery(since=len(messages), upto=upto),
-            result_type=MessagesPage,
+    async def page(query: MessagesQuery) -> MessagesPage:
+        page: MessagesPage = await handle.query(
+            "golem.conversation", query, result_type=MessagesPage
         )
-        messages.extend(page.messages)
-        if not page.messages or (upto and len(messages) >= upto):
-            return messages
+        return page
+
+    return page
 
 
 _STRICT_JSON = SchemaSerializer(any_schema(), {"ser_json_inf_nan": "constants"})
@@ -371,25 +349,8 @@ async def _run_error(
     exc: WorkflowFailureError, handle: WorkflowHandle[Any, Any], history: list[Message]
 ) -> Exception:
     """Rebuild the ``RunError`` a failed (or cancelled) workflow carries."""
-    cause = exc.cause
-    run_id = handle.id
-    if isinstance(cause, ApplicationError) and cause.type == UNKNOWN_AGENT:
-        return UnknownAgentError(cause.message)
-    if isinstance(cause, ApplicationError) and cause.type == BAD_PAYLOAD:
-        return RunError("history", f"run {run_id} could not read its input: {cause.message}")
-    raw: Any = cause.details[0] if isinstance(cause, ApplicationError) and cause.details else None
-    if isinstance(cause, CancelledError):
-        raw = await (await handle.describe()).memo_value(FAILURE_MEMO, None)
-        if raw is None:
-            return RunError("canceled", f"run {run_id} was cancelled before it started")
-    if raw is not None:
-        details = FailureDetails.model_validate(raw)
-        partial = None
-        if details.partial:
-            messages = await _conversation(handle, details.partial, history)
-            partial = details.partial.to_partial(messages)
-        return RunError(details.stage, details.message, partial)
-    # Terminated or timed out from outside: the loop never got to say why.
-    message = cause.message if isinstance(cause, FailureError) else str(exc)
-    kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
-    return RunError("canceled", f"run {run_id} was stopped outside the loop ({kind}): {message}")
+
+    async def memo() -> Any:
+        return await (await handle.describe()).memo_value(FAILURE_MEMO, None)
+
+    return await decode_failure(exc.cause, history, handle.id, memo, _pager(handle))

@@ -58,7 +58,7 @@ class ModelRequest(_Data):
 class ModelResponse(_Data):
     """A model's complete answer."""
 
-    # camelCase in payloads, like the message contract; snake_case still accepted.
+    # camelCase on the wire, like every payload in a durable run's history.
     model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
 
     message: Message

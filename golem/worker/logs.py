@@ -19,7 +19,7 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
-from golem.workflows.types import AgentRunOutput, FailureDetails, RunSnapshot
+from golem.workflows.outcome import AgentRunOutput, FailureDetails, RunSnapshot
 
 __all__ = ["RunLogInterceptor", "configure_logging", "install_activity_failure_filter", "logger"]
 

@@ -30,34 +30,30 @@ with workflow.unsafe.imports_passed_through():
 
     from golem.agent import Agent
     from golem.events import RunEvent
-    from golem.loop import DeltaSink, RunLoop, RunState
+    from golem.loop import DeltaSink, RunLoop
     from golem.messages import Message, ToolCall
     from golem.models.base import ModelRequest, ModelResponse
     from golem.results import RunError
     from golem.retry import Retry
     from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown, validation_problems
     from golem.workflows import registry
-    from golem.workflows.types import (
-        AgentRunInput,
+    from golem.workflows.outcome import (
+        FAILURE_MEMO,
+        RUN_ERROR,
         AgentRunOutput,
-        FailureDetails,
-        MessagesPage,
-        MessagesQuery,
-        ModelCallInput,
-        PrepareInput,
-        RunSnapshot,
-        ToolCallInput,
-        message_size,
+        cancel_memo,
+        encode_failure,
+        encode_result,
+        failure_error,
     )
+    from golem.workflows.pages import MessagesPage, MessagesQuery
+    from golem.workflows.shipping import Outbox
+    from golem.workflows.types import AgentRunInput, PrepareInput, ToolCallInput
 
 T = TypeVar("T")
 
 __all__ = ["FAILURE_MEMO", "OUTCOME_MEMO", "RUN_ERROR", "AgentRunWorkflow", "TemporalExecutor"]
 
-#: ``ApplicationError.type`` of a failed run; its details are a ``FailureDetails``.
-RUN_ERROR = "GolemRunError"
-#: Memo key holding a cancelled run's ``FailureDetails``.
-FAILURE_MEMO = "golemFailure"
 #: Memo key holding a closed run's outcome, so the UI shows it without a worker.
 OUTCOME_MEMO = "golemOutcome"
 #: Runs recorded before the outcome memo replay without it.
@@ -103,15 +99,18 @@ async def _activity(coro: Awaitable[T]) -> T:
 class TemporalExecutor:
     """The loop's effects as activities; see docs/adr/0004-one-loop-two-executors.md."""
 
-    def __init__(self, agent: Agent[Any, Any], settings: registry.WorkerSettings) -> None:
+    def __init__(
+        self,
+        agent: Agent[Any, Any],
+        settings: registry.WorkerSettings,
+        on_change: Callable[[], None] = lambda: None,
+    ) -> None:
         self.agent = agent
         self.heartbeat_timeout = settings.heartbeat_timeout
-        self.inline_bytes = settings.inline_messages_bytes
-        self.request_messages: list[Message] = []
-        self._sent = 0  # messages the previous model call already had
-        #: Tools whose activity is running now; the loop's list lasts the whole batch.
-        self.in_flight: list[str] = []
-        self.on_change: Callable[[], None] | None = None
+        self.outbox = Outbox(settings.inline_messages_bytes)
+        self.tools_in_flight: list[str] = []
+        """Tool activities started and not yet finished, in start order."""
+        self._on_change = on_change
 
     def new_id(self) -> str:
         return str(workflow.uuid7())
@@ -154,15 +153,7 @@ class TemporalExecutor:
     async def request(
         self, request: ModelRequest, ctx: RunContext[Any], on_delta: DeltaSink | None
     ) -> ModelResponse:
-        # The activity reads these through the golem.messages query instead of its input.
-        self.request_messages = request.messages
-        upto = len(request.messages)
-        new = request.messages[self._sent : upto]
-        inline = new if sum(message_size(m) for m in new) <= self.inline_bytes else []
-        call = ModelCallInput(
-            agent=self.agent.name, turn=ctx.turn, upto=upto, since=self._sent, messages=inline
-        )
-        self._sent = upto
+        call = self.outbox.ship(self.agent.name, ctx.turn, request.messages)
         policy = self.agent.model_retry
         return await _activity(
             workflow.execute_activity(
@@ -194,18 +185,19 @@ class TemporalExecutor:
             policy = dataclasses.replace(policy, max_attempts=tool.retry_attempts)
         if tool.at_most_once:
             policy = dataclasses.replace(policy, max_attempts=1)
-        self.in_flight.append(call.name)
-        if self.on_change is not None:
-            self.on_change()
+        self.tools_in_flight.append(call.name)
+        self._on_change()
         try:
-            return await self._tool_activity(call, ctx, tool.timeout, policy)
+            return await self._tool_activity(
+                call, ctx, tool.timeout or timedelta(minutes=5), policy
+            )
         finally:
-            self.in_flight.remove(call.name)
-            if self.on_change is not None:
-                self.on_change()  # a finished tool leaves "tools in flight" at once
+            self.tools_in_flight.remove(call.name)
+            # After the loop has counted the call (same workflow task), not before.
+            asyncio.get_running_loop().call_soon(self._on_change)
 
     async def _tool_activity(
-        self, call: ToolCall, ctx: RunContext[Any], timeout: timedelta | None, policy: Retry
+        self, call: ToolCall, ctx: RunContext[Any], timeout: timedelta, policy: Retry
     ) -> ToolOutcome:
         return await _activity(
             workflow.execute_activity(
@@ -221,7 +213,7 @@ class TemporalExecutor:
                     retries=ctx.retries,
                 ),
                 result_type=ToolOutcome,
-                start_to_close_timeout=timeout or timedelta(minutes=5),
+                start_to_close_timeout=timeout,
                 heartbeat_timeout=self.heartbeat_timeout,
                 retry_policy=_retry_policy(policy),
                 summary=f"tool: {call.name}",
@@ -251,6 +243,7 @@ class AgentRunWorkflow:
     def __init__(self) -> None:
         self._loop: RunLoop | None = None
         self._executor: TemporalExecutor | None = None
+        self._outcome: list[Message] | None = None  # the conversation the outcome reports
         self._turn = 0
 
     @workflow.run
@@ -276,55 +269,42 @@ class AgentRunWorkflow:
                 name = getattr(agent.deps_type, "__name__", str(agent.deps_type))
                 message = f"deps do not validate as {name}: {validation_problems(exc, 'deps')}"
                 error = RunError("history", message)
-                details = FailureDetails(stage="history", message=message)
-                raise ApplicationError(
-                    str(error), details, type=RUN_ERROR, non_retryable=True
-                ) from None
+                raise failure_error(error, encode_failure(error, run.history)) from None
             run = run.model_copy(update={"deps": deps})
         if not run.run_id:
             run = run.model_copy(update={"run_id": info.workflow_id})
-        self._executor = TemporalExecutor(agent, registry.settings(info.task_queue))
-        self._executor.on_change = self._show_details
+        self._executor = TemporalExecutor(
+            agent, registry.settings(info.task_queue), on_change=self._show_details
+        )
         self._loop = RunLoop(agent, self._executor, run, emit=self._on_event)
         try:
             result = await self._loop.run()
         except RunError as exc:
-            details = FailureDetails(
-                stage=exc.stage,
-                message=exc.detail,
-                partial=self._snapshot(run.history) if exc.partial is not None else None,
-            )
+            if exc.partial is not None:
+                self._outcome = exc.partial.messages
+            details = encode_failure(exc, run.history)
             if isinstance(exc.__cause__, asyncio.CancelledError):
                 # A cancel command carries no details: the evidence rides the memo instead,
                 # so the run still shows as Canceled in the UI.
-                memo: dict[str, Any] = {FAILURE_MEMO: details}
+                memo = cancel_memo(details)
                 if workflow.patched(OUTCOME_PATCH):
-                    memo[OUTCOME_MEMO] = self._outcome("canceled")
+                    memo[OUTCOME_MEMO] = self._summary("canceled")
                 workflow.upsert_memo(memo)
                 raise CancelledError(str(exc)) from None
             if workflow.patched(OUTCOME_PATCH):
-                workflow.upsert_memo({OUTCOME_MEMO: self._outcome(f"failed at {exc.stage}")})
-            raise ApplicationError(str(exc), details, type=RUN_ERROR, non_retryable=True) from None
+                workflow.upsert_memo({OUTCOME_MEMO: self._summary(f"failed at {exc.stage}")})
+            raise failure_error(exc, details) from None
+        self._outcome = result.messages
         output = result.output
         if agent.output_adapter is not None and output is not None:
             output = agent.output_adapter.dump_python(output, mode="json")
         reason = "awaiting approval" if result.pending_approvals else "answered"
         if workflow.patched(OUTCOME_PATCH):
-            workflow.upsert_memo({OUTCOME_MEMO: self._outcome(reason, output)})
-        return AgentRunOutput(
-            output=output,
-            snapshot=self._snapshot(run.history, completed=False),
-            pending_approvals=result.pending_approvals,
-        )
+            workflow.upsert_memo({OUTCOME_MEMO: self._summary(reason, output)})
+        return encode_result(result, run.history, output)
 
-    def _snapshot(self, history: list[Message], completed: bool = True) -> RunSnapshot:
-        assert self._loop is not None
-        state: RunState = self._loop.state
-        messages = state.messages[: state.completed] if completed else state.messages
-        return RunSnapshot.of(messages, history, state)
-
-    def _outcome(self, stop_reason: str, output: Any = None) -> dict[str, Any]:
-        """A closed run at a glance (camelCase, like the message contract)."""
+    def _summary(self, stop_reason: str, output: Any = None) -> dict[str, Any]:
+        """A closed run at a glance, for the UI's memo (camelCase, like every payload)."""
         assert self._loop is not None
         state = self._loop.state
         text = output if isinstance(output, str) else "" if output is None else json.dumps(output)
@@ -340,14 +320,16 @@ class AgentRunWorkflow:
 
     def _on_event(self, event: RunEvent) -> None:
         if event.kind in ("model_start", "model_end", "tool_start", "tool_end"):
-            self._turn = event.turn
-            self._show_details()
+            self._show_details(event.turn)
 
-    def _show_details(self) -> None:
-        assert self._loop is not None and self._executor is not None
+    def _show_details(self, turn: int | None = None) -> None:
+        """What the UI shows for a running run; redrawn on every model and tool change."""
+        if self._loop is None or self._executor is None:
+            return
         state = self._loop.state
+        self._turn = turn if turn is not None else self._turn
         usage = state.usage
-        tools = ", ".join(self._executor.in_flight) or "none"
+        tools = ", ".join(self._executor.tools_in_flight) or "none"
         workflow.set_current_details(
             f"**turn** {self._turn} · **requests** {state.requests} · **tool calls** "
             f"{state.tool_calls}\n\n**tokens** {usage.input_tokens} in / "
@@ -357,10 +339,12 @@ class AgentRunWorkflow:
     @workflow.query(name="golem.messages")
     def messages(self, query: MessagesQuery) -> MessagesPage:
         """The current model request's messages ``[since, upto)``, one page (≤ ~1 MB)."""
-        return MessagesPage.of(self._executor.request_messages if self._executor else [], query)
+        return self._executor.outbox.page(query) if self._executor else MessagesPage.of([], query)
 
     @workflow.query(name="golem.conversation")
     def conversation(self, query: MessagesQuery) -> MessagesPage:
         """The conversation ``[since, upto)``, one page: a running run's, or a closed run's
         whose result or failure was too big to carry it (``RunSnapshot.paged``)."""
+        if self._outcome is not None:
+            return MessagesPage.of(self._outcome, query)
         return MessagesPage.of(self._loop.state.messages if self._loop else [], query)
