@@ -109,6 +109,8 @@ class TemporalExecutor:
         self.heartbeat_timeout = settings.heartbeat_timeout
         self.outbox = Outbox(settings.inline_messages_bytes)
         self.tools_in_flight: list[str] = []
+        self.tools_done = 0
+        """Tool activities that returned: the loop counts a batch only when it ends."""
         """Tool activities started and not yet finished, in start order."""
         self._on_change = on_change
 
@@ -188,9 +190,11 @@ class TemporalExecutor:
         self.tools_in_flight.append(call.name)
         self._on_change()
         try:
-            return await self._tool_activity(
+            outcome = await self._tool_activity(
                 call, ctx, tool.timeout or timedelta(minutes=5), policy
             )
+            self.tools_done += 1
+            return outcome
         finally:
             self.tools_in_flight.remove(call.name)
             # After the loop has counted the call (same workflow task), not before.
@@ -332,7 +336,8 @@ class AgentRunWorkflow:
         tools = ", ".join(self._executor.tools_in_flight) or "none"
         workflow.set_current_details(
             f"**turn** {self._turn} · **requests** {state.requests} · **tool calls** "
-            f"{state.tool_calls}\n\n**tokens** {usage.input_tokens} in / "
+            f"{max(state.tool_calls, self._executor.tools_done)}\n\n"
+            f"**tokens** {usage.input_tokens} in / "
             f"{usage.output_tokens} out\n\n**tools in flight** {tools}"
         )
 
