@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.retry import Retry
     from golem.tools import RunContext, ToolOutcome, validation_problems
     from golem.workflows import registry
+    from golem.workflows.streams import RunStreamHost
     from golem.workflows.types import (
         AgentRunInput,
         AgentRunOutput,
@@ -99,6 +100,7 @@ class TemporalExecutor:
         self.heartbeat_timeout = settings.heartbeat_timeout
         self.inline_bytes = settings.inline_messages_bytes
         self.request_messages: list[Message] = []
+        self.stream = False  # the model activity publishes deltas (DurableAgent.run_stream)
         self._sent = 0  # messages the previous model call already had
 
     def new_id(self) -> str:
@@ -146,7 +148,12 @@ class TemporalExecutor:
         new = request.messages[self._sent : upto]
         inline = new if sum(message_size(m) for m in new) <= self.inline_bytes else []
         call = ModelCallInput(
-            agent=self.agent.name, turn=ctx.turn, upto=upto, since=self._sent, messages=inline
+            agent=self.agent.name,
+            turn=ctx.turn,
+            upto=upto,
+            since=self._sent,
+            messages=inline,
+            stream=self.stream,
         )
         self._sent = upto
         policy = self.agent.model_retry
@@ -198,6 +205,7 @@ class AgentRunWorkflow:
     def __init__(self) -> None:
         self._loop: RunLoop | None = None
         self._executor: TemporalExecutor | None = None
+        self._stream = RunStreamHost()
 
     @workflow.run
     async def run(self, input: AgentRunInput) -> AgentRunOutput:
@@ -225,9 +233,10 @@ class AgentRunWorkflow:
         if not run.run_id:
             run = run.model_copy(update={"run_id": info.workflow_id})
         self._executor = TemporalExecutor(agent, registry.settings(info.task_queue))
+        self._executor.stream = input.stream
         self._loop = RunLoop(agent, self._executor, run, emit=self._on_event)
         try:
-            result = await self._loop.run()
+            result = await self._stream.hosting(self._loop.run())
         except RunError as exc:
             details = FailureDetails(
                 stage=exc.stage,
@@ -256,6 +265,7 @@ class AgentRunWorkflow:
         return RunSnapshot.of(messages, history, state)
 
     def _on_event(self, event: RunEvent) -> None:
+        self._stream.publish(event)
         if event.kind not in ("model_start", "model_end", "tool_start", "tool_end"):
             return
         assert self._loop is not None

@@ -39,6 +39,8 @@ class AgentRunInput(_Payload):
     agent: str
     run: RunInput
     parent_run_id: str = ""
+    stream: bool = False
+    """The model activity publishes deltas to the run's stream (``run_stream``)."""
 
 
 #: Most bytes of messages a run's result, failure or one query page carries inline
@@ -156,6 +158,8 @@ class ModelCallInput(_Payload):
     """Where ``messages`` starts."""
     messages: list[Message] = Field(default_factory=list)
     """``[since, upto)`` when small enough to send; empty otherwise."""
+    stream: bool = False
+    """Stream the answer, publishing its deltas to the run's stream."""
 
 
 class MessagesQuery(_Payload):
