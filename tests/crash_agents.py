@@ -11,7 +11,7 @@ from typing import Any
 
 from golem import Message, ToolCall
 from golem.agent import Agent, ModelRetry
-from golem.models import FunctionModel
+from golem.models import FunctionModel, ModelResponse, StreamDelta
 
 
 def _dir() -> Path:
@@ -67,4 +67,20 @@ model_crash = Agent(
     model_retry=ModelRetry(initial_interval=0.1),
 )
 
-AGENTS = [idempotent, at_most_once, model_crash]
+
+async def _stream_then_hang(messages: list[Message], tools: Any) -> Any:
+    if os.environ.get("GOLEM_CRASH_HANG") == "1":
+        yield StreamDelta(kind="text", text="a partial ")  # then the worker dies
+    await _record_and_maybe_hang("stream")
+    for piece in ("the retried ", "answer"):
+        yield StreamDelta(kind="text", text=piece)
+    yield ModelResponse(message=Message.assistant("the retried answer"))
+
+
+stream_crash = Agent(
+    FunctionModel(lambda m, t: Message.assistant("unused"), _stream_then_hang),
+    name="stream_crash",
+    model_retry=ModelRetry(initial_interval=0.1),
+)
+
+AGENTS = [idempotent, at_most_once, model_crash, stream_crash]

@@ -14,11 +14,14 @@ from typing import Any
 
 import pytest
 from agents import ask, call, scripted
+from crash_agents import AGENTS as CRASH_AGENTS
+from crash_agents import stream_crash
 from hypothesis import given
 from hypothesis import strategies as st
 from temporalio.client import WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
+from test_crash import crash_dir, doomed_worker
 
 from golem.activities.streams import coalesce
 from golem.agent import Agent
@@ -31,6 +34,7 @@ from golem.results import RunError
 from golem.worker import GolemPlugin
 
 DEADLINE = 60.0
+_ = crash_dir  # a fixture, shared with test_crash
 SIGNALED = "workflow_execution_signaled_event_attributes"
 
 
@@ -300,4 +304,36 @@ def test_a_negative_offset_is_refused_by_name() -> None:
         DurableRunStream(lambda: None, from_offset=-1)  # type: ignore[arg-type,return-value]
 
 
-_ = (signal, Path)  # used by the crash test below
+async def test_a_worker_killed_mid_stream_yields_a_marked_restart_and_the_retried_answer(
+    temporal_env: WorkflowEnvironment, crash_dir: Path
+) -> None:
+    task_queue = f"crash-{uuid.uuid4().hex[:12]}"
+    durable: DurableAgent[str] = DurableAgent(
+        temporal_env.client, stream_crash.name, task_queue=task_queue
+    )
+    stream = durable.run_stream("go")
+    events = aiter(stream)
+    seen: list[RunEvent] = []
+    async with doomed_worker(temporal_env, task_queue, crash_dir) as process:
+        async with asyncio.timeout(DEADLINE):
+            while not seen or seen[-1].kind != "text_delta":
+                seen.append(await anext(events))
+        process.send_signal(signal.SIGKILL)  # mid-answer: its first piece is out
+        await process.wait()
+    plugin = GolemPlugin(*CRASH_AGENTS, heartbeat_timeout=timedelta(seconds=2))
+    async with Worker(temporal_env.client, task_queue=task_queue, plugins=[plugin]):
+        seen += await collect(events)
+
+    assert [(e.kind, e.turn, e.attempt) for e in seen] == [
+        ("model_start", 1, 0),
+        ("text_delta", 1, 0),
+        ("turn_restarted", 1, 2),
+        *[("text_delta", 1, 0)] * (len(seen) - 4),
+        ("model_end", 1, 0),
+    ]
+    restart = [e.kind for e in seen].index("turn_restarted")
+    assert texts(seen[:restart]) == "a partial "
+    assert texts(seen[restart:]) == "the retried answer"
+    assert stream.result.output == "the retried answer"
+    assert stream.result.requests == 1
+    assert (crash_dir / "executions").read_text().split() == ["stream", "stream"]
