@@ -28,7 +28,7 @@ from golem.workflows.streams import TOPIC, StreamEvent
 __all__ = ["BATCH_INTERVAL", "DeltaPublisher", "coalesce", "stream_request"]
 
 #: Deltas that arrive within this interval of the previous batch go out together.
-BATCH_INTERVAL = timedelta(milliseconds=100)
+BATCH_INTERVAL = timedelta(milliseconds=200)
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,8 @@ class DeltaPublisher:
 async def stream_request(model: Model, request: ModelRequest, turn: int) -> ModelResponse:
     """``model.request_stream``, its deltas published live; the complete response."""
     response: ModelResponse | None = None
-    async with DeltaPublisher(turn, activity.info().attempt) as publisher:
+    publisher = DeltaPublisher(turn, activity.info().attempt, interval=BATCH_INTERVAL)
+    async with publisher:
         async for item in model.request_stream(request):
             if isinstance(item, StreamDelta):
                 publisher.add(item)
