@@ -32,6 +32,7 @@ from golem.agent import Agent
 from golem.client import SEARCH_ATTRIBUTES, DurableAgent, fetch_run
 from golem.messages import Message, load_messages
 from golem.results import RunError
+from golem.streaming import write_text
 from golem.testing import DEV_SERVER_ARGS, temporal_cli
 from golem.worker import GolemPlugin
 from golem.worker.converter import golem_data_converter
@@ -128,21 +129,28 @@ async def cmd_run(args: argparse.Namespace) -> int:
     history = load_messages(Path(args.history).read_bytes()) if args.history else None
     durable: DurableAgent[Any] = DurableAgent(client, args.agent, task_queue=args.task_queue)
     try:
-        result = await durable.run(
+        stream = durable.run_stream(
             args.prompt, history=history, conversation_id=args.conversation_id
         )
+        streamed = await write_text(stream, _echo)  # the answer as it streams
+        result = stream.result
     except RunError as exc:
         print(f"run failed at stage {exc.stage}: {exc.detail}", file=sys.stderr)
         if exc.partial:
             print(f"run id:          {exc.partial.run_id}", file=sys.stderr)
             print(f"resume with:     golem show {exc.partial.run_id}", file=sys.stderr)
         return 1
-    print(result.output)
+    if not streamed:
+        print(result.output)
     print()
     print(f"run id:          {result.run_id}")
     print(f"conversation id: {result.conversation_id}")
     print(f"UI:              {ui_link(result.run_id)}")
     return 0
+
+
+def _echo(text: str) -> None:
+    print(text, end="", flush=True)
 
 
 def read_line(prompt: str) -> str:
@@ -165,14 +173,17 @@ async def cmd_chat(args: argparse.Namespace) -> int:
                 print(f"conversation id: {history[-1].conversation_id}")
             return 0
         try:
-            result = await durable.run(prompt, history=history)
+            _echo(f"{args.agent}> ")
+            stream = durable.run_stream(prompt, history=history)
+            if not await write_text(stream, _echo):
+                print(stream.result.output)
+            result = stream.result
         except RunError as exc:
             print(f"run failed at stage {exc.stage}: {exc.detail}")
             if exc.partial:
                 history = exc.partial.messages  # the next turn resumes; repair closes the gap
             continue
         history = result.messages
-        print(f"{args.agent}> {result.output}")
 
 
 async def cmd_show(args: argparse.Namespace) -> int:

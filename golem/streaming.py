@@ -15,7 +15,7 @@ re-exports it. See docs/adr/0007-live-streams.md.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from datetime import timedelta
 from typing import TYPE_CHECKING, Generic, TypeVar, cast
@@ -31,7 +31,7 @@ from golem.workflows.streams import TOPIC, StreamEvent
 if TYPE_CHECKING:
     from golem.client import DurableRun
 
-__all__ = ["POLL_COOLDOWN", "DurableRunStream"]
+__all__ = ["POLL_COOLDOWN", "DurableRunStream", "write_text"]
 
 OutputT = TypeVar("OutputT")
 
@@ -99,3 +99,24 @@ class DurableRunStream(Generic[OutputT]):
                     continue  # a late piece of an attempt that was already given up on
                 yield wire.to_event(run.run_id, run.conversation_id)
         self._result = await run.result()
+
+
+async def write_text(stream: AsyncIterable[RunEvent], write: Callable[[str], object]) -> bool:
+    """Write a run's text as it streams, a line per model turn; a retried turn is marked.
+    ``False`` when there was no text at all."""
+    wrote = anything = False
+    async for event in stream:
+        if event.kind == "model_start" and wrote:
+            write("\n")
+            wrote = False
+        elif event.kind == "turn_restarted":
+            write(
+                f"\n[the model call was retried (attempt {event.attempt}): its answer restarts]\n"
+            )
+            wrote = False
+        elif event.kind == "text_delta" and event.delta is not None and event.delta.text:
+            write(event.delta.text)
+            wrote = anything = True
+    if wrote:
+        write("\n")
+    return anything

@@ -34,6 +34,7 @@ from golem.messages import Message, Usage
 from golem.models.base import ModelResponse, StreamDelta, ToolDefinition
 from golem.models.function import FunctionModel
 from golem.results import RunError
+from golem.streaming import write_text
 from golem.worker import GolemPlugin
 
 DEADLINE = 60.0
@@ -379,3 +380,28 @@ async def test_the_sse_relay_streams_a_run_and_resumes_from_last_event_id(
     assert rest == events[3:]
     assert refused.status_code == 400
     assert "soon" in refused.json()["error"]
+
+
+async def test_write_text_prints_each_turn_on_its_line_and_marks_a_restart() -> None:
+    def event(kind: str, text: str = "", attempt: int = 0) -> RunEvent:
+        delta = StreamDelta(kind="text", text=text) if text else None
+        return RunEvent(kind, "r", "c", 1, delta=delta, attempt=attempt)  # type: ignore[arg-type]
+
+    async def events() -> AsyncIterator[RunEvent]:
+        for item in [
+            event("model_start"),
+            event("text_delta", "Let me look."),
+            event("model_end"),
+            event("model_start"),
+            event("text_delta", "Hal"),
+            event("turn_restarted", attempt=2),
+            event("text_delta", "Hello"),
+            event("model_end"),
+        ]:
+            yield item
+
+    written: list[str] = []
+    assert await write_text(events(), written.append) is True
+    assert "".join(written) == (
+        "Let me look.\nHal\n[the model call was retried (attempt 2): its answer restarts]\nHello\n"
+    )
