@@ -209,6 +209,31 @@ async def test_a_late_subscriber_gets_every_event_once_in_order(
     assert late.result == live.result
 
 
+async def test_a_subscriber_attaching_mid_run_gets_the_events_before_it_came(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    gate = asyncio.Event()
+    agent = piece_agent(["early ", "later"], gate)
+    async with serving(temporal_env, agent) as durable:
+        live = durable.run_stream("go")
+        events = aiter(live)
+        first: list[RunEvent] = []
+        async with asyncio.timeout(DEADLINE):
+            while not first or first[-1].kind != "text_delta":
+                first.append(await anext(events))
+            late = live.run.stream()  # the run waits on the gate: it is mid-answer
+            late_events = aiter(late)
+            caught_up = [await anext(late_events) for _ in first]
+        gate.set()
+        rest = await collect(events)
+        late_rest = await collect(late_events)
+
+    assert caught_up == first
+    assert caught_up + late_rest == first + rest
+    assert texts(first + rest) == "early later"
+    assert late.result == live.result
+
+
 async def test_a_reconnect_from_an_offset_gets_the_rest_exactly_once(
     temporal_env: WorkflowEnvironment,
 ) -> None:
