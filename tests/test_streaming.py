@@ -31,7 +31,7 @@ from golem.agent import Agent
 from golem.client import DurableAgent, DurableRunStream
 from golem.events import RunEvent
 from golem.messages import Message, Usage
-from golem.models.base import ModelResponse, StreamDelta, ToolDefinition
+from golem.models.base import ModelHTTPError, ModelResponse, StreamDelta, ToolDefinition
 from golem.models.function import FunctionModel
 from golem.results import RunError
 from golem.streaming import write_text
@@ -274,6 +274,28 @@ async def test_cancelling_a_streamed_run_ends_the_stream_with_run_error_canceled
 
     assert caught.value.stage == "canceled"
     assert texts(events) == "thinking about it"
+
+
+async def test_a_failing_run_ends_its_stream_with_the_same_run_error_as_run(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    refusal = ModelHTTPError(404, "model_not_found", provider="test")
+    failing, _ = scripted([ask(call("c1", "echo", text="x")), refusal], name="failing")
+    failing.tool(name="echo")(lambda text: text)
+    async with serving(temporal_env, failing) as durable:
+        stream = durable.run_stream("go")
+        events: list[RunEvent] = []
+        with pytest.raises(RunError) as streamed:
+            async with asyncio.timeout(DEADLINE):
+                async for event in stream:
+                    events.append(event)
+        with pytest.raises(RunError) as waited:
+            await stream.run.result()
+
+    assert (streamed.value.stage, str(streamed.value)) == (waited.value.stage, str(waited.value))
+    assert streamed.value.stage == "model"
+    assert streamed.value.partial == waited.value.partial
+    assert [e.kind for e in events][-2:] == ["tool_end", "model_start"]
 
 
 async def test_a_burst_of_deltas_costs_a_few_signals_not_one_per_token(
