@@ -10,6 +10,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from replay_agents import AGENTS, Deps, stop_agent, tools_agent
+from temporalio.client import Client
 from temporalio.worker import Worker
 
 from golem.client import DurableAgent
@@ -38,10 +39,21 @@ async def main() -> None:
             except RunError as exc:
                 assert exc.partial is not None
                 runs["tool_canceled"] = exc.partial.run_id
+            runs["streamed_run"] = await record_streamed(env.client, tq)
         for name, run_id in runs.items():
             history = await env.client.get_workflow_handle(run_id).fetch_history()
             (OUT / f"{name}.json").write_text(history.to_json())
             print("recorded", name)
+
+
+async def record_streamed(client: Client, tq: str) -> str:
+    """A streamed run (deltas as signals) read by a live subscriber (its polls as updates)."""
+    stream = DurableAgent(client, tools_agent, task_queue=tq).run_stream(
+        "weather?", deps=Deps(user="Ada")
+    )
+    async for _ in stream:
+        pass
+    return stream.run.run_id
 
 
 if __name__ == "__main__":

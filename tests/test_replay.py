@@ -19,6 +19,7 @@ def test_histories_are_checked_in() -> None:
         "tools_batch_failed_unknown",
         "continued_conversation",
         "tool_canceled",
+        "streamed_run",
     }
 
 
