@@ -22,6 +22,7 @@ from crash_agents import stream_crash
 from hypothesis import given
 from hypothesis import strategies as st
 from temporalio.client import WorkflowHistory
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 from test_crash import crash_dir, doomed_worker
@@ -36,6 +37,7 @@ from golem.models.function import FunctionModel
 from golem.results import RunError
 from golem.streaming import write_text
 from golem.worker import GolemPlugin
+from golem.workflows.streams import TOPIC, StreamEvent
 
 DEADLINE = 60.0
 _ = crash_dir  # a fixture, shared with test_crash
@@ -255,6 +257,40 @@ async def test_a_reconnect_from_an_offset_gets_the_rest_exactly_once(
     assert before + after == everything
     assert texts(everything) == "one two three"
     assert resumed.result.output == "one two three"
+
+
+async def test_a_late_piece_of_a_superseded_attempt_is_dropped(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    gate = asyncio.Event()
+    agent = piece_agent(["first ", "second"], gate)
+    async with serving(temporal_env, agent) as durable:
+        stream = durable.run_stream("go")
+        events = aiter(stream)
+        seen: list[RunEvent] = []
+        async with asyncio.timeout(DEADLINE):
+            while not seen or seen[-1].kind != "text_delta":
+                seen.append(await anext(events))
+        # What a zombie first attempt and a retry would publish, interleaved.
+        publisher = WorkflowStreamClient(stream.run.handle, client=temporal_env.client)
+        topic = publisher.topic(TOPIC, type=StreamEvent)
+        text = StreamDelta(kind="text", text="stale")
+        topic.publish(StreamEvent(kind="turn_restarted", turn=1, attempt=3))
+        topic.publish(StreamEvent.of_delta(text, turn=1, attempt=2))
+        topic.publish(StreamEvent.of_delta(text.model_copy(update={"text": "fresh "}), 1, 3))
+        await publisher.flush()
+        gate.set()
+        seen += await collect(events)
+
+    assert [(e.kind, e.attempt) for e in seen[:4]] == [
+        ("model_start", 0),
+        ("text_delta", 0),
+        ("turn_restarted", 3),
+        ("text_delta", 0),
+    ]
+    # The real call, attempt 1, is the zombie here: its later "second" is dropped too.
+    assert texts(seen) == "first fresh "
+    assert seen[-1].kind == "model_end"
 
 
 async def test_cancelling_a_streamed_run_ends_the_stream_with_run_error_canceled(
