@@ -19,7 +19,7 @@ from pydantic_core.core_schema import any_schema
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from golem.activities.streams import stream_request
+from golem.activities.streams import request_or_stream
 from golem.agent import Agent
 from golem.local import call_user_function
 from golem.messages import Message
@@ -160,10 +160,7 @@ async def model_request(input: ModelCallInput) -> ModelResponse:
         settings=agent.model_settings,
     )
     try:
-        if input.stream:  # DurableAgent.run_stream: deltas go live to the run's stream
-            response = await _heartbeating(stream_request(agent.model, request, input.turn))
-        else:
-            response = await _heartbeating(agent.model.request(request))
+        response = await _heartbeating(request_or_stream(agent.model, request, input))
     except ModelError as exc:
         delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
         # A provider asking for a longer wait than the agent allows ends the run, as in process.

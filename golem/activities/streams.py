@@ -1,6 +1,6 @@
 """The model activity's side of a live stream: deltas, batched, onto the run's stream.
 
-    response = await stream_request(agent.model, request, turn=3)   # inside golem.model_request
+    response = await request_or_stream(agent.model, request, call)   # in golem.model_request
 
 The first delta of a call is sent at once (time to first token is what a user feels);
 after it, at most one batch per ``BATCH_INTERVAL``, its adjacent pieces merged, so history
@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from datetime import timedelta
 from types import TracebackType
 
@@ -24,8 +24,9 @@ from temporalio.service import RPCError
 
 from golem.models.base import Model, ModelError, ModelRequest, ModelResponse, StreamDelta
 from golem.workflows.streams import TOPIC, StreamEvent
+from golem.workflows.types import ModelCallInput
 
-__all__ = ["BATCH_INTERVAL", "DeltaPublisher", "coalesce", "stream_request"]
+__all__ = ["BATCH_INTERVAL", "DeltaPublisher", "coalesce", "request_or_stream", "stream_request"]
 
 #: Deltas that arrive within this interval of the previous batch go out together.
 BATCH_INTERVAL = timedelta(milliseconds=200)
@@ -138,3 +139,12 @@ async def stream_request(model: Model, request: ModelRequest, turn: int) -> Mode
     if response is None:
         raise ModelError("the stream ended without a complete response", provider=model.model_name)
     return response
+
+
+def request_or_stream(
+    model: Model, request: ModelRequest, call: ModelCallInput
+) -> Awaitable[ModelResponse]:
+    """The model call ``call`` asks for: streamed live when its run is (``run_stream``)."""
+    if call.stream:
+        return stream_request(model, request, call.turn)
+    return model.request(request)
