@@ -236,7 +236,7 @@ class AgentRunWorkflow:
         self._executor.stream = input.stream
         self._loop = RunLoop(agent, self._executor, run, emit=self._on_event)
         try:
-            result = await self._stream.hosting(self._loop.run())
+            result = await self._stream.hosting(self._loop.run(), input.stream)
         except RunError as exc:
             details = FailureDetails(
                 stage=exc.stage,

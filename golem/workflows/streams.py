@@ -14,7 +14,10 @@ docs/adr/0007-live-streams.md.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Awaitable
+from datetime import timedelta
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -25,12 +28,14 @@ from golem.events import EventKind, RunEvent
 from golem.messages import Message, ToolCall
 from golem.models.base import ModelResponse, StreamDelta
 
-__all__ = ["TOPIC", "RunStreamHost", "StreamEvent"]
+__all__ = ["LINGER", "TOPIC", "RunStreamHost", "StreamEvent"]
 
 T = TypeVar("T")
 
 #: The one topic of a run's stream.
 TOPIC = "golem.events"
+#: How long a streamed run that has ended waits for its live subscriber's next poll.
+LINGER = timedelta(seconds=1)
 _DELTA_KINDS = {"text": "text_delta", "thinking": "thinking_delta", "tool_call": "tool_call_delta"}
 
 
@@ -109,12 +114,29 @@ class RunStreamHost:
         """Append a loop event (deltas never reach here: the model activity sends them)."""
         self._topic.publish(StreamEvent.of(event))
 
-    async def hosting(self, work: Awaitable[T]) -> T:
-        """Await the run, then end the stream: an ``end`` item, waiting polls answered."""
+    async def hosting(self, work: Awaitable[T], streamed: bool = False) -> T:
+        """Await the run, then end the stream: an ``end`` item, waiting polls answered.
+
+        A ``streamed`` run that ends while its live subscriber is between two polls waits
+        up to ``LINGER`` for the next one, which would otherwise find the run closed and
+        read the end by query (a replay of the whole run on some worker)."""
+        completed = False
         try:
-            return await work
+            result = await work
+            completed = True
+            return result
+        except Exception as exc:
+            # A cancelled (or evicted) run closes at once; any other failure is an ending.
+            completed = not isinstance(exc.__cause__, asyncio.CancelledError)
+            raise
         finally:
             self._topic.publish(StreamEvent(kind="end"))
+            if streamed and completed and workflow.all_handlers_finished():
+                # The run has ended: a cancel (or eviction) now only cuts the wait short.
+                with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                    await workflow.wait_condition(
+                        lambda: not workflow.all_handlers_finished(), timeout=LINGER
+                    )
             # Answer waiting polls now, so a subscriber gets `end` without a query replay.
             self.stream.detach_pollers()
             await workflow.wait_condition(workflow.all_handlers_finished)
