@@ -34,7 +34,7 @@ from golem.worker import GolemPlugin
 DELTAS = 40
 PAUSE = 0.025  # seconds between deltas: a 1 s answer of 40 pieces
 PIECE = "word "
-REPEATS = 5
+REPEATS = 9
 TOOL_TURNS = 3
 DEFAULT_INTERVAL = streams.BATCH_INTERVAL.total_seconds()
 INTERVALS = (0.1, DEFAULT_INTERVAL, 0.3)
