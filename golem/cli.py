@@ -55,6 +55,7 @@ from golem.client import (
 )
 from golem.messages import HistoryError, Message, dump_messages, load_messages
 from golem.results import Result, RunError
+from golem.streaming import write_text
 from golem.testing import DEV_SERVER_ARGS, temporal_cli
 from golem.worker import GolemPlugin, golem_converter
 from golem.worker.logs import configure_logging
@@ -239,7 +240,9 @@ async def watching(client: Client, task_queue: str, run_id: str) -> AsyncIterato
 # -- printing results ------------------------------------------------------------------------
 
 
-def print_result(client: Client, result: Result[Any], as_json: bool) -> None:
+def print_result(
+    client: Client, result: Result[Any], as_json: bool, *, streamed: bool = False
+) -> None:
     if as_json:
         print(
             json.dumps(
@@ -253,7 +256,7 @@ def print_result(client: Client, result: Result[Any], as_json: bool) -> None:
             )
         )
         return
-    print(result.output)
+    print() if streamed else print(result.output)  # streamed: the answer is out already
     print()
     print(f"run id:          {result.run_id}")
     print(f"conversation id: {result.conversation_id}")
@@ -406,11 +409,17 @@ async def cmd_run(args: argparse.Namespace) -> int:
     history = await starting_history(client, args)
     durable: DurableAgent[Any] = DurableAgent(client, name, task_queue=args.task_queue)
     started = await durable.start(
-        args.prompt, history=history, conversation_id=args.conversation_id
+        args.prompt, history=history, conversation_id=args.conversation_id, stream=not args.json
     )
+    streamed = False
     try:
         async with watching(client, args.task_queue, started.run_id):
-            result = await started.result()
+            if args.json:
+                result = await started.result()
+            else:
+                stream = started.stream()
+                streamed = await write_text(stream, _echo)  # the answer as it streams
+                result = stream.result
     except RunError as exc:
         return print_failure(client, exc, started.run_id)
     except asyncio.CancelledError:  # Ctrl-C: stop waiting, not the run
@@ -420,7 +429,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         raise
-    print_result(client, result, args.json)
+    print_result(client, result, args.json, streamed=streamed)
     return 0
 
 
@@ -458,6 +467,10 @@ async def cmd_resume(args: argparse.Namespace) -> int:
     return 0
 
 
+def _echo(text: str) -> None:
+    print(text, end="", flush=True)
+
+
 def read_line(prompt: str) -> str:
     """One line from the person at the terminal."""
     return input(prompt)
@@ -481,10 +494,17 @@ async def cmd_chat(args: argparse.Namespace) -> int:
             return 0
         if not interactive:
             print(f"you> {prompt}")  # piped input: show the turn, on its own line
-        started = await durable.start(prompt, history=history, conversation_id=args.conversation_id)
+        started = await durable.start(
+            prompt, history=history, conversation_id=args.conversation_id, stream=True
+        )
         try:
+            _echo(f"{name}> ")
             async with watching(client, args.task_queue, started.run_id):
-                result = await started.result()
+                stream = started.stream()
+                if not await write_text(stream, _echo):
+                    _echo(str(stream.result.output))
+                result = stream.result
+            print()
         except RunError as exc:
             print(f"run failed at stage {exc.stage}: {exc.detail}")
             print(f"      run {started.run_id} (golem resume {started.run_id})", flush=True)
@@ -492,7 +512,6 @@ async def cmd_chat(args: argparse.Namespace) -> int:
                 history = exc.partial.messages  # the next turn resumes; repair closes the gap
             continue
         history = result.messages
-        print(f"{name}> {result.output}")
         print(f"      run {result.run_id}", flush=True)
 
 

@@ -38,6 +38,7 @@ from golem.ids import new_id
 from golem.loop import RunInput, resolve_conversation_id
 from golem.messages import HistoryError, Message, Part, validate_history
 from golem.results import PartialResult, Result, RunError
+from golem.streaming import DurableRunStream
 from golem.strict_json import loads_strict
 from golem.tools import validation_problems
 from golem.worker.converter import golem_data_converter
@@ -58,6 +59,7 @@ __all__ = [
     "SEARCH_ATTRIBUTES",
     "DurableAgent",
     "DurableRun",
+    "DurableRunStream",
     "RunIdInUseError",
     "RunRecord",
     "UnknownAgentError",
@@ -102,6 +104,10 @@ class DurableRun(Generic[OutputT]):
         """Ask the run to stop; ``result()`` then raises a ``RunError`` (stage ``canceled``)."""
         await self.handle.cancel()
 
+    def stream(self, from_offset: int = 0) -> DurableRunStream[OutputT]:
+        """The run's events from ``from_offset`` (live, or replayed once it has ended)."""
+        return DurableRunStream(self, from_offset)
+
 
 class DurableAgent(Generic[OutputT]):
     """Start runs of an agent that a golem worker serves on ``task_queue``."""
@@ -131,6 +137,7 @@ class DurableAgent(Generic[OutputT]):
         conversation_id: str | None = None,
         approvals: dict[str, bool] | None = None,
         parent_run_id: str | None = None,
+        stream: bool = False,
     ) -> DurableRun[OutputT]:
         """Start a run and return at once. The run id is minted here, so it is the
         workflow id before the run starts."""
@@ -156,7 +163,7 @@ class DurableAgent(Generic[OutputT]):
             conversation_id=conversation_id,
             approvals=dict(approvals or {}),
         )
-        payload = AgentRunInput(agent=self.agent_name, run=run, parent_run_id=parent)
+        payload = AgentRunInput(agent=self.agent_name, run=run, parent_run_id=parent, stream=stream)
         size = len(golem_data_converter.payload_converter.to_payloads([payload])[0].data)
         if size > MAX_INPUT_BYTES:
             raise RunError(
@@ -224,6 +231,40 @@ class DurableAgent(Generic[OutputT]):
             approvals=approvals,
         )
         return await started.result()
+
+    def run_stream(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Sequence[Message] | None = None,
+        parts: Sequence[Part] = (),
+        deps: Any = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+        approvals: dict[str, bool] | None = None,
+    ) -> DurableRunStream[OutputT]:
+        """Run durably, yielding ``agent.run_stream``'s events as they happen (the run
+        starts when iterated); once exhausted, ``.result`` is what ``run`` returns."""
+        return DurableRunStream(
+            lambda: self.start(
+                prompt,
+                history=history,
+                parts=parts,
+                deps=deps,
+                run_id=run_id,
+                conversation_id=conversation_id,
+                approvals=approvals,
+                stream=True,
+            )
+        )
+
+    async def attach(self, run_id: str) -> DurableRun[OutputT]:
+        """A handle on a run started earlier, e.g. by a client that has since restarted."""
+        handle = self.client.get_workflow_handle(run_id)
+        description = await handle.describe()
+        conversation_id = description.typed_search_attributes.get(CONVERSATION_ID) or ""
+        history = await _input_history(self.client, handle)
+        return DurableRun(run_id, conversation_id, handle, history, self.output_adapter)
 
     async def resume(
         self,

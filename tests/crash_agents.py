@@ -11,7 +11,7 @@ from typing import Any
 
 from golem import Message, ToolCall
 from golem.agent import Agent
-from golem.models import FunctionModel
+from golem.models import FunctionModel, ModelResponse, StreamDelta
 from golem.retry import Retry
 from golem.tools import RunContext
 
@@ -134,6 +134,21 @@ processor_crash = Agent(
     history_processor=_slow_processor,
 )
 
+async def _stream_then_hang(messages: list[Message], tools: Any) -> Any:
+    if os.environ.get("GOLEM_CRASH_HANG") == "1":
+        yield StreamDelta(kind="text", text="a partial ")  # then the worker dies
+    await _record_and_maybe_hang("stream")
+    for piece in ("the retried ", "answer"):
+        yield StreamDelta(kind="text", text=piece)
+    yield ModelResponse(message=Message.assistant("the retried answer"))
+
+
+stream_crash = Agent(
+    FunctionModel(lambda m, t: Message.assistant("unused"), _stream_then_hang),
+    name="stream_crash",
+    model_retry=Retry(initial_interval=0.1),
+)
+
 AGENTS = [
     idempotent,
     at_most_once,
@@ -142,4 +157,5 @@ AGENTS = [
     parallel,
     instructions_crash,
     processor_crash,
+    stream_crash,
 ]

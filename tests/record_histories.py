@@ -123,6 +123,7 @@ async def main() -> None:
         tq = f"replay-{uuid.uuid4().hex[:8]}"
         async with Worker(env.client, task_queue=tq, plugins=[GolemPlugin(*AGENTS)]):
             runs = await record_runs(env.client, tq)
+            runs["streamed_run"] = await record_streamed(env.client, tq)
         runs |= await record_crash(env.client)
         for name, run_id in runs.items():
             text = (await env.client.get_workflow_handle(run_id).fetch_history()).to_json()
@@ -133,6 +134,16 @@ async def main() -> None:
             else:
                 (OUT / f"{name}.json").write_text(text)
             print("recorded", name)
+
+
+async def record_streamed(client: Client, tq: str) -> str:
+    """A streamed run (deltas as signals) read by a live subscriber (its polls as updates)."""
+    stream = DurableAgent(client, tools_agent, task_queue=tq).run_stream(
+        "weather?", deps=Deps(user="Ada")
+    )
+    async for _ in stream:
+        pass
+    return stream.run.run_id
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ def test_histories_are_checked_in() -> None:
         "model_call_retried",
         "crash_taken_over",
         "crash_resumed",
+        "streamed_run",
         # Recorded before payload keys turned camelCase and never re-recorded: a run in
         # flight across that upgrade still replays.
         "legacy_snake_case_payloads",

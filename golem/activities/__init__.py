@@ -19,6 +19,7 @@ from pydantic_core.core_schema import any_schema
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from golem.activities.streams import request_or_stream
 from golem.agent import Agent
 from golem.messages import Message
 from golem.models.base import ModelError, ModelRequest, ModelResponse
@@ -166,7 +167,7 @@ class ModelActivity:
         )
         what = f"model {agent.model_name}"
         try:
-            response = await _heartbeating(agent.model.request(request), what)
+            response = await _heartbeating(request_or_stream(agent.model, request, input), what)
         except ModelError as exc:
             delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
             # A provider asking for a longer wait than the agent allows ends the run, as in process.

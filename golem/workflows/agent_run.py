@@ -48,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from golem.workflows.pages import MessagesPage, MessagesQuery
     from golem.workflows.shipping import Outbox
+    from golem.workflows.streams import RunStreamHost
     from golem.workflows.types import AgentRunInput, PrepareInput, ToolCallInput
 
 T = TypeVar("T")
@@ -108,10 +109,11 @@ class TemporalExecutor:
         self.agent = agent
         self.heartbeat_timeout = settings.heartbeat_timeout
         self.outbox = Outbox(settings.inline_messages_bytes)
+        self.stream = False  # the model activity publishes deltas (DurableAgent.run_stream)
         self.tools_in_flight: list[str] = []
+        """Tool activities started and not yet finished, in start order."""
         self.tools_done = 0
         """Tool activities that returned: the loop counts a batch only when it ends."""
-        """Tool activities started and not yet finished, in start order."""
         self._on_change = on_change
 
     def new_id(self) -> str:
@@ -155,7 +157,7 @@ class TemporalExecutor:
     async def request(
         self, request: ModelRequest, ctx: RunContext[Any], on_delta: DeltaSink | None
     ) -> ModelResponse:
-        call = self.outbox.ship(self.agent.name, ctx.turn, request.messages)
+        call = self.outbox.ship(self.agent.name, ctx.turn, request.messages, self.stream)
         policy = self.agent.model_retry
         return await _activity(
             workflow.execute_activity(
@@ -249,6 +251,7 @@ class AgentRunWorkflow:
         self._executor: TemporalExecutor | None = None
         self._outcome: list[Message] | None = None  # the conversation the outcome reports
         self._turn = 0
+        self._stream = RunStreamHost()
 
     @workflow.run
     async def run(self, input: AgentRunInput) -> AgentRunOutput:
@@ -280,9 +283,10 @@ class AgentRunWorkflow:
         self._executor = TemporalExecutor(
             agent, registry.settings(info.task_queue), on_change=self._show_details
         )
+        self._executor.stream = input.stream
         self._loop = RunLoop(agent, self._executor, run, emit=self._on_event)
         try:
-            result = await self._loop.run()
+            result = await self._stream.hosting(self._loop.run(), input.stream)
         except RunError as exc:
             if exc.partial is not None:
                 self._outcome = exc.partial.messages
@@ -323,6 +327,7 @@ class AgentRunWorkflow:
         }
 
     def _on_event(self, event: RunEvent) -> None:
+        self._stream.publish(event)
         if event.kind in ("model_start", "model_end", "tool_start", "tool_end"):
             self._show_details(event.turn)
 

@@ -70,6 +70,8 @@ class ModelCallInput(BaseModel):
     """Digest of ``[0, since)``: a cache extends only a prefix with this digest."""
     digest: str = ""
     """Digest of ``[0, upto)``: what the activity must end up with."""
+    stream: bool = False
+    """Stream the answer, publishing its deltas to the run's stream."""
 
 
 class ShippingError(Exception):
@@ -85,8 +87,10 @@ class Outbox:
         """The current request's messages (served by the ``golem.messages`` query)."""
         self._chain: list[str] = [""]  # _chain[i]: digest of messages[:i]
 
-    def ship(self, agent: str, turn: int, messages: list[Message]) -> ModelCallInput:
-        """The activity input for a request of ``messages``."""
+    def ship(
+        self, agent: str, turn: int, messages: list[Message], stream: bool = False
+    ) -> ModelCallInput:
+        """The activity input for a request of ``messages`` (``stream``: publish deltas)."""
         same = _common_prefix(self.messages, messages)  # checked, not assumed append-only
         del self._chain[same + 1 :]
         for message in messages[same:]:
@@ -102,6 +106,7 @@ class Outbox:
             messages=new_messages if small else [],
             prefix=self._chain[same],
             digest=self._chain[-1],
+            stream=stream,
         )
 
     def page(self, query: MessagesQuery) -> MessagesPage:

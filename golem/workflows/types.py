@@ -27,6 +27,8 @@ class AgentRunInput(_Payload):
     agent: str
     run: RunInput
     parent_run_id: str = ""
+    stream: bool = False
+    """The model activity publishes deltas to the run's stream (``run_stream``)."""
 
 
 class ToolCallInput(_Payload):
