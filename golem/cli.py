@@ -256,7 +256,8 @@ def print_result(
             )
         )
         return
-    print() if streamed else print(result.output)  # streamed: the answer is out already
+    if not streamed:  # streamed: the answer is out already, its line ended
+        print(result.output)
     print()
     print(f"run id:          {result.run_id}")
     print(f"conversation id: {result.conversation_id}")
@@ -501,10 +502,9 @@ async def cmd_chat(args: argparse.Namespace) -> int:
             _echo(f"{name}> ")
             async with watching(client, args.task_queue, started.run_id):
                 stream = started.stream()
-                if not await write_text(stream, _echo):
-                    _echo(str(stream.result.output))
+                if not await write_text(stream, _echo):  # it ends the line it wrote
+                    print(stream.result.output)
                 result = stream.result
-            print()
         except RunError as exc:
             print(f"run failed at stage {exc.stage}: {exc.detail}")
             print(f"      run {started.run_id} (golem resume {started.run_id})", flush=True)

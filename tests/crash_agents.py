@@ -134,6 +134,7 @@ processor_crash = Agent(
     history_processor=_slow_processor,
 )
 
+
 async def _stream_then_hang(messages: list[Message], tools: Any) -> Any:
     if os.environ.get("GOLEM_CRASH_HANG") == "1":
         yield StreamDelta(kind="text", text="a partial ")  # then the worker dies
