@@ -1,7 +1,8 @@
 """Durable overhead on the local dev server, measured side by side in one run.
 
 1. a 10-turn tool-using run in process, durably, and a bare workflow running the same
-   number of no-op activities (the floor): per-activity latency and the ratio to the floor;
+   number of no-op activities (the floor), with small and with 2 KB tool results:
+   per-activity latency and the ratio to the floor;
 2. history events and bytes per turn for 5, 10, 20 and 40-turn runs with 2 KB tool results;
 3. 50 concurrent 3-turn runs on one worker: runs/s and CPU seconds per run (client and
    worker share this process, so the CPU figure is an upper bound for the worker).
@@ -20,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _floor import BareWorkflow, noop
+from _floor import BareBytesWorkflow, BareWorkflow, echo, noop
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -30,7 +31,7 @@ from golem.models import FunctionModel
 from golem.testing import dev_server
 from golem.worker import GolemPlugin
 
-REPEATS = 5
+REPEATS = 9
 
 
 def tool_agent(turns: int, result_bytes: int, name: str) -> Agent[Any, str]:
@@ -77,33 +78,57 @@ async def main() -> None:
             client,
             task_queue=tq,
             plugins=[plugin],
-            workflows=[BareWorkflow],
-            activities=[noop],
+            workflows=[BareWorkflow, BareBytesWorkflow],
+            activities=[noop, echo],
             max_concurrent_activities=200,
             max_concurrent_workflow_tasks=200,
         ):
-            ten = agents[0]
             activities = 10 + 11  # ten tool calls, eleven model requests
-            durable = DurableAgent(client, ten, task_queue=tq)
-            await durable.run("warm up")
-            local_s = await best(lambda: ten.run("go"), repeats=50)
-            durable_s = await best(lambda: durable.run("go"))
-            floor_s = await best(
-                lambda: client.execute_workflow(
-                    BareWorkflow.run, activities, id=f"bare-{uuid.uuid4()}", task_queue=tq
+            print("1. a 10-turn tool-using run (21 activities), best of", REPEATS, "interleaved")
+            print(
+                "   tool result   in process   durable (golem)   floor (bare no-ops)"
+                "   golem / floor   floor moving the bytes   golem / that"
+            )
+
+            async def timed(run: Any) -> float:
+                start = time.perf_counter()
+                await run()
+                return time.perf_counter() - start
+
+            for label, agent, size in (("small", agents[0], 0), ("2 KB", agents[3], 2048)):
+                durable = DurableAgent(client, agent, task_queue=tq)
+                await durable.run("warm up")
+                local_s = await best(lambda a=agent: a.run("go"), repeats=50)  # type: ignore[misc]
+
+                def bare() -> Any:
+                    return client.execute_workflow(
+                        BareWorkflow.run, activities, id=f"bare-{uuid.uuid4()}", task_queue=tq
+                    )
+
+                def bare_bytes(size: int = size) -> Any:
+                    # Each activity takes and returns ``size`` bytes, as golem's 2 KB turns do.
+                    return client.execute_workflow(
+                        BareBytesWorkflow.run,
+                        args=[activities, size],
+                        id=f"bytes-{uuid.uuid4()}",
+                        task_queue=tq,
+                    )
+
+                # Interleaved, so a load spike on a shared machine hits every side alike.
+                times: dict[str, list[float]] = {"golem": [], "floor": [], "bytes": []}
+                for _ in range(REPEATS):
+                    times["golem"].append(await timed(lambda d=durable: d.run("go")))  # type: ignore[misc]
+                    times["floor"].append(await timed(bare))
+                    times["bytes"].append(await timed(bare_bytes))
+                durable_s, floor_s, bytes_s = (min(times[k]) for k in ("golem", "floor", "bytes"))
+                print(
+                    f"   {label:11s} {local_s / activities * 1e6:8.0f} µs/step"
+                    f" {durable_s / activities * 1e3:10.2f} ms/act"
+                    f" {floor_s / activities * 1e3:14.2f} ms/act"
+                    f" {durable_s / floor_s:15.2f}x"
+                    f" {bytes_s / activities * 1e3:18.2f} ms/act"
+                    f" {durable_s / bytes_s:12.2f}x   (target: golem / floor <= 1.15)"
                 )
-            )
-            print("1. a 10-turn tool-using run (21 activities), best of", REPEATS)
-            print(
-                f"   in process          {local_s * 1e3:8.2f} ms   ({local_s / activities * 1e6:7.0f} µs per step)"
-            )
-            print(
-                f"   durable (golem)     {durable_s * 1e3:8.2f} ms   ({durable_s / activities * 1e3:7.2f} ms per activity)"
-            )
-            print(
-                f"   floor (bare no-ops) {floor_s * 1e3:8.2f} ms   ({floor_s / activities * 1e3:7.2f} ms per activity)"
-            )
-            print(f"   golem / floor       {durable_s / floor_s:8.2f}x   (target <= 1.2)")
 
             print("\n2. history per turn, 2 KB tool results")
             print("   turns   events  events/turn      bytes  bytes/turn")

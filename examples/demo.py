@@ -29,6 +29,8 @@ from golem.cli import connect, format_message, ui_link  # noqa: E402
 from golem.client import DurableAgent  # noqa: E402
 
 TASK_QUEUE = "golem-demo"
+#: The workers' log lines (one per run start and end) go here, not into the dialogue.
+WORKER_LOG = ROOT / ".golem" / "demo-worker.log"
 
 
 def answering(port: int) -> bool:
@@ -45,22 +47,35 @@ async def wait_for(condition, what: str, timeout: float = 60.0) -> None:  # type
         await asyncio.sleep(0.1)
 
 
+def closing_hints(run_id: str, conversation_id: str) -> list[str]:
+    """What to try next, with the same commands as the README."""
+    return [
+        f"See it in the Temporal UI: {ui_link(run_id)}",
+        f"Every run of the conversation:  .venv/bin/golem conversation {conversation_id}",
+        f"This run's messages:            .venv/bin/golem show {run_id}",
+        f"The workers' log:               {WORKER_LOG.relative_to(ROOT)}",
+    ]
+
+
 def start_worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "golem.cli",
-            "worker",
-            "--agent",
-            "examples.demo_agent:agent",
-            "--task-queue",
-            TASK_QUEUE,
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-    )
+    WORKER_LOG.parent.mkdir(exist_ok=True)
+    with WORKER_LOG.open("ab") as log:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "golem.cli",
+                "worker",
+                "--agent",
+                "examples.demo_agent:agent",
+                "--task-queue",
+                TASK_QUEUE,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
 
 
 async def main() -> None:
@@ -107,8 +122,9 @@ async def main() -> None:
         print("The whole conversation (what the next run would receive as history):")
         for index, message in enumerate(result.messages):
             print("  " + format_message(index, message))
-        print(f"\nSee it in the Temporal UI: {ui_link(result.run_id)}")
-        print(f"Every run of the conversation:  golem conversation {result.conversation_id}")
+        print()
+        for hint in closing_hints(result.run_id, result.conversation_id):
+            print(hint)
     finally:
         for worker in workers:
             worker.terminate()

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, SchemaSerializer
 from pydantic_core.core_schema import any_schema
 from temporalio.client import (
@@ -24,12 +24,7 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import (
-    ApplicationError,
-    CancelledError,
-    FailureError,
-    WorkflowAlreadyStartedError,
-)
+from temporalio.exceptions import ApplicationError, FailureError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from golem.agent import Agent
@@ -37,9 +32,11 @@ from golem.ids import new_id
 from golem.loop import RunInput, resolve_conversation_id
 from golem.messages import HistoryError, Message, Part, validate_history
 from golem.results import PartialResult, Result, RunError
+from golem.streaming import DurableRunStream
 from golem.strict_json import loads_strict
+from golem.tools import validation_problems
 from golem.worker.converter import golem_data_converter
-from golem.workflows.agent_run import FAILURE_MEMO, RUN_ERROR, AgentRunWorkflow
+from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.conversation import (
     CLOSED,
     WAITING,
@@ -57,15 +54,17 @@ from golem.workflows.lineage import (
     run_search_attributes,
     summary,
 )
-from golem.workflows.registry import UNKNOWN_AGENT
-from golem.workflows.types import (
-    AgentRunInput,
-    AgentRunOutput,
+from golem.workflows.outcome import (
+    FAILURE_MEMO,
+    RUN_ERROR,
     FailureDetails,
-    MessagesPage,
-    MessagesQuery,
-    RunSnapshot,
+    UnknownAgentError,
+    decode_failure,
+    decode_result,
 )
+from golem.workflows.pages import MessagesPage, MessagesQuery, Pager, read_pages
+from golem.workflows.registry import UNKNOWN_AGENT
+from golem.workflows.types import AgentRunInput
 
 __all__ = [
     "AGENT",
@@ -76,6 +75,7 @@ __all__ = [
     "DurableAgent",
     "DurableConversation",
     "DurableRun",
+    "DurableRunStream",
     "RunIdInUseError",
     "RunRecord",
     "UnknownAgentError",
@@ -90,10 +90,6 @@ MAX_INPUT_BYTES = 2_000_000 - 65_536
 
 class RunIdInUseError(ValueError):
     """A run by that id exists already (running or closed): a run id names one run, ever."""
-
-
-class UnknownAgentError(LookupError):
-    """The worker serves no agent by that name (the message lists the ones it has)."""
 
 
 class ConversationClosedError(RuntimeError):
@@ -145,20 +141,27 @@ class DurableRun(Generic[OutputT]):
             return None  # the run ended before the update arrived: read its result
         if raw is None:
             return None
-        output = AgentRunOutput.model_validate(raw)
-        return await _result(self.handle, output, self.history, self.output_adapter)
+        return await self._decode(raw)
 
     async def _final(self) -> Result[OutputT]:
         try:
             output = await self.handle.result()
         except WorkflowFailureError as exc:
             raise await _run_error(exc, self.handle, self.history) from exc
-        run_output = AgentRunOutput.model_validate(output)
-        return await _result(self.handle, run_output, self.history, self.output_adapter)
+        return await self._decode(output)
+
+    async def _decode(self, raw: Any) -> Result[OutputT]:
+        adapter = self.output_adapter
+        validate = adapter.validate_python if adapter is not None else None
+        return await decode_result(raw, self.history, _pager(self.handle), validate)
 
     async def cancel(self) -> None:
         """Ask the run to stop; ``result()`` then raises a ``RunError`` (stage ``canceled``)."""
         await self.handle.cancel()
+
+    def stream(self, from_offset: int = 0) -> DurableRunStream[OutputT]:
+        """The run's events from ``from_offset`` (live, or replayed once it has ended)."""
+        return DurableRunStream(self, from_offset)
 
 
 class DurableAgent(Generic[OutputT]):
@@ -176,11 +179,11 @@ class DurableAgent(Generic[OutputT]):
         self.agent_name = agent if isinstance(agent, str) else agent.name
         self.task_queue = task_queue
         kind = output_type or (None if isinstance(agent, str) else agent.output_type)
+        self.output_adapter = None if kind in (None, str) else TypeAdapter(kind)
         # Only a run that may wait for approvals needs the outcome update's round trip.
         self.may_pause = isinstance(agent, str) or any(
             tool.requires_approval for tool in agent.tools.values()
         )
-        self.output_adapter = None if kind in (None, str) else TypeAdapter(kind)
 
     async def start(
         self,
@@ -193,6 +196,7 @@ class DurableAgent(Generic[OutputT]):
         conversation_id: str | None = None,
         approvals: dict[str, bool] | None = None,
         parent_run_id: str | None = None,
+        stream: bool = False,
     ) -> DurableRun[OutputT]:
         """Start a run and return at once. The run id is minted here, so it is the
         workflow id before the run starts."""
@@ -205,10 +209,10 @@ class DurableAgent(Generic[OutputT]):
         conversation_id = resolve_conversation_id(history, conversation_id) or new_id()
         parent = parent_run_id or next((m.run_id for m in reversed(history) if m.run_id), "")
         _check_sendable("prompt", prompt)
-        _check_sendable("parts", list(parts))
+        _check_sendable("parts", list(parts), _PARTS)
         _check_sendable("deps", deps)
         for index, message in enumerate(history):
-            _check_sendable(f"history message {index}", message)
+            _check_sendable(f"history message {index}", message, _MESSAGE)
         run = RunInput(
             prompt=prompt,
             parts=list(parts),
@@ -218,7 +222,7 @@ class DurableAgent(Generic[OutputT]):
             conversation_id=conversation_id,
             approvals=dict(approvals or {}),
         )
-        payload = AgentRunInput(agent=self.agent_name, run=run, parent_run_id=parent)
+        payload = AgentRunInput(agent=self.agent_name, run=run, parent_run_id=parent, stream=stream)
         size = len(golem_data_converter.payload_converter.to_payloads([payload])[0].data)
         if size > MAX_INPUT_BYTES:
             raise RunError(
@@ -227,7 +231,7 @@ class DurableAgent(Generic[OutputT]):
                 "one Temporal payload; trim the history (trim_history / budget_history)",
             )
         try:
-            handle = await self._start(payload, run_id, conversation_id, parent, prompt)
+            handle = await self._start(payload, run_id, parent, prompt)
         except WorkflowAlreadyStartedError:
             raise RunIdInUseError(
                 f"run id {run_id!r} is taken: a run by that id exists already (running or "
@@ -238,20 +242,22 @@ class DurableAgent(Generic[OutputT]):
         )
 
     async def _start(
-        self,
-        payload: AgentRunInput,
-        run_id: str,
-        conversation_id: str,
-        parent: str,
-        prompt: str | None,
+        self, payload: AgentRunInput, run_id: str, parent: str, prompt: str | None
     ) -> WorkflowHandle[Any, Any]:
         return await self.client.start_workflow(
             AgentRunWorkflow.run,
             payload,
             id=run_id,
             task_queue=self.task_queue,
-            search_attributes=run_search_attributes(conversation_id, self.agent_name, parent),
+            search_attributes=run_search_attributes(
+                payload.run.conversation_id, self.agent_name, parent
+            ),
             static_summary=summary(self.agent_name, prompt),
+            # The UI shows Temporal's Run ID beside the Workflow ID: say which one is golem's.
+            static_details=(
+                f"**golem run id** {run_id} (the Workflow ID; the Run ID is Temporal's)\n\n"
+                f"**conversation** {payload.run.conversation_id} · **agent** {self.agent_name}"
+            ),
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
         )
@@ -278,6 +284,42 @@ class DurableAgent(Generic[OutputT]):
             approvals=approvals,
         )
         return await started.result()
+
+    def run_stream(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Sequence[Message] | None = None,
+        parts: Sequence[Part] = (),
+        deps: Any = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+        approvals: dict[str, bool] | None = None,
+    ) -> DurableRunStream[OutputT]:
+        """Run durably, yielding ``agent.run_stream``'s events as they happen (the run
+        starts when iterated); once exhausted, ``.result`` is what ``run`` returns."""
+        return DurableRunStream(
+            lambda: self.start(
+                prompt,
+                history=history,
+                parts=parts,
+                deps=deps,
+                run_id=run_id,
+                conversation_id=conversation_id,
+                approvals=approvals,
+                stream=True,
+            )
+        )
+
+    async def attach(self, run_id: str) -> DurableRun[OutputT]:
+        """A handle on a run started earlier, e.g. by a client that has since restarted."""
+        handle = self.client.get_workflow_handle(run_id)
+        description = await handle.describe()
+        conversation_id = description.typed_search_attributes.get(CONVERSATION_ID) or ""
+        history = await _input_history(self.client, handle)
+        return DurableRun(
+            run_id, conversation_id, handle, history, self.output_adapter, self.may_pause
+        )
 
     async def conversation(
         self,
@@ -391,14 +433,16 @@ class DurableConversation(Generic[OutputT]):
     async def _turn_result(self, out: TurnOutput, run_id: str) -> Result[OutputT]:
         history = await self._transcript(out.start)
         handle = self.agent.client.get_workflow_handle(run_id)
-        result: Result[OutputT] = await _result(handle, out.run, history, self.agent.output_adapter)
+        adapter = self.agent.output_adapter
+        validate = adapter.validate_python if adapter is not None else None
+        result: Result[OutputT] = await decode_result(out.run, history, _pager(handle), validate)
         if not result.paused:  # a paused turn is not in the transcript yet
             self._messages = result.messages
         return result
 
     async def messages(self) -> list[Message]:
         """The whole conversation so far."""
-        self._messages = await _query_pages(self.handle, 0)
+        self._messages = await read_pages(_pager(self.handle))
         return list(self._messages)
 
     async def runs(self) -> list[str]:
@@ -432,7 +476,7 @@ class DurableConversation(Generic[OutputT]):
         """The first ``upto`` messages: what this handle saw, else read by query."""
         if self._messages is not None and len(self._messages) == upto:
             return self._messages
-        return await _query_pages(self.handle, upto) if upto else []
+        return await read_pages(_pager(self.handle), 0, upto) if upto else []
 
     async def _turn_error(self, exc: WorkflowUpdateFailedError, run_id: str) -> Exception:
         cause = exc.cause
@@ -442,7 +486,7 @@ class DurableConversation(Generic[OutputT]):
             if details.partial is not None:
                 # The conversation appended the evidence before it refused the turn.
                 rid = run_id or details.partial.run_id
-                transcript = await _query_pages(self.handle, 0)
+                transcript = await read_pages(_pager(self.handle))
                 self._messages = transcript
                 ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == rid]
                 partial = details.partial.to_partial(transcript[: ends[-1] if ends else None])
@@ -486,15 +530,15 @@ async def fetch_run(client: Client, run_id: str) -> RunRecord:
     status = description.status.name.lower() if description.status else "unknown"
     history = await _input_history(client, handle)
     if description.status == WorkflowExecutionStatus.RUNNING:
-        return RunRecord(run_id, status, await _query_pages(handle, 0))
+        return RunRecord(run_id, status, await read_pages(_pager(handle)))
     try:
-        output = AgentRunOutput.model_validate(await handle.result())
+        raw = await handle.result()
     except WorkflowFailureError as exc:
         error = await _run_error(exc, handle, history)
         partial = error.partial if isinstance(error, RunError) else None
         return RunRecord(run_id, status, partial.messages if partial else history, error=error)
-    messages = await _conversation(handle, output.snapshot, history)
-    return RunRecord(run_id, status, messages, output=output.output)
+    result = await decode_result(raw, history, _pager(handle))
+    return RunRecord(run_id, status, result.messages, output=result.output)
 
 
 async def _input_history(client: Client, handle: WorkflowHandle[Any, Any]) -> list[Message]:
@@ -507,48 +551,29 @@ async def _input_history(client: Client, handle: WorkflowHandle[Any, Any]) -> li
     return []
 
 
-async def _result(
-    handle: WorkflowHandle[Any, Any],
-    output: AgentRunOutput,
-    history: list[Message],
-    adapter: TypeAdapter[Any] | None,
-) -> Result[Any]:
-    """A finished run's ``Result``: its output typed, its conversation whole."""
-    value = output.output
-    if adapter is not None and value is not None:
-        value = adapter.validate_python(value)
-    return output.to_result(await _conversation(handle, output.snapshot, history), value)
+def _pager(handle: WorkflowHandle[Any, Any]) -> Pager:
+    """Pages of a run's conversation through its ``golem.conversation`` query."""
 
-
-async def _conversation(
-    handle: WorkflowHandle[Any, Any], snapshot: RunSnapshot, history: list[Message]
-) -> list[Message]:
-    """A snapshot's conversation: carried inline, or paged out of the workflow by query."""
-    if not snapshot.paged:
-        return snapshot.messages(history)
-    return await _query_pages(handle, snapshot.paged)
-
-
-async def _query_pages(handle: WorkflowHandle[Any, Any], upto: int) -> list[Message]:
-    """``golem.conversation`` page by page (``upto`` 0: everything so far)."""
-    messages: list[Message] = []
-    while True:
-        page = await handle.query(
-            "golem.conversation",
-            MessagesQuery(since=len(messages), upto=upto),
-            result_type=MessagesPage,
+    async def page(query: MessagesQuery) -> MessagesPage:
+        page: MessagesPage = await handle.query(
+            "golem.conversation", query, result_type=MessagesPage
         )
-        messages.extend(page.messages)
-        if not page.messages or (upto and len(messages) >= upto):
-            return messages
+        return page
+
+    return page
 
 
 _STRICT_JSON = SchemaSerializer(any_schema(), {"ser_json_inf_nan": "constants"})
 
 
-def _check_sendable(field: str, value: Any) -> None:
+_MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
+_PARTS: TypeAdapter[list[Part]] = TypeAdapter(list[Part])
+
+
+def _check_sendable(field: str, value: Any, kind: TypeAdapter[Any] | None = None) -> None:
     """``ValueError`` naming ``field`` unless it survives a JSON round trip unchanged: lone
-    surrogates cannot be encoded, and NaN or Infinity would silently become null."""
+    surrogates cannot be encoded, NaN or Infinity would silently become null, and a
+    ``model_construct``-ed message would fail the run's input decoding."""
     try:
         data = _STRICT_JSON.to_json(value, by_alias=True, exclude_defaults=True)
     except PydanticSerializationError as exc:
@@ -560,29 +585,19 @@ def _check_sendable(field: str, value: Any) -> None:
             f"{field} cannot be sent to Temporal: {exc} (JSON has no NaN or Infinity; "
             "encode such numbers yourself, e.g. as null or a string)"
         ) from None
+    if kind is not None:
+        try:
+            kind.validate_json(data)
+        except ValidationError as exc:
+            raise ValueError(f"{field} is invalid: {validation_problems(exc)}") from None
 
 
 async def _run_error(
     exc: WorkflowFailureError, handle: WorkflowHandle[Any, Any], history: list[Message]
 ) -> Exception:
     """Rebuild the ``RunError`` a failed (or cancelled) workflow carries."""
-    cause = exc.cause
-    run_id = handle.id
-    if isinstance(cause, ApplicationError) and cause.type == UNKNOWN_AGENT:
-        return UnknownAgentError(cause.message)
-    raw: Any = cause.details[0] if isinstance(cause, ApplicationError) and cause.details else None
-    if isinstance(cause, CancelledError):
-        raw = await (await handle.describe()).memo_value(FAILURE_MEMO, None)
-        if raw is None:
-            return RunError("canceled", f"run {run_id} was cancelled before it started")
-    if raw is not None:
-        details = FailureDetails.model_validate(raw)
-        partial = None
-        if details.partial:
-            messages = await _conversation(handle, details.partial, history)
-            partial = details.partial.to_partial(messages)
-        return RunError(details.stage, details.message, partial)
-    # Terminated or timed out from outside: the loop never got to say why.
-    message = cause.message if isinstance(cause, FailureError) else str(exc)
-    kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
-    return RunError("canceled", f"run {run_id} was stopped outside the loop ({kind}): {message}")
+
+    async def memo() -> Any:
+        return await (await handle.describe()).memo_value(FAILURE_MEMO, None)
+
+    return await decode_failure(exc.cause, history, handle.id, memo, _pager(handle))

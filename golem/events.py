@@ -19,6 +19,7 @@ EventKind = Literal[
     "tool_start",
     "tool_end",
     "canceled",
+    "turn_restarted",
 ]
 
 
@@ -41,3 +42,6 @@ class RunEvent:
     """For ``model_end``: the whole response (usage, finish reason)."""
     reason: str = ""
     """For ``canceled``: why."""
+    attempt: int = 0
+    """For ``turn_restarted``: the model call's new attempt (2, 3, ...); drop the turn's
+    earlier deltas (a durable run's model call was retried, e.g. on another worker)."""

@@ -223,7 +223,7 @@ def load_messages(data: bytes | str) -> list[Message]:
 
 
 def _history_error(exc: ValidationError) -> HistoryError:
-    err = exc.errors(include_url=False)[0]
+    err = exc.errors()[0]
     loc = list(err["loc"])
     if not loc or not isinstance(loc[0], int):
         return HistoryError(f"not a JSON list of messages ({err['msg']})")

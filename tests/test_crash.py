@@ -11,15 +11,26 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
-from crash_agents import AGENTS, at_most_once, idempotent, model_crash
+from crash_agents import (
+    AGENTS,
+    at_most_once,
+    idempotent,
+    instructions_crash,
+    model_crash,
+    parallel,
+    processor_crash,
+    sequential,
+)
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from golem.client import DurableAgent
-from golem.history.repair import OUTCOME_UNKNOWN_RESULT, normalize_history
-from golem.results import RunError
+from golem.agent import Agent
+from golem.client import DurableAgent, DurableRun
+from golem.history.repair import INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT, normalize_history
+from golem.results import Result, RunError
 from golem.worker import GolemPlugin
 
 WORKER = Path(__file__).parent / "crash_worker.py"
@@ -61,14 +72,22 @@ def crash_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+async def completed_activities(run: DurableRun[Any]) -> int:
+    events = [e async for e in run.handle.fetch_history_events()]
+    return sum(e.HasField("activity_task_completed_event_attributes") for e in events)
+
+
 async def crash_then_take_over(
-    env: WorkflowEnvironment, agent_name: str, crash_dir: Path
+    env: WorkflowEnvironment, agent_name: str, crash_dir: Path, completed_before_kill: int = 0
 ) -> tuple[DurableAgent[str], object]:
     task_queue = f"crash-{uuid.uuid4().hex[:12]}"
     durable: DurableAgent[str] = DurableAgent(env.client, agent_name, task_queue=task_queue)
     async with doomed_worker(env, task_queue, crash_dir) as process:
         run = await durable.start("go")
         await until(lambda: (crash_dir / "started").exists(), "the call to start")
+        async with asyncio.timeout(30):
+            while await completed_activities(run) < completed_before_kill:
+                await asyncio.sleep(0.05)
         process.send_signal(signal.SIGKILL)
         await process.wait()
     plugin = GolemPlugin(*AGENTS, heartbeat_timeout=timedelta(seconds=2))
@@ -127,3 +146,45 @@ async def test_model_call_crash_is_retried_on_another_worker(
     assert executions(crash_dir) == ["model", "model"]
     assert result.output == "the model answered"  # type: ignore[attr-defined]
     assert result.requests == 1  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("agent", "what"), [(instructions_crash, "instructions"), (processor_crash, "processor")]
+)
+async def test_once_per_run_function_whose_worker_died_runs_again_and_the_run_completes(
+    temporal_env: WorkflowEnvironment, crash_dir: Path, agent: Agent[Any, Any], what: str
+) -> None:
+    _, result = await crash_then_take_over(temporal_env, agent.name, crash_dir)
+    assert isinstance(result, Result), result  # not failed (and resumed): retried
+    # Once per outcome: the crashed attempt had none, so it ran again on the second worker.
+    assert executions(crash_dir) == [what, what]
+    expected = "be brief" if what == "instructions" else "static"
+    assert result.output == f"instructions: {expected}"
+
+
+async def test_started_call_is_outcome_unknown_and_unstarted_call_is_interrupted(
+    temporal_env: WorkflowEnvironment, crash_dir: Path
+) -> None:
+    _, outcome = await crash_then_take_over(temporal_env, sequential.name, crash_dir)
+    error, resumed = outcome  # type: ignore[misc]
+    assert executions(crash_dir) == ["charge_card"]  # never repeated; send_receipt never ran
+    assert error.stage == "tool"
+    partial = error.partial
+    assert partial is not None
+    results = [(m.tool_call_id, m.content) for m in partial.messages if m.role == "tool"]
+    assert results == [("call-1", OUTCOME_UNKNOWN_RESULT), ("call-2", INTERRUPTED_RESULT)]
+    assert not normalize_history(partial.messages)[1].changed
+    assert resumed.output == f"finished: {OUTCOME_UNKNOWN_RESULT} | {INTERRUPTED_RESULT}"
+
+
+async def test_crashed_parallel_batch_keeps_the_sibling_result_that_finished(
+    temporal_env: WorkflowEnvironment, crash_dir: Path
+) -> None:
+    # Killed once the model call and the sibling's result are recorded in the history.
+    _, outcome = await crash_then_take_over(temporal_env, parallel.name, crash_dir, 2)
+    error, _ = outcome  # type: ignore[misc]
+    assert executions(crash_dir).count("charge_card") == 1
+    partial = error.partial
+    assert partial is not None
+    results = [(m.tool_call_id, m.content) for m in partial.messages if m.role == "tool"]
+    assert results == [("call-1", OUTCOME_UNKNOWN_RESULT), ("call-2", "quoted 42")]

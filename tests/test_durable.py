@@ -4,6 +4,7 @@ cancellation and resume, and what the Temporal UI shows."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,8 +16,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 
-import golem.activities as golem_activities
 from golem import Message, ToolCall, load_messages
+from golem.activities import MessageCache
 from golem.agent import Agent
 from golem.client import AGENT, CONVERSATION_ID, PARENT_RUN_ID, DurableAgent, UnknownAgentError
 from golem.history.repair import OUTCOME_UNKNOWN_RESULT, normalize_history
@@ -29,9 +30,19 @@ from golem.worker import GolemPlugin
 
 
 @asynccontextmanager
-async def serve(client: Client, *agents: Agent[Any, Any]) -> AsyncIterator[str]:
-    task_queue = f"durable-{uuid.uuid4().hex[:12]}"
-    plugin = GolemPlugin(*agents, heartbeat_timeout=timedelta(seconds=5))
+async def serve(
+    client: Client,
+    *agents: Agent[Any, Any],
+    heartbeat: float = 5,
+    cache: MessageCache | None = None,
+    inline: int | None = None,
+    task_queue: str = "",
+) -> AsyncIterator[str]:
+    task_queue = task_queue or f"durable-{uuid.uuid4().hex[:12]}"
+    options: dict[str, Any] = {} if inline is None else {"inline_messages_bytes": inline}
+    plugin = GolemPlugin(
+        *agents, heartbeat_timeout=timedelta(seconds=heartbeat), message_cache=cache, **options
+    )
     async with Worker(client, task_queue=task_queue, plugins=[plugin]):
         yield task_queue
 
@@ -82,57 +93,117 @@ async def test_workflow_id_is_the_run_id_and_search_attributes_mirror_lineage(
     assert await two.static_summary() == f"{agent.name}: two"
 
 
-async def test_model_activity_input_carries_no_conversation(temporal_client: Client) -> None:
-    agent, model = tool_turns(3, result_bytes=2048)
-    async with serve(temporal_client, agent) as tq:
+async def test_model_activity_input_carries_only_the_new_messages(
+    temporal_client: Client,
+) -> None:
+    result_bytes = 2048
+    agent, model = tool_turns(3, result_bytes=result_bytes)
+    cache = MessageCache()
+    async with serve(temporal_client, agent, cache=cache) as tq:
         result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
     inputs = [
         e.activity_task_scheduled_event_attributes
         for e in await history_events(temporal_client, result.run_id)
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
-    model_inputs = [a for a in inputs if a.activity_type.name == "golem.model_request"]
-    assert len(model_inputs) == 4
-    # Each turn adds a 2 KB result: too big to ride the input, so it is read by query.
-    assert max(len(a.input.payloads[0].data) for a in model_inputs) < 1000
-    # The model still saw the whole conversation, fetched through the query.
+    sizes = [
+        len(a.input.payloads[0].data)
+        for a in inputs
+        if a.activity_type.name == "golem.model_request"
+    ]
+    assert len(sizes) == 4
+    # Turns 2-4 each carry one 2 KB result and its call: the same size, never the conversation.
+    assert all(result_bytes < size < 2 * result_bytes for size in sizes[1:])
+    assert max(sizes[1:]) - min(sizes[1:]) < 100
+    assert cache.queries == 0  # a 2 KB result rides the input: no query round trip
     assert [len(r.messages) for r in model.requests] == [1, 3, 5, 7]
-    assert model.requests[-1].messages[-1].content.startswith("page 2")
+    assert model.requests[-1].messages == result.messages[:-1]
 
 
 async def test_small_new_messages_ride_the_input_and_need_no_query(
     temporal_client: Client,
 ) -> None:
     agent, model = tool_turns(3)
-    before = golem_activities._cache.queries
-    async with serve(temporal_client, agent) as tq:
+    cache = MessageCache()
+    async with serve(temporal_client, agent, cache=cache) as tq:
         result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
-    assert golem_activities._cache.queries == before
+    assert cache.queries == 0
     assert result.output == "done after 3 tools"
     assert [len(r.messages) for r in model.requests] == [1, 3, 5, 7]
     assert model.requests[-1].messages == result.messages[:-1]
 
 
-async def test_large_new_messages_are_read_by_query(temporal_client: Client) -> None:
+async def test_new_messages_over_the_inline_limit_are_read_by_query(
+    temporal_client: Client,
+) -> None:
     agent, model = tool_turns(2, result_bytes=4096)
-    before = golem_activities._cache.queries
-    async with serve(temporal_client, agent) as tq:
+    cache = MessageCache()
+    async with serve(temporal_client, agent, cache=cache, inline=1024) as tq:
         result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
-    assert golem_activities._cache.queries - before == 2  # turns 2 and 3, not turn 1
+    assert cache.queries == 2  # turns 2 and 3, not turn 1
     assert model.requests[-1].messages == result.messages[:-1]
 
 
+class _TurnsOf(MessageCache):
+    """A worker's cache that takes only odd or only even turns (a retry finds the other)."""
+
+    def __init__(self, parity: int) -> None:
+        super().__init__()
+        self.parity = parity
+        self.turns: list[int] = []
+
+    async def fetch(self, run: str, call: Any, pager: Any) -> list[Message]:
+        if call.turn % 2 != self.parity:
+            raise RuntimeError("not this worker's turn")  # retryable: the other worker polls
+        self.turns.append(call.turn)
+        return await super().fetch(run, call, pager)
+
+
+async def test_model_calls_alternating_between_two_workers_see_the_exact_conversation(
+    temporal_client: Client,
+) -> None:
+    turns = 6
+    agent, model = tool_turns(turns)
+    agent.model_retry = Retry(max_attempts=100, initial_interval=0.01, backoff=1.0)
+    odd, even = _TurnsOf(1), _TurnsOf(0)
+    # A second connection: one client may not run two workers on one task queue.
+    other = await Client.connect(
+        temporal_client.service_client.config.target_host,
+        data_converter=temporal_client.data_converter,
+    )
+    tq = f"durable-{uuid.uuid4().hex[:12]}"
+    async with (
+        serve(temporal_client, agent, cache=odd, task_queue=tq),
+        serve(other, agent, cache=even, task_queue=tq),
+    ):
+        result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+    assert result.output == f"done after {turns} tools"
+    assert odd.turns == [1, 3, 5, 7] and even.turns == [2, 4, 6]
+    # Each worker's list went stale while the other worker ran a turn: it refetched it.
+    assert odd.refetches == 3 and even.refetches == 2
+    # Every turn the model saw exactly the conversation so far, in order.
+    conversation = result.messages
+    for request in model.requests:
+        assert request.messages == conversation[: len(request.messages)]
+    assert [len(r.messages) for r in model.requests] == [1 + 2 * t for t in range(turns + 1)]
+
+
 async def test_history_bytes_grow_linearly_with_turns(temporal_client: Client) -> None:
-    per_turn: dict[int, float] = {}
-    for turns in (5, 20):
-        agent, _ = tool_turns(turns, result_bytes=2048)
-        async with serve(temporal_client, agent) as tq:
-            result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
-        events = await history_events(temporal_client, result.run_id)
-        per_turn[turns] = sum(e.ByteSize() for e in events) / turns
-    # Each turn adds one 2 KB result (plus its echo in the final result), never the conversation.
-    assert per_turn[20] < per_turn[5] * 1.25
-    assert per_turn[20] < 8_000
+    result_bytes = 2048
+    per_turn: dict[tuple[int, int], float] = {}
+    for size in (0, result_bytes):
+        for turns in (5, 20):
+            agent, _ = tool_turns(turns, result_bytes=size)
+            async with serve(temporal_client, agent) as tq:
+                result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+            events = await history_events(temporal_client, result.run_id)
+            per_turn[size, turns] = sum(e.ByteSize() for e in events) / turns
+    # Never the conversation: a turn costs the same at turn 20 as at turn 5.
+    assert per_turn[result_bytes, 20] < per_turn[result_bytes, 5] * 1.25
+    # A result's bytes are recorded at most three times: the tool's completion, the next
+    # model call's input, and the final result's echo (the rest is the same per-turn events).
+    content = per_turn[result_bytes, 20] - per_turn[0, 20]
+    assert content < 3.5 * result_bytes
 
 
 async def test_unknown_agent_fails_at_once_naming_the_agents_the_worker_has(
@@ -145,16 +216,26 @@ async def test_unknown_agent_fails_at_once_naming_the_agents_the_worker_has(
 
 
 async def test_malformed_history_is_refused_before_a_run_starts(temporal_client: Client) -> None:
+    from temporalio.service import RPCError, RPCStatusCode
+
     with pytest.raises(HistoryError, match="message 0"):
         load_messages(b'[{"role": "robot"}]')
     bad = [Message(role="user", content="x", parts=[Part(kind="image", url="http://a", data=b"1")])]
-    agent, _ = tool_turns(1)
+    agent, model = tool_turns(1)
+    run_id = f"refused-{uuid.uuid4().hex}"
     async with serve(temporal_client, agent) as tq:
         with pytest.raises(
             RunError, match="message 0: part 0: needs exactly one of url or data"
         ) as e:
-            await DurableAgent(temporal_client, agent, task_queue=tq).run("hi", history=bad)
+            await DurableAgent(temporal_client, agent, task_queue=tq).run(
+                "hi", history=bad, run_id=run_id
+            )
     assert e.value.stage == "history" and e.value.partial is None
+    # No workflow was started under the run's id, and the model was never asked.
+    with pytest.raises(RPCError) as missing:
+        await temporal_client.get_workflow_handle(run_id).describe()
+    assert missing.value.status == RPCStatusCode.NOT_FOUND
+    assert model.requests == []
 
 
 async def test_oversized_tool_result_ends_the_run_naming_the_tool(temporal_client: Client) -> None:
@@ -324,16 +405,15 @@ async def test_a_run_whose_results_together_exceed_one_payload_still_completes(
 ) -> None:
     # Each 1.2 MB result fits one payload; the conversation (2.4 MB) does not.
     agent, model = tool_turns(2, result_bytes=1_200_000)
-    before = golem_activities._cache.queries
-    async with serve(temporal_client, agent) as tq:
+    cache = MessageCache()
+    async with serve(temporal_client, agent, cache=cache) as tq:
         async with asyncio.timeout(60):
             result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
     assert result.output == "done after 2 tools"
     assert [len(m.content) for m in result.messages if m.role == "tool"] == [1_200_000] * 2
     assert model.requests[-1].messages == result.messages[:-1]
-    # Turns 2 and 3 each fetched their new assistant turn and 1.2 MB result in two pages
-    # (a page stays under ~1 MB unless one message alone is bigger).
-    assert golem_activities._cache.queries - before == 4
+    # Turns 2 and 3 each read their 1.2 MB result by query; turn 1 had nothing to read.
+    assert cache.queries >= 2
 
 
 async def test_a_failed_run_with_large_evidence_returns_all_of_it(
@@ -448,10 +528,18 @@ async def test_current_details_show_turn_usage_and_tools_in_flight(
 ) -> None:
     from temporalio.api.sdk.v1 import WorkflowMetadata
 
+    from golem.messages import Usage
+    from golem.models.base import ModelResponse
+
     started, release = asyncio.Event(), asyncio.Event()
+    first = Message.assistant("", [ToolCall(id="s", name="slow", args="{}")])
     model = ScriptedModel(
         [
-            Message.assistant("", [ToolCall(id="s", name="slow", args="{}")]),
+            ModelResponse(
+                message=first,
+                usage=Usage(input_tokens=1234, output_tokens=56),
+                finish_reason="tool_calls",
+            ),
             Message.assistant("done"),
         ]
     )
@@ -476,4 +564,193 @@ async def test_current_details_show_turn_usage_and_tools_in_flight(
     assert "**turn** 1" in details
     assert "**requests** 1" in details
     assert "**tools in flight** slow" in details
-    assert "tokens** " in details
+    assert "**tokens** 1234 in / 56 out" in details  # the first turn's usage, as reported
+
+
+async def test_a_long_healthy_tool_outlives_a_short_heartbeat_timeout_in_one_execution(
+    temporal_client: Client,
+) -> None:
+    executions: list[int] = []
+    model = ScriptedModel(
+        [Message.assistant("", [ToolCall(id="l", name="long", args="{}")]), Message.assistant("ok")]
+    )
+    agent = Agent(model, name="long_tool")
+
+    @agent.tool
+    async def long() -> str:
+        """Works four heartbeat timeouts long, answering heartbeats all along."""
+        executions.append(1)
+        await asyncio.sleep(4)  # the work itself, not a wait for a condition
+        return "finished"
+
+    async with serve(temporal_client, agent, heartbeat=1) as tq:
+        result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+    assert result.output == "ok"
+    assert executions == [1]  # silent for 4 s under a 1 s timeout it would run 3 times and fail
+    timeouts = [
+        e
+        for e in await history_events(temporal_client, result.run_id)
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT
+    ]
+    assert timeouts == []
+
+
+async def test_a_long_model_call_outlives_a_short_heartbeat_timeout_in_one_request(
+    temporal_client: Client,
+) -> None:
+    calls: list[int] = []
+
+    async def thinking(messages: list[Message], tools: Any) -> Message:
+        calls.append(1)
+        await asyncio.sleep(4)  # a slow provider, not a wait for a condition
+        return Message.assistant("considered")
+
+    agent = Agent(FunctionModel(thinking), name="slow_model")
+    async with serve(temporal_client, agent, heartbeat=1) as tq:
+        result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+    assert result.output == "considered"
+    assert calls == [1]
+
+
+async def test_cancelling_a_run_reaches_its_running_tool_through_the_heartbeat(
+    temporal_client: Client,
+) -> None:
+    from temporalio import activity
+
+    started, observed = asyncio.Event(), asyncio.Event()
+    reasons: list[Any] = []
+    model = ScriptedModel([Message.assistant("", [ToolCall(id="w", name="wait", args="{}")])])
+    agent = Agent(model, name="cancel_tool")
+
+    @agent.tool
+    async def wait() -> str:
+        """Waits until cancelled."""
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            reasons.append(activity.cancellation_details())
+            observed.set()
+            raise
+        return "unreachable"
+
+    async with serve(temporal_client, agent, heartbeat=3) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("go")
+        await started.wait()
+        await run.cancel()
+        await asyncio.wait_for(observed.wait(), 20)  # a heartbeat goes out every second
+        with pytest.raises(RunError) as e:
+            await run.result()
+    assert e.value.stage == "canceled"
+    # The server's answer to a heartbeat (cancel requested, or the closed run's activity no
+    # longer found), not the worker giving up on a silent activity (timed out).
+    assert len(reasons) == 1 and reasons[0] is not None
+    assert reasons[0].cancel_requested or reasons[0].not_found
+    assert not reasons[0].timed_out
+
+
+async def test_a_finished_tool_leaves_tools_in_flight_while_its_sibling_runs(
+    temporal_client: Client,
+) -> None:
+    from temporalio.api.sdk.v1 import WorkflowMetadata
+
+    quick_done, release = asyncio.Event(), asyncio.Event()
+    batch = [ToolCall(id="q", name="quick", args="{}"), ToolCall(id="s", name="slow", args="{}")]
+    model = ScriptedModel([Message.assistant("", batch), Message.assistant("done")])
+    agent = Agent(model, name="siblings")
+
+    @agent.tool
+    async def quick() -> str:
+        """Returns at once."""
+        quick_done.set()
+        return "quick"
+
+    @agent.tool
+    async def slow() -> str:
+        """Waits to be released."""
+        await release.wait()
+        return "slow"
+
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("go")
+        await quick_done.wait()
+        details = ""
+        async with asyncio.timeout(20):  # a query per 50 ms until the UI catches up
+            while "**tools in flight** slow\n" not in details + "\n":
+                await asyncio.sleep(0.05)
+                metadata = await run.handle.query(
+                    "__temporal_workflow_metadata", result_type=WorkflowMetadata
+                )
+                details = metadata.current_details
+        pending = (await run.handle.describe()).raw_description.pending_activities
+        release.set()
+        assert (await run.result()).output == "done"
+    assert "**tool calls** 1" in details  # quick is counted the moment it leaves
+    assert [a.activity_type.name for a in pending] == ["golem.tool"]
+
+
+def _snake_keys(value: Any, path: str = "") -> list[str]:
+    """Keys with an underscore, outside user data (deps, output, approvals, retries)."""
+    if isinstance(value, list):
+        return [k for i, v in enumerate(value) for k in _snake_keys(v, f"{path}[{i}]")]
+    if not isinstance(value, dict):
+        return []
+    found = [f"{path}.{k}" for k in value if "_" in k]
+    return found + [
+        k
+        for key, v in value.items()
+        if key not in ("deps", "output", "approvals", "retries")
+        for k in _snake_keys(v, f"{path}.{key}")
+    ]
+
+
+async def test_every_payload_in_history_uses_camel_case_keys(temporal_client: Client) -> None:
+    import json
+
+    from google.protobuf.json_format import MessageToDict
+
+    started = asyncio.Event()
+    agent, _ = tool_turns(2)
+    hang = Agent(
+        ScriptedModel([Message.assistant("", [ToolCall(id="w", name="wait", args="{}")])]),
+        name="hang",
+    )
+
+    @hang.tool
+    async def wait() -> str:
+        """Waits until cancelled (the memo carries the evidence)."""
+        started.set()
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    async with serve(temporal_client, agent, hang) as tq:
+        first = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+        second = await DurableAgent(temporal_client, agent, task_queue=tq).run(
+            "again", history=first.messages
+        )
+        cancelled = await DurableAgent(temporal_client, hang, task_queue=tq).start("hang")
+        await started.wait()
+        await cancelled.cancel()
+        with pytest.raises(RunError):
+            await cancelled.result()
+    found: list[str] = []
+    seen = 0
+    for run_id in (first.run_id, second.run_id, cancelled.run_id):
+        for event in await history_events(temporal_client, run_id):
+            for payload in _payloads(MessageToDict(event)):
+                seen += 1
+                data = json.loads(base64.b64decode(payload.get("data", "")) or b"null")
+                found += _snake_keys(data, EventType.Name(event.event_type))
+    assert seen > 20  # inputs, results, the memo, summaries
+    assert found == []
+
+
+def _payloads(value: Any) -> list[dict[str, Any]]:
+    """Every payload in an event (as a dict): a dict whose metadata names an encoding."""
+    if isinstance(value, list):
+        return [p for v in value for p in _payloads(v)]
+    if not isinstance(value, dict):
+        return []
+    if "encoding" in value.get("metadata", {}):
+        return [value]
+    return [p for v in value.values() for p in _payloads(v)]

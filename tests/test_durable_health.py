@@ -5,6 +5,7 @@ task retried forever), and client mistakes are golem's own clear errors."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,15 +17,17 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
+from temporalio.workflow import NondeterminismError
 
-from golem import Message, ToolCall
+from golem import Message, Part, ToolCall
 from golem.agent import Agent
-from golem.client import DurableAgent, RunIdInUseError
+from golem.client import DurableAgent, DurableRun, RunIdInUseError
 from golem.loop import RunInput
 from golem.models import FunctionModel
 from golem.results import RunError
 from golem.tools import RunContext
 from golem.worker import GolemPlugin
+from golem.workflows.agent_run import FAILURE_TYPES
 from golem.workflows.types import AgentRunInput
 
 
@@ -114,7 +117,20 @@ class Account:
 
 typed = Agent(calls_then_answers("echo"), name="typed", deps_type=Account)
 
+slow_sync = Agent(calls_then_answers("crunch"), name="slow_sync")
+CRUNCHES: list[str] = []
+
+
+@slow_sync.tool
+def crunch() -> str:
+    """A blocking computation longer than the heartbeat timeout."""
+    CRUNCHES.append("crunch")
+    time.sleep(2.5)
+    return "crunched"
+
+
 AGENTS = [
+    slow_sync,
     exits,
     interrupts,
     cancels_itself,
@@ -128,9 +144,9 @@ AGENTS = [
 
 
 @asynccontextmanager
-async def serve(client: Client) -> AsyncIterator[str]:
+async def serve(client: Client, heartbeat_timeout: float = 5) -> AsyncIterator[str]:
     task_queue = f"health-{uuid.uuid4().hex[:12]}"
-    plugin = GolemPlugin(*AGENTS, heartbeat_timeout=timedelta(seconds=5))
+    plugin = GolemPlugin(*AGENTS, heartbeat_timeout=timedelta(seconds=heartbeat_timeout))
     async with Worker(client, task_queue=task_queue, plugins=[plugin]):
         yield task_queue
 
@@ -165,6 +181,16 @@ async def test_base_exception_fails_its_call_and_the_worker_keeps_serving(
         assert culprit in str(error)
         after = await DurableAgent(temporal_client, plain, task_queue=tq).run("again")
     assert after.output == "done: hi"
+
+
+async def test_sync_tool_longer_than_the_heartbeat_timeout_succeeds_once(
+    temporal_client: Client,
+) -> None:
+    CRUNCHES.clear()
+    async with serve(temporal_client, heartbeat_timeout=1) as tq:
+        result = await DurableAgent(temporal_client, slow_sync, task_queue=tq).run("go")
+    assert result.output == "done: crunched"
+    assert CRUNCHES == ["crunch"]  # heartbeats kept flowing from the loop: no retry
 
 
 # -- no workflow-task retry loops ------------------------------------------------------------
@@ -282,7 +308,12 @@ async def test_model_construct_messages_sent_with_golems_converter_fail_the_run(
         with pytest.raises(WorkflowFailureError) as caught:
             async with asyncio.timeout(20):
                 await handle.result()
+        # golem's client reads it as a run that failed on its input.
+        with pytest.raises(RunError) as read:
+            await DurableRun(handle.id, "", handle, []).result()
     assert "history.0.role" in str(caught.value.cause)
+    assert read.value.stage == "history"
+    assert "history.0.role" in str(read.value)
 
 
 # -- client errors ----------------------------------------------------------------------------
@@ -304,8 +335,18 @@ async def test_reusing_a_run_id_raises_golems_own_error(temporal_client: Client)
         ({"history": [Message.user("\ud800")]}, "history"),
         ({"deps": {"rate": float("nan")}}, "deps"),
         ({"deps": [float("inf")]}, "deps"),
+        ({"history": [Message.model_construct(role="bogus")]}, "history message 0 .*role"),
+        ({"parts": [Part.model_construct(url="https://x")]}, "parts .*kind"),
     ],
-    ids=["surrogate prompt", "surrogate deps", "surrogate history", "nan deps", "inf deps"],
+    ids=[
+        "surrogate prompt",
+        "surrogate deps",
+        "surrogate history",
+        "nan deps",
+        "inf deps",
+        "constructed message",
+        "constructed part",
+    ],
 )
 async def test_input_that_cannot_be_sent_fails_before_start_naming_the_field(
     temporal_client: Client, arguments: dict[str, Any], culprit: str
@@ -318,3 +359,9 @@ async def test_input_that_cannot_be_sent_fails_before_start_naming_the_field(
     with pytest.raises(RPCError) as missing:
         await temporal_client.get_workflow_handle(run_id).describe()
     assert missing.value.status == RPCStatusCode.NOT_FOUND
+
+
+def test_temporal_errors_stay_task_failures_so_a_fixed_worker_can_continue() -> None:
+    # Nondeterminism (and the sandbox's restrictions) must not fail runs for good.
+    assert not any(issubclass(NondeterminismError, kind) for kind in FAILURE_TYPES)
+    assert not any(issubclass(RuntimeError, kind) for kind in FAILURE_TYPES)

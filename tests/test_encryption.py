@@ -28,7 +28,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 from golem.agent import Agent
-from golem.cli import main
+from golem.cli import run_command
 from golem.client import AGENT, CONVERSATION_ID, DurableAgent, fetch_run
 from golem.codec_server import codec_app
 from golem.messages import Message, ToolCall
@@ -360,11 +360,11 @@ async def test_golem_codec_server_serves_the_ui_over_http_on_loopback() -> None:
 
 
 def test_golem_codec_server_without_a_key_says_which_variable_to_set(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("GOLEM_ENCRYPTION_KEY", raising=False)
-    with pytest.raises(SystemExit, match="set GOLEM_ENCRYPTION_KEY"):
-        main(["codec-server"])
+    assert run_command(["codec-server"]) == 2
+    assert "set GOLEM_ENCRYPTION_KEY" in capsys.readouterr().err
 
 
 @given(

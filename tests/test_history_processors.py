@@ -64,8 +64,16 @@ def test_trim_advances_past_plain_assistant_answers_and_system_messages() -> Non
 
 def test_trim_fails_when_a_cut_leaves_nothing_that_can_open_a_request() -> None:
     history = [Message.user("hi"), *[Message.tool(f"c{i}", "t", "x") for i in range(3)]]
-    with pytest.raises(HistoryProcessorError, match=r"^trim_history\(2\): after cutting 2 of 4"):
+    with pytest.raises(HistoryProcessorError) as info:
         trim_history(2)(history)
+    assert str(info.value) == (
+        "trim_history(2): after cutting 2 of 4 messages, no user message is left to open the "
+        "request (only tool results, assistant turns or system prompts)"
+    )
+
+
+def test_trim_to_one_message_keeps_a_final_user_message() -> None:
+    assert trim_history(1)([*HISTORY, Message.user("next")]) == [Message.user("next")]
 
 
 def test_history_processor_error_is_a_value_error() -> None:
@@ -109,6 +117,35 @@ def test_budget_applies_the_same_boundary_rule() -> None:
 
 def test_budget_returns_a_history_that_fits_unchanged() -> None:
     assert budget_history(counting(10), 120)(HISTORY) == HISTORY
+
+
+def test_budget_cuts_when_only_the_oldest_message_overflows() -> None:
+    history = [Message.user("old"), Message.user("a"), Message.user("b")]
+    assert budget_history(counting(10), 29)(history) == history[1:]
+
+
+def test_budget_of_one_token_keeps_a_message_that_costs_one() -> None:
+    history = [Message.assistant("x"), Message.user("y")]
+    assert budget_history(counting(1), 1)(history) == [Message.user("y")]
+
+
+def test_budget_counts_each_message_once_when_the_history_fits() -> None:
+    seen: list[str] = []
+
+    def count(messages: Sequence[Message]) -> int:
+        seen.extend(m.content for m in messages)
+        return 1
+
+    assert budget_history(count, 100)(HISTORY) == HISTORY
+    assert seen == [m.content for m in reversed(HISTORY)]
+
+
+def test_budget_is_named_after_a_counter_object_by_its_type() -> None:
+    class Words:
+        def __call__(self, messages: list[Message]) -> int:
+            return sum(len(m.content.split()) for m in messages)
+
+    assert repr(budget_history(Words(), 100)) == "budget_history(Words, 100)"
 
 
 def test_budget_fails_when_even_the_newest_message_does_not_fit() -> None:
@@ -161,8 +198,12 @@ def test_estimate_tokens_is_additive_over_messages() -> None:
 
 def test_tiktoken_counter_without_tiktoken_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "tiktoken", None)
-    with pytest.raises(ImportError, match=r"pip install 'golem-temporal\[tiktoken\]'"):
+    with pytest.raises(ImportError) as info:
         tiktoken_counter()
+    assert str(info.value) == (
+        "tiktoken_counter needs the tiktoken package: "
+        "pip install 'golem-temporal[tiktoken]' (or use estimate_tokens)"
+    )
 
 
 def test_tiktoken_counter_counts_with_the_named_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -183,3 +224,7 @@ def test_tiktoken_counter_counts_with_the_named_encoding(monkeypatch: pytest.Mon
     assert asked == ["cl100k_base"]
     assert counter([Message.user("one two three"), Message.assistant("four")]) == 4 + 3 + 4 + 1
     assert counter.__name__ == "tiktoken_counter('cl100k_base')"
+    with_part = Message.user("look", parts=[Part(kind="image", url="https://a/b.png")])
+    assert counter([with_part]) == 4 + 256 + 1
+    tiktoken_counter()
+    assert asked == ["cl100k_base", "o200k_base"]

@@ -16,6 +16,7 @@ from golem.history import (
     normalize_history,
     sanitize_history,
 )
+from golem.history.repair import _Blocks
 from golem.history.sanitize import url_scheme
 from golem.messages import Message, Part, ThinkingBlock, ToolCall, dump_messages, load_messages
 
@@ -90,27 +91,54 @@ def messages(draw: st.DrawFn) -> Message:
 histories = st.lists(messages(), max_size=14)
 
 
-def assert_pairing(history: Sequence[Message]) -> None:
-    """Every result answers a call of the turn right before its block; every call is answered."""
+def pairing_problem(history: Sequence[Message]) -> str:
+    """Empty when every result answers a call of the turn right before its block, once, and
+    every call is answered; else what is wrong. The spec's rule, written apart from repair."""
     owner: Message | None = None
     answered: set[str] = set()
 
-    def close() -> None:
-        if owner is not None:
-            assert {c.id for c in owner.tool_calls if c.id} == answered, "a call is unanswered"
+    def unanswered() -> str:
+        ids = {c.id for c in owner.tool_calls if c.id} if owner is not None else set()
+        return "" if ids == answered else "a call is unanswered"
 
     for message in history:
         if message.role == "tool":
             if not message.tool_call_id:
                 continue
-            assert owner is not None, "a result does not follow its call's turn"
-            assert message.tool_call_id in {c.id for c in owner.tool_calls}, "result off its block"
-            assert message.tool_call_id not in answered, "a call has two results"
+            if owner is None:
+                return "a result does not follow its call's turn"
+            if message.tool_call_id not in {c.id for c in owner.tool_calls}:
+                return "result off its block"
+            if message.tool_call_id in answered:
+                return "a call has two results"
             answered.add(message.tool_call_id)
             continue
-        close()
+        if problem := unanswered():
+            return problem
         owner, answered = (message, set()) if message.role == "assistant" else (None, set())
-    close()
+    return unanswered()
+
+
+def assert_pairing(history: Sequence[Message]) -> None:
+    problem = pairing_problem(history)
+    assert not problem, problem
+
+
+@st.composite
+def near_clean_histories(draw: st.DrawFn) -> list[Message]:
+    """A repaired history, then at most one message dropped, copied or moved: clean or one
+    step from clean, which random histories seldom are."""
+    history, _ = normalize_history(draw(histories))
+    if not history:
+        return history
+    edit = draw(st.sampled_from(["none", "drop", "copy", "move"]))
+    if edit == "none":
+        return history
+    index = draw(st.integers(0, len(history) - 1))
+    message = history[index] if edit == "copy" else history.pop(index)
+    if edit != "drop":
+        history.insert(draw(st.integers(0, len(history))), message)
+    return history
 
 
 def is_json_object(text: str) -> bool:
@@ -210,3 +238,16 @@ def test_sanitize_strips_system_and_unsafe_urls_pairs_calls_and_is_idempotent(
     # User messages holding inline data are never emptied; tool results may be dropped as orphans.
     inline = [p for m in history if m.role == "user" for p in m.parts if p.data]
     assert [p for m in sanitized if m.role == "user" for p in m.parts if p.data] == inline
+
+
+@PROPERTIES
+@given(st.one_of(histories, near_clean_histories()))
+def test_clean_is_exactly_when_repair_would_change_nothing(history: list[Message]) -> None:
+    blocks = _Blocks(history)
+    repaired, report = _Blocks(history).repair()  # the repair path, even on a clean history
+    assert blocks.clean == (repaired == history) == (not report.changed)
+    assert blocks.clean == (not pairing_problem(history))
+    fast, fast_report = normalize_history(history)
+    assert (fast, fast_report) == (repaired, report)
+    if blocks.clean:
+        assert all(a is b for a, b in zip(fast, history, strict=True))

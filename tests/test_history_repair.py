@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
-from golem.history import INTERRUPTED_RESULT, HistoryRepair, normalize_history
+from golem.history import (
+    INTERRUPTED_RESULT,
+    OUTCOME_UNKNOWN_RESULT,
+    HistoryRepair,
+    normalize_history,
+)
 from golem.messages import Message, ToolCall, dump_messages
 
 
@@ -41,6 +50,15 @@ def test_synthesized_result_states_absence_not_failure() -> None:
     assert synthesized.content == "interrupted before execution; no result was produced"
     assert synthesized.failed is False
     assert (synthesized.tool_call_id, synthesized.tool_name) == ("c1", "weather")
+
+
+def test_an_outcome_unknown_result_answers_its_call_and_repair_never_writes_one() -> None:
+    unknown = Message.tool("a", "weather", OUTCOME_UNKNOWN_RESULT)
+    history = [USER, asks(call("a"), call("b")), unknown]
+    repaired, report = normalize_history(history)
+    assert repaired == [USER, asks(call("a"), call("b")), unknown, interrupted("b")]
+    assert report == HistoryRepair(synthesized=["b"])
+    assert OUTCOME_UNKNOWN_RESULT != INTERRUPTED_RESULT
 
 
 def test_normalize_appends_missing_results_after_the_block_in_call_order() -> None:
@@ -148,6 +166,37 @@ def test_an_id_requested_again_by_a_later_turn_opens_a_new_call() -> None:
     assert report == HistoryRepair(synthesized=["c1"])
 
 
+def test_a_late_result_for_a_re_requested_id_answers_the_later_turn() -> None:
+    first, second = asks(call("c1"), text="first"), asks(call("c1"), text="second")
+    history = [USER, first, second, Message.user("hurry"), result("c1", "late")]
+    repaired, report = normalize_history(history)
+    assert repaired == [
+        USER,
+        first,
+        interrupted("c1"),
+        second,
+        result("c1", "late"),
+        Message.user("hurry"),
+    ]
+    assert report == HistoryRepair(synthesized=["c1"], relocated=["c1"])
+
+
+def test_once_a_re_requested_id_is_answered_a_late_result_for_it_is_a_duplicate() -> None:
+    first, second = asks(call("c1"), text="first"), asks(call("c1"), text="second")
+    history = [USER, first, second, result("c1"), Message.user("hurry"), result("c1", "late")]
+    repaired, report = normalize_history(history)
+    assert repaired == [USER, first, interrupted("c1"), second, result("c1"), Message.user("hurry")]
+    assert report == HistoryRepair(synthesized=["c1"], dropped=["c1"])
+
+
+def test_calls_on_a_message_that_is_not_the_assistants_are_not_calls() -> None:
+    # Hand-built history can carry tool calls on a user message; only an assistant requests.
+    forged = Message(role="user", content="run it", tool_calls=[call("c1")])
+    repaired, report = normalize_history([forged, result("c1")])
+    assert repaired == [forged]
+    assert report == HistoryRepair(dropped=["c1"])
+
+
 def test_a_repeated_id_within_one_turn_is_one_call() -> None:
     turn = asks(call("c1"), call("c1"))
     repaired, report = normalize_history([USER, turn])
@@ -216,12 +265,34 @@ def test_normalize_is_idempotent_on_repaired_history() -> None:
     assert report == HistoryRepair()
 
 
-def test_normalize_is_deterministic() -> None:
-    history = [USER, asks(call("a"), call("b")), result("zz"), Message.user("go on")]
-    assert normalize_history(history) == normalize_history(list(history))
-    assert dump_messages(normalize_history(history)[0]) == dump_messages(
-        normalize_history(history)[0]
-    )
+# Many calls per turn, late and missing results: their order must not hang on str hashing.
+_HASH_SEED_PROGRAM = """
+from golem.history import normalize_history
+from golem.messages import Message, ToolCall, dump_messages
+ids = [f"call_{n}" for n in range(40)]
+turn = Message.assistant(tool_calls=[ToolCall(id=i, name="t" + i, args="{") for i in ids])
+history = [Message.user("go"), turn, *(Message.tool(i, "t", "ok") for i in ids[::3])]
+history += [Message.user("late"), *(Message.tool(i, "t", "late") for i in ids[1::3])]
+repaired, report = normalize_history(history)
+print(dump_messages(repaired).decode(), report)
+"""
+
+
+def test_normalize_gives_the_same_bytes_under_any_hash_seed() -> None:
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", _HASH_SEED_PROGRAM],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(outputs) == 1
+    [output] = outputs
+    assert "synthesized=['call_2', 'call_5'" in output and "relocated=['call_1', 'call_4'" in output
 
 
 def test_synthesized_results_carry_no_run_or_conversation_id() -> None:

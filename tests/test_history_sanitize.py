@@ -11,6 +11,7 @@ from golem.history import (
     UnsafePart,
     sanitize_history,
 )
+from golem.history.sanitize import url_scheme
 from golem.messages import Message, Part, ThinkingBlock, ToolCall, dump_messages
 
 
@@ -207,3 +208,25 @@ def test_sanitize_never_mutates_its_input() -> None:
     sanitize_history(history)
     assert history == snapshot
     assert dump_messages(history) == before
+
+
+@pytest.mark.parametrize(
+    ("url", "scheme"),
+    [
+        ("https://maps.example:8443/p.png", "https"),
+        ("c:/photos/p.png", "c"),
+        ("Svn+SSH://host/repo", "svn+ssh"),
+        ("1http://evil.example/x", ""),
+        ("+http://evil.example/x", ""),
+        ("photo.png", ""),
+        ("maps.example/a:b.png", ""),
+        (":no-scheme", ""),
+    ],
+)
+def test_url_scheme_reads_rfc_3986_scheme_syntax(url: str, scheme: str) -> None:
+    assert url_scheme(url) == scheme
+
+
+def test_sanitize_keeps_an_https_url_with_a_port() -> None:
+    history = [Message.user("look", parts=[image("https://maps.example:8443/p.png")])]
+    assert sanitize_history(history) == (history, SanitizeReport())

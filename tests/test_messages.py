@@ -12,6 +12,7 @@ from golem.messages import (
     Part,
     ThinkingBlock,
     ToolCall,
+    Usage,
     dump_messages,
     load_messages,
     validate_history,
@@ -198,8 +199,46 @@ def test_malformed_history_raises_history_error_naming_the_message(
     assert str(info.value).startswith(f"message {index}: ")
 
 
-def test_validate_history_accepts_a_valid_conversation() -> None:
-    validate_history(_conversation())
+@pytest.mark.parametrize(
+    "message",
+    [
+        Message.user("", parts=[Part(kind=kind, url="https://a/b")])
+        for kind in ("image", "document", "audio", "video")
+    ]
+    + [
+        Message.tool("c1", "t", "", parts=[Part(kind="audio", data=b"x", media_type="audio/wav")]),
+        Message.assistant(thinking=[ThinkingBlock(redacted="opaque")]),
+        Message.assistant(thinking=[ThinkingBlock(text="why", signature="sig")]),
+        Message.assistant(tool_calls=[ToolCall(id="c2", name="t", args="{")]),
+    ],
+)
+def test_validate_history_accepts_each_rule_at_its_edge(message: Message) -> None:
+    history = [*_conversation(), message]
+    validate_history(history)  # raises HistoryError naming the message otherwise
+    assert load_messages(dump_messages(history)) == history
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (
+            b'[{"role":"user"},{"role":"wizard"}]',
+            "role: Input should be 'system', 'user', 'assistant' or 'tool' (got 'wizard')",
+        ),
+        (
+            b'[{"role":"user"},{"role":"assistant","toolCalls":[{"id":"c1"}]}]',
+            "toolCalls.0.name: Field required (got {'id': 'c1'})",
+        ),
+        (
+            b'[{"role":"user"},42]',
+            "message: Input should be an object",
+        ),
+    ],
+)
+def test_a_field_error_names_the_field_path_and_the_value_it_got(data: bytes, problem: str) -> None:
+    with pytest.raises(HistoryError) as info:
+        load_messages(data)
+    assert (info.value.index, info.value.problem) == (1, problem)
 
 
 def test_validate_history_names_the_offending_message() -> None:
@@ -223,3 +262,36 @@ def test_stamped_copies_with_identity_and_leaves_the_original() -> None:
     stamped = message.stamped("run-1", "conv-1")
     assert (stamped.run_id, stamped.conversation_id, stamped.content) == ("run-1", "conv-1", "hi")
     assert (message.run_id, message.conversation_id) == ("", "")
+
+
+def test_constructors_set_the_fields_they_name() -> None:
+    assert Message.system("be terse") == Message(role="system", content="be terse")
+    failed = Message.tool("c1", "t", "boom", failed=True)
+    assert (failed.role, failed.tool_call_id, failed.tool_name, failed.content, failed.failed) == (
+        "tool",
+        "c1",
+        "t",
+        "boom",
+        True,
+    )
+
+
+def test_usage_adds_field_by_field_and_totals_input_and_output() -> None:
+    a = Usage(
+        input_tokens=1, output_tokens=2, cached_tokens=3, cache_write_tokens=4, reasoning_tokens=5
+    )
+    b = Usage(
+        input_tokens=10,
+        output_tokens=20,
+        cached_tokens=30,
+        cache_write_tokens=40,
+        reasoning_tokens=50,
+    )
+    assert a + b == Usage(
+        input_tokens=11,
+        output_tokens=22,
+        cached_tokens=33,
+        cache_write_tokens=44,
+        reasoning_tokens=55,
+    )
+    assert (a + b).total_tokens == 33

@@ -1,15 +1,14 @@
 """golem's activities: a model request, a tool call, and the once-per-run user functions.
 
-The model-request activity does not receive the conversation: it reads the messages
-from its own running workflow through the ``golem.messages`` query (queries are not
-recorded in history), asking only for what it has not seen yet.
+The model-request activity does not receive the conversation: its worker's
+``MessageCache`` extends what it has with the input's new messages, or reads them from
+the running workflow through the ``golem.messages`` query (see golem.workflows.shipping).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -20,29 +19,27 @@ from pydantic_core.core_schema import any_schema
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from golem.activities.streams import request_or_stream
 from golem.agent import Agent
-from golem.local import call_user_function
 from golem.messages import Message
 from golem.models.base import ModelError, ModelRequest, ModelResponse
 from golem.tools import RunContext, ToolOutcome, validation_problems
+from golem.user_functions import UserCodeError, call_user_function, describe
 from golem.workflows import registry
-from golem.workflows.types import (
-    MessagesPage,
-    MessagesQuery,
-    ModelCallInput,
-    PrepareInput,
-    ToolCallInput,
-)
+from golem.workflows.pages import MessagesPage, MessagesQuery
+from golem.workflows.shipping import MessageCache, ModelCallInput, ShippingError
+from golem.workflows.types import PrepareInput, ToolCallInput
 
 __all__ = [
     "BAD_RESULT",
     "PAYLOAD_LIMIT",
     "PAYLOAD_TOO_LARGE",
+    "SHIPPING_ERROR",
     "USER_ERROR",
     "MessageCache",
-    "UserCodeError",
+    "ModelActivity",
+    "activities",
     "call_tool",
-    "model_request",
     "process_history",
     "resolve_instructions",
 ]
@@ -52,7 +49,7 @@ T = TypeVar("T")
 #: Largest activity result golem hands Temporal (its blob limit is 2 MB per payload).
 PAYLOAD_LIMIT = 2_000_000 - 16_384
 PAYLOAD_TOO_LARGE = "GolemPayloadTooLarge"
-MODEL_ERROR = "GolemModelError"
+SHIPPING_ERROR = "GolemShippingError"
 TOOL_ERROR = "GolemToolError"
 #: A history processor or instructions function raised: final, never retried.
 USER_ERROR = "GolemUserFunctionError"
@@ -74,39 +71,32 @@ def _deps(agent: Agent[Any, Any], deps: Any) -> Any:
     return TypeAdapter(agent.deps_type).validate_python(deps)
 
 
-class UserCodeError(Exception):
-    """A ``BaseException`` (``SystemExit``, ``KeyboardInterrupt``, a stray ``CancelledError``)
-    raised by a tool, a model or a user function, caught before asyncio re-raises it into the
-    worker's event loop."""
-
-    def __init__(self, original: BaseException) -> None:
-        super().__init__(str(original))
-        self.original = original
+def _failure(what: str, exc: Exception) -> str:
+    """``<what> raised KeyError: ...``, or the ``UserCodeError`` text that names its culprit."""
+    return (
+        str(exc) if isinstance(exc, UserCodeError) else f"{what} raised {type(exc).__name__}: {exc}"
+    )
 
 
-def _name(exc: BaseException) -> str:
-    """The culprit's exception type, seen through ``UserCodeError``."""
-    return type(exc.original if isinstance(exc, UserCodeError) else exc).__name__
-
-
-async def _contained(work: Awaitable[T]) -> T:
-    """Await ``work``; a ``BaseException`` that is not a cancellation becomes ``UserCodeError``."""
+async def _contained(work: Awaitable[T], what: str) -> T:
+    """Await ``work``; a ``BaseException`` that is not a cancellation becomes ``UserCodeError``
+    (user code called through ``call_user_function`` is converted already; a provider is not)."""
     try:
         return await work
     except (Exception, asyncio.CancelledError):
         raise
     except BaseException as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit, ...
-        raise UserCodeError(exc) from exc
+        raise UserCodeError(f"{what} raised {type(exc).__name__}: {exc}") from exc
 
 
-async def _heartbeating(work: Awaitable[T]) -> T:
+async def _heartbeating(work: Awaitable[T], what: str) -> T:
     """Await ``work`` while heartbeating, so a dead worker is noticed and cancellation arrives.
 
     The work runs in its own task (sync user code in a thread, see ``call_user_function``),
     so heartbeats keep going while it runs; what it raises never reaches the event loop."""
-    task = asyncio.ensure_future(_contained(work))
+    task = asyncio.ensure_future(_contained(work, what))
     info = activity.info()
-    every = (info.heartbeat_timeout or timedelta(seconds=30)).total_seconds() / 3
+    every = (info.heartbeat_timeout or registry.HEARTBEAT_TIMEOUT).total_seconds() / 3
     try:
         while True:
             done, _ = await asyncio.wait({task}, timeout=every)
@@ -118,7 +108,7 @@ async def _heartbeating(work: Awaitable[T]) -> T:
             task.cancel()
     if task.cancelled():
         # Nobody cancelled this activity (that would have raised above): the work itself did.
-        raise UserCodeError(asyncio.CancelledError("the code raised CancelledError itself"))
+        raise UserCodeError(f"{what} raised asyncio.CancelledError")
     return task.result()
 
 
@@ -158,91 +148,69 @@ def _adapter(kind: Any) -> TypeAdapter[Any]:
     return TypeAdapter(kind)
 
 
-class MessageCache:
-    """Per-worker cache of each running workflow's request messages (append-only lists)."""
+class ModelActivity:
+    """The model-request activity, bound to its worker's ``MessageCache``."""
 
-    def __init__(self, max_runs: int = 256) -> None:
-        self.max_runs = max_runs
-        self.queries = 0
-        """Query pages asked for so far (for tests and tuning)."""
-        self._runs: OrderedDict[tuple[str, str], list[Message]] = OrderedDict()
+    def __init__(self, cache: MessageCache) -> None:
+        self.cache = cache
 
-    async def fetch(
-        self,
-        workflow_id: str,
-        run_id: str,
-        upto: int,
-        since: int = 0,
-        new: list[Message] | None = None,
-    ) -> list[Message]:
-        """The first ``upto`` messages; ``new`` (when given) are ``[since, upto)``."""
-        key = (workflow_id, run_id)
-        have = self._runs.pop(key, [])
-        if new and len(have) == since:
-            have.extend(new)  # this worker saw everything before: no query needed
-        if len(have) < upto:
-            handle = activity.client().get_workflow_handle(workflow_id, run_id=run_id)
-            while len(have) < upto:
-                self.queries += 1
-                page = await handle.query(
-                    "golem.messages",
-                    MessagesQuery(since=len(have), upto=upto),
-                    result_type=MessagesPage,
-                )
-                if page.next <= len(have):
-                    raise ApplicationError(
-                        f"workflow {workflow_id} served no messages from {len(have)} to {upto}",
-                        non_retryable=False,
-                    )
-                have.extend(page.messages)
-        self._runs[key] = have
-        while len(self._runs) > self.max_runs:
-            self._runs.popitem(last=False)
-        return have[:upto]
+    @activity.defn(name="golem.model_request")
+    async def model_request(self, input: ModelCallInput) -> ModelResponse:
+        """Send one request to the agent's model; provider retries are the activity's."""
+        agent = _agent(input.agent)
+        messages = await self._messages(input)
+        request = ModelRequest.model_construct(
+            messages=messages,
+            tools=agent.tool_definitions,
+            output_schema=agent.output_schema,
+            settings=agent.model_settings,
+        )
+        what = f"model {agent.model_name}"
+        try:
+            response = await _heartbeating(request_or_stream(agent.model, request, input), what)
+        except ModelError as exc:
+            delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
+            # A provider asking for a longer wait than the agent allows ends the run, as in process.
+            too_long = (
+                exc.retry_after is not None and exc.retry_after > agent.model_retry.max_interval
+            )
+            raise ApplicationError(
+                f"{what}: {exc}",
+                type=type(exc).__name__,
+                non_retryable=not exc.retryable or too_long,
+                next_retry_delay=None if too_long else delay,
+            ) from exc
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # Only a ModelError says a retry may help; anything else is a bug, not a blip.
+            raise ApplicationError(
+                _failure(what, exc), type=type(exc).__name__, non_retryable=True
+            ) from exc
+        return _checked(response, ModelResponse, f"{what} (turn {input.turn})")
 
-    def forget(self, workflow_id: str, run_id: str) -> None:
-        self._runs.pop((workflow_id, run_id), None)
+    async def _messages(self, input: ModelCallInput) -> list[Message]:
+        """The request's messages: the cache extended by the input, or read by query."""
+        info = activity.info()
+        handle = activity.client().get_workflow_handle(
+            info.workflow_id or "", run_id=info.workflow_run_id
+        )
 
+        async def pager(query: MessagesQuery) -> MessagesPage:
+            page: MessagesPage = await handle.query(
+                "golem.messages", query, result_type=MessagesPage
+            )
+            return page
 
-_cache = MessageCache()
-
-
-@activity.defn(name="golem.model_request")
-async def model_request(input: ModelCallInput) -> ModelResponse:
-    """Send one request to the agent's model; provider retries are the activity's."""
-    agent = _agent(input.agent)
-    info = activity.info()
-    messages = await _cache.fetch(
-        info.workflow_id or "", info.workflow_run_id or "", input.upto, input.since, input.messages
-    )
-    request = ModelRequest.model_construct(
-        messages=messages,
-        tools=agent.tool_definitions,
-        output_schema=agent.output_schema,
-        settings=agent.model_settings,
-    )
-    try:
-        response = await _heartbeating(agent.model.request(request))
-    except ModelError as exc:
-        delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
-        # A provider asking for a longer wait than the agent allows ends the run, as in process.
-        too_long = exc.retry_after is not None and exc.retry_after > agent.model_retry.max_interval
-        raise ApplicationError(
-            f"model {agent.model_name}: {exc}",
-            type=type(exc).__name__,
-            non_retryable=not exc.retryable or too_long,
-            next_retry_delay=None if too_long else delay,
-        ) from exc
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
-        # Only a ModelError says a retry may help; anything else is a bug, not a blip.
-        raise ApplicationError(
-            f"model {agent.model_name} raised {_name(exc)}: {exc}",
-            type=_name(exc),
-            non_retryable=True,
-        ) from exc
-    return _checked(response, ModelResponse, f"model {agent.model_name} (turn {input.turn})")
+        try:
+            return await self.cache.fetch(
+                f"{info.workflow_id}/{info.workflow_run_id}", input, pager
+            )
+        except ShippingError as exc:
+            raise ApplicationError(str(exc), type=SHIPPING_ERROR, non_retryable=True) from None
+        except LookupError as exc:
+            # The workflow served fewer messages than it announced; a retry reads anew.
+            raise ApplicationError(str(exc), type=SHIPPING_ERROR) from None
 
 
 @activity.defn(name="golem.tool")
@@ -267,12 +235,12 @@ async def call_tool(input: ToolCallInput) -> ToolOutcome:
         tool_name=call.name,
     )
     try:
-        outcome = await _heartbeating(tool.execute(ctx, call.args))
+        outcome = await _heartbeating(tool.execute(ctx, call.args), f"tool {call.name!r}")
     except asyncio.CancelledError:
         raise
     except Exception as exc:
         raise ApplicationError(
-            f"tool {call.name!r} (call {call.id}) raised {_name(exc)}: {exc}",
+            f"{_failure(f'tool {call.name!r}', exc)} (call {call.id})",
             type=TOOL_ERROR,
             # SystemExit and the like are not blips: retrying them only repeats the exit.
             non_retryable=isinstance(exc, UserCodeError),
@@ -284,13 +252,11 @@ async def _once(what: str, fn: Any, *args: Any) -> Any:
     """Run a once-per-run user function: its own failure is final (non-retryable), so only a
     worker that dies mid-call (a heartbeat or start-to-close timeout) runs it again."""
     try:
-        return await _heartbeating(call_user_function(fn, *args))
+        return await _heartbeating(call_user_function(fn, *args, what=what), what)
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        raise ApplicationError(
-            f"{what} raised {_name(exc)}: {exc}", type=USER_ERROR, non_retryable=True
-        ) from exc
+        raise ApplicationError(_failure(what, exc), type=USER_ERROR, non_retryable=True) from exc
 
 
 @activity.defn(name="golem.process_history")
@@ -298,7 +264,7 @@ async def process_history(input: PrepareInput) -> list[Message]:
     """Run the agent's history processor once; its output is recorded for replay."""
     agent = _agent(input.agent)
     fn = agent.history_processor
-    what = f"history processor {getattr(fn, '__name__', repr(fn))} of agent {agent.name!r}"
+    what = f"history processor {describe(fn)} of agent {agent.name!r}"
     result = await _once(what, fn, list(input.history))
     if not isinstance(result, list | tuple):
         raise ApplicationError(
@@ -320,8 +286,11 @@ async def resolve_instructions(input: PrepareInput) -> str:
         agent_name=agent.name,
     )
     fn = agent.instructions_fn
-    what = f"instructions function {getattr(fn, '__name__', repr(fn))} of agent {agent.name!r}"
+    what = f"instructions function {describe(fn)} of agent {agent.name!r}"
     return _checked(str(await _once(what, fn, ctx) or ""), str, what)
 
 
-ALL: list[Callable[..., Any]] = [model_request, call_tool, process_history, resolve_instructions]
+def activities(cache: MessageCache | None = None) -> list[Callable[..., Any]]:
+    """golem's activities for one worker; ``cache`` is that worker's own (a new one if None)."""
+    model = ModelActivity(cache if cache is not None else MessageCache())
+    return [model.model_request, call_tool, process_history, resolve_instructions]

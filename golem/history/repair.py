@@ -19,6 +19,10 @@ Rules, applied by call id:
 - Call ids are assumed unique within one assistant message; a repeated id there is
   one call. An id requested again by a later turn opens a new call.
 - Arguments that are not a JSON object are reported in ``truncated``, never rewritten.
+
+Repair only ever synthesizes :data:`INTERRUPTED_RESULT`: it cannot know whether a call
+started. :data:`OUTCOME_UNKNOWN_RESULT` is written by the run that saw the call start, and
+repair treats it like any other result.
 """
 
 from __future__ import annotations
@@ -68,107 +72,114 @@ def normalize_history(history: Sequence[Message]) -> tuple[list[Message], Histor
     Deterministic and idempotent; the input is never mutated. A history that needs no
     repair comes back as a new list holding the very same message objects.
     """
-    truncated: list[str] = []
-    if _is_clean(history, truncated):
-        return list(history), HistoryRepair(truncated=truncated)
-    return _repair(history, truncated)
+    blocks = _Blocks(history)
+    if blocks.clean:
+        return list(history), HistoryRepair(truncated=blocks.truncated)
+    return blocks.repair()
 
 
-def _is_clean(history: Sequence[Message], truncated: list[str]) -> bool:
-    """One pass: fill ``truncated`` and say whether pairing is already right.
+_Missing = dict[str, "str | Message"]
+"""One turn's calls its block lacks, in call order: the tool name while no result has come,
+the result itself once a late one has (it moves up). An answered call leaves the dict."""
 
-    Clean means each turn's block answers exactly that turn's calls, each once, so the
-    check needs only the current turn's open ids: no history-wide dicts on this path.
+
+class _Blocks:
+    """The history read once as blocks: each turn's calls, and every result's fate.
+
+    This is the only place the rules live. A result stays where it is when the block
+    it sits in (the tool messages right after a turn) still misses its id. Otherwise it
+    leaves its place: it moves up (relocated) to the closed turn that still misses the
+    id, or it is dropped, since no turn requested the id before it or the call already
+    has its result. Clean means nothing leaves its place and no block closes with a call
+    missing: there is nothing to drop, move or synthesize.
     """
-    waiting: set[str] | None = None  # ids of the current turn's calls still unanswered
-    clean = True
-    for message in history:
-        role = message.role
-        if role == "tool":
-            call_id = message.tool_call_id
-            # A result without an id cannot be paired: it passes through, like an id-less call.
-            if call_id and clean:
-                if waiting is None or call_id not in waiting:
-                    clean = False
-                else:
-                    waiting.remove(call_id)
-            continue
+
+    def __init__(self, history: Sequence[Message]) -> None:
+        self.history = history
+        self.truncated: list[str] = []
+        self.dropped: list[str] = []
+        self.relocated: list[str] = []
+        self.leaving: set[int] = set()
+        """Indexes of results that leave their place: dropped or relocated."""
+        self.unfinished: dict[int, _Missing] = {}
+        """Turns whose block closed with calls missing, by the turn's index."""
+        waiting: dict[str, _Missing] = {}  # call id -> the closed turn still missing it
+        block: _Missing | None = None  # the current block's turn, while results follow it
+        turn_index = -1  # pragma: no mutate (never read before a turn sets it)
+        for index, message in enumerate(history):
+            role = message.role
+            if role == "tool":
+                call_id = message.tool_call_id
+                if block is not None and call_id in block:
+                    del block[call_id]
+                # A result without an id cannot be paired: it passes through, like an id-less call.
+                elif call_id:
+                    self._leave(index, message, waiting.pop(call_id, None))
+                continue
+            if block:
+                self._close(turn_index, block, waiting)
+            block = None
+            if role == "assistant" and message.tool_calls:
+                block = self._open(message, waiting)
+                turn_index = index
+        if block:
+            self._close(turn_index, block, waiting)
+        self.clean = not self.leaving and not self.unfinished
+
+    def _open(self, message: Message, waiting: dict[str, _Missing]) -> _Missing:
+        """A turn's block: all its id'd calls missing until their results come."""
+        block: _Missing = {}
+        for call in message.tool_calls:
+            call_id = call.id
+            if call_id:
+                if call_id not in block:  # a repeated id in one turn is one call
+                    block[call_id] = call.name
+                if call.args and not is_json_object(call.args):
+                    self.truncated.append(call_id)
         if waiting:
-            clean = False
-        waiting = None
-        if role == "assistant" and message.tool_calls:
-            waiting = set()
-            for call in message.tool_calls:
-                call_id = call.id
-                if call_id:
-                    waiting.add(call_id)
-                    args = call.args
-                    if args and not is_json_object(args):
-                        truncated.append(call_id)
-    return clean and not waiting
+            # An id requested again opens a new call: later results answer this turn.
+            for call_id in block:
+                waiting.pop(call_id, None)
+        return block
 
+    def _close(self, turn_index: int, block: _Missing, waiting: dict[str, _Missing]) -> None:
+        """A block ended with calls missing: later results for them move up to it."""
+        self.unfinished[turn_index] = block
+        waiting.update(dict.fromkeys(block, block))
 
-def _repair(
-    history: Sequence[Message], truncated: list[str]
-) -> tuple[list[Message], HistoryRepair]:
-    owner: dict[str, int] = {}
-    calls_of: dict[int, list[tuple[str, str]]] = {}  # assistant index -> its (id, name) calls
-    answered: set[tuple[int, str]] = set()
-    late: dict[tuple[int, str], Message] = {}  # (requester, id) -> result moved up
-    skip: set[int] = set()
-    dropped: list[str] = []
-    relocated: list[str] = []
-    block = -1
-    for index, message in enumerate(history):
-        role = message.role
-        if role == "tool":
-            call_id = message.tool_call_id
-            if not call_id:
-                continue
-            requester = owner.get(call_id)
-            if requester is None or (requester, call_id) in answered:
-                skip.add(index)
-                dropped.append(call_id)
-                continue
-            answered.add((requester, call_id))
-            if requester != block:
-                skip.add(index)
-                late[(requester, call_id)] = message
-                relocated.append(call_id)
-        elif role == "assistant":
-            block = index
-            calls: list[tuple[str, str]] = []
-            for call in message.tool_calls:
-                if call.id and owner.get(call.id) != index:
-                    owner[call.id] = index
-                    calls.append((call.id, call.name))
-            if calls:
-                calls_of[index] = calls
+    def _leave(self, index: int, result: Message, turn: _Missing | None) -> None:
+        """A result outside its call's block: moved up to the turn, or dropped if none."""
+        self.leaving.add(index)
+        call_id = result.tool_call_id
+        if turn is None:
+            self.dropped.append(call_id)  # no call before it, or the call has its result
         else:
-            block = -1
+            turn[call_id] = result
+            self.relocated.append(call_id)
 
-    repaired: list[Message] = []
-    synthesized: list[str] = []
-    pending = -1  # assistant index whose block still needs its missing results appended
+    def repair(self) -> tuple[list[Message], HistoryRepair]:
+        """Apply the blocks: the history with every block whole, and the report."""
+        repaired: list[Message] = []
+        synthesized: list[str] = []
+        pending: _Missing | None = None  # the turn whose block still needs results appended
+        for index, message in enumerate(self.history):
+            if message.role != "tool":
+                if pending is not None:
+                    _complete(pending, repaired, synthesized)
+                pending = self.unfinished.get(index)
+            if index not in self.leaving:
+                repaired.append(message)
+        if pending is not None:
+            _complete(pending, repaired, synthesized)
+        report = HistoryRepair(synthesized, self.dropped, self.truncated, self.relocated)
+        return repaired, report
 
-    def close_block() -> None:
-        for call_id, name in calls_of[pending]:
-            key = (pending, call_id)
-            moved = late.get(key)
-            if moved is not None:
-                repaired.append(moved)
-            elif key not in answered:
-                repaired.append(Message.tool(call_id, name, INTERRUPTED_RESULT))
-                synthesized.append(call_id)
 
-    for index, message in enumerate(history):
-        if message.role != "tool" and pending >= 0:
-            close_block()
-            pending = -1
-        if message.role == "assistant" and index in calls_of:
-            pending = index
-        if index not in skip:
-            repaired.append(message)
-    if pending >= 0:
-        close_block()
-    return repaired, HistoryRepair(synthesized, dropped, truncated, relocated)
+def _complete(missing: _Missing, repaired: list[Message], synthesized: list[str]) -> None:
+    """Append a block's missing results in call order: moved-up ones, else synthesized."""
+    for call_id, found in missing.items():
+        if isinstance(found, str):
+            repaired.append(Message.tool(call_id, found, INTERRUPTED_RESULT))
+            synthesized.append(call_id)
+        else:
+            repaired.append(found)

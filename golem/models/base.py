@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from golem.messages import Message, Usage
 
@@ -56,6 +57,9 @@ class ModelRequest(_Data):
 
 class ModelResponse(_Data):
     """A model's complete answer."""
+
+    # camelCase on the wire, like every payload in a durable run's history.
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
 
     message: Message
     """The assistant message (text, tool calls, thinking)."""

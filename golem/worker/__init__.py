@@ -26,11 +26,12 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import ReplayerConfig, WorkerConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from golem.activities import ALL as ACTIVITIES
+from golem.activities import MessageCache, activities
 from golem.agent import Agent
 from golem.messages import HistoryError
 from golem.results import RunError
 from golem.worker.converter import golem_data_converter
+from golem.worker.logs import RunLogInterceptor, install_activity_failure_filter
 from golem.workflows import registry
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.conversation import ConversationWorkflow
@@ -102,7 +103,8 @@ class GolemPlugin(SimplePlugin):
     unnoticed; ``sticky_schedule_to_start_timeout`` how long a workflow waits for a
     crashed worker's sticky queue before another worker takes it; new messages up to
     ``inline_messages_bytes`` ride a model call's input, larger ones are read through a
-    query so history grows with content only once (0: always query).
+    query so history grows with content only once (0: always query). ``message_cache``
+    is the worker's cache of those messages (its own new one unless given).
 
     ``encryption_key`` encrypts every payload with AES-256-GCM (``None``: from
     ``GOLEM_ENCRYPTION_KEY``, off when unset); ``tracing`` adds OpenTelemetry spans
@@ -112,9 +114,10 @@ class GolemPlugin(SimplePlugin):
     def __init__(
         self,
         *agents: Agent[Any, Any],
-        heartbeat_timeout: timedelta = timedelta(seconds=10),
+        heartbeat_timeout: timedelta = registry.HEARTBEAT_TIMEOUT,
         sticky_schedule_to_start_timeout: timedelta = timedelta(seconds=1),
-        inline_messages_bytes: int = 2048,
+        inline_messages_bytes: int = registry.INLINE_MESSAGES_BYTES,
+        message_cache: MessageCache | None = None,
         encryption_key: EncryptionKey | None = None,
         tracing: bool | None = None,
     ) -> None:
@@ -125,17 +128,20 @@ class GolemPlugin(SimplePlugin):
         self.agents = list(agents)
         self.settings = registry.WorkerSettings(heartbeat_timeout, inline_messages_bytes)
         self.sticky_schedule_to_start_timeout = sticky_schedule_to_start_timeout
+        #: This worker's own cache of running workflows' model-request messages.
+        self.message_cache = message_cache if message_cache is not None else MessageCache()
         self.converter = golem_converter(encryption_key)
         tracing_interceptors = _tracing_interceptors(tracing)
         self.tracing = bool(tracing_interceptors)
         passthrough = (
             (*PASSTHROUGH_MODULES, "opentelemetry") if self.tracing else PASSTHROUGH_MODULES
         )
+        install_activity_failure_filter()  # a failed tool call is one log line, not a stack dump
         super().__init__(
             "golem",
             data_converter=self.converter,
-            interceptors=tracing_interceptors or None,
-            activities=ACTIVITIES,
+            interceptors=[RunLogInterceptor(), *tracing_interceptors],
+            activities=activities(self.message_cache),
             workflows=[AgentRunWorkflow, ConversationWorkflow],
             workflow_runner=lambda existing: _sandbox(existing, passthrough),
             # A bad input or a run's own failure must fail the workflow, not retry its task.

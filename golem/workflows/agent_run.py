@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable
+import json
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -32,32 +33,34 @@ with workflow.unsafe.imports_passed_through():
     from golem.loop import DeltaSink, RunLoop, RunState
     from golem.messages import Message, ToolCall
     from golem.models.base import ModelRequest, ModelResponse
+    from golem.phases import finish
     from golem.results import RunError
     from golem.retry import Retry
     from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown, validation_problems
     from golem.workflows import registry
     from golem.workflows.approvals import ApprovalGate
-    from golem.workflows.types import (
-        AgentRunInput,
+    from golem.workflows.outcome import (
+        FAILURE_MEMO,
+        RUN_ERROR,
         AgentRunOutput,
-        FailureDetails,
-        MessagesPage,
-        MessagesQuery,
-        ModelCallInput,
-        PrepareInput,
-        RunSnapshot,
-        ToolCallInput,
-        message_size,
+        cancel_memo,
+        encode_failure,
+        encode_result,
+        failure_error,
     )
+    from golem.workflows.pages import MessagesPage, MessagesQuery
+    from golem.workflows.shipping import Outbox
+    from golem.workflows.streams import RunStreamHost
+    from golem.workflows.types import AgentRunInput, PrepareInput, ToolCallInput
 
 T = TypeVar("T")
 
-__all__ = ["FAILURE_MEMO", "RUN_ERROR", "AgentRunWorkflow", "TemporalExecutor"]
+__all__ = ["FAILURE_MEMO", "OUTCOME_MEMO", "RUN_ERROR", "AgentRunWorkflow", "TemporalExecutor"]
 
-#: ``ApplicationError.type`` of a failed run; its details are a ``FailureDetails``.
-RUN_ERROR = "GolemRunError"
-#: Memo key holding a cancelled run's ``FailureDetails``.
-FAILURE_MEMO = "golemFailure"
+#: Memo key holding a closed run's outcome, so the UI shows it without a worker.
+OUTCOME_MEMO = "golemOutcome"
+#: Runs recorded before the outcome memo replay without it.
+OUTCOME_PATCH = "golem-outcome-memo"
 #: A tool's activity retry policy unless it names its own.
 TOOL_RETRY = Retry(max_attempts=3)
 #: The once-per-run activities: their user errors are non-retryable, so only a worker that
@@ -103,14 +106,19 @@ class TemporalExecutor:
         self,
         agent: Agent[Any, Any],
         settings: registry.WorkerSettings,
+        on_change: Callable[[], None] = lambda: None,
         gate: ApprovalGate | None = None,
     ) -> None:
         self.agent = agent
         self.gate = gate
         self.heartbeat_timeout = settings.heartbeat_timeout
-        self.inline_bytes = settings.inline_messages_bytes
-        self.request_messages: list[Message] = []
-        self._sent = 0  # messages the previous model call already had
+        self.outbox = Outbox(settings.inline_messages_bytes)
+        self.stream = False  # the model activity publishes deltas (DurableAgent.run_stream)
+        self.tools_in_flight: list[str] = []
+        """Tool activities started and not yet finished, in start order."""
+        self.tools_done = 0
+        """Tool activities that returned: the loop counts a batch only when it ends."""
+        self._on_change = on_change
 
     def new_id(self) -> str:
         return str(workflow.uuid7())
@@ -153,15 +161,7 @@ class TemporalExecutor:
     async def request(
         self, request: ModelRequest, ctx: RunContext[Any], on_delta: DeltaSink | None
     ) -> ModelResponse:
-        # The activity reads these through the golem.messages query instead of its input.
-        self.request_messages = request.messages
-        upto = len(request.messages)
-        new = request.messages[self._sent : upto]
-        inline = new if sum(message_size(m) for m in new) <= self.inline_bytes else []
-        call = ModelCallInput(
-            agent=self.agent.name, turn=ctx.turn, upto=upto, since=self._sent, messages=inline
-        )
-        self._sent = upto
+        call = self.outbox.ship(self.agent.name, ctx.turn, request.messages, self.stream)
         policy = self.agent.model_retry
         return await _activity(
             workflow.execute_activity(
@@ -199,6 +199,22 @@ class TemporalExecutor:
             policy = dataclasses.replace(policy, max_attempts=tool.retry_attempts)
         if tool.at_most_once:
             policy = dataclasses.replace(policy, max_attempts=1)
+        self.tools_in_flight.append(call.name)
+        self._on_change()
+        try:
+            outcome = await self._tool_activity(
+                call, ctx, tool.timeout or timedelta(minutes=5), policy
+            )
+            self.tools_done += 1
+            return outcome
+        finally:
+            self.tools_in_flight.remove(call.name)
+            # After the loop has counted the call (same workflow task), not before.
+            asyncio.get_running_loop().call_soon(self._on_change)
+
+    async def _tool_activity(
+        self, call: ToolCall, ctx: RunContext[Any], timeout: timedelta, policy: Retry
+    ) -> ToolOutcome:
         return await _activity(
             workflow.execute_activity(
                 "golem.tool",
@@ -213,7 +229,7 @@ class TemporalExecutor:
                     retries=ctx.retries,
                 ),
                 result_type=ToolOutcome,
-                start_to_close_timeout=tool.timeout or timedelta(minutes=5),
+                start_to_close_timeout=timeout,
                 heartbeat_timeout=self.heartbeat_timeout,
                 retry_policy=_retry_policy(policy),
                 summary=f"tool: {call.name}",
@@ -244,6 +260,9 @@ class AgentRunWorkflow:
         self._loop: RunLoop | None = None
         self._executor: TemporalExecutor | None = None
         self._gate: ApprovalGate | None = None
+        self._outcome: list[Message] | None = None  # the conversation the outcome reports
+        self._turn = 0
+        self._stream = RunStreamHost()
 
     @workflow.run
     async def run(self, input: AgentRunInput) -> AgentRunOutput:
@@ -268,47 +287,54 @@ class AgentRunWorkflow:
                 name = getattr(agent.deps_type, "__name__", str(agent.deps_type))
                 message = f"deps do not validate as {name}: {validation_problems(exc, 'deps')}"
                 error = RunError("history", message)
-                details = FailureDetails(stage="history", message=message)
-                raise ApplicationError(
-                    str(error), details, type=RUN_ERROR, non_retryable=True
-                ) from None
+                raise failure_error(error, encode_failure(error, run.history)) from None
             run = run.model_copy(update={"deps": deps})
         if not run.run_id:
             run = run.model_copy(update={"run_id": info.workflow_id})
         history = run.history
         self._gate = ApprovalGate(
-            lambda pending: AgentRunOutput(
-                snapshot=self._snapshot(history, completed=False), pending_approvals=pending
+            lambda pending: encode_result(
+                finish.result(self._state(), None, pending=pending), history, None
             ),
             agent.approval_timeout,
             notify_parent=input.notify_parent,
         )
-        self._executor = TemporalExecutor(agent, registry.settings(info.task_queue), self._gate)
+        self._executor = TemporalExecutor(
+            agent, registry.settings(info.task_queue), on_change=self._show_details, gate=self._gate
+        )
+        self._executor.stream = input.stream
         self._loop = RunLoop(agent, self._executor, run, emit=self._on_event)
         try:
-            result = await self._loop.run()
+            result = await self._stream.hosting(self._loop.run(), input.stream)
         except RunError as exc:
             await self._finish()
-            details = FailureDetails(
-                stage=exc.stage,
-                message=exc.detail,
-                partial=self._snapshot(run.history) if exc.partial is not None else None,
-            )
+            if exc.partial is not None:
+                self._outcome = exc.partial.messages
+            details = encode_failure(exc, run.history)
             if isinstance(exc.__cause__, asyncio.CancelledError):
                 # A cancel command carries no details: the evidence rides the memo instead,
                 # so the run still shows as Canceled in the UI.
-                workflow.upsert_memo({FAILURE_MEMO: details})
+                memo = cancel_memo(details)
+                if workflow.patched(OUTCOME_PATCH):
+                    memo[OUTCOME_MEMO] = self._summary("canceled")
+                workflow.upsert_memo(memo)
                 raise CancelledError(str(exc)) from None
-            raise ApplicationError(str(exc), details, type=RUN_ERROR, non_retryable=True) from None
+            if workflow.patched(OUTCOME_PATCH):
+                workflow.upsert_memo({OUTCOME_MEMO: self._summary(f"failed at {exc.stage}")})
+            raise failure_error(exc, details) from None
         await self._finish()
+        self._outcome = result.messages
         output = result.output
         if agent.output_adapter is not None and output is not None:
             output = agent.output_adapter.dump_python(output, mode="json")
-        return AgentRunOutput(
-            output=output,
-            snapshot=self._snapshot(run.history, completed=False),
-            pending_approvals=result.pending_approvals,
-        )
+        reason = "awaiting approval" if result.pending_approvals else "answered"
+        if workflow.patched(OUTCOME_PATCH):
+            workflow.upsert_memo({OUTCOME_MEMO: self._summary(reason, output)})
+        return encode_result(result, run.history, output)
+
+    def _state(self) -> RunState:
+        assert self._loop is not None
+        return self._loop.state
 
     async def _finish(self) -> None:
         """Answer whoever waits on the run's outcome before the workflow closes."""
@@ -348,32 +374,50 @@ class AgentRunWorkflow:
         """The calls waiting for a person now."""
         return list(self._gate.pending) if self._gate else []
 
-    def _snapshot(self, history: list[Message], completed: bool = True) -> RunSnapshot:
-        assert self._loop is not None
-        state: RunState = self._loop.state
-        messages = state.messages[: state.completed] if completed else state.messages
-        return RunSnapshot.of(messages, history, state)
-
-    def _on_event(self, event: RunEvent) -> None:
-        if event.kind not in ("model_start", "model_end", "tool_start", "tool_end"):
-            return
+    def _summary(self, stop_reason: str, output: Any = None) -> dict[str, Any]:
+        """A closed run at a glance, for the UI's memo (camelCase, like every payload)."""
         assert self._loop is not None
         state = self._loop.state
+        text = output if isinstance(output, str) else "" if output is None else json.dumps(output)
+        return {
+            "stopReason": stop_reason,
+            "output": text if len(text) <= 200 else text[:197] + "...",
+            "turns": state.turn,
+            "requests": state.requests,
+            "toolCalls": state.tool_calls,
+            "inputTokens": state.usage.input_tokens,
+            "outputTokens": state.usage.output_tokens,
+        }
+
+    def _on_event(self, event: RunEvent) -> None:
+        self._stream.publish(event)
+        if event.kind in ("model_start", "model_end", "tool_start", "tool_end"):
+            self._show_details(event.turn)
+
+    def _show_details(self, turn: int | None = None) -> None:
+        """What the UI shows for a running run; redrawn on every model and tool change."""
+        if self._loop is None or self._executor is None:
+            return
+        state = self._loop.state
+        self._turn = turn if turn is not None else self._turn
         usage = state.usage
-        tools = ", ".join(state.tools_in_flight) or "none"
+        tools = ", ".join(self._executor.tools_in_flight) or "none"
         workflow.set_current_details(
-            f"**turn** {event.turn} · **requests** {state.requests} · **tool calls** "
-            f"{state.tool_calls}\n\n**tokens** {usage.input_tokens} in / "
+            f"**turn** {self._turn} · **requests** {state.requests} · **tool calls** "
+            f"{max(state.tool_calls, self._executor.tools_done)}\n\n"
+            f"**tokens** {usage.input_tokens} in / "
             f"{usage.output_tokens} out\n\n**tools in flight** {tools}"
         )
 
     @workflow.query(name="golem.messages")
     def messages(self, query: MessagesQuery) -> MessagesPage:
         """The current model request's messages ``[since, upto)``, one page (≤ ~1 MB)."""
-        return MessagesPage.of(self._executor.request_messages if self._executor else [], query)
+        return self._executor.outbox.page(query) if self._executor else MessagesPage.of([], query)
 
     @workflow.query(name="golem.conversation")
     def conversation(self, query: MessagesQuery) -> MessagesPage:
         """The conversation ``[since, upto)``, one page: a running run's, or a closed run's
         whose result or failure was too big to carry it (``RunSnapshot.paged``)."""
+        if self._outcome is not None:
+            return MessagesPage.of(self._outcome, query)
         return MessagesPage.of(self._loop.state.messages if self._loop else [], query)

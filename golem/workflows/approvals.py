@@ -30,7 +30,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from golem.messages import ToolCall
-    from golem.workflows.types import AgentRunOutput
+    from golem.workflows.outcome import AgentRunOutput
 
 __all__ = ["PAUSED_SIGNAL", "ApprovalGate", "PausedRun"]
 

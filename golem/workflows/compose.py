@@ -26,13 +26,9 @@ with workflow.unsafe.imports_passed_through():
     from golem.results import Result, RunError
     from golem.workflows import lineage, registry
     from golem.workflows.agent_run import RUN_ERROR, AgentRunWorkflow, TemporalExecutor
-    from golem.workflows.types import (
-        AgentRunInput,
-        AgentRunOutput,
-        FailureDetails,
-        MessagesPage,
-        MessagesQuery,
-    )
+    from golem.workflows.outcome import AgentRunOutput, FailureDetails
+    from golem.workflows.pages import MessagesPage, MessagesQuery
+    from golem.workflows.types import AgentRunInput
 
 __all__ = ["run_agent"]
 
@@ -114,7 +110,7 @@ async def _inline(agent_name: str, run: RunInput) -> Result[Any]:
 
     def messages(query: MessagesQuery) -> MessagesPage:
         # The model activity reads the request through this query, as from AgentRunWorkflow.
-        return MessagesPage.of(executor.request_messages, query)
+        return executor.outbox.page(query)
 
     instance._golem_inline_run = run.run_id
     workflow.set_query_handler("golem.messages", messages)

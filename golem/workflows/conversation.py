@@ -27,13 +27,9 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows import lineage
     from golem.workflows.agent_run import RUN_ERROR, AgentRunWorkflow
     from golem.workflows.approvals import PAUSED_SIGNAL, PausedRun
-    from golem.workflows.types import (
-        AgentRunInput,
-        AgentRunOutput,
-        FailureDetails,
-        MessagesPage,
-        MessagesQuery,
-    )
+    from golem.workflows.outcome import AgentRunOutput, FailureDetails
+    from golem.workflows.pages import MessagesPage, MessagesQuery
+    from golem.workflows.types import AgentRunInput
 
 __all__ = [
     "CLOSED",

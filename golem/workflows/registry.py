@@ -8,18 +8,33 @@ from typing import Any
 
 from golem.agent import Agent
 
-__all__ = ["ANY_TASK_QUEUE", "UNKNOWN_AGENT", "WorkerSettings", "lookup", "register", "settings"]
+__all__ = [
+    "ANY_TASK_QUEUE",
+    "HEARTBEAT_TIMEOUT",
+    "INLINE_MESSAGES_BYTES",
+    "UNKNOWN_AGENT",
+    "WorkerSettings",
+    "lookup",
+    "register",
+    "settings",
+]
 
 UNKNOWN_AGENT = "GolemUnknownAgent"
 #: Agents registered for replay, where the history names the task queue.
 ANY_TASK_QUEUE = "*"
+#: The one default: how long a silent model or tool activity may go before Temporal retries it.
+HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+#: The one default: a turn's new messages up to this size ride the model activity's input
+#: (only the new ones, so history still grows with content, at most twice); larger ones are
+#: read by query, a ~6 ms round trip. See docs/adr/0005-durable-runs.md.
+INLINE_MESSAGES_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
 class WorkerSettings:
-    heartbeat_timeout: timedelta = timedelta(seconds=30)
+    heartbeat_timeout: timedelta = HEARTBEAT_TIMEOUT
     """How long a silent model or tool activity may go before Temporal retries it elsewhere."""
-    inline_messages_bytes: int = 2048
+    inline_messages_bytes: int = INLINE_MESSAGES_BYTES
     """New messages up to this size ride the model activity's input instead of a query."""
 
 

@@ -1,0 +1,150 @@
+"""The model activity's side of a live stream: deltas, batched, onto the run's stream.
+
+    response = await request_or_stream(agent.model, request, call)   # in golem.model_request
+
+The first delta of a call is sent at once (time to first token is what a user feels);
+after it, at most one batch per ``BATCH_INTERVAL``, its adjacent pieces merged, so history
+grows by one signal per interval, never one per token. A retried attempt first publishes
+``turn_restarted`` so a subscriber drops the turn's partial text. See
+docs/adr/0007-live-streams.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Sequence
+from datetime import timedelta
+from types import TracebackType
+
+from temporalio import activity
+from temporalio.contrib.workflow_streams import TopicHandle, WorkflowStreamClient
+from temporalio.service import RPCError
+
+from golem.models.base import Model, ModelError, ModelRequest, ModelResponse, StreamDelta
+from golem.workflows.shipping import ModelCallInput
+from golem.workflows.streams import TOPIC, StreamEvent
+
+__all__ = ["BATCH_INTERVAL", "DeltaPublisher", "coalesce", "request_or_stream", "stream_request"]
+
+#: Deltas that arrive within this interval of the previous batch go out together.
+BATCH_INTERVAL = timedelta(milliseconds=200)
+
+log = logging.getLogger(__name__)
+
+
+def coalesce(deltas: Sequence[StreamDelta]) -> list[StreamDelta]:
+    """Merge adjacent pieces of the same text, thinking or tool call (a piece that names a
+    call starts a new one); the concatenated text of every stream is unchanged."""
+    groups: list[tuple[StreamDelta, list[str]]] = []
+    for delta in deltas:
+        if groups:
+            first, texts = groups[-1]
+            names_nothing = not delta.call_id and not delta.name
+            same_index = delta.kind != "tool_call" or delta.index == first.index
+            if names_nothing and delta.kind == first.kind and same_index:
+                texts.append(delta.text)
+                continue
+        groups.append((delta, [delta.text]))
+    return [
+        first if len(texts) == 1 else first.model_copy(update={"text": "".join(texts)})
+        for first, texts in groups
+    ]
+
+
+class DeltaPublisher:
+    """Publishes one model call's deltas to the stream of the activity's workflow."""
+
+    def __init__(
+        self,
+        turn: int,
+        attempt: int,
+        *,
+        interval: timedelta = BATCH_INTERVAL,
+        client: WorkflowStreamClient | None = None,
+    ) -> None:
+        self.turn = turn
+        self.attempt = attempt
+        self.interval = interval
+        self._client = client or WorkflowStreamClient.from_within_activity(batch_interval=interval)
+        self._topic: TopicHandle[StreamEvent] = self._client.topic(TOPIC, type=StreamEvent)
+        self._pending: list[StreamDelta] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> DeltaPublisher:
+        if self.attempt > 1:
+            event = StreamEvent(kind="turn_restarted", turn=self.turn, attempt=self.attempt)
+            self._topic.publish(event)
+            self._wake.set()
+        self._task = asyncio.create_task(self._batches())
+        return self
+
+    def add(self, delta: StreamDelta) -> None:
+        self._pending.append(delta)
+        self._wake.set()
+
+    async def _batches(self) -> None:
+        # A leading-edge throttle: send what is pending, then rest one interval. The
+        # contrib's own flusher is not used: on Python 3.11 its wait_for can swallow the
+        # cancellation that stops it, which would hang the activity.
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            self._buffer_pending()
+            try:
+                await self._client.flush()
+            except RPCError:
+                # The batch stays pending; the next flush resends it (deduplicated).
+                log.warning("publishing deltas failed; retrying", exc_info=True)
+            await asyncio.sleep(self.interval.total_seconds())
+
+    def _buffer_pending(self) -> None:
+        pieces, self._pending = coalesce(self._pending), []
+        for piece in pieces:
+            self._topic.publish(StreamEvent.of_delta(piece, self.turn, self.attempt))
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if kind is asyncio.CancelledError:
+            return  # the run is being cancelled: nobody waits for the rest of this turn
+        self._buffer_pending()
+        try:
+            await self._client.flush()
+        except Exception:
+            if kind is None:
+                raise  # the answer is complete but its deltas are not: retry the call
+            log.warning("could not publish the last deltas of a failing model call", exc_info=True)
+
+
+async def stream_request(model: Model, request: ModelRequest, turn: int) -> ModelResponse:
+    """``model.request_stream``, its deltas published live; the complete response."""
+    response: ModelResponse | None = None
+    publisher = DeltaPublisher(turn, activity.info().attempt, interval=BATCH_INTERVAL)
+    async with publisher:
+        async for item in model.request_stream(request):
+            if isinstance(item, StreamDelta):
+                publisher.add(item)
+            else:
+                response = item
+    if response is None:
+        raise ModelError("the stream ended without a complete response", provider=model.model_name)
+    return response
+
+
+def request_or_stream(
+    model: Model, request: ModelRequest, call: ModelCallInput
+) -> Awaitable[ModelResponse]:
+    """The model call ``call`` asks for: streamed live when its run is (``run_stream``)."""
+    if call.stream:
+        return stream_request(model, request, call.turn)
+    return model.request(request)

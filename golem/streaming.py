@@ -1,0 +1,122 @@
+"""Live events of durable runs, read from the run's Temporal workflow stream.
+
+    stream = durable.run_stream("Plan my trip")          # starts the run when iterated
+    async for event in stream:                           # the RunEvents of agent.run_stream
+        print(event.delta.text if event.kind == "text_delta" and event.delta else "", end="")
+    stream.result                                        # the Result run() gives (or RunError)
+
+    async for event in run.stream(from_offset=saved):    # attach late, or resume after a crash
+        saved = run_stream.offset                        # what to pass next time
+
+The client half of ``golem.client``: it takes a ``DurableRun`` (its workflow handle) and
+reads the stream through ``temporalio.contrib.workflow_streams``; ``golem.client``
+re-exports it. See docs/adr/0007-live-streams.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
+from datetime import timedelta
+from typing import TYPE_CHECKING, Generic, TypeVar, cast
+
+from temporalio.common import RawValue
+from temporalio.contrib.workflow_streams import WorkflowStreamClient, WorkflowStreamItem
+
+from golem.events import RunEvent
+from golem.results import Result
+from golem.worker.converter import golem_data_converter
+from golem.workflows.streams import TOPIC, StreamEvent
+
+if TYPE_CHECKING:
+    from golem.client import DurableRun
+
+__all__ = ["POLL_COOLDOWN", "DurableRunStream", "write_text"]
+
+OutputT = TypeVar("OutputT")
+
+#: Pause after each answered poll. Polls are long polls (each answered only when new
+#: items exist), so this bounds the poll rate, not the latency of a waiting subscriber.
+POLL_COOLDOWN = timedelta(milliseconds=10)
+
+
+class DurableRunStream(Generic[OutputT]):
+    """The ``RunEvent``s of a durable run, from ``offset`` on, each once and in order;
+    ``result`` once exhausted. Leaving the loop early leaves the run running."""
+
+    def __init__(
+        self,
+        run: DurableRun[OutputT] | Callable[[], Awaitable[DurableRun[OutputT]]],
+        from_offset: int = 0,
+    ) -> None:
+        if from_offset < 0:
+            raise ValueError(f"from_offset must be 0 or more, not {from_offset}")
+        self._run = run if not callable(run) else None
+        self._start = run if callable(run) else None
+        self._offset = from_offset
+        self._result: Result[OutputT] | None = None
+
+    @property
+    def run(self) -> DurableRun[OutputT]:
+        """The run (its ids, ``cancel()``), once iteration has started it."""
+        if self._run is None:
+            raise RuntimeError("the run has not started: iterate the stream first")
+        return self._run
+
+    @property
+    def offset(self) -> int:
+        """Where the events not yet yielded begin: pass it to ``DurableRun.stream`` to resume."""
+        return self._offset
+
+    @property
+    def result(self) -> Result[OutputT]:
+        if self._result is None:
+            raise RuntimeError("the run has not finished: iterate the stream to the end first")
+        return self._result
+
+    async def __aiter__(self) -> AsyncIterator[RunEvent]:
+        if self._run is None:
+            assert self._start is not None
+            self._run = await self._start()
+        run = self._run
+        converter = golem_data_converter.payload_converter
+        attempts: dict[int, int] = {}  # turn -> its newest model call attempt
+        items = cast(  # an async generator: closed at once when we stop at `end`
+            AsyncGenerator[WorkflowStreamItem[RawValue], None],
+            WorkflowStreamClient(run.handle).subscribe(
+                [TOPIC], self._offset, result_type=RawValue, poll_cooldown=POLL_COOLDOWN
+            ),
+        )
+        async with aclosing(items):
+            async for item in items:
+                self._offset = item.offset + 1
+                wire = converter.from_payload(item.data.payload, StreamEvent)
+                if wire.kind == "end":
+                    break
+                if wire.kind == "turn_restarted":
+                    attempts[wire.turn] = wire.attempt
+                elif wire.delta is not None and max(wire.attempt, 1) < attempts.get(wire.turn, 1):
+                    continue  # a late piece of an attempt that was already given up on
+                yield wire.to_event(run.run_id, run.conversation_id)
+        self._result = await run.result()
+
+
+async def write_text(stream: AsyncIterable[RunEvent], write: Callable[[str], object]) -> bool:
+    """Write a run's text as it streams, a line per model turn; a retried turn is marked.
+    ``False`` when there was no text at all."""
+    wrote = anything = False
+    async for event in stream:
+        if event.kind == "model_start" and wrote:
+            write("\n")
+            wrote = False
+        elif event.kind == "turn_restarted":
+            write(
+                f"\n[the model call was retried (attempt {event.attempt}): its answer restarts]\n"
+            )
+            wrote = False
+        elif event.kind == "text_delta" and event.delta is not None and event.delta.text:
+            write(event.delta.text)
+            wrote = anything = True
+    if wrote:
+        write("\n")
+    return anything

@@ -1,0 +1,216 @@
+"""A run's outcome crossing Temporal: its result, its failure (an ``ApplicationError``'s
+details, or a cancelled run's memo) and the conversation either carries inline or pages.
+
+Encoding (the workflow) and decoding (the client) sit side by side so they cannot
+drift; tests round-trip them through golem's data converter without a server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+from temporalio.exceptions import ApplicationError, CancelledError, FailureError
+
+from golem.messages import Message, ToolCall, Usage
+from golem.results import PartialResult, Result, RunError, Stage
+from golem.worker.converter import BAD_PAYLOAD
+from golem.workflows.pages import PAGE_BYTES, Pager, message_size, read_pages
+from golem.workflows.registry import UNKNOWN_AGENT
+
+__all__ = [
+    "FAILURE_MEMO",
+    "RUN_ERROR",
+    "AgentRunOutput",
+    "FailureDetails",
+    "RunSnapshot",
+    "UnknownAgentError",
+    "cancel_memo",
+    "conversation",
+    "decode_failure",
+    "decode_result",
+    "encode_failure",
+    "encode_result",
+    "failure_error",
+]
+
+#: ``ApplicationError.type`` of a failed run; its details are a ``FailureDetails``.
+RUN_ERROR = "GolemRunError"
+#: Memo key holding a cancelled run's ``FailureDetails`` (a cancel carries no details).
+FAILURE_MEMO = "golemFailure"
+
+
+class UnknownAgentError(LookupError):
+    """The worker serves no agent by that name (the message lists the ones it has)."""
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+
+class RunSnapshot(_Payload):
+    """A run's conversation as ``base + added``: ``base`` is ``None`` when it is exactly the
+    history the run was given, so a clean continuation does not send the history back.
+    A conversation too big for one payload is ``paged``: read it with ``golem.conversation``."""
+
+    base: list[Message] | None = None
+    added: list[Message] = Field(default_factory=list)
+    paged: int = 0
+    """When non-zero: the conversation has this many messages, none of them carried here."""
+    usage: Usage = Field(default_factory=Usage)
+    requests: int = 0
+    tool_calls: int = 0
+    run_id: str = ""
+    conversation_id: str = ""
+
+    @classmethod
+    def of(cls, evidence: Result[Any] | PartialResult, history: list[Message]) -> RunSnapshot:
+        """Split the evidence's messages where the run's own stamps begin (or page them)."""
+        messages = evidence.messages
+        counts = {
+            "usage": evidence.usage,
+            "requests": evidence.requests,
+            "tool_calls": evidence.tool_calls,
+            "run_id": evidence.run_id,
+            "conversation_id": evidence.conversation_id,
+        }
+        if sum(message_size(m) for m in messages) > PAGE_BYTES:
+            return cls(paged=len(messages), **counts)
+        run_id = evidence.run_id
+        cut = next((i for i, m in enumerate(messages) if m.run_id == run_id), len(messages))
+        base = messages[:cut]
+        same = len(base) == len(history) and all(
+            a is b or a == b for a, b in zip(base, history, strict=True)
+        )
+        return cls(base=None if same else base, added=messages[cut:], **counts)
+
+    def messages(self, history: list[Message]) -> list[Message]:
+        """The conversation when carried inline (``paged`` is 0)."""
+        return [*(history if self.base is None else self.base), *self.added]
+
+    def to_partial(self, messages: list[Message]) -> PartialResult:
+        return PartialResult(
+            messages=messages,
+            usage=self.usage,
+            requests=self.requests,
+            tool_calls=self.tool_calls,
+            run_id=self.run_id,
+            conversation_id=self.conversation_id,
+        )
+
+
+class AgentRunOutput(_Payload):
+    """Result of ``AgentRunWorkflow``."""
+
+    output: Any = None
+    snapshot: RunSnapshot
+    pending_approvals: list[ToolCall] = Field(default_factory=list)
+
+    def to_result(self, messages: list[Message], output: Any) -> Result[Any]:
+        """The ``Result`` this stands for, given its conversation and its typed output."""
+        s = self.snapshot
+        return Result(
+            output=output,
+            messages=messages,
+            usage=s.usage,
+            run_id=s.run_id,
+            conversation_id=s.conversation_id,
+            requests=s.requests,
+            tool_calls=s.tool_calls,
+            pending_approvals=list(self.pending_approvals),
+        )
+
+
+class FailureDetails(_Payload):
+    """Details of a failed run's ``ApplicationError`` (or memo): ``RunError`` rebuilt."""
+
+    stage: Stage
+    message: str
+    partial: RunSnapshot | None = None
+
+
+async def conversation(
+    snapshot: RunSnapshot, history: list[Message], pager: Pager
+) -> list[Message]:
+    """A snapshot's conversation: carried inline, or paged out of the workflow by query."""
+    if not snapshot.paged:
+        return snapshot.messages(history)
+    return await read_pages(pager, 0, snapshot.paged)
+
+
+# The result.
+
+
+def encode_result(result: Result[Any], history: list[Message], output: Any) -> AgentRunOutput:
+    """What the workflow returns; ``output`` is the result's output as JSON-able data."""
+    return AgentRunOutput(
+        output=output,
+        snapshot=RunSnapshot.of(result, history),
+        pending_approvals=result.pending_approvals,
+    )
+
+
+async def decode_result(
+    raw: Any, history: list[Message], pager: Pager, output: Callable[[Any], Any] | None = None
+) -> Result[Any]:
+    """The ``Result`` a workflow's return value stands for (``output`` validates the output)."""
+    decoded = AgentRunOutput.model_validate(raw)
+    value = decoded.output
+    if output is not None and value is not None:
+        value = output(value)
+    return decoded.to_result(await conversation(decoded.snapshot, history, pager), value)
+
+
+# The failure.
+
+
+def encode_failure(error: RunError, history: list[Message]) -> FailureDetails:
+    """The details a failed run carries; the evidence is the error's own ``partial``."""
+    partial = RunSnapshot.of(error.partial, history) if error.partial is not None else None
+    return FailureDetails(stage=error.stage, message=error.detail, partial=partial)
+
+
+def failure_error(error: RunError | str, details: FailureDetails) -> ApplicationError:
+    """The exception that fails the workflow for good."""
+    return ApplicationError(str(error), details, type=RUN_ERROR, non_retryable=True)
+
+
+def cancel_memo(details: FailureDetails) -> dict[str, Any]:
+    """The memo a cancelled run upserts before it ends as Canceled."""
+    return {FAILURE_MEMO: details}
+
+
+async def decode_failure(
+    cause: BaseException | None,
+    history: list[Message],
+    run_id: str,
+    memo: Callable[[], Awaitable[Any]],
+    pager: Pager,
+) -> Exception:
+    """The ``RunError`` (or ``UnknownAgentError``) a failed or cancelled workflow stands for.
+
+    ``cause`` is ``WorkflowFailureError.cause``; ``memo`` reads the raw ``FAILURE_MEMO``."""
+    if isinstance(cause, ApplicationError) and cause.type == UNKNOWN_AGENT:
+        return UnknownAgentError(cause.message)
+    if isinstance(cause, ApplicationError) and cause.type == BAD_PAYLOAD:
+        return RunError("history", f"run {run_id} could not read its input: {cause.message}")
+    raw: Any = None
+    if isinstance(cause, ApplicationError) and cause.type == RUN_ERROR and cause.details:
+        raw = cause.details[0]
+    if isinstance(cause, CancelledError):
+        raw = await memo()
+        if raw is None:
+            return RunError("canceled", f"run {run_id} was cancelled before it started")
+    if raw is not None:
+        details = FailureDetails.model_validate(raw)
+        partial = None
+        if details.partial:
+            messages = await conversation(details.partial, history, pager)
+            partial = details.partial.to_partial(messages)
+        return RunError(details.stage, details.message, partial)
+    # Terminated or timed out from outside: the loop never got to say why.
+    message = cause.message if isinstance(cause, FailureError) else str(cause)
+    kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
+    return RunError("canceled", f"run {run_id} was stopped outside the loop ({kind}): {message}")

@@ -1,0 +1,155 @@
+"""Message shipping without a server: the workflow's Outbox and the workers' MessageCache,
+with every input and page round-tripped through golem's data converter as Temporal would."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from golem.messages import Message, Part, ToolCall
+from golem.worker.converter import golem_data_converter
+from golem.workflows.pages import MessagesPage, MessagesQuery, Pager
+from golem.workflows.shipping import MessageCache, ModelCallInput, Outbox, ShippingError
+
+T = TypeVar("T")
+CONVERTER = golem_data_converter.payload_converter
+
+
+def wire(value: Any, kind: type[T]) -> T:
+    """The value as the other side of Temporal receives it."""
+    result: T = CONVERTER.from_payloads(CONVERTER.to_payloads([value]), [kind])[0]
+    return result
+
+
+def pager_of(outbox: Outbox, served: list[MessagesQuery] | None = None) -> Pager:
+    async def page(query: MessagesQuery) -> MessagesPage:
+        if served is not None:
+            served.append(query)
+        return wire(outbox.page(wire(query, MessagesQuery)), MessagesPage)
+
+    return page
+
+
+def turn(n: int, result: str = "") -> list[Message]:
+    return [
+        Message.assistant("", [ToolCall(id=f"c{n}", name="fetch", args=f'{{"n": {n}}}')]),
+        Message.tool(f"c{n}", "fetch", result or f"page {n}"),
+    ]
+
+
+async def ship(
+    outbox: Outbox, cache: MessageCache, request: list[Message], n: int
+) -> list[Message]:
+    call = wire(outbox.ship("agent", n, request), ModelCallInput)
+    return await cache.fetch("run-1", call, pager_of(outbox))
+
+
+async def test_small_new_messages_extend_the_cache_without_a_query() -> None:
+    outbox, cache = Outbox(inline_bytes=4096), MessageCache()
+    request = [Message.system("be brief"), Message.user("go")]
+    for n in range(4):
+        assert await ship(outbox, cache, request, n + 1) == request
+        request = [Message.system("be brief"), *request[1:], *turn(n)]
+    assert cache.queries == 0 and cache.refetches == 0
+
+
+async def test_only_the_new_messages_ride_the_input() -> None:
+    outbox = Outbox(inline_bytes=4096)
+    first = [Message.user("go")]
+    outbox.ship("agent", 1, first)
+    call = outbox.ship("agent", 2, [*first, *turn(0)])
+    assert (call.since, call.upto) == (1, 3)
+    assert call.messages == turn(0)
+
+
+async def test_new_messages_over_the_limit_are_read_by_query_only_from_where_they_start() -> None:
+    outbox, cache = Outbox(inline_bytes=1000), MessageCache()
+    served: list[MessagesQuery] = []
+    request = [Message.user("go")]
+    await cache.fetch("r", wire(outbox.ship("a", 1, request), ModelCallInput), pager_of(outbox))
+    request = [*request, *turn(0, "x" * 5000)]
+    call = wire(outbox.ship("a", 2, request), ModelCallInput)
+    assert call.messages == []
+    assert await cache.fetch("r", call, pager_of(outbox, served)) == request
+    assert served == [MessagesQuery(since=1, upto=3)]
+
+
+async def test_a_stale_list_of_the_right_length_is_refetched_not_extended() -> None:
+    # Worker A saw a request of three messages; the run's turn 2 request went elsewhere and
+    # differs at message 2. An append-only cache trusting lengths would extend A's list.
+    cache = MessageCache()
+    stale = Outbox(inline_bytes=4096)
+    await ship(stale, cache, [Message.user("go"), *turn(0, "old result")], 1)
+    truth = Outbox(inline_bytes=4096)
+    request = [Message.user("go"), *turn(0, "new result")]
+    truth.ship("agent", 1, request)
+    request = [*request, *turn(1)]
+    got = await ship(truth, cache, request, 2)
+    assert got == request
+    assert cache.refetches == 1
+
+
+async def test_a_request_that_rewrites_its_prefix_ships_from_the_first_difference() -> None:
+    outbox, cache = Outbox(inline_bytes=4096), MessageCache()
+    request = [Message.system("v1"), Message.user("go"), *turn(0)]
+    await ship(outbox, cache, request, 1)
+    rewritten = [Message.system("v1"), Message.user("go, edited"), *turn(0), *turn(1)]
+    call = outbox.ship("agent", 2, rewritten)
+    assert call.since == 1 and call.messages == rewritten[1:]
+    assert await cache.fetch("run-1", wire(call, ModelCallInput), pager_of(outbox)) == rewritten
+
+
+async def test_a_workflow_serving_other_messages_is_refused_not_sent_to_the_model() -> None:
+    outbox, cache = Outbox(inline_bytes=0), MessageCache()
+    call = outbox.ship("agent", 1, [Message.user("go")])
+
+    async def liar(query: MessagesQuery) -> MessagesPage:
+        return MessagesPage(messages=[Message.user("something else")], next=1)
+
+    with pytest.raises(ShippingError, match="do not match"):
+        await cache.fetch("run-1", call, liar)
+
+
+async def test_digests_survive_the_wire_with_every_kind_of_field() -> None:
+    outbox, cache = Outbox(inline_bytes=1_000_000), MessageCache()
+    request = [
+        Message.user("look", [Part(kind="image", data=b"\x00\x01\xff", media_type="image/png")]),
+        Message.assistant("é ✓", [ToolCall(id="1", name="f", args='{"a": [1, 2.5, null]}')]),
+        Message.tool("1", "f", "", failed=True),
+    ]
+    assert await ship(outbox, cache, request, 1) == request
+
+
+async def test_the_cache_keeps_only_its_most_recent_runs() -> None:
+    outbox, cache = Outbox(inline_bytes=4096), MessageCache(max_runs=2)
+    for run in ("a", "b", "c"):
+        call = outbox.ship("agent", 1, [Message.user(run)])
+        outbox = Outbox(inline_bytes=4096)
+        await cache.fetch(run, wire(call, ModelCallInput), pager_of(outbox))
+    assert list(cache._runs) == ["b", "c"]
+
+
+# A request list either grows, or is rewritten from some index (a processor, a correction).
+_edits = st.lists(
+    st.tuples(st.integers(0, 10), st.integers(0, 3), st.integers(0, 1), st.integers(0, 2_000)),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_edits, st.integers(0, 3_000))
+async def test_any_sequence_of_requests_on_any_workers_gives_each_request_exactly(
+    edits: list[tuple[int, int, int, int]], inline: int
+) -> None:
+    outbox = Outbox(inline_bytes=inline)
+    workers = [MessageCache(), MessageCache()]
+    request: list[Message] = []
+    for n, (keep, grow, worker, size) in enumerate(edits):
+        request = request[: min(keep, len(request))] if keep < 10 else request
+        request = [*request, *(Message.user(f"{n}.{i} " + "x" * size) for i in range(grow + 1))]
+        call = wire(outbox.ship("agent", n, request), ModelCallInput)
+        assert await workers[worker].fetch("run", call, pager_of(outbox)) == request

@@ -1,0 +1,490 @@
+"""Live streams of durable runs, on the real dev server: the events of ``agent.run_stream``,
+each once and in order, for late subscribers, reconnects, crashes and cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import uuid
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from agents import ask, call, scripted
+from crash_agents import AGENTS as CRASH_AGENTS
+from crash_agents import stream_crash
+from hypothesis import given
+from hypothesis import strategies as st
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer, Worker
+from test_crash import crash_dir, doomed_worker
+
+from golem.activities.streams import coalesce
+from golem.agent import Agent
+from golem.client import DurableAgent, DurableRunStream
+from golem.events import RunEvent
+from golem.messages import Message, Usage
+from golem.models.base import ModelHTTPError, ModelResponse, StreamDelta, ToolDefinition
+from golem.models.function import FunctionModel
+from golem.results import RunError
+from golem.streaming import write_text
+from golem.worker import GolemPlugin
+from golem.workflows.streams import TOPIC, StreamEvent
+
+DEADLINE = 60.0
+_ = crash_dir  # a fixture, shared with test_crash
+SIGNALED = "workflow_execution_signaled_event_attributes"
+
+
+def echo_agent(name: str = "echo") -> Agent[Any, Any]:
+    agent, _ = scripted([ask(call("c1", "echo", text="x")), Message.assistant("done")], name=name)
+    agent.tool(name="echo")(lambda text: text)
+    return agent
+
+
+def piece_agent(pieces: Sequence[str], gate: asyncio.Event | None = None) -> Agent[Any, Any]:
+    """Streams ``pieces`` as text deltas; waits for ``gate`` (when given) after the first."""
+
+    async def stream(
+        messages: list[Message], tools: list[ToolDefinition]
+    ) -> AsyncIterator[StreamDelta | ModelResponse]:
+        for index, text in enumerate(pieces):
+            yield StreamDelta(kind="text", text=text)
+            if index == 0 and gate is not None:
+                await gate.wait()
+        yield ModelResponse(
+            message=Message.assistant("".join(pieces)), usage=Usage(output_tokens=3)
+        )
+
+    model = FunctionModel(lambda m, t: Message.assistant("".join(pieces)), stream_fn=stream)
+    return Agent(model, name="pieces")
+
+
+@asynccontextmanager
+async def serving(
+    env: WorkflowEnvironment, *agents: Agent[Any, Any]
+) -> AsyncIterator[DurableAgent[Any]]:
+    """A worker for ``agents`` on a fresh task queue; a DurableAgent for the first."""
+    task_queue = f"stream-{uuid.uuid4().hex[:12]}"
+    plugin = GolemPlugin(*agents, heartbeat_timeout=timedelta(seconds=5))
+    async with Worker(env.client, task_queue=task_queue, plugins=[plugin]):
+        yield DurableAgent(env.client, agents[0], task_queue=task_queue)
+
+
+async def collect(stream: AsyncIterable[RunEvent]) -> list[RunEvent]:
+    async with asyncio.timeout(DEADLINE):
+        return [event async for event in stream]
+
+
+def texts(events: Sequence[RunEvent]) -> str:
+    return "".join(e.delta.text for e in events if e.kind == "text_delta" and e.delta)
+
+
+def shape(events: Sequence[RunEvent]) -> list[tuple[str, int]]:
+    """Kinds and turns, adjacent deltas of one kind counted once (the stream batches them)."""
+    out: list[tuple[str, int]] = []
+    for event in events:
+        key = (event.kind, event.turn)
+        if not (event.kind.endswith("_delta") and out and out[-1] == key):
+            out.append(key)
+    return out
+
+
+# -- batching -------------------------------------------------------------------------
+
+
+deltas = st.lists(
+    st.builds(
+        StreamDelta,
+        kind=st.sampled_from(["text", "thinking", "tool_call"]),
+        text=st.text(max_size=5),
+        index=st.integers(0, 2),
+        call_id=st.sampled_from(["", "", "c1"]),
+        name=st.sampled_from(["", "", "f"]),
+    ),
+    max_size=30,
+)
+
+
+@given(deltas)
+def test_coalescing_keeps_every_piece_of_text_in_order_and_never_grows(
+    pieces: list[StreamDelta],
+) -> None:
+    merged = coalesce(pieces)
+
+    def per_stream(items: list[StreamDelta]) -> dict[tuple[str, int], str]:
+        out: dict[tuple[str, int], str] = {}
+        for d in items:
+            key = (d.kind, d.index if d.kind == "tool_call" else 0)
+            out[key] = out.get(key, "") + d.text
+        return out
+
+    assert per_stream(merged) == per_stream(pieces)
+    assert len(merged) <= len(pieces)
+    assert [(d.call_id, d.name) for d in merged if d.call_id or d.name] == [
+        (d.call_id, d.name) for d in pieces if d.call_id or d.name
+    ]
+
+
+def test_coalescing_merges_a_burst_of_text_into_one_piece() -> None:
+    burst = [StreamDelta(kind="text", text=t) for t in ("a", "b", "c")]
+    call_start = StreamDelta(kind="tool_call", index=0, call_id="c1", name="f")
+    args = StreamDelta(kind="tool_call", index=0, text="{}")
+
+    assert coalesce([*burst, call_start, args]) == [
+        StreamDelta(kind="text", text="abc"),
+        StreamDelta(kind="tool_call", index=0, call_id="c1", name="f", text="{}"),
+    ]
+
+
+# -- live runs ---------------------------------------------------------------------
+
+
+async def test_deltas_arrive_while_the_run_is_still_going(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    gate = asyncio.Event()  # the model finishes only after the test has seen its first piece
+    agent = piece_agent(["Hel", "lo", "!"], gate)
+    async with serving(temporal_env, agent) as durable:
+        stream = durable.run_stream("hi")
+        events: list[RunEvent] = []
+        async with asyncio.timeout(DEADLINE):
+            async for event in stream:
+                events.append(event)
+                if event.kind == "text_delta":
+                    gate.set()
+
+    assert shape(events) == [("model_start", 1), ("text_delta", 1), ("model_end", 1)]
+    assert events[1].delta == StreamDelta(kind="text", text="Hel")
+    assert texts(events) == "Hello!"
+    assert stream.result.output == "Hello!"
+    assert stream.result.usage == Usage(output_tokens=3)
+    assert {(e.run_id, e.conversation_id) for e in events} == {
+        (stream.result.run_id, stream.result.conversation_id)
+    }
+
+
+async def test_a_durable_stream_yields_the_events_and_result_of_an_in_process_one(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    local = echo_agent().run_stream("go")
+    local_events = await collect(local)
+    async with serving(temporal_env, echo_agent()) as durable:
+        stream = durable.run_stream("go")
+        events = await collect(stream)
+
+    assert shape(events) == shape(local_events)
+    assert [e.call for e in events if e.call] == [e.call for e in local_events if e.call]
+    result = stream.result
+    assert result.output == local.result.output == "done"
+    assert [e.message for e in events if e.kind in ("model_end", "tool_end")] == [
+        result.messages[1],
+        result.messages[2],
+        result.messages[3],
+    ]
+    assert events[-1].response is not None
+    assert events[-1].response.message == local_events[-1].response.message  # type: ignore[union-attr]
+    tool_deltas = [e.delta for e in events if e.kind == "tool_call_delta"]
+    assert tool_deltas == [
+        StreamDelta(kind="tool_call", index=0, call_id="c1", name="echo", text='{"text": "x"}')
+    ]
+
+
+async def test_a_late_subscriber_gets_every_event_once_in_order(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    async with serving(temporal_env, echo_agent()) as durable:
+        live = durable.run_stream("go")
+        events = await collect(live)
+        late = live.run.stream()
+        replayed = await collect(late)
+
+    assert replayed == events
+    assert late.result == live.result
+
+
+async def test_a_subscriber_attaching_mid_run_gets_the_events_before_it_came(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    gate = asyncio.Event()
+    agent = piece_agent(["early ", "later"], gate)
+    async with serving(temporal_env, agent) as durable:
+        live = durable.run_stream("go")
+        events = aiter(live)
+        first: list[RunEvent] = []
+        async with asyncio.timeout(DEADLINE):
+            while not first or first[-1].kind != "text_delta":
+                first.append(await anext(events))
+            late = live.run.stream()  # the run waits on the gate: it is mid-answer
+            late_events = aiter(late)
+            caught_up = [await anext(late_events) for _ in first]
+        gate.set()
+        rest = await collect(events)
+        late_rest = await collect(late_events)
+
+    assert caught_up == first
+    assert caught_up + late_rest == first + rest
+    assert texts(first + rest) == "early later"
+    assert late.result == live.result
+
+
+async def test_a_reconnect_from_an_offset_gets_the_rest_exactly_once(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    gate = asyncio.Event()
+    agent = piece_agent(["one ", "two ", "three"], gate)
+    async with serving(temporal_env, agent) as durable:
+        first = durable.run_stream("count")
+        before: list[RunEvent] = []
+        async with asyncio.timeout(DEADLINE):
+            async for event in first:
+                before.append(event)
+                if event.kind == "text_delta":
+                    break  # the client goes away mid-answer
+        resumed = (await durable.attach(first.run.run_id)).stream(from_offset=first.offset)
+        gate.set()
+        after = await collect(resumed)
+        everything = await collect(first.run.stream())
+
+    assert before + after == everything
+    assert texts(everything) == "one two three"
+    assert resumed.result.output == "one two three"
+
+
+async def test_a_late_piece_of_a_superseded_attempt_is_dropped(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    gate = asyncio.Event()
+    agent = piece_agent(["first ", "second"], gate)
+    async with serving(temporal_env, agent) as durable:
+        stream = durable.run_stream("go")
+        events = aiter(stream)
+        seen: list[RunEvent] = []
+        async with asyncio.timeout(DEADLINE):
+            while not seen or seen[-1].kind != "text_delta":
+                seen.append(await anext(events))
+        # What a zombie first attempt and a retry would publish, interleaved.
+        publisher = WorkflowStreamClient(stream.run.handle, client=temporal_env.client)
+        topic = publisher.topic(TOPIC, type=StreamEvent)
+        text = StreamDelta(kind="text", text="stale")
+        topic.publish(StreamEvent(kind="turn_restarted", turn=1, attempt=3))
+        topic.publish(StreamEvent.of_delta(text, turn=1, attempt=2))
+        topic.publish(StreamEvent.of_delta(text.model_copy(update={"text": "fresh "}), 1, 3))
+        await publisher.flush()
+        gate.set()
+        seen += await collect(events)
+
+    assert [(e.kind, e.attempt) for e in seen[:4]] == [
+        ("model_start", 0),
+        ("text_delta", 0),
+        ("turn_restarted", 3),
+        ("text_delta", 0),
+    ]
+    # The real call, attempt 1, is the zombie here: its later "second" is dropped too.
+    assert texts(seen) == "first fresh "
+    assert seen[-1].kind == "model_end"
+
+
+async def test_cancelling_a_streamed_run_ends_the_stream_with_run_error_canceled(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    never = asyncio.Event()
+    agent = piece_agent(["thinking about it", "never sent"], never)
+    async with serving(temporal_env, agent) as durable:
+        stream = durable.run_stream("hi")
+        events: list[RunEvent] = []
+        with pytest.raises(RunError) as caught:
+            async with asyncio.timeout(DEADLINE):
+                async for event in stream:
+                    events.append(event)
+                    if event.kind == "text_delta":
+                        await stream.run.cancel()
+
+    assert caught.value.stage == "canceled"
+    assert texts(events) == "thinking about it"
+
+
+async def test_a_failing_run_ends_its_stream_with_the_same_run_error_as_run(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    refusal = ModelHTTPError(404, "model_not_found", provider="test")
+    failing, _ = scripted([ask(call("c1", "echo", text="x")), refusal], name="failing")
+    failing.tool(name="echo")(lambda text: text)
+    async with serving(temporal_env, failing) as durable:
+        stream = durable.run_stream("go")
+        events: list[RunEvent] = []
+        with pytest.raises(RunError) as streamed:
+            async with asyncio.timeout(DEADLINE):
+                async for event in stream:
+                    events.append(event)
+        with pytest.raises(RunError) as waited:
+            await stream.run.result()
+
+    assert (streamed.value.stage, str(streamed.value)) == (waited.value.stage, str(waited.value))
+    assert streamed.value.stage == "model"
+    assert streamed.value.partial == waited.value.partial
+    assert [e.kind for e in events][-2:] == ["tool_end", "model_start"]
+
+
+async def test_a_burst_of_deltas_costs_a_few_signals_not_one_per_token(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    agent = piece_agent([f"t{i} " for i in range(200)])
+    async with serving(temporal_env, agent) as durable:
+        stream = durable.run_stream("go")
+        events = await collect(stream)
+        history = await stream.run.handle.fetch_history()
+
+    signals = [
+        e for e in history.events if e.HasField("workflow_execution_signaled_event_attributes")
+    ]
+    assert texts(events) == "".join(f"t{i} " for i in range(200))
+    assert 1 <= len(signals) <= 3
+    assert len([e for e in events if e.kind == "text_delta"]) == len(signals)
+
+
+async def test_a_recorded_streamed_run_replays_deterministically(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    agent = echo_agent()
+    async with serving(temporal_env, agent) as durable:
+        stream = durable.run_stream("go")
+        await collect(stream)
+        await collect(stream.run.stream())  # a late reader's polls are in the history too
+        history = await stream.run.handle.fetch_history()
+
+    recorded = WorkflowHistory.from_json(stream.run.run_id, history.to_json())
+    replayer = Replayer(workflows=[], plugins=[GolemPlugin(echo_agent())])
+    result = await replayer.replay_workflow(recorded, raise_on_replay_failure=False)
+    assert result.replay_failure is None, result.replay_failure
+
+
+async def test_a_run_started_without_streaming_streams_its_turns_without_deltas(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    async with serving(temporal_env, echo_agent()) as durable:
+        run = await durable.start("go")
+        stream: DurableRunStream[Any] = run.stream()
+        events = await collect(stream)
+
+    assert [e.kind for e in events] == [
+        "model_start",
+        "model_end",
+        "tool_start",
+        "tool_end",
+        "model_start",
+        "model_end",
+    ]
+    assert stream.result.output == "done"
+
+
+def test_a_negative_offset_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="from_offset must be 0 or more, not -1"):
+        DurableRunStream(lambda: None, from_offset=-1)  # type: ignore[arg-type,return-value]
+
+
+async def test_a_worker_killed_mid_stream_yields_a_marked_restart_and_the_retried_answer(
+    temporal_env: WorkflowEnvironment, crash_dir: Path
+) -> None:
+    task_queue = f"crash-{uuid.uuid4().hex[:12]}"
+    durable: DurableAgent[str] = DurableAgent(
+        temporal_env.client, stream_crash.name, task_queue=task_queue
+    )
+    stream = durable.run_stream("go")
+    events = aiter(stream)
+    seen: list[RunEvent] = []
+    async with doomed_worker(temporal_env, task_queue, crash_dir) as process:
+        async with asyncio.timeout(DEADLINE):
+            while not seen or seen[-1].kind != "text_delta":
+                seen.append(await anext(events))
+        process.send_signal(signal.SIGKILL)  # mid-answer: its first piece is out
+        await process.wait()
+    plugin = GolemPlugin(*CRASH_AGENTS, heartbeat_timeout=timedelta(seconds=2))
+    async with Worker(temporal_env.client, task_queue=task_queue, plugins=[plugin]):
+        seen += await collect(events)
+
+    assert [(e.kind, e.turn, e.attempt) for e in seen] == [
+        ("model_start", 1, 0),
+        ("text_delta", 1, 0),
+        ("turn_restarted", 1, 2),
+        *[("text_delta", 1, 0)] * (len(seen) - 4),
+        ("model_end", 1, 0),
+    ]
+    restart = [e.kind for e in seen].index("turn_restarted")
+    assert texts(seen[:restart]) == "a partial "
+    assert texts(seen[restart:]) == "the retried answer"
+    assert stream.result.output == "the retried answer"
+    assert stream.result.requests == 1
+    assert (crash_dir / "executions").read_text().split() == ["stream", "stream"]
+
+
+async def test_the_sse_relay_streams_a_run_and_resumes_from_last_event_id(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    from examples.sse_relay import make_app
+
+    def parse(body: str) -> list[dict[str, str]]:
+        return [
+            dict(line.split(": ", 1) for line in block.splitlines())
+            for block in body.strip().split("\n\n")
+        ]
+
+    async with serving(temporal_env, echo_agent()) as durable:
+        transport = httpx.ASGITransport(app=make_app(durable))
+        async with httpx.AsyncClient(transport=transport, base_url="http://relay") as http:
+            started = (await http.post("/runs", json={"prompt": "go"})).json()
+            url = f"/runs/{started['run_id']}/events"
+            events = parse((await http.get(url)).text)
+            rest = parse((await http.get(url, headers={"Last-Event-ID": events[2]["id"]})).text)
+            refused = await http.get(url, headers={"Last-Event-ID": "soon"})
+
+    assert [e["event"] for e in events] == [
+        "model_start",
+        "tool_call_delta",
+        "model_end",
+        "tool_start",
+        "tool_end",
+        "model_start",
+        "text_delta",
+        "model_end",
+        "result",
+    ]
+    assert json.loads(events[-1]["data"])["output"] == "done"
+    assert json.loads(events[0]["data"])["run_id"] == started["run_id"]
+    assert rest == events[3:]
+    assert refused.status_code == 400
+    assert "soon" in refused.json()["error"]
+
+
+async def test_write_text_prints_each_turn_on_its_line_and_marks_a_restart() -> None:
+    def event(kind: str, text: str = "", attempt: int = 0) -> RunEvent:
+        delta = StreamDelta(kind="text", text=text) if text else None
+        return RunEvent(kind, "r", "c", 1, delta=delta, attempt=attempt)  # type: ignore[arg-type]
+
+    async def events() -> AsyncIterator[RunEvent]:
+        for item in [
+            event("model_start"),
+            event("text_delta", "Let me look."),
+            event("model_end"),
+            event("model_start"),
+            event("text_delta", "Hal"),
+            event("turn_restarted", attempt=2),
+            event("text_delta", "Hello"),
+            event("model_end"),
+        ]:
+            yield item
+
+    written: list[str] = []
+    assert await write_text(events(), written.append) is True
+    assert "".join(written) == (
+        "Let me look.\nHal\n[the model call was retried (attempt 2): its answer restarts]\nHello\n"
+    )
