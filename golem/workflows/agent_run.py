@@ -61,6 +61,8 @@ __all__ = ["FAILURE_MEMO", "OUTCOME_MEMO", "RUN_ERROR", "AgentRunWorkflow", "Tem
 OUTCOME_MEMO = "golemOutcome"
 #: Runs recorded before the outcome memo replay without it.
 OUTCOME_PATCH = "golem-outcome-memo"
+#: Runs recorded before approvals waited in the workflow replay as paused-and-returned.
+APPROVALS_PATCH = "golem-approvals-wait"
 #: A tool's activity retry policy unless it names its own.
 TOOL_RETRY = Retry(max_attempts=3)
 #: The once-per-run activities: their user errors are non-retryable, so only a worker that
@@ -178,8 +180,11 @@ class TemporalExecutor:
     async def await_approvals(
         self, pending: list[ToolCall], ctx: RunContext[Any]
     ) -> dict[str, bool] | None:
-        # A run with a gate waits in its workflow; one without (inline) pauses and returns.
-        return None if self.gate is None else await self.gate.wait(pending)
+        # A run with a gate waits in its workflow; one without (inline), or one recorded
+        # before runs waited (its history returned at the pause), pauses and returns.
+        if self.gate is None or not workflow.patched(APPROVALS_PATCH):
+            return None
+        return await self.gate.wait(pending)
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
         try:
@@ -305,9 +310,8 @@ class AgentRunWorkflow:
         self._executor.stream = input.stream
         self._loop = RunLoop(agent, self._executor, run, emit=self._on_event)
         try:
-            result = await self._stream.hosting(self._loop.run(), input.stream)
+            result = await self._stream.hosting(self._running(self._loop.run()), input.stream)
         except RunError as exc:
-            await self._finish()
             if exc.partial is not None:
                 self._outcome = exc.partial.messages
             details = encode_failure(exc, run.history)
@@ -322,7 +326,6 @@ class AgentRunWorkflow:
             if workflow.patched(OUTCOME_PATCH):
                 workflow.upsert_memo({OUTCOME_MEMO: self._summary(f"failed at {exc.stage}")})
             raise failure_error(exc, details) from None
-        await self._finish()
         self._outcome = result.messages
         output = result.output
         if agent.output_adapter is not None and output is not None:
@@ -336,11 +339,14 @@ class AgentRunWorkflow:
         assert self._loop is not None
         return self._loop.state
 
-    async def _finish(self) -> None:
-        """Answer whoever waits on the run's outcome before the workflow closes."""
-        assert self._gate is not None
-        self._gate.finish()
-        await workflow.wait_condition(workflow.all_handlers_finished)
+    async def _running(self, work: Awaitable[T]) -> T:
+        """Await the run; then whoever waits on its outcome (an update) is answered, before
+        the stream's host waits for every handler to finish."""
+        try:
+            return await work
+        finally:
+            if self._gate is not None:
+                self._gate.finish()
 
     # -- approvals (docs: golem/workflows/approvals.py) ----------------------------------
 
