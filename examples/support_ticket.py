@@ -109,7 +109,8 @@ async def main() -> None:
             outcome = await handle.result()
             print(f"queue: {outcome.queue}")
             print(f"reply: {outcome.reply}")
-            print(f"runs:  triage {outcome.triage_run_id} (child), reply {outcome.reply_run_id} (inline)")
+            print(f"triage run: {outcome.triage_run_id} (a child workflow)")
+            print(f"reply run:  {outcome.reply_run_id} (inline, in the ticket's history)")
 
 
 if __name__ == "__main__":

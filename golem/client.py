@@ -132,16 +132,21 @@ class DurableRun(Generic[OutputT]):
             cause = exc.cause
             if isinstance(cause, ApplicationError) and cause.type == "GolemNotPaused":
                 raise ValueError(cause.message) from None
-            raise
-        except RPCError:
-            if (await self.handle.describe()).status == WorkflowExecutionStatus.RUNNING:
-                raise
-            if update == "golem.approve":
-                raise ValueError(f"run {self.run_id} has ended: nothing to approve") from None
+            await self._ended(update, exc)
+            return None  # the run ended (failed) while the update waited: read its result
+        except RPCError as exc:
+            await self._ended(update, exc)
             return None  # the run ended before the update arrived: read its result
         if raw is None:
             return None
         return await self._decode(raw)
+
+    async def _ended(self, update: str, exc: Exception) -> None:
+        """Re-raise ``exc`` unless the run has ended (then an approval has nothing to do)."""
+        if (await self.handle.describe()).status == WorkflowExecutionStatus.RUNNING:
+            raise exc
+        if update == "golem.approve":
+            raise ValueError(f"run {self.run_id} has ended: nothing to approve") from None
 
     async def _final(self) -> Result[OutputT]:
         try:
