@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
 
     from golem import Agent, Message, ToolCall
     from golem.models import FunctionModel
+    from golem.usage import UsageLimits as GolemUsageLimits
 
 AGENT_NAME = "peer"
 __all__ = ["AGENT_NAME", "Floor", "PydanticAIRun", "golem_agent", "noop", "pai_agent", "prompt"]
@@ -50,7 +51,10 @@ def _golem_answer(messages: list[Message], tools: Any) -> Message:
 
 
 golem_agent: Agent[None, str] = Agent(
-    FunctionModel(_golem_answer), name=AGENT_NAME, max_iterations=10_000
+    FunctionModel(_golem_answer),
+    name=AGENT_NAME,
+    max_iterations=10_000,
+    usage_limits=GolemUsageLimits(request_limit=None),  # pydantic-ai's runs get the same
 )
 
 

@@ -126,8 +126,10 @@ class Bench:
         self.golem_client = golem_client
         self.pai_client = pai_client
         self.workers = workers
+        # The agent itself, as a user who imports it passes it: a name alone could mean
+        # tools that need approval, and such a run asks its workflow for a pause first.
         self.durable = DurableAgent(
-            golem_client, peer.AGENT_NAME, task_queue=workers["golem"].task_queue
+            golem_client, peer.golem_agent, task_queue=workers["golem"].task_queue
         )
 
     def client(self, lib: str) -> Client:
