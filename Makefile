@@ -27,8 +27,10 @@ $(VENV)/.bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	touch $@
 
+# Every benchmark in turn (several minutes: peers.py alone searches up to 2000 turns);
+# each prints its progress on stderr and its figures on stdout.
 bench: $(VENV)/.bench
-	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	for b in benchmarks/[!_]*.py; do echo "== $$b (started $$(date +%T))"; $(PY) $$b || exit 1; done
 
 # Mutation testing with mutmut, kept out of `test` and CI: every mutant reruns the selected
 # tests that reach the mutated function (1 to 3 minutes for golem/history, messages and
