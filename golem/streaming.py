@@ -48,6 +48,9 @@ class DurableRunStream(Generic[OutputT]):
         self,
         run: DurableRun[OutputT] | Callable[[], Awaitable[DurableRun[OutputT]]],
         from_offset: int = 0,
+        *,
+        outcome: Callable[[], Awaitable[Result[OutputT]]] | None = None,
+        on_close: Callable[[], object] | None = None,
     ) -> None:
         if from_offset < 0:
             raise ValueError(f"from_offset must be 0 or more, not {from_offset}")
@@ -55,6 +58,9 @@ class DurableRunStream(Generic[OutputT]):
         self._start = run if callable(run) else None
         self._offset = from_offset
         self._result: Result[OutputT] | None = None
+        # A conversation turn's Result is its update's, not its run's (run.result()).
+        self._outcome = outcome
+        self._on_close = on_close
 
     @property
     def run(self) -> DurableRun[OutputT]:
@@ -75,6 +81,17 @@ class DurableRunStream(Generic[OutputT]):
         return self._result
 
     async def __aiter__(self) -> AsyncIterator[RunEvent]:
+        try:
+            async with aclosing(self._events()) as events:
+                async for event in events:
+                    yield event
+            outcome = self._outcome or self.run.result
+            self._result = await outcome()
+        finally:
+            if self._on_close is not None:
+                self._on_close()
+
+    async def _events(self) -> AsyncGenerator[RunEvent, None]:
         if self._run is None:
             assert self._start is not None
             self._run = await self._start()
@@ -98,7 +115,6 @@ class DurableRunStream(Generic[OutputT]):
                 elif wire.delta is not None and max(wire.attempt, 1) < attempts.get(wire.turn, 1):
                     continue  # a late piece of an attempt that was already given up on
                 yield wire.to_event(run.run_id, run.conversation_id)
-        self._result = await run.result()
 
 
 async def write_text(stream: AsyncIterable[RunEvent], write: Callable[[str], object]) -> bool:
