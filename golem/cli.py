@@ -670,6 +670,8 @@ async def cmd_conversation(args: argparse.Namespace) -> int:
         )
         if entry["answer"]:
             print(f"      answer: {entry['answer']}")
+        elif entry["outcome"] and entry["status"] != "completed":
+            print(f"      outcome: {entry['outcome']}")
     return 0
 
 
@@ -681,10 +683,12 @@ async def describe_run(client: Client, run_id: str) -> dict[str, Any]:
     """One run's line of ``golem conversation``: its status, parent and answer."""
     description = await client.get_workflow_handle(run_id).describe()
     answer = ""
+    outcome = await description.memo_value(OUTCOME_MEMO, None)
+    if not isinstance(outcome, dict):
+        outcome = {}
     if description.status == WorkflowExecutionStatus.COMPLETED:
         # The run's outcome memo holds its answer; runs older than the memo are read whole.
-        outcome = await description.memo_value(OUTCOME_MEMO, None)
-        output = outcome.get("output") if isinstance(outcome, dict) else None
+        output = outcome.get("output")
         if output is None:
             output = (await fetch_run(client, run_id)).output
         answer = " ".join(str(output or "").split())[:80]
@@ -694,6 +698,7 @@ async def describe_run(client: Client, run_id: str) -> dict[str, Any]:
         "parentRunId": description.typed_search_attributes.get(PARENT_RUN_ID) or "",
         "startTime": description.start_time.isoformat() if description.start_time else "",
         "answer": answer,
+        "outcome": str(outcome.get("stopReason") or ""),
     }
 
 
