@@ -4,7 +4,7 @@
     golem worker --agent myapp.agents:support   # serve agents
     golem run --agent support "Where is my order?"
     golem resume <run-id> ["try again"]         # continue a failed run in its conversation
-    golem chat --agent support                  # a conversation: each turn a durable run
+    golem chat --agent support                  # a conversation workflow: each turn a child run
     golem conversation <conversation-id>        # the runs of a conversation, in order
     golem show <run-id>                         # one run's conversation (--json: a history file)
     golem setup                                 # register golem's search attributes on a cluster
