@@ -441,7 +441,17 @@ class DurableConversation(Generic[OutputT]):
         async def outcome() -> Result[OutputT]:
             return await self._finish(sent[0], run_id)
 
-        return DurableRunStream(start, outcome=outcome, on_close=lambda: sent and sent[0].cancel())
+        async def paused() -> None:
+            try:  # shielded: a stream that stops waiting must not cancel the turn's update
+                out: TurnOutput | None = await asyncio.shield(sent[0])
+            except Exception:
+                out = None  # the turn failed: its run has ended, and so does its stream
+            if out is None or not out.run.pending_approvals:
+                await asyncio.Event().wait()  # the run ended: its stream ends by itself
+
+        return DurableRunStream(
+            start, outcome=outcome, on_close=lambda: sent and sent[0].cancel(), paused=paused
+        )
 
     async def _update(self, turn: TurnInput) -> TurnOutput:
         out: TurnOutput = await self.handle.execute_update(

@@ -14,6 +14,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.worker import Worker
 from test_conversation import _until_update_admitted
+from test_durable_approvals import transfer_agent
 
 from golem.agent import Agent
 from golem.client import ConversationClosedError, DurableAgent
@@ -201,3 +202,26 @@ async def test_a_streamed_turn_behind_a_turn_in_flight_streams_only_its_own_run(
     assert {e.run_id for e in events} == {stream.result.run_id}
     assert stream.result.run_id != one.run_id
     assert runs == [one.run_id, stream.result.run_id]
+
+
+async def test_a_streamed_turn_that_waits_for_approvals_ends_with_its_paused_result(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = transfer_agent(executed)
+    async with serving(temporal_client, agent) as durable:
+        conv = await durable.conversation()
+        stream = conv.send_stream("move 5")
+        async with asyncio.timeout(DEADLINE):
+            events = [event async for event in stream]
+        paused = stream.result
+        done = await conv.approve({"t1": True})
+
+    assert [c.id for c in paused.pending_approvals] == ["t1"] and executed == [5]
+    # Every event before the pause, once: the model turn that asked for the calls.
+    kinds = [e.kind for e in events if not e.kind.endswith("_delta")]
+    assert kinds == ["model_start", "model_end"]
+    calls = [e.delta.name for e in events if e.kind == "tool_call_delta" and e.delta]
+    assert [name for name in calls if name] == ["transfer", "balance"]
+    assert {e.run_id for e in events} == {paused.run_id}
+    assert done.run_id == paused.run_id and done.output == "moved 5 | balance 100"
