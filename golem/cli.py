@@ -56,7 +56,7 @@ from golem.client import (
     fetch_run,
 )
 from golem.ids import new_id
-from golem.messages import HistoryError, Message, dump_messages, load_messages
+from golem.messages import HistoryError, Message, ToolCall, dump_messages, load_messages
 from golem.results import Result, RunError
 from golem.streaming import write_text
 from golem.testing import DEV_SERVER_ARGS, temporal_cli
@@ -566,13 +566,33 @@ async def cmd_chat(args: argparse.Namespace) -> int:
             _echo(f"{name}> ")
             async with watching(client, args.task_queue, run_id):
                 if not await write_text(stream, _echo):  # it ends the line it wrote
-                    print(stream.result.output)
+                    paused = stream.result.paused
+                    print("(waits for your approval)" if paused else stream.result.output)
+                result = stream.result
+                while result.pending_approvals:  # the run waits in its workflow for us
+                    decisions = {
+                        c.id: await ask_approval(c, interactive) for c in result.pending_approvals
+                    }
+                    result = await conversation.approve(decisions)
+                    print(f"{name}> {result.output or ''}")
         except RunError as exc:
             print(f"run failed at stage {exc.stage}: {exc.detail}")
             # The conversation keeps the failed turn's evidence: the next turn resumes it.
             print(f"      run {run_id} (failed; the next turn resumes from it)", flush=True)
             continue
         print(f"      run {run_id}", flush=True)
+
+
+async def ask_approval(call: ToolCall, interactive: bool) -> bool:
+    """The person's decision on one call (end of input denies)."""
+    question = f"approve {call.name}({call.args})? [y/N] "
+    try:
+        answer = (await asyncio.to_thread(read_line, question if interactive else "")).strip()
+    except EOFError:
+        answer = ""
+    if not interactive:
+        print(f"{question}{answer}")  # piped input: show the decision
+    return answer.lower() in ("y", "yes")
 
 
 def quoted(value: str) -> str:

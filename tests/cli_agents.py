@@ -64,3 +64,20 @@ def _count(messages: list[Message], tools: Any) -> Message:
 
 counter = Agent(FunctionModel(_count, model_name="count-model"), name="counter")
 counter.tool(retry_attempts=1)(explode)
+
+
+def _bank(messages: list[Message], tools: Any) -> Message:
+    """Asks to transfer (which needs approval), then reports the result."""
+    if messages[-1].role == "user":
+        call = ToolCall(id=f"t-{len(messages)}", name="transfer", args='{"amount": 5}')
+        return Message.assistant("", [call])
+    return Message.assistant(f"transfer: {messages[-1].content}")
+
+
+bank = Agent(FunctionModel(_bank, model_name="bank-model"), name="bank")
+
+
+@bank.tool(requires_approval=True)
+def transfer(amount: int) -> str:
+    """Move money."""
+    return f"moved {amount}"

@@ -239,6 +239,23 @@ async def test_chat_conversation_id_starts_that_conversation_then_attaches_to_it
     assert answers == ["answer: 1: one", "answer: 2: two", "answer: 3: three"]
 
 
+async def test_chat_asks_for_the_approvals_a_turn_waits_for(address: str) -> None:
+    tq = queue()
+    async with golem_worker(tq, "bank"):
+        done = await golem("chat", "--agent", "bank", "--task-queue", tq, stdin="pay\ny\npay\nn\n")
+    assert done.code == 0, done.err
+    lines = done.out.splitlines()
+    question = 'approve transfer({"amount": 5})? [y/N]'
+    assert lines[1:5] == [
+        "you> pay",
+        "bank> (waits for your approval)",
+        f"{question} y",
+        "bank> transfer: moved 5",
+    ]
+    denied = "bank> transfer: the user denied this tool call; it was not executed"
+    assert lines[6:10] == ["you> pay", "bank> (waits for your approval)", f"{question} n", denied]
+
+
 async def test_a_failed_chat_turn_is_reported_and_the_next_turn_resumes_from_it(
     address: str, temporal_client: Client
 ) -> None:
