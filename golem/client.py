@@ -433,7 +433,7 @@ class DurableConversation(Generic[OutputT]):
         async def start() -> DurableRun[OutputT]:
             sent.append(asyncio.ensure_future(self._update(turn)))
             child = self.agent.client.get_workflow_handle(run_id)
-            if not await _started(child, sent[0]):
+            if not await _started(child, sent[0], self.id):
                 await self._finish(sent[0], run_id)  # raises the refusal, as send would
             agent = self.agent
             return DurableRun(run_id, self.id, child, [], agent.output_adapter, agent.may_pause)
@@ -603,14 +603,17 @@ async def _input_history(client: Client, handle: WorkflowHandle[Any, Any]) -> li
     return []
 
 
-async def _started(child: WorkflowHandle[Any, Any], sent: asyncio.Future[TurnOutput]) -> bool:
+async def _started(
+    child: WorkflowHandle[Any, Any], sent: asyncio.Future[TurnOutput], conversation_id: str
+) -> bool:
     """Wait until the turn's child run exists (a turn may queue behind the one in flight):
     ``True`` then, ``False`` when the update ended first without a child (refused)."""
     pause = 0.02
     while True:
         try:
-            await child.describe()
-            return True
+            # A workflow by that id that is not this conversation's child is not the turn.
+            if (await child.describe()).parent_id == conversation_id:
+                return True
         except RPCError as exc:
             if exc.status != RPCStatusCode.NOT_FOUND:
                 raise
