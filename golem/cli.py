@@ -4,7 +4,7 @@
     golem worker --agent myapp.agents:support   # serve agents
     golem run --agent support "Where is my order?"
     golem resume <run-id> ["try again"]         # continue a failed run in its conversation
-    golem chat --agent support                  # a conversation: each turn a durable run
+    golem chat --agent support                  # a conversation workflow: each turn a child run
     golem conversation <conversation-id>        # the runs of a conversation, in order
     golem show <run-id>                         # one run's conversation (--json: a history file)
     golem setup                                 # register golem's search attributes on a cluster
@@ -30,6 +30,7 @@ import socket
 import sys
 import traceback
 from collections.abc import AsyncIterator, Sequence
+from datetime import timedelta
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, NoReturn
@@ -50,15 +51,19 @@ from golem.client import (
     PARENT_RUN_ID,
     SEARCH_ATTRIBUTES,
     DurableAgent,
+    DurableConversation,
     UnknownAgentError,
     fetch_run,
 )
-from golem.messages import HistoryError, Message, dump_messages, load_messages
+from golem.ids import new_id
+from golem.messages import HistoryError, Message, ToolCall, dump_messages, load_messages
 from golem.results import Result, RunError
 from golem.streaming import write_text
 from golem.testing import DEV_SERVER_ARGS, temporal_cli
 from golem.worker import GolemPlugin, golem_converter
 from golem.worker.logs import configure_logging
+from golem.workflows.agent_run import OUTCOME_MEMO, AgentRunWorkflow
+from golem.workflows.conversation import ConversationWorkflow
 
 __all__ = [
     "CliError",
@@ -75,6 +80,8 @@ DEFAULT_ADDRESS = "localhost:7233"
 #: How long ``run`` waits for a worker to poll its task queue before saying none does.
 NO_WORKER_AFTER = 3.0
 WORKER_HINT = "golem worker --agent module:attribute"
+#: How long ``conversation`` waits for a worker to answer a conversation's runs query.
+QUERY_TIMEOUT = timedelta(seconds=5)
 QUEUE_HELP = "the task queue golem workers poll"
 
 
@@ -368,8 +375,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
 
 async def conversation_history(client: Client, conversation_id: str) -> list[Message] | None:
     """The conversation as its newest run left it, or None when it has no runs."""
-    query = f'GolemConversationId = "{quoted(conversation_id)}"'
-    runs = [run async for run in client.list_workflows(query)]
+    runs = [run async for run in client.list_workflows(runs_query(conversation_id))]
     if not runs:
         return None
     newest = max(runs, key=lambda run: run.start_time)
@@ -380,6 +386,41 @@ async def conversation_history(client: Client, conversation_id: str) -> list[Mes
             f"wait for it (`golem show {newest.id}`), then continue"
         )
     return record.messages
+
+
+def runs_query(conversation_id: str) -> str:
+    """The visibility query for a conversation's runs (not its ConversationWorkflow)."""
+    return (
+        f'GolemConversationId = "{quoted(conversation_id)}" '
+        f'AND WorkflowType = "{AgentRunWorkflow.__name__}"'
+    )
+
+
+async def conversation_workflow(client: Client, conversation_id: str) -> bool:
+    """Whether ``conversation_id`` names a ``ConversationWorkflow`` (running or closed)."""
+    try:
+        description = await client.get_workflow_handle(conversation_id).describe()
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND or "namespace" in exc.message.lower():
+            raise
+        return False
+    return description.workflow_type == ConversationWorkflow.__name__
+
+
+async def open_conversation(
+    client: Client, durable: DurableAgent[Any], args: argparse.Namespace
+) -> DurableConversation[Any]:
+    """``--conversation-id``'s conversation workflow (started when absent), else a new one;
+    a new one is seeded from ``--history`` or from the runs chained under that id."""
+    if args.conversation_id and await conversation_workflow(client, args.conversation_id):
+        if args.history:
+            print(
+                f"golem: conversation {args.conversation_id} exists: --history is ignored",
+                file=sys.stderr,
+            )
+        return await durable.conversation(args.conversation_id)
+    seed = await starting_history(client, args)
+    return await durable.conversation(args.conversation_id, history=seed)
 
 
 async def starting_history(client: Client, args: argparse.Namespace) -> list[Message] | None:
@@ -407,8 +448,10 @@ async def starting_history(client: Client, args: argparse.Namespace) -> list[Mes
 async def cmd_run(args: argparse.Namespace) -> int:
     name = agent_name(args.agent)
     client = await connect_args(args)
-    history = await starting_history(client, args)
     durable: DurableAgent[Any] = DurableAgent(client, name, task_queue=args.task_queue)
+    if args.conversation_id and await conversation_workflow(client, args.conversation_id):
+        return await run_turn(client, await durable.conversation(args.conversation_id), args)
+    history = await starting_history(client, args)
     started = await durable.start(
         args.prompt, history=history, conversation_id=args.conversation_id, stream=not args.json
     )
@@ -430,6 +473,26 @@ async def cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         raise
+    print_result(client, result, args.json, streamed=streamed)
+    return 0
+
+
+async def run_turn(
+    client: Client, conversation: DurableConversation[Any], args: argparse.Namespace
+) -> int:
+    """``golem run`` into a conversation workflow: the prompt is its next turn."""
+    run_id = new_id()
+    streamed = False
+    try:
+        async with watching(client, args.task_queue, run_id):
+            if args.json:
+                result = await conversation.send(args.prompt, run_id=run_id)
+            else:
+                stream = conversation.send_stream(args.prompt, run_id=run_id)
+                streamed = await write_text(stream, _echo)
+                result = stream.result
+    except RunError as exc:
+        return print_failure(client, exc, run_id)
     print_result(client, result, args.json, streamed=streamed)
     return 0
 
@@ -480,8 +543,8 @@ def read_line(prompt: str) -> str:
 async def cmd_chat(args: argparse.Namespace) -> int:
     name = agent_name(args.agent)
     client = await connect_args(args)
-    history = await starting_history(client, args) or []
     durable: DurableAgent[Any] = DurableAgent(client, name, task_queue=args.task_queue)
+    conversation: DurableConversation[Any] | None = None  # opened by the first turn
     interactive = sys.stdin.isatty()
     print(f"chatting with {name!r}; an empty line or end of input stops.", flush=True)
     while True:
@@ -490,29 +553,46 @@ async def cmd_chat(args: argparse.Namespace) -> int:
         except EOFError:
             prompt = ""
         if not prompt:
-            if history:
-                print(f"conversation id: {history[-1].conversation_id}")
+            if conversation is not None:
+                print(f"conversation id: {conversation.id}")
             return 0
+        if conversation is None:
+            conversation = await open_conversation(client, durable, args)
         if not interactive:
             print(f"you> {prompt}")  # piped input: show the turn, on its own line
-        started = await durable.start(
-            prompt, history=history, conversation_id=args.conversation_id, stream=True
-        )
+        run_id = new_id()
+        stream = conversation.send_stream(prompt, run_id=run_id)
         try:
             _echo(f"{name}> ")
-            async with watching(client, args.task_queue, started.run_id):
-                stream = started.stream()
+            async with watching(client, args.task_queue, run_id):
                 if not await write_text(stream, _echo):  # it ends the line it wrote
-                    print(stream.result.output)
+                    paused = stream.result.paused
+                    print("(waits for your approval)" if paused else stream.result.output)
                 result = stream.result
+                while result.pending_approvals:  # the run waits in its workflow for us
+                    decisions = {
+                        c.id: await ask_approval(c, interactive) for c in result.pending_approvals
+                    }
+                    result = await conversation.approve(decisions)
+                    print(f"{name}> {result.output or ''}")
         except RunError as exc:
             print(f"run failed at stage {exc.stage}: {exc.detail}")
-            print(f"      run {started.run_id} (golem resume {started.run_id})", flush=True)
-            if exc.partial:
-                history = exc.partial.messages  # the next turn resumes; repair closes the gap
+            # The conversation keeps the failed turn's evidence: the next turn resumes it.
+            print(f"      run {run_id} (failed; the next turn resumes from it)", flush=True)
             continue
-        history = result.messages
-        print(f"      run {result.run_id}", flush=True)
+        print(f"      run {run_id}", flush=True)
+
+
+async def ask_approval(call: ToolCall, interactive: bool) -> bool:
+    """The person's decision on one call (end of input denies)."""
+    question = f"approve {call.name}({call.args})? [y/N] "
+    try:
+        answer = (await asyncio.to_thread(read_line, question if interactive else "")).strip()
+    except EOFError:
+        answer = ""
+    if not interactive:
+        print(f"{question}{answer}")  # piped input: show the decision
+    return answer.lower() in ("y", "yes")
 
 
 def quoted(value: str) -> str:
@@ -571,43 +651,75 @@ async def cmd_show(args: argparse.Namespace) -> int:
 
 async def cmd_conversation(args: argparse.Namespace) -> int:
     client = await connect_args(args)
-    query = f'GolemConversationId = "{quoted(args.conversation_id)}"'
-    runs = [run async for run in client.list_workflows(query)]
-    runs.sort(key=lambda run: run.start_time)
-    if not runs:
+    conversation_id = args.conversation_id
+    chained = [run async for run in client.list_workflows(runs_query(conversation_id))]
+    chained.sort(key=lambda run: run.start_time)
+    heading = f"conversation {conversation_id}"
+    run_ids = [run.id for run in chained]
+    if await conversation_workflow(client, conversation_id):
+        handle = client.get_workflow_handle(conversation_id)
+        status = (await handle.describe()).status
+        heading += f" ({ConversationWorkflow.__name__}, {_status(status)})"
+        try:
+            turns: list[str] = await handle.query(
+                "golem.runs", result_type=list[str], rpc_timeout=QUERY_TIMEOUT
+            )
+        except RPCError as exc:  # a running one needs a worker; a closed one too (replay)
+            print(
+                f"golem: conversation {conversation_id} did not answer its runs query "
+                f"({exc.message}); listing its runs from visibility instead",
+                file=sys.stderr,
+            )
+        else:
+            # Runs chained under this id before the workflow came first; then its turns.
+            run_ids = [r for r in run_ids if r not in set(turns)] + turns
+    if not run_ids:
         raise CliError(
-            f"no runs found for conversation {args.conversation_id} in namespace "
-            f"{client.namespace!r}: check the id (`golem run` prints it)"
+            f"no runs found for conversation {conversation_id} in namespace "
+            f"{client.namespace!r}: check the id (`golem run` and `golem chat` print it)"
         )
-    listed: list[dict[str, Any]] = []
-    for run in runs:
-        attrs = run.typed_search_attributes
-        status = run.status.name.lower() if run.status else "unknown"
-        answer = ""
-        if run.status == WorkflowExecutionStatus.COMPLETED:
-            output = (await fetch_run(client, run.id)).output
-            answer = " ".join(str(output or "").split())[:80]
-        listed.append(
-            {
-                "runId": run.id,
-                "status": status,
-                "parentRunId": attrs.get(PARENT_RUN_ID) or "",
-                "startTime": run.start_time.isoformat(),
-                "answer": answer,
-            }
-        )
+    listed = [await describe_run(client, run_id) for run_id in run_ids]
     if args.json:
-        print(json.dumps({"conversationId": args.conversation_id, "runs": listed}))
+        print(json.dumps({"conversationId": conversation_id, "runs": listed}))
         return 0
-    print(f"conversation {args.conversation_id}: {len(runs)} run(s)")
-    for run, entry in zip(runs, listed, strict=True):
+    print(f"{heading}: {len(listed)} run(s)")
+    for entry in listed:
         print(
-            f"  {run.start_time:%Y-%m-%d %H:%M:%S}  {run.id}  {entry['status']:<10} "
-            f"parent={entry['parentRunId'] or '-'}"
+            f"  {entry['startTime'][:19].replace('T', ' ')}  {entry['runId']}  "
+            f"{entry['status']:<10} parent={entry['parentRunId'] or '-'}"
         )
         if entry["answer"]:
             print(f"      answer: {entry['answer']}")
+        elif entry["outcome"] and entry["status"] != "completed":
+            print(f"      outcome: {entry['outcome']}")
     return 0
+
+
+def _status(status: WorkflowExecutionStatus | None) -> str:
+    return status.name.lower() if status else "unknown"
+
+
+async def describe_run(client: Client, run_id: str) -> dict[str, Any]:
+    """One run's line of ``golem conversation``: its status, parent and answer."""
+    description = await client.get_workflow_handle(run_id).describe()
+    answer = ""
+    outcome = await description.memo_value(OUTCOME_MEMO, None)
+    if not isinstance(outcome, dict):
+        outcome = {}
+    if description.status == WorkflowExecutionStatus.COMPLETED:
+        # The run's outcome memo holds its answer; runs older than the memo are read whole.
+        output = outcome.get("output")
+        if output is None:
+            output = (await fetch_run(client, run_id)).output
+        answer = " ".join(str(output or "").split())[:80]
+    return {
+        "runId": run_id,
+        "status": _status(description.status),
+        "parentRunId": description.typed_search_attributes.get(PARENT_RUN_ID) or "",
+        "startTime": description.start_time.isoformat() if description.start_time else "",
+        "answer": answer,
+        "outcome": str(outcome.get("stopReason") or ""),
+    }
 
 
 async def cmd_setup(args: argparse.Namespace) -> int:

@@ -9,7 +9,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -25,7 +26,7 @@ from temporalio.client import (
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, FailureError, WorkflowAlreadyStartedError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from golem.agent import Agent
 from golem.ids import new_id
@@ -412,10 +413,56 @@ class DurableConversation(Generic[OutputT]):
         ``messages`` are the whole conversation. ``run_id`` makes a retried send one turn."""
         run_id = run_id or new_id()
         turn = TurnInput(run_id=run_id, prompt=prompt, parts=list(parts), deps=deps)
+        return await self._finish(self._update(turn), run_id)
+
+    def send_stream(
+        self,
+        prompt: str | None = None,
+        *,
+        parts: Sequence[Part] = (),
+        deps: Any = None,
+        run_id: str | None = None,
+    ) -> DurableRunStream[OutputT]:
+        """One turn, yielding its run's events as they happen (the turn starts when
+        iterated); once exhausted, ``.result`` is what ``send`` returns, or it raises
+        ``send``'s ``RunError``."""
+        run_id = run_id or new_id()  # minted here: the stream is the child's, by this id
+        turn = TurnInput(run_id=run_id, prompt=prompt, parts=list(parts), deps=deps, stream=True)
+        sent: list[asyncio.Task[TurnOutput]] = []
+
+        async def start() -> DurableRun[OutputT]:
+            sent.append(asyncio.ensure_future(self._update(turn)))
+            child = self.agent.client.get_workflow_handle(run_id)
+            if not await _started(child, sent[0], self.id):
+                await self._finish(sent[0], run_id)  # raises the refusal, as send would
+            agent = self.agent
+            return DurableRun(run_id, self.id, child, [], agent.output_adapter, agent.may_pause)
+
+        async def outcome() -> Result[OutputT]:
+            return await self._finish(sent[0], run_id)
+
+        async def paused() -> None:
+            try:  # shielded: a stream that stops waiting must not cancel the turn's update
+                out: TurnOutput | None = await asyncio.shield(sent[0])
+            except Exception:
+                out = None  # the turn failed: its run has ended, and so does its stream
+            if out is None or not out.run.pending_approvals:
+                await asyncio.Event().wait()  # the run ended: its stream ends by itself
+
+        return DurableRunStream(
+            start, outcome=outcome, on_close=lambda: sent and sent[0].cancel(), paused=paused
+        )
+
+    async def _update(self, turn: TurnInput) -> TurnOutput:
+        out: TurnOutput = await self.handle.execute_update(
+            "golem.send", turn, id=turn.run_id, result_type=TurnOutput
+        )
+        return out
+
+    async def _finish(self, sent: Awaitable[TurnOutput], run_id: str) -> Result[OutputT]:
+        """The turn's ``Result`` once its update returns, or its ``RunError``."""
         try:
-            out: TurnOutput = await self.handle.execute_update(
-                "golem.send", turn, id=run_id, result_type=TurnOutput
-            )
+            out = await sent
         except WorkflowUpdateFailedError as exc:
             raise await self._turn_error(exc, run_id) from exc
         except RPCError as exc:
@@ -554,6 +601,26 @@ async def _input_history(client: Client, handle: WorkflowHandle[Any, Any]) -> li
         payloads = await client.data_converter.decode(list(attrs.input.payloads), [AgentRunInput])
         return list(payloads[0].run.history)
     return []
+
+
+async def _started(
+    child: WorkflowHandle[Any, Any], sent: asyncio.Future[TurnOutput], conversation_id: str
+) -> bool:
+    """Wait until the turn's child run exists (a turn may queue behind the one in flight):
+    ``True`` then, ``False`` when the update ended first without a child (refused)."""
+    pause = 0.02
+    while True:
+        try:
+            # A workflow by that id that is not this conversation's child is not the turn.
+            if (await child.describe()).parent_id == conversation_id:
+                return True
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                raise
+        if sent.done():
+            return sent.cancelled() or sent.exception() is None  # a turn that ran has a child
+        await asyncio.wait([sent], timeout=pause)
+        pause = min(pause * 2, 0.5)
 
 
 def _pager(handle: WorkflowHandle[Any, Any]) -> Pager:

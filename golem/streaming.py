@@ -15,6 +15,8 @@ re-exports it. See docs/adr/0007-live-streams.md.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from datetime import timedelta
@@ -48,6 +50,10 @@ class DurableRunStream(Generic[OutputT]):
         self,
         run: DurableRun[OutputT] | Callable[[], Awaitable[DurableRun[OutputT]]],
         from_offset: int = 0,
+        *,
+        outcome: Callable[[], Awaitable[Result[OutputT]]] | None = None,
+        on_close: Callable[[], object] | None = None,
+        paused: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         if from_offset < 0:
             raise ValueError(f"from_offset must be 0 or more, not {from_offset}")
@@ -55,6 +61,11 @@ class DurableRunStream(Generic[OutputT]):
         self._start = run if callable(run) else None
         self._offset = from_offset
         self._result: Result[OutputT] | None = None
+        # A conversation turn's Result is its update's, not its run's (run.result()).
+        self._outcome = outcome
+        self._on_close = on_close
+        # Returns once the run waits for approvals (a turn's update says so); never otherwise.
+        self._paused = paused
 
     @property
     def run(self) -> DurableRun[OutputT]:
@@ -75,6 +86,17 @@ class DurableRunStream(Generic[OutputT]):
         return self._result
 
     async def __aiter__(self) -> AsyncIterator[RunEvent]:
+        try:
+            async with aclosing(self._events()) as events:
+                async for event in events:
+                    yield event
+            outcome = self._outcome or self.run.result
+            self._result = await outcome()
+        finally:
+            if self._on_close is not None:
+                self._on_close()
+
+    async def _events(self) -> AsyncGenerator[RunEvent, None]:
         if self._run is None:
             assert self._start is not None
             self._run = await self._start()
@@ -88,7 +110,7 @@ class DurableRunStream(Generic[OutputT]):
             ),
         )
         async with aclosing(items):
-            async for item in items:
+            async for item in self._until_paused(run, items):
                 self._offset = item.offset + 1
                 wire = converter.from_payload(item.data.payload, StreamEvent)
                 if wire.kind == "end":
@@ -98,7 +120,39 @@ class DurableRunStream(Generic[OutputT]):
                 elif wire.delta is not None and max(wire.attempt, 1) < attempts.get(wire.turn, 1):
                     continue  # a late piece of an attempt that was already given up on
                 yield wire.to_event(run.run_id, run.conversation_id)
-        self._result = await run.result()
+
+    async def _until_paused(
+        self, run: DurableRun[OutputT], items: AsyncGenerator[WorkflowStreamItem[RawValue], None]
+    ) -> AsyncGenerator[WorkflowStreamItem[RawValue], None]:
+        """``items``; once ``paused`` says the run waits for a person (its stream does not
+        end then), only those already published."""
+        if self._paused is None:
+            async for item in items:
+                yield item
+            return
+        pausing = asyncio.ensure_future(self._paused())
+        step: asyncio.Future[WorkflowStreamItem[RawValue]] | None = None
+        end_at: int | None = None
+        try:
+            while end_at is None or self._offset < end_at:
+                step = asyncio.ensure_future(anext(items))
+                if end_at is None:
+                    await asyncio.wait([step, pausing], return_when=asyncio.FIRST_COMPLETED)
+                    if pausing.done():
+                        # Everything before the pause is published: read up to there.
+                        end_at = await WorkflowStreamClient(run.handle).get_offset()
+                        if self._offset >= end_at and not step.done():
+                            return
+                try:
+                    yield await step
+                except StopAsyncIteration:
+                    return
+        finally:
+            pausing.cancel()
+            if step is not None and not step.done():
+                step.cancel()  # a poll in flight: end it before the subscription closes
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                    await step
 
 
 async def write_text(stream: AsyncIterable[RunEvent], write: Callable[[str], object]) -> bool:

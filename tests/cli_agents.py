@@ -50,3 +50,34 @@ moody = Agent(FunctionModel(_moody, model_name="moody-model"), name="moody")
 def explode() -> str:
     """Always fails."""
     raise ValueError("boom")
+
+
+def _count(messages: list[Message], tools: Any) -> Message:
+    """Answers ``N: PROMPT`` (N counts the user turns it sees): a continued conversation
+    shows in the count. A prompt containing "explode" calls a tool that always raises."""
+    users = [m for m in messages if m.role == "user"]
+    last = messages[-1]
+    if last.role == "user" and "explode" in last.content:
+        return Message.assistant("", [ToolCall(id=f"x-{len(messages)}", name="explode", args="{}")])
+    return Message.assistant(f"{len(users)}: {users[-1].content}")
+
+
+counter = Agent(FunctionModel(_count, model_name="count-model"), name="counter")
+counter.tool(retry_attempts=1)(explode)
+
+
+def _bank(messages: list[Message], tools: Any) -> Message:
+    """Asks to transfer (which needs approval), then reports the result."""
+    if messages[-1].role == "user":
+        call = ToolCall(id=f"t-{len(messages)}", name="transfer", args='{"amount": 5}')
+        return Message.assistant("", [call])
+    return Message.assistant(f"transfer: {messages[-1].content}")
+
+
+bank = Agent(FunctionModel(_bank, model_name="bank-model"), name="bank")
+
+
+@bank.tool(requires_approval=True)
+def transfer(amount: int) -> str:
+    """Move money."""
+    return f"moved {amount}"

@@ -18,7 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from cli_agents import broken, echo
+from cli_agents import broken, counter, echo
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -28,6 +28,7 @@ from golem.client import DurableAgent
 from golem.messages import load_messages
 from golem.testing import temporal_cli
 from golem.worker import GolemPlugin
+from golem.workflows.conversation import ConversationInput, ConversationWorkflow
 
 GOLEM = str(Path(sys.executable).parent / "golem")
 TESTS = Path(__file__).resolve().parent
@@ -198,15 +199,144 @@ async def test_chat_with_piped_input_prints_each_turn_on_its_own_line_with_its_r
     assert lines[4:6] == ["you> second", "echo> echo: second (LOUD)"]
     first_run, second_run = lines[3].split()[-1], lines[6].split()[-1]
     assert lines[3] == f"      run {first_run}" and first_run != second_run
-    conversation_id = lines[7].split()[-1]
-    query = f'GolemConversationId = "{conversation_id}"'
+    assert lines[7] == f"conversation id: {lines[7].split()[-1]}" and len(lines) == 8
+    # One ConversationWorkflow holds the chat; each turn was its child run.
+    conversation = temporal_client.get_workflow_handle(lines[7].split()[-1])
+    assert (await conversation.describe()).workflow_type == "ConversationWorkflow"
+    for run_id in (first_run, second_run):
+        child = await temporal_client.get_workflow_handle(run_id).describe()
+        assert child.parent_id == conversation.id
 
-    async def both_visible() -> bool:
-        return (await temporal_client.count_workflows(query)).count == 2
 
-    await until(both_visible)
-    description = await temporal_client.get_workflow_handle(second_run).describe()
-    assert description.typed_search_attributes  # the turn's run id is a real run
+async def test_chat_conversation_id_starts_that_conversation_then_attaches_to_it(
+    address: str, temporal_client: Client
+) -> None:
+    tq = queue()
+    conversation_id = f"chat-{uuid.uuid4().hex[:8]}"
+    chat = ("chat", "--agent", "counter", "--task-queue", tq, "--conversation-id", conversation_id)
+    async with golem_worker(tq, "counter"):
+        first = await golem(*chat, stdin="one\ntwo\n")
+        again = await golem(*chat, stdin="three\n")
+        listed = await golem("conversation", conversation_id)
+    assert first.code == again.code == 0, first.err + again.err
+    assert f"conversation {conversation_id} has no runs yet: starting it" in first.err
+    assert "counter> 1: one" in first.out and "counter> 2: two" in first.out
+    assert again.err == "" and "counter> 3: three" in again.out  # the same conversation
+    assert again.out.splitlines()[-1] == f"conversation id: {conversation_id}"
+    run_ids = [
+        line.split()[-1] for line in (first.out + again.out).splitlines() if line.startswith("   ")
+    ]
+    assert len(run_ids) == 3
+    # `golem conversation` lists the turns in order, each completed, each the next's parent.
+    lines = listed.out.splitlines()
+    assert listed.code == 0, listed.err
+    assert lines[0] == (f"conversation {conversation_id} (ConversationWorkflow, running): 3 run(s)")
+    runs = [line for line in lines[1:] if not line.strip().startswith("answer:")]
+    answers = [line.strip() for line in lines[1:] if line.strip().startswith("answer:")]
+    assert [line.split()[2] for line in runs] == run_ids
+    assert [line.split()[3] for line in runs] == ["completed"] * 3
+    assert [line.split()[4] for line in runs] == ["parent=-", *(f"parent={r}" for r in run_ids[:2])]
+    assert answers == ["answer: 1: one", "answer: 2: two", "answer: 3: three"]
+
+
+async def test_chat_asks_for_the_approvals_a_turn_waits_for(address: str) -> None:
+    tq = queue()
+    async with golem_worker(tq, "bank"):
+        done = await golem("chat", "--agent", "bank", "--task-queue", tq, stdin="pay\ny\npay\nn\n")
+    assert done.code == 0, done.err
+    lines = done.out.splitlines()
+    question = 'approve transfer({"amount": 5})? [y/N]'
+    assert lines[1:5] == [
+        "you> pay",
+        "bank> (waits for your approval)",
+        f"{question} y",
+        "bank> transfer: moved 5",
+    ]
+    denied = "bank> transfer: the user denied this tool call; it was not executed"
+    assert lines[6:10] == ["you> pay", "bank> (waits for your approval)", f"{question} n", denied]
+
+
+async def test_a_failed_chat_turn_is_reported_and_the_next_turn_resumes_from_it(
+    address: str, temporal_client: Client
+) -> None:
+    tq = queue()
+    async with golem_worker(tq, "counter"):
+        done = await golem(
+            "chat", "--agent", "counter", "--task-queue", tq, stdin="explode now\ncalmly\n"
+        )
+        conversation_id = done.out.splitlines()[-1].split()[-1]
+        listed = await golem("conversation", "--json", conversation_id)
+    assert done.code == 0, done.err
+    lines = done.out.splitlines()
+    failed = next(i for i, line in enumerate(lines) if "run failed at stage tool" in line)
+    assert "boom" in lines[failed]
+    failed_run = lines[failed + 1].split()[1]
+    assert lines[failed + 1] == f"      run {failed_run} (failed; the next turn resumes from it)"
+    # The failed turn's evidence stayed in the conversation: the next turn counts it.
+    assert "counter> 2: calmly" in done.out
+    runs = json.loads(listed.out)["runs"]
+    assert runs[0]["runId"] == failed_run
+    assert [r["status"] for r in runs] == ["failed", "completed"]
+    assert runs[1]["answer"] == "2: calmly" and runs[1]["parentRunId"] == failed_run
+
+
+async def test_conversation_lists_a_conversations_runs_across_continue_as_new(
+    address: str, temporal_client: Client
+) -> None:
+    tq = queue()
+    conversation_id = f"can-{uuid.uuid4().hex[:8]}"
+    async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(counter)]):
+        # golem's own budget of two turns per workflow run: five turns, three runs.
+        await temporal_client.start_workflow(
+            ConversationWorkflow.run,
+            ConversationInput(agent="counter", turns_per_run=2),
+            id=conversation_id,
+            task_queue=tq,
+        )
+        conversation = await DurableAgent(temporal_client, counter, task_queue=tq).conversation(
+            conversation_id
+        )
+        results = [await conversation.send(f"turn {n}") for n in range(5)]
+        listed = await golem("conversation", "--json", conversation_id)
+        text = await golem("conversation", conversation_id)
+    executions = [
+        e async for e in temporal_client.list_workflows(f'WorkflowId = "{conversation_id}"')
+    ]
+    assert len(executions) >= 3  # it did continue as new (closed runs are listed too)
+    assert results[-1].output == "5: turn 4"
+    runs = json.loads(listed.out)["runs"]
+    assert [r["runId"] for r in runs] == [r.run_id for r in results]
+    assert [r["status"] for r in runs] == ["completed"] * 5
+    assert [r["answer"] for r in runs] == [f"{n + 1}: turn {n}" for n in range(5)]
+    assert text.out.splitlines()[0] == (
+        f"conversation {conversation_id} (ConversationWorkflow, running): 5 run(s)"
+    )
+
+
+async def test_run_conversation_id_of_a_conversation_workflow_sends_it_a_turn(
+    address: str, temporal_client: Client
+) -> None:
+    tq = queue()
+    async with golem_worker(tq, "counter"):
+        chatted = await golem("chat", "--agent", "counter", "--task-queue", tq, stdin="one\n")
+        conversation_id = chatted.out.splitlines()[-1].split()[-1]
+        done = await golem(
+            "run",
+            "--agent",
+            "counter",
+            "--task-queue",
+            tq,
+            "--conversation-id",
+            conversation_id,
+            "two",
+        )
+        runs = await temporal_client.get_workflow_handle(conversation_id).query(
+            "golem.runs", result_type=list[str]
+        )
+    assert done.code == 0, done.err
+    assert done.out.splitlines()[0] == "2: two"
+    assert ids(done.out)["conversation id"] == conversation_id
+    assert runs[-1] == ids(done.out)["run id"] and len(runs) == 2
 
 
 # -- errors: one line naming the problem and the fix -----------------------------------------

@@ -83,6 +83,8 @@ class TurnInput(_Payload):
     prompt: str | None = None
     parts: list[Part] = Field(default_factory=list)
     deps: Any = None
+    stream: bool = False
+    """The turn's run publishes its deltas live (``DurableConversation.send_stream``)."""
 
 
 class TurnOutput(_Payload):
@@ -226,7 +228,13 @@ class ConversationWorkflow:
         try:
             child = await workflow.start_child_workflow(
                 AgentRunWorkflow.run,
-                AgentRunInput(agent=self._agent, run=run, parent_run_id=parent, notify_parent=True),
+                AgentRunInput(
+                    agent=self._agent,
+                    run=run,
+                    parent_run_id=parent,
+                    notify_parent=True,
+                    stream=turn.stream,
+                ),
                 id=turn.run_id,
                 search_attributes=lineage.run_search_attributes(
                     conversation_id, self._agent, parent
