@@ -64,6 +64,7 @@ from golem.workflows.outcome import (
 )
 from golem.workflows.pages import MessagesPage, MessagesQuery, Pager, read_pages
 from golem.workflows.registry import UNKNOWN_AGENT
+from golem.workflows.shipping import chain_all
 from golem.workflows.types import AgentRunInput
 
 __all__ = [
@@ -547,12 +548,24 @@ async def fetch_run(client: Client, run_id: str) -> RunRecord:
 
 
 async def _input_history(client: Client, handle: WorkflowHandle[Any, Any]) -> list[Message]:
-    """The history a run was started with (its first event's input)."""
+    """The history a run was started with (its first event's input); a conversation's turn
+    got it by reference, so it is read from the conversation and checked by digest."""
     async for event in handle.fetch_history_events():
         attrs = event.workflow_execution_started_event_attributes
         # The client's converter, so an encrypted input is decrypted first.
         payloads = await client.data_converter.decode(list(attrs.input.payloads), [AgentRunInput])
-        return list(payloads[0].run.history)
+        input: AgentRunInput = payloads[0]
+        base = input.base
+        if base is None:
+            return list(input.run.history)
+        conversation = client.get_workflow_handle(base.conversation)
+        messages = await read_pages(_pager(conversation), 0, base.count) if base.count else []
+        if chain_all(messages)[-1] != base.digest:
+            raise ValueError(
+                f"conversation {base.conversation} no longer holds the history run "
+                f"{handle.id} was given (its first {base.count} messages changed)"
+            )
+        return messages
     return []
 
 

@@ -2,7 +2,9 @@
 
 The model-request activity does not receive the conversation: its worker's
 ``MessageCache`` extends what it has with the input's new messages, or reads them from
-the running workflow through the ``golem.messages`` query (see golem.workflows.shipping).
+the running workflow through the ``golem.messages`` query, and a conversation turn's
+history from the conversation workflow's ``golem.conversation`` query (see
+golem.workflows.shipping).
 """
 
 from __future__ import annotations
@@ -202,9 +204,20 @@ class ModelActivity:
             )
             return page
 
+        base_pager = None
+        if input.base is not None:
+            # No run id: the conversation's current run answers, across continue-as-new.
+            conversation = activity.client().get_workflow_handle(input.base.conversation)
+
+            async def base_pager(query: MessagesQuery) -> MessagesPage:
+                page: MessagesPage = await conversation.query(
+                    "golem.conversation", query, result_type=MessagesPage
+                )
+                return page
+
         try:
             return await self.cache.fetch(
-                f"{info.workflow_id}/{info.workflow_run_id}", input, pager
+                f"{info.workflow_id}/{info.workflow_run_id}", input, pager, base_pager
             )
         except ShippingError as exc:
             raise ApplicationError(str(exc), type=SHIPPING_ERROR, non_retryable=True) from None

@@ -49,7 +49,7 @@ with workflow.unsafe.imports_passed_through():
         failure_error,
     )
     from golem.workflows.pages import MessagesPage, MessagesQuery
-    from golem.workflows.shipping import Outbox
+    from golem.workflows.shipping import HistoryBase, Outbox
     from golem.workflows.streams import RunStreamHost
     from golem.workflows.types import AgentRunInput, PrepareInput, ToolCallInput
 
@@ -110,11 +110,12 @@ class TemporalExecutor:
         settings: registry.WorkerSettings,
         on_change: Callable[[], None] = lambda: None,
         gate: ApprovalGate | None = None,
+        base: HistoryBase | None = None,
     ) -> None:
         self.agent = agent
         self.gate = gate
         self.heartbeat_timeout = settings.heartbeat_timeout
-        self.outbox = Outbox(settings.inline_messages_bytes)
+        self.outbox = Outbox(settings.inline_messages_bytes, base)
         self.stream = False  # the model activity publishes deltas (DurableAgent.run_stream)
         self.tools_in_flight: list[str] = []
         """Tool activities started and not yet finished, in start order."""
@@ -284,6 +285,13 @@ class AgentRunWorkflow:
                 str(exc), type=registry.UNKNOWN_AGENT, non_retryable=True
             ) from None
         run = input.run
+        if input.base is not None and (agent.history_processor is not None or run.history):
+            # A history processor must see the whole history: such runs get it by value.
+            raise ApplicationError(
+                f"agent {agent.name!r}: a history by reference cannot go with a history "
+                "processor or a history by value",
+                non_retryable=True,
+            )
         if agent.deps_type is not None and run.deps is not None:
             try:
                 deps = TypeAdapter(agent.deps_type).validate_python(run.deps)
@@ -297,15 +305,20 @@ class AgentRunWorkflow:
         if not run.run_id:
             run = run.model_copy(update={"run_id": info.workflow_id})
         history = run.history
+        based = input.base is not None
         self._gate = ApprovalGate(
             lambda pending: encode_result(
-                finish.result(self._state(), None, pending=pending), history, None
+                finish.result(self._state(), None, pending=pending), history, None, based
             ),
             agent.approval_timeout,
             notify_parent=input.notify_parent,
         )
         self._executor = TemporalExecutor(
-            agent, registry.settings(info.task_queue), on_change=self._show_details, gate=self._gate
+            agent,
+            registry.settings(info.task_queue),
+            on_change=self._show_details,
+            gate=self._gate,
+            base=input.base,
         )
         self._executor.stream = input.stream
         self._loop = RunLoop(agent, self._executor, run, emit=self._on_event)
@@ -314,7 +327,7 @@ class AgentRunWorkflow:
         except RunError as exc:
             if exc.partial is not None:
                 self._outcome = exc.partial.messages
-            details = encode_failure(exc, run.history)
+            details = encode_failure(exc, run.history, based)
             if isinstance(exc.__cause__, asyncio.CancelledError):
                 # A cancel command carries no details: the evidence rides the memo instead,
                 # so the run still shows as Canceled in the UI.
@@ -333,7 +346,7 @@ class AgentRunWorkflow:
         reason = "awaiting approval" if result.pending_approvals else "answered"
         if workflow.patched(OUTCOME_PATCH):
             workflow.upsert_memo({OUTCOME_MEMO: self._summary(reason, output)})
-        return encode_result(result, run.history, output)
+        return encode_result(result, run.history, output, based)
 
     def _state(self) -> RunState:
         assert self._loop is not None

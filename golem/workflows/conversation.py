@@ -24,11 +24,13 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError
 with workflow.unsafe.imports_passed_through():
     from golem.loop import RunInput
     from golem.messages import HistoryError, Message, Part, ToolCall, validate_history
-    from golem.workflows import lineage
+    from golem.phases.prepare import repaired
+    from golem.workflows import lineage, registry
     from golem.workflows.agent_run import RUN_ERROR, AgentRunWorkflow
     from golem.workflows.approvals import PAUSED_SIGNAL, PausedRun
     from golem.workflows.outcome import AgentRunOutput, FailureDetails
-    from golem.workflows.pages import MessagesPage, MessagesQuery
+    from golem.workflows.pages import PAGE_BYTES, MessagesPage, MessagesQuery
+    from golem.workflows.shipping import HistoryBase, chain, chain_all
     from golem.workflows.types import AgentRunInput
 
 __all__ = [
@@ -108,6 +110,9 @@ class ConversationWorkflow:
     def __init__(self, input: ConversationInput) -> None:
         self._agent = input.agent
         self._messages: list[Message] = list(input.messages)
+        self._chain = chain_all(self._messages)  # _chain[i]: digest of the first i messages
+        # Repaired and closed: a turn can take it by reference (its loop would not change it).
+        self._clean = repaired(self._messages) == self._messages
         self._runs: list[str] = list(input.runs)
         self._parent_run_id = input.parent_run_id
         self._turns_per_run = input.turns_per_run
@@ -135,6 +140,8 @@ class ConversationWorkflow:
         )
 
     def _should_continue(self) -> bool:
+        if self._waiting is not None:  # its run and its approve update belong to this run
+            return False
         return self._turns >= self._turns_per_run or (
             workflow.info().is_continue_as_new_suggested() and not self._lock.locked()
         )
@@ -207,9 +214,29 @@ class ConversationWorkflow:
                 non_retryable=True,
             )
 
+    def _by_reference(self) -> bool:
+        """Whether the next turn can take the transcript by reference: it is clean, and the
+        agent has no history processor or per-request token limit (both need the whole
+        history in the run's loop, so those turns get it by value)."""
+        if not self._clean:
+            return False  # evidence of a failed turn: the next run repairs it, by value
+        try:
+            agent = registry.lookup(workflow.info().task_queue, self._agent)
+        except LookupError:
+            return False  # the run reports the unknown agent
+        limits = agent.usage_limits
+        return agent.history_processor is None and (
+            limits is None or limits.request_input_tokens_limit is None
+        )
+
     async def _turn(self, turn: TurnInput) -> TurnOutput:
         conversation_id = workflow.info().workflow_id
+        start = len(self._messages)
+        base = None
         history = self._messages
+        if self._by_reference():
+            base = HistoryBase(conversation=conversation_id, count=start, digest=self._chain[start])
+            history = []
         parent = self._runs[-1] if self._runs else self._parent_run_id
         run = RunInput(
             prompt=turn.prompt,
@@ -219,14 +246,19 @@ class ConversationWorkflow:
             run_id=turn.run_id,
             conversation_id=conversation_id,
         )
-        start = len(history)
         self._runs.append(turn.run_id)
         self._turns += 1
         self._details()
         try:
             child = await workflow.start_child_workflow(
                 AgentRunWorkflow.run,
-                AgentRunInput(agent=self._agent, run=run, parent_run_id=parent, notify_parent=True),
+                AgentRunInput(
+                    agent=self._agent,
+                    run=run,
+                    parent_run_id=parent,
+                    notify_parent=True,
+                    base=base,
+                ),
                 id=turn.run_id,
                 search_attributes=lineage.run_search_attributes(
                     conversation_id, self._agent, parent
@@ -259,9 +291,10 @@ class ConversationWorkflow:
             output = AgentRunOutput.model_validate(child.result())
         except ChildWorkflowError as exc:
             details = _failure_details(exc)
-            if details is not None and details.partial is not None:
-                # The failed turn's evidence joins the transcript: the next turn resumes it.
-                self._messages = details.partial.messages(history)
+            if details is not None and details.partial is not None and not details.partial.paged:
+                # The failed turn's evidence joins the transcript: the next turn resumes it
+                # (by value: its loop repairs what the failure left open).
+                self._set_messages(details.partial.messages(history), clean=False)
             self._details()
             cause = exc.cause
             if isinstance(cause, ApplicationError):
@@ -269,9 +302,30 @@ class ConversationWorkflow:
                     cause.message, *cause.details, type=cause.type, non_retryable=True
                 ) from None
             raise ApplicationError(str(cause or exc), type=RUN_ERROR, non_retryable=True) from None
-        self._messages = output.snapshot.messages(history)
+        if output.snapshot.paged:
+            # Workflow code cannot read pages; one turn adding ~1 MB of messages is refused.
+            raise ApplicationError(
+                f"turn {run_id} added more than {PAGE_BYTES} bytes of messages, too many for "
+                "the conversation to take in; return references (URLs, ids) from tools",
+                non_retryable=True,
+            )
+        self._set_messages(output.snapshot.messages(history), clean=True)
         self._details()
         return TurnOutput(run=output, start=start)
+
+    def _set_messages(self, messages: list[Message], clean: bool) -> None:
+        """The transcript after a turn. A by-reference turn only appends (its snapshot has
+        no base); a by-value turn may rewrite what it repaired, and the digests follow."""
+        same = 0
+        for old, new in zip(self._messages, messages, strict=False):
+            if old is not new and old != new:
+                break
+            same += 1
+        del self._chain[same + 1 :]
+        for message in messages[same:]:
+            self._chain.append(chain(self._chain[-1], message))
+        self._messages = messages
+        self._clean = clean
 
     def _details(self) -> None:
         waiting = self._waiting

@@ -52,13 +52,20 @@ class _Payload(BaseModel):
 
 class RunSnapshot(_Payload):
     """A run's conversation as ``base + added``: ``base`` is ``None`` when it is exactly the
-    history the run was given, so a clean continuation does not send the history back.
-    A conversation too big for one payload is ``paged``: read it with ``golem.conversation``."""
+    history the run was given, so a clean continuation does not send the history back; a
+    run that changed only the history's end (a repair) carries only that end (``kept``).
+    What it would carry too big for one payload is ``paged``: read it with
+    ``golem.conversation``."""
 
     base: list[Message] | None = None
     added: list[Message] = Field(default_factory=list)
+    kept: int = 0
+    """With ``base``: the given history's first ``kept`` messages come before it."""
     paged: int = 0
-    """When non-zero: the conversation has this many messages, none of them carried here."""
+    """When non-zero: the run's conversation has this many messages, none carried here."""
+    based: bool = False
+    """The run got its history by reference (a conversation's turn): its conversation, and
+    so its pages, are only its own messages, which follow that history."""
     usage: Usage = Field(default_factory=Usage)
     requests: int = 0
     tool_calls: int = 0
@@ -66,7 +73,9 @@ class RunSnapshot(_Payload):
     conversation_id: str = ""
 
     @classmethod
-    def of(cls, evidence: Result[Any] | PartialResult, history: list[Message]) -> RunSnapshot:
+    def of(
+        cls, evidence: Result[Any] | PartialResult, history: list[Message], based: bool = False
+    ) -> RunSnapshot:
         """Split the evidence's messages where the run's own stamps begin (or page them)."""
         messages = evidence.messages
         counts = {
@@ -75,20 +84,28 @@ class RunSnapshot(_Payload):
             "tool_calls": evidence.tool_calls,
             "run_id": evidence.run_id,
             "conversation_id": evidence.conversation_id,
+            "based": based,
         }
-        if sum(message_size(m) for m in messages) > PAGE_BYTES:
-            return cls(paged=len(messages), **counts)
         run_id = evidence.run_id
         cut = next((i for i, m in enumerate(messages) if m.run_id == run_id), len(messages))
         base = messages[:cut]
-        same = len(base) == len(history) and all(
-            a is b or a == b for a, b in zip(base, history, strict=True)
-        )
-        return cls(base=None if same else base, added=messages[cut:], **counts)
+        kept = 0
+        for old, new in zip(history, base, strict=False):
+            if old is not new and old != new:
+                break
+            kept += 1
+        carried = [*base[kept:], *messages[cut:]]
+        if sum(message_size(m) for m in carried) > PAGE_BYTES:
+            return cls(paged=len(messages), **counts)
+        if kept == len(base) == len(history):
+            return cls(added=messages[cut:], **counts)
+        return cls(base=base[kept:], kept=kept, added=messages[cut:], **counts)
 
     def messages(self, history: list[Message]) -> list[Message]:
         """The conversation when carried inline (``paged`` is 0)."""
-        return [*(history if self.base is None else self.base), *self.added]
+        if self.base is None:
+            return [*history, *self.added]
+        return [*history[: self.kept], *self.base, *self.added]
 
     def to_partial(self, messages: list[Message]) -> PartialResult:
         return PartialResult(
@@ -137,17 +154,21 @@ async def conversation(
     """A snapshot's conversation: carried inline, or paged out of the workflow by query."""
     if not snapshot.paged:
         return snapshot.messages(history)
-    return await read_pages(pager, 0, snapshot.paged)
+    pages = await read_pages(pager, 0, snapshot.paged)
+    return [*history, *pages] if snapshot.based else pages
 
 
 # The result.
 
 
-def encode_result(result: Result[Any], history: list[Message], output: Any) -> AgentRunOutput:
-    """What the workflow returns; ``output`` is the result's output as JSON-able data."""
+def encode_result(
+    result: Result[Any], history: list[Message], output: Any, based: bool = False
+) -> AgentRunOutput:
+    """What the workflow returns; ``output`` is the result's output as JSON-able data
+    (``based``: the run got its history by reference)."""
     return AgentRunOutput(
         output=output,
-        snapshot=RunSnapshot.of(result, history),
+        snapshot=RunSnapshot.of(result, history, based),
         pending_approvals=result.pending_approvals,
     )
 
@@ -166,9 +187,10 @@ async def decode_result(
 # The failure.
 
 
-def encode_failure(error: RunError, history: list[Message]) -> FailureDetails:
+def encode_failure(error: RunError, history: list[Message], based: bool = False) -> FailureDetails:
     """The details a failed run carries; the evidence is the error's own ``partial``."""
-    partial = RunSnapshot.of(error.partial, history) if error.partial is not None else None
+    evidence = error.partial
+    partial = RunSnapshot.of(evidence, history, based) if evidence is not None else None
     return FailureDetails(stage=error.stage, message=error.detail, partial=partial)
 
 

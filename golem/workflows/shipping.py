@@ -8,6 +8,13 @@ messages and extends them. Nothing is trusted: every call carries a digest chain
 of its prefix and of its whole request, so a cache that missed a call (another worker
 ran it) or holds a stale list refetches, and a wrong conversation is never sent.
 
+A run of a conversation (``ConversationWorkflow``) gets its history by reference: its
+input names a ``HistoryBase`` (the conversation workflow's id, a message count and the
+digest of that prefix) instead of the messages, its requests are shipped without it, and
+the worker's cache reads the base through the conversation's ``golem.conversation`` query
+(once per worker and conversation, then only what was appended), verified by digest. The
+request the model sees is ``[system?] + base + the run's own messages``.
+
 No Temporal import: the activity hands the cache its query (``Pager``).
 """
 
@@ -25,7 +32,16 @@ from pydantic_core.core_schema import any_schema
 from golem.messages import Message
 from golem.workflows.pages import MessagesPage, MessagesQuery, Pager, message_size, read_pages
 
-__all__ = ["MessageCache", "ModelCallInput", "Outbox", "ShippingError", "chain"]
+__all__ = [
+    "HistoryBase",
+    "MessageCache",
+    "ModelCallInput",
+    "Outbox",
+    "ShippingError",
+    "chain",
+    "chain_all",
+    "with_base",
+]
 
 _JSON = SchemaSerializer(any_schema())
 
@@ -34,6 +50,33 @@ def chain(previous: str, message: Message) -> str:
     """The digest of a list of messages, extended by one message (``""`` for no messages)."""
     data = _JSON.to_json(message, by_alias=True, exclude_defaults=True)
     return hashlib.blake2b(previous.encode() + data, digest_size=16).hexdigest()
+
+
+def chain_all(messages: list[Message], start: str = "") -> list[str]:
+    """``[start, digest of messages[:1], ..., digest of messages]``."""
+    digests = [start]
+    for message in messages:
+        digests.append(chain(digests[-1], message))
+    return digests
+
+
+class HistoryBase(BaseModel):
+    """A run's history by reference: the first ``count`` messages of conversation workflow
+    ``conversation``'s transcript, whose digest (``chain``) is ``digest``."""
+
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+    conversation: str
+    count: int
+    digest: str
+
+
+def with_base(base: list[Message], own: list[Message]) -> list[Message]:
+    """A based run's request: its instructions (a leading system message) first, then the
+    base, then its own messages (the loop drops system messages from histories, so only
+    the instructions can lead)."""
+    split = 1 if own and own[0].role == "system" else 0
+    return [*own[:split], *base, *own[split:]]
 
 
 def _common_prefix(old: list[Message], new: list[Message]) -> int:
@@ -72,6 +115,8 @@ class ModelCallInput(BaseModel):
     """Digest of ``[0, upto)``: what the activity must end up with."""
     stream: bool = False
     """Stream the answer, publishing its deltas to the run's stream."""
+    base: HistoryBase | None = None
+    """The run's history by reference: the request is ``with_base(base, messages)``."""
 
 
 class ShippingError(Exception):
@@ -81,8 +126,10 @@ class ShippingError(Exception):
 class Outbox:
     """The workflow side: the current request's messages, shipped as differences."""
 
-    def __init__(self, inline_bytes: int) -> None:
+    def __init__(self, inline_bytes: int, base: HistoryBase | None = None) -> None:
         self.inline_bytes = inline_bytes
+        self.base = base
+        """The run's history by reference; ``messages`` are only the run's own."""
         self.messages: list[Message] = []
         """The current request's messages (served by the ``golem.messages`` query)."""
         self._chain: list[str] = [""]  # _chain[i]: digest of messages[:i]
@@ -107,6 +154,7 @@ class Outbox:
             prefix=self._chain[same],
             digest=self._chain[-1],
             stream=stream,
+            base=self.base,
         )
 
     def page(self, query: MessagesQuery) -> MessagesPage:
@@ -127,10 +175,48 @@ class MessageCache:
         """Query pages asked for so far (for tests and tuning)."""
         self.refetches = 0
         """Times a cached prefix did not match and was dropped."""
+        self.base_queries = 0
+        """Query pages asked of conversation workflows for bases."""
         self._runs: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
+        self._bases: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
 
-    async def fetch(self, run: str, call: ModelCallInput, pager: Pager) -> list[Message]:
-        """The request's ``call.upto`` messages for ``run``; ``pager`` asks the workflow."""
+    async def fetch(
+        self, run: str, call: ModelCallInput, pager: Pager, base_pager: Pager | None = None
+    ) -> list[Message]:
+        """The request's messages for ``run``: its own ``call.upto`` (``pager`` asks the run's
+        workflow), after ``call.base`` when it has one (``base_pager`` asks the conversation)."""
+        own = await self._own(run, call, pager)
+        if call.base is None:
+            return own
+        if base_pager is None:
+            raise ShippingError(f"run {run}: its history is by reference and nothing can read it")
+        return with_base(await self._base(call.base, base_pager), own)
+
+    async def _base(self, base: HistoryBase, pager: Pager) -> list[Message]:
+        """A conversation's first ``base.count`` messages: cached per conversation and
+        extended by what it appended since; a cache whose prefix no longer matches (the
+        transcript was rewritten, which only a repairing by-value turn does) reads anew."""
+        messages, digests = self._bases.pop(base.conversation, ([], [""]))
+        if len(messages) < base.count:
+            added = await read_pages(self._counting(pager, base=True), len(messages), base.count)
+            messages.extend(added)
+            digests.extend(chain_all(added, digests[-1])[1:])
+        if digests[base.count] != base.digest:
+            if len(digests) > 1:
+                self.refetches += 1
+            messages = await read_pages(self._counting(pager, base=True), 0, base.count)
+            digests = chain_all(messages)
+            if len(messages) != base.count or digests[-1] != base.digest:
+                raise ShippingError(
+                    f"conversation {base.conversation}: its first {base.count} messages do not "
+                    f"match the digest its run was given ({digests[-1]} != {base.digest})"
+                )
+        self._bases[base.conversation] = (messages, digests)
+        while len(self._bases) > self.max_runs:
+            self._bases.popitem(last=False)
+        return messages[: base.count]
+
+    async def _own(self, run: str, call: ModelCallInput, pager: Pager) -> list[Message]:
         messages, digests = self._runs.pop(run, ([], [""]))
         if len(digests) > call.since and digests[call.since] == call.prefix:
             del messages[call.since :], digests[call.since + 1 :]
@@ -156,9 +242,12 @@ class MessageCache:
             self._runs.popitem(last=False)
         return list(messages)
 
-    def _counting(self, pager: Pager) -> Pager:
+    def _counting(self, pager: Pager, base: bool = False) -> Pager:
         async def ask(query: MessagesQuery) -> MessagesPage:
-            self.queries += 1
+            if base:
+                self.base_queries += 1
+            else:
+                self.queries += 1
             return await pager(query)
 
         return ask
