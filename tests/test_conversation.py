@@ -214,7 +214,8 @@ async def test_a_failed_turn_raises_run_error_and_the_next_turn_resumes_its_evid
             return Message.assistant("", [ToolCall(id="c1", name="explode", args="{}")])
         return Message.assistant(f"{sum(1 for m in messages if m.role == 'tool')} tool results")
 
-    agent = Agent(FunctionModel(answer), name="breaker")
+    model = FunctionModel(answer)
+    agent = Agent(model, name="breaker")
 
     @agent.tool
     def explode() -> str:
@@ -226,6 +227,13 @@ async def test_a_failed_turn_raises_run_error_and_the_next_turn_resumes_its_evid
         with pytest.raises(RunError) as failed:
             await conv.send("break")
         after = await conv.send("continue")
+        last = await conv.send("and on")  # by reference again, after the repairing turn
+        transcript = await conv.messages()
+    assert transcript == last.messages
+    assert transcript[: len(after.messages)] == after.messages
+    # Every request (the failed turn's too) was the transcript up to its answer.
+    answers = [i for i, m in enumerate(transcript) if m.role == "assistant"]
+    assert [r.messages for r in model.requests] == [transcript[:end] for end in answers]
     assert failed.value.stage == "tool"
     assert failed.value.partial is not None
     assert failed.value.partial.conversation_id == conv.id
