@@ -41,9 +41,11 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows.approvals import ApprovalGate
     from golem.workflows.outcome import (
         FAILURE_MEMO,
+        REF_BYTES,
         RUN_ERROR,
         AgentRunOutput,
         cancel_memo,
+        content_digest,
         encode_failure,
         encode_result,
         failure_error,
@@ -121,6 +123,9 @@ class TemporalExecutor:
         """Tool activities started and not yet finished, in start order."""
         self.tools_done = 0
         """Tool activities that returned: the loop counts a batch only when it ends."""
+        self.recorded: set[str] = set()
+        """Digests of the long contents this run's model and tool activities returned: the
+        run's result carries those by reference (the client reads them from its history)."""
         self._on_change = on_change
 
     def new_id(self) -> str:
@@ -166,7 +171,7 @@ class TemporalExecutor:
     ) -> ModelResponse:
         call = self.outbox.ship(self.agent.name, ctx.turn, request.messages, self.stream)
         policy = self.agent.model_retry
-        return await _activity(
+        response: ModelResponse = await _activity(
             workflow.execute_activity(
                 "golem.model_request",
                 call,
@@ -177,6 +182,12 @@ class TemporalExecutor:
                 summary=f"model: {self.agent.model_name} (turn {ctx.turn})",
             )
         )
+        self._record(response.message.content)
+        return response
+
+    def _record(self, content: str) -> None:
+        if len(content) >= REF_BYTES:
+            self.recorded.add(content_digest(content))
 
     async def await_approvals(
         self, pending: list[ToolCall], ctx: RunContext[Any]
@@ -211,6 +222,7 @@ class TemporalExecutor:
             outcome = await self._tool_activity(
                 call, ctx, tool.timeout or timedelta(minutes=5), policy
             )
+            self._record(outcome.content)
             self.tools_done += 1
             return outcome
         finally:
@@ -346,7 +358,10 @@ class AgentRunWorkflow:
         reason = "awaiting approval" if result.pending_approvals else "answered"
         if workflow.patched(OUTCOME_PATCH):
             workflow.upsert_memo({OUTCOME_MEMO: self._summary(reason, output)})
-        return encode_result(result, run.history, output, based)
+        # A parent workflow cannot read this run's history: only a client-started run's
+        # result names recorded contents instead of carrying them again.
+        recorded = self._executor.recorded if info.parent is None else set()
+        return encode_result(result, run.history, output, based, recorded)
 
     def _state(self) -> RunState:
         assert self._loop is not None

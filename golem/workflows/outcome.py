@@ -7,7 +7,8 @@ drift; tests round-trip them through golem's data converter without a server.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import hashlib
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,6 +29,7 @@ __all__ = [
     "RunSnapshot",
     "UnknownAgentError",
     "cancel_memo",
+    "content_digest",
     "conversation",
     "decode_failure",
     "decode_result",
@@ -40,6 +42,18 @@ __all__ = [
 RUN_ERROR = "GolemRunError"
 #: Memo key holding a cancelled run's ``FailureDetails`` (a cancel carries no details).
 FAILURE_MEMO = "golemFailure"
+
+
+#: Contents at least this long are carried by reference when an activity recorded them.
+REF_BYTES = 256
+
+#: Loads ``{content_digest(text): text}`` of every content a run's activities recorded.
+Recorded = Callable[[], Awaitable[Mapping[str, str]]]
+
+
+def content_digest(text: str) -> str:
+    """The key a snapshot names a recorded content by."""
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 class UnknownAgentError(LookupError):
@@ -66,6 +80,9 @@ class RunSnapshot(_Payload):
     based: bool = False
     """The run got its history by reference (a conversation's turn): its conversation, and
     so its pages, are only its own messages, which follow that history."""
+    refs: dict[int, str] = Field(default_factory=dict)
+    """``added[i]``'s content is empty here: it is the content an activity of this run
+    recorded (a model answer, a tool result) whose ``content_digest`` is ``refs[i]``."""
     usage: Usage = Field(default_factory=Usage)
     requests: int = 0
     tool_calls: int = 0
@@ -74,9 +91,15 @@ class RunSnapshot(_Payload):
 
     @classmethod
     def of(
-        cls, evidence: Result[Any] | PartialResult, history: list[Message], based: bool = False
+        cls,
+        evidence: Result[Any] | PartialResult,
+        history: list[Message],
+        based: bool = False,
+        recorded: Collection[str] = (),
     ) -> RunSnapshot:
-        """Split the evidence's messages where the run's own stamps begin (or page them)."""
+        """Split the evidence's messages where the run's own stamps begin (or page them);
+        contents whose digest is in ``recorded`` (the run's own activity results) are
+        carried by reference."""
         messages = evidence.messages
         counts = {
             "usage": evidence.usage,
@@ -94,18 +117,31 @@ class RunSnapshot(_Payload):
             if old is not new and old != new:
                 break
             kept += 1
-        carried = [*base[kept:], *messages[cut:]]
+        added, refs = _by_reference(messages[cut:], recorded)
+        carried = [*base[kept:], *added]
         if sum(message_size(m) for m in carried) > PAGE_BYTES:
             return cls(paged=len(messages), **counts)
         if kept == len(base) == len(history):
-            return cls(added=messages[cut:], **counts)
-        return cls(base=base[kept:], kept=kept, added=messages[cut:], **counts)
+            return cls(added=added, refs=refs, **counts)
+        return cls(base=base[kept:], kept=kept, added=added, refs=refs, **counts)
 
-    def messages(self, history: list[Message]) -> list[Message]:
-        """The conversation when carried inline (``paged`` is 0)."""
+    def messages(
+        self, history: list[Message], recorded: Mapping[str, str] | None = None
+    ) -> list[Message]:
+        """The conversation when carried inline (``paged`` is 0); ``recorded`` fills the
+        contents carried by reference."""
+        added = self.added
+        if self.refs:
+            if recorded is None:
+                raise ValueError(f"run {self.run_id}: its result names recorded contents")
+            added = list(added)
+            for index, key in self.refs.items():
+                if key not in recorded:
+                    raise LookupError(f"run {self.run_id}: no activity recorded content {key}")
+                added[index] = added[index].model_copy(update={"content": recorded[key]})
         if self.base is None:
-            return [*history, *self.added]
-        return [*history[: self.kept], *self.base, *self.added]
+            return [*history, *added]
+        return [*history[: self.kept], *self.base, *added]
 
     def to_partial(self, messages: list[Message]) -> PartialResult:
         return PartialResult(
@@ -116,6 +152,22 @@ class RunSnapshot(_Payload):
             run_id=self.run_id,
             conversation_id=self.conversation_id,
         )
+
+
+def _by_reference(
+    messages: list[Message], recorded: Collection[str]
+) -> tuple[list[Message], dict[int, str]]:
+    """``messages`` with each long content an activity recorded emptied, and the refs."""
+    if not recorded:
+        return messages, {}
+    out, refs = list(messages), {}
+    for index, message in enumerate(messages):
+        if len(message.content) >= REF_BYTES:
+            key = content_digest(message.content)
+            if key in recorded:
+                out[index] = message.model_copy(update={"content": ""})
+                refs[index] = key
+    return out, refs
 
 
 class AgentRunOutput(_Payload):
@@ -149,11 +201,12 @@ class FailureDetails(_Payload):
 
 
 async def conversation(
-    snapshot: RunSnapshot, history: list[Message], pager: Pager
+    snapshot: RunSnapshot, history: list[Message], pager: Pager, recorded: Recorded | None = None
 ) -> list[Message]:
-    """A snapshot's conversation: carried inline, or paged out of the workflow by query."""
+    """A snapshot's conversation: carried inline (``recorded`` reads the contents it names
+    from the run's history), or paged out of the workflow by query."""
     if not snapshot.paged:
-        return snapshot.messages(history)
+        return snapshot.messages(history, await recorded() if snapshot.refs and recorded else None)
     pages = await read_pages(pager, 0, snapshot.paged)
     return [*history, *pages] if snapshot.based else pages
 
@@ -162,26 +215,37 @@ async def conversation(
 
 
 def encode_result(
-    result: Result[Any], history: list[Message], output: Any, based: bool = False
+    result: Result[Any],
+    history: list[Message],
+    output: Any,
+    based: bool = False,
+    recorded: Collection[str] = (),
 ) -> AgentRunOutput:
     """What the workflow returns; ``output`` is the result's output as JSON-able data
-    (``based``: the run got its history by reference)."""
+    (``based``: the run got its history by reference; ``recorded``: digests of contents
+    its activities recorded, carried by reference)."""
     return AgentRunOutput(
         output=output,
-        snapshot=RunSnapshot.of(result, history, based),
+        snapshot=RunSnapshot.of(result, history, based, recorded),
         pending_approvals=result.pending_approvals,
     )
 
 
 async def decode_result(
-    raw: Any, history: list[Message], pager: Pager, output: Callable[[Any], Any] | None = None
+    raw: Any,
+    history: list[Message],
+    pager: Pager,
+    output: Callable[[Any], Any] | None = None,
+    recorded: Recorded | None = None,
 ) -> Result[Any]:
-    """The ``Result`` a workflow's return value stands for (``output`` validates the output)."""
+    """The ``Result`` a workflow's return value stands for (``output`` validates the output;
+    ``recorded`` reads the contents the run's activities recorded)."""
     decoded = AgentRunOutput.model_validate(raw)
     value = decoded.output
     if output is not None and value is not None:
         value = output(value)
-    return decoded.to_result(await conversation(decoded.snapshot, history, pager), value)
+    messages = await conversation(decoded.snapshot, history, pager, recorded)
+    return decoded.to_result(messages, value)
 
 
 # The failure.
