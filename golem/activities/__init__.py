@@ -204,21 +204,22 @@ class ModelActivity:
             )
             return page
 
-        base_pager = None
-        if input.base is not None:
-            # No run id: the conversation's current run answers, across continue-as-new.
-            conversation = activity.client().get_workflow_handle(input.base.conversation)
+        # No run id: the conversation's current run answers, across continue-as-new.
+        conversation = activity.client().get_workflow_handle(
+            input.base.conversation if input.base else ""
+        )
 
-            async def base_pager(query: MessagesQuery) -> MessagesPage:
-                page: MessagesPage = await conversation.query(
-                    "golem.conversation", query, result_type=MessagesPage
-                )
-                return page
-
-        try:
-            return await self.cache.fetch(
-                f"{info.workflow_id}/{info.workflow_run_id}", input, pager, base_pager
+        async def base_pager(query: MessagesQuery) -> MessagesPage:
+            page: MessagesPage = await conversation.query(
+                "golem.conversation", query, result_type=MessagesPage
             )
+            return page
+
+        run = f"{info.workflow_id}/{info.workflow_run_id}"
+        try:
+            if input.base is None:
+                return await self.cache.fetch(run, input, pager)
+            return await self.cache.fetch(run, input, pager, base_pager)
         except ShippingError as exc:
             raise ApplicationError(str(exc), type=SHIPPING_ERROR, non_retryable=True) from None
         except LookupError as exc:
