@@ -22,6 +22,7 @@ from golem.client import (
     PARENT_RUN_ID,
     ConversationClosedError,
     DurableAgent,
+    fetch_run,
 )
 from golem.models import FunctionModel
 from golem.results import RunError
@@ -399,3 +400,30 @@ async def test_a_history_processor_sees_the_whole_conversation(temporal_client: 
     assert seen == [0, 2, 4]  # by value: the processor gets the transcript so far
     assert result.output == "2: three"  # the model saw the processed history
     assert [len(r.messages) for r in model.requests] == [1, 3, 3]
+
+
+async def test_runs_read_back_whole_a_turn_with_its_base_and_a_run_without_a_worker(
+    temporal_client: Client,
+) -> None:
+    agent, _ = paging_agent("readback")
+    async with serve(temporal_client, agent) as tq:
+        durable = DurableAgent(temporal_client, agent, task_queue=tq)
+        conv = await durable.conversation()
+        for n in range(3):
+            await conv.send(f"page {n}")
+        runs, transcript = await conv.runs(), await conv.messages()
+        turn = await fetch_run(temporal_client, runs[1])  # its base comes from the conversation
+        alone = await durable.run("page 7")
+    record = await fetch_run(temporal_client, alone.run_id)  # no worker: from its history
+    assert (
+        turn.messages
+        == transcript[: max(i for i, m in enumerate(transcript) if m.run_id == runs[1]) + 1]
+    )
+    assert record.messages == alone.messages and record.output == alone.output
+    completed = [
+        e
+        async for e in temporal_client.get_workflow_handle(alone.run_id).fetch_history_events()
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+    ]
+    result_bytes = completed[0].workflow_execution_completed_event_attributes.result.ByteSize()
+    assert result_bytes < 2040  # the 2 KB tool result is not recorded a second time
