@@ -585,7 +585,7 @@ async def cmd_conversation(args: argparse.Namespace) -> int:
         status = run.status.name.lower() if run.status else "unknown"
         answer = ""
         if run.status == WorkflowExecutionStatus.COMPLETED:
-            output = (await fetch_run(client, run.id)).output
+            output = (await fetch_run(client, run.id, base=False)).output
             answer = " ".join(str(output or "").split())[:80]
         listed.append(
             {

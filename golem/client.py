@@ -548,14 +548,19 @@ class RunRecord:
     error: Exception | None = None
 
 
-async def fetch_run(client: Client, run_id: str) -> RunRecord:
-    """Read a run from Temporal (a running one through a query, so a worker must be up)."""
+async def fetch_run(client: Client, run_id: str, *, base: bool = True) -> RunRecord:
+    """Read a run from Temporal (a running one through a query, so a worker must be up).
+
+    A conversation's turn got its history by reference: it is read from the conversation
+    (a query, so a worker must be up); ``base=False`` skips that, and ``messages`` are then
+    only the turn's own (enough for its status and output)."""
     handle = client.get_workflow_handle(run_id)
     description = await handle.describe()
     status = description.status.name.lower() if description.status else "unknown"
-    history = await _input_history(client, handle)
+    history, based = await _input(client, handle, base)
     if description.status == WorkflowExecutionStatus.RUNNING:
-        return RunRecord(run_id, status, await read_pages(_pager(handle)))
+        own = await read_pages(_pager(handle))
+        return RunRecord(run_id, status, [*history, *own] if based else own)
     try:
         raw = await handle.result()
     except WorkflowFailureError as exc:
@@ -598,8 +603,17 @@ def _recorded(converter: DataConverter, handle: WorkflowHandle[Any, Any]) -> Rec
 
 
 async def _input_history(client: Client, handle: WorkflowHandle[Any, Any]) -> list[Message]:
-    """The history a run was started with (its first event's input); a conversation's turn
-    got it by reference, so it is read from the conversation and checked by digest."""
+    """The history a run was started with."""
+    history, _ = await _input(client, handle)
+    return history
+
+
+async def _input(
+    client: Client, handle: WorkflowHandle[Any, Any], read_base: bool = True
+) -> tuple[list[Message], bool]:
+    """The history a run was started with (its first event's input), and whether it was by
+    reference (a conversation's turn): then it is read from the conversation and checked
+    by digest, unless ``read_base`` is False (then it is empty)."""
     async for event in handle.fetch_history_events():
         attrs = event.workflow_execution_started_event_attributes
         # The client's converter, so an encrypted input is decrypted first.
@@ -607,7 +621,9 @@ async def _input_history(client: Client, handle: WorkflowHandle[Any, Any]) -> li
         input: AgentRunInput = payloads[0]
         base = input.base
         if base is None:
-            return list(input.run.history)
+            return list(input.run.history), False
+        if not read_base:
+            return [], True
         conversation = client.get_workflow_handle(base.conversation)
         messages = await read_pages(_pager(conversation), 0, base.count) if base.count else []
         if chain_all(messages)[-1] != base.digest:
@@ -615,8 +631,8 @@ async def _input_history(client: Client, handle: WorkflowHandle[Any, Any]) -> li
                 f"conversation {base.conversation} no longer holds the history run "
                 f"{handle.id} was given (its first {base.count} messages changed)"
             )
-        return messages
-    return []
+        return messages, True
+    return [], False
 
 
 def _pager(handle: WorkflowHandle[Any, Any]) -> Pager:
