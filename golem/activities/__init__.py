@@ -151,7 +151,8 @@ def _adapter(kind: Any) -> TypeAdapter[Any]:
 
 
 class ModelActivity:
-    """The model-request activity, bound to its worker's ``MessageCache``."""
+    """The model-request and tool activities, bound to their worker's ``MessageCache`` (a
+    tool's or a model's content is kept there: the next model call names it by digest)."""
 
     def __init__(self, cache: MessageCache) -> None:
         self.cache = cache
@@ -189,7 +190,16 @@ class ModelActivity:
             raise ApplicationError(
                 _failure(what, exc), type=type(exc).__name__, non_retryable=True
             ) from exc
-        return _checked(response, ModelResponse, f"{what} (turn {input.turn})")
+        checked = _checked(response, ModelResponse, f"{what} (turn {input.turn})")
+        self.cache.keep(checked.message.content)  # the next call names it by digest
+        return checked
+
+    @activity.defn(name="golem.tool")
+    async def call_tool(self, input: ToolCallInput) -> ToolOutcome:
+        """Execute one tool call; its worker keeps the content for the next model call."""
+        outcome = await _call_tool(input)
+        self.cache.keep(outcome.content)
+        return outcome
 
     async def _messages(self, input: ModelCallInput) -> list[Message]:
         """The request's messages: the cache extended by the input, or read by query."""
@@ -230,6 +240,10 @@ class ModelActivity:
 @activity.defn(name="golem.tool")
 async def call_tool(input: ToolCallInput) -> ToolOutcome:
     """Execute one tool call."""
+    return await _call_tool(input)
+
+
+async def _call_tool(input: ToolCallInput) -> ToolOutcome:
     agent = _agent(input.agent)
     call = input.call
     tool = agent.tools.get(call.name)
@@ -307,4 +321,4 @@ async def resolve_instructions(input: PrepareInput) -> str:
 def activities(cache: MessageCache | None = None) -> list[Callable[..., Any]]:
     """golem's activities for one worker; ``cache`` is that worker's own (a new one if None)."""
     model = ModelActivity(cache if cache is not None else MessageCache())
-    return [model.model_request, call_tool, process_history, resolve_instructions]
+    return [model.model_request, model.call_tool, process_history, resolve_instructions]

@@ -41,17 +41,15 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows.approvals import ApprovalGate
     from golem.workflows.outcome import (
         FAILURE_MEMO,
-        REF_BYTES,
         RUN_ERROR,
         AgentRunOutput,
         cancel_memo,
-        content_digest,
         encode_failure,
         encode_result,
         failure_error,
     )
     from golem.workflows.pages import MessagesPage, MessagesQuery
-    from golem.workflows.shipping import HistoryBase, Outbox
+    from golem.workflows.shipping import REF_BYTES, HistoryBase, Outbox, content_digest
     from golem.workflows.streams import RunStreamHost
     from golem.workflows.types import AgentRunInput, PrepareInput, ToolCallInput
 
@@ -63,6 +61,8 @@ __all__ = ["FAILURE_MEMO", "OUTCOME_MEMO", "RUN_ERROR", "AgentRunWorkflow", "Tem
 OUTCOME_MEMO = "golemOutcome"
 #: Runs recorded before the outcome memo replay without it.
 OUTCOME_PATCH = "golem-outcome-memo"
+#: Runs recorded before model calls named their run's activity results by digest.
+CONTENT_REFS_PATCH = "golem-content-refs"
 #: Runs recorded before approvals waited in the workflow replay as paused-and-returned.
 APPROVALS_PATCH = "golem-approvals-wait"
 #: A tool's activity retry policy unless it names its own.
@@ -169,7 +169,9 @@ class TemporalExecutor:
     async def request(
         self, request: ModelRequest, ctx: RunContext[Any], on_delta: DeltaSink | None
     ) -> ModelResponse:
-        call = self.outbox.ship(self.agent.name, ctx.turn, request.messages, self.stream)
+        # What this run's activities returned travels by digest (their worker keeps it).
+        recorded = self.recorded if workflow.patched(CONTENT_REFS_PATCH) else ()
+        call = self.outbox.ship(self.agent.name, ctx.turn, request.messages, self.stream, recorded)
         policy = self.agent.model_retry
         response: ModelResponse = await _activity(
             workflow.execute_activity(

@@ -7,7 +7,6 @@ drift; tests round-trip them through golem's data converter without a server.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
@@ -20,6 +19,7 @@ from golem.results import PartialResult, Result, RunError, Stage
 from golem.worker.converter import BAD_PAYLOAD
 from golem.workflows.pages import PAGE_BYTES, Pager, message_size, read_pages
 from golem.workflows.registry import UNKNOWN_AGENT
+from golem.workflows.shipping import by_reference, content_digest, filled
 
 __all__ = [
     "FAILURE_MEMO",
@@ -44,16 +44,8 @@ RUN_ERROR = "GolemRunError"
 FAILURE_MEMO = "golemFailure"
 
 
-#: Contents at least this long are carried by reference when an activity recorded them.
-REF_BYTES = 256
-
 #: Loads ``{content_digest(text): text}`` of every content a run's activities recorded.
 Recorded = Callable[[], Awaitable[Mapping[str, str]]]
-
-
-def content_digest(text: str) -> str:
-    """The key a snapshot names a recorded content by."""
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 class UnknownAgentError(LookupError):
@@ -117,7 +109,7 @@ class RunSnapshot(_Payload):
             if old is not new and old != new:
                 break
             kept += 1
-        added, refs = _by_reference(messages[cut:], recorded)
+        added, refs = by_reference(messages[cut:], recorded)
         carried = [*base[kept:], *added]
         if sum(message_size(m) for m in carried) > PAGE_BYTES:
             return cls(paged=len(messages), **counts)
@@ -134,11 +126,12 @@ class RunSnapshot(_Payload):
         if self.refs:
             if recorded is None:
                 raise ValueError(f"run {self.run_id}: its result names recorded contents")
-            added = list(added)
-            for index, key in self.refs.items():
-                if key not in recorded:
-                    raise LookupError(f"run {self.run_id}: no activity recorded content {key}")
-                added[index] = added[index].model_copy(update={"content": recorded[key]})
+            try:
+                added = filled(added, self.refs, recorded)
+            except KeyError as exc:
+                raise LookupError(
+                    f"run {self.run_id}: no activity recorded content {exc}"
+                ) from None
         if self.base is None:
             return [*history, *added]
         return [*history[: self.kept], *self.base, *added]
@@ -152,22 +145,6 @@ class RunSnapshot(_Payload):
             run_id=self.run_id,
             conversation_id=self.conversation_id,
         )
-
-
-def _by_reference(
-    messages: list[Message], recorded: Collection[str]
-) -> tuple[list[Message], dict[int, str]]:
-    """``messages`` with each long content an activity recorded emptied, and the refs."""
-    if not recorded:
-        return messages, {}
-    out, refs = list(messages), {}
-    for index, message in enumerate(messages):
-        if len(message.content) >= REF_BYTES:
-            key = content_digest(message.content)
-            if key in recorded:
-                out[index] = message.model_copy(update={"content": ""})
-                refs[index] = key
-    return out, refs
 
 
 class AgentRunOutput(_Payload):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import operator
 from collections import OrderedDict
+from collections.abc import Collection, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -33,17 +34,30 @@ from golem.messages import Message
 from golem.workflows.pages import MessagesPage, MessagesQuery, Pager, message_size, read_pages
 
 __all__ = [
+    "REF_BYTES",
     "HistoryBase",
     "MessageCache",
     "ModelCallInput",
     "Outbox",
     "ShippingError",
+    "by_reference",
     "chain",
     "chain_all",
+    "content_digest",
+    "filled",
     "with_base",
 ]
 
 _JSON = SchemaSerializer(any_schema())
+
+
+#: Contents at least this long travel by reference when an activity of the run returned them.
+REF_BYTES = 256
+
+
+def content_digest(text: str) -> str:
+    """The key a content travels by when it travels by reference."""
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def chain(previous: str, message: Message) -> str:
@@ -77,6 +91,34 @@ def with_base(base: list[Message], own: list[Message]) -> list[Message]:
     the instructions can lead)."""
     split = 1 if own and own[0].role == "system" else 0
     return [*own[:split], *base, *own[split:]]
+
+
+def by_reference(
+    messages: list[Message], recorded: Collection[str]
+) -> tuple[list[Message], dict[int, str]]:
+    """``messages`` with each long content in ``recorded`` emptied, and ``{index: digest}``."""
+    if not recorded:
+        return messages, {}
+    out, refs = list(messages), {}
+    for index, message in enumerate(messages):
+        if len(message.content) >= REF_BYTES:
+            key = content_digest(message.content)
+            if key in recorded:
+                out[index] = message.model_copy(update={"content": ""})
+                refs[index] = key
+    return out, refs
+
+
+def filled(
+    messages: list[Message], refs: dict[int, str], contents: Mapping[str, str]
+) -> list[Message]:
+    """``messages`` with the contents ``refs`` names put back (``KeyError`` if one is missing)."""
+    if not refs:
+        return messages
+    out = list(messages)
+    for index, key in refs.items():
+        out[index] = out[index].model_copy(update={"content": contents[key]})
+    return out
 
 
 def _common_prefix(old: list[Message], new: list[Message]) -> int:
@@ -117,6 +159,9 @@ class ModelCallInput(BaseModel):
     """Stream the answer, publishing its deltas to the run's stream."""
     base: HistoryBase | None = None
     """The run's history by reference: the request is ``with_base(base, messages)``."""
+    refs: dict[int, str] = Field(default_factory=dict)
+    """``messages[i]``'s content is empty here: it is what one of the run's activities
+    returned (``content_digest`` ``refs[i]``), kept by the worker that ran it."""
 
 
 class ShippingError(Exception):
@@ -135,15 +180,22 @@ class Outbox:
         self._chain: list[str] = [""]  # _chain[i]: digest of messages[:i]
 
     def ship(
-        self, agent: str, turn: int, messages: list[Message], stream: bool = False
+        self,
+        agent: str,
+        turn: int,
+        messages: list[Message],
+        stream: bool = False,
+        recorded: Collection[str] = (),
     ) -> ModelCallInput:
-        """The activity input for a request of ``messages`` (``stream``: publish deltas)."""
+        """The activity input for a request of ``messages`` (``stream``: publish deltas);
+        new contents whose digest is in ``recorded`` (the run's own activity results)
+        travel by reference."""
         same = _common_prefix(self.messages, messages)  # checked, not assumed append-only
         del self._chain[same + 1 :]
         for message in messages[same:]:
             self._chain.append(chain(self._chain[-1], message))
         self.messages = list(messages)
-        new_messages = messages[same:]
+        new_messages, refs = by_reference(messages[same:], recorded)
         small = sum(message_size(m) for m in new_messages) <= self.inline_bytes
         return ModelCallInput(
             agent=agent,
@@ -151,6 +203,7 @@ class Outbox:
             upto=len(messages),
             since=same,
             messages=new_messages if small else [],
+            refs=refs if small else {},
             prefix=self._chain[same],
             digest=self._chain[-1],
             stream=stream,
@@ -179,6 +232,17 @@ class MessageCache:
         """Query pages asked of conversation workflows for bases."""
         self._runs: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
         self._bases: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
+        self._contents: OrderedDict[str, str] = OrderedDict()
+
+    def keep(self, content: str) -> None:
+        """Remember a content an activity on this worker returned (the next model call of
+        its run names it by reference)."""
+        if len(content) >= REF_BYTES:
+            key = content_digest(content)
+            self._contents[key] = content
+            self._contents.move_to_end(key)
+            while len(self._contents) > self.max_runs * 16:
+                self._contents.popitem(last=False)
 
     async def fetch(
         self, run: str, call: ModelCallInput, pager: Pager, base_pager: Pager | None = None
@@ -224,9 +288,13 @@ class MessageCache:
             if len(digests) > 1:
                 self.refetches += 1
             messages, digests = [], [""]
+        added: list[Message] | None = None
         if call.messages and len(messages) == call.since:
-            added = list(call.messages)
-        else:
+            try:
+                added = filled(list(call.messages), call.refs, self._contents)
+            except KeyError:
+                added = None  # another worker ran that activity: read by query
+        if added is None:
             added = await read_pages(self._counting(pager), len(messages), call.upto)
         for message in added:
             digests.append(chain(digests[-1], message))
