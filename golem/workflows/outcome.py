@@ -72,6 +72,9 @@ class RunSnapshot(_Payload):
     based: bool = False
     """The run got its history by reference (a conversation's turn): its conversation, and
     so its pages, are only its own messages, which follow that history."""
+    unstamped: bool = False
+    """Every message in ``added`` carried this run's ``run_id`` and ``conversation_id``;
+    they are left out here and put back on reading."""
     refs: dict[int, str] = Field(default_factory=dict)
     """``added[i]``'s content is empty here: it is the content an activity of this run
     recorded (a model answer, a tool result) whose ``content_digest`` is ``refs[i]``."""
@@ -110,6 +113,10 @@ class RunSnapshot(_Payload):
                 break
             kept += 1
         added, refs = by_reference(messages[cut:], recorded)
+        ids = (run_id, evidence.conversation_id)
+        if added and all((m.run_id, m.conversation_id) == ids for m in added):
+            added = [m.stamped("", "") for m in added]
+            counts["unstamped"] = True
         carried = [*base[kept:], *added]
         if sum(message_size(m) for m in carried) > PAGE_BYTES:
             return cls(paged=len(messages), **counts)
@@ -123,6 +130,8 @@ class RunSnapshot(_Payload):
         """The conversation when carried inline (``paged`` is 0); ``recorded`` fills the
         contents carried by reference."""
         added = self.added
+        if self.unstamped:
+            added = [m.stamped(self.run_id, self.conversation_id) for m in added]
         if self.refs:
             if recorded is None:
                 raise ValueError(f"run {self.run_id}: its result names recorded contents")
