@@ -5,7 +5,11 @@
 
 The workflow holds the canonical transcript. Each turn is an update whose handler runs the
 turn as a child ``AgentRunWorkflow`` (its own run id, lineage and UI page) and appends what
-the run added, so the client never ships the conversation again. Turns are serialized in
+the run added, so the client never ships the conversation again. The run gets the
+transcript by reference (``AgentRunInput.base``: this workflow's id, a count, a digest),
+read by its model activity through ``golem.conversation``, so no run records it again;
+a turn after a failed one, or of an agent with a history processor or a per-request
+token limit, gets it by value (its loop needs it whole). Turns are serialized in
 arrival order. The workflow continues as new when the server suggests it (or after
 ``turns_per_run`` turns), carrying the transcript and the run list, once no turn is in
 flight. It has no execution timeout: ``close()`` ends it. See docs/adr/0009-conversations.md.
