@@ -6,7 +6,7 @@
    (linear: total(200) / total(50) <= 4.6);
 3. reading a closed 1000-turn run back (fetch_run) with no worker running.
 
-Run: .venv/bin/python benchmarks/conversations.py [--quick]
+Run: .venv/bin/python benchmarks/conversations.py [--quick] [--read-turns 1000]
 """
 
 from __future__ import annotations
@@ -96,8 +96,8 @@ async def conversation_bytes(client: Client, conversation_id: str, runs: list[st
     return total
 
 
-async def main(quick: bool) -> None:
-    long_turns = 200 if quick else 1000
+async def main(quick: bool, read_turns: int | None) -> None:
+    long_turns = read_turns or (200 if quick else 1000)
     latency_turns = 100 if quick else 500
     agent = turn_agent("turns")
     long_agent = long_run_agent(long_turns)
@@ -159,6 +159,8 @@ async def main(quick: bool) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs")
-    asyncio.run(main(parser.parse_args().quick))
+    parser.add_argument("--read-turns", type=int, help="turns of the run read back (3.)")
+    args = parser.parse_args()
+    asyncio.run(main(args.quick, args.read_turns))
     sys.stdout.flush()
     os._exit(0)  # the Temporal core runtime can abort at interpreter teardown

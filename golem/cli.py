@@ -710,7 +710,7 @@ async def describe_run(client: Client, run_id: str) -> dict[str, Any]:
         # The run's outcome memo holds its answer; runs older than the memo are read whole.
         output = outcome.get("output")
         if output is None:
-            output = (await fetch_run(client, run_id)).output
+            output = (await fetch_run(client, run_id, base=False)).output
         answer = " ".join(str(output or "").split())[:80]
     return {
         "runId": run_id,

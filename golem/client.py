@@ -25,6 +25,7 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError, FailureError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -32,10 +33,11 @@ from golem.agent import Agent
 from golem.ids import new_id
 from golem.loop import RunInput, resolve_conversation_id
 from golem.messages import HistoryError, Message, Part, validate_history
+from golem.models.base import ModelResponse
 from golem.results import PartialResult, Result, RunError
 from golem.streaming import DurableRunStream
 from golem.strict_json import loads_strict
-from golem.tools import validation_problems
+from golem.tools import ToolOutcome, validation_problems
 from golem.worker.converter import golem_data_converter
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.conversation import (
@@ -59,12 +61,15 @@ from golem.workflows.outcome import (
     FAILURE_MEMO,
     RUN_ERROR,
     FailureDetails,
+    Recorded,
     UnknownAgentError,
+    content_digest,
     decode_failure,
     decode_result,
 )
 from golem.workflows.pages import MessagesPage, MessagesQuery, Pager, read_pages
 from golem.workflows.registry import UNKNOWN_AGENT
+from golem.workflows.shipping import chain_all
 from golem.workflows.types import AgentRunInput
 
 __all__ = [
@@ -108,6 +113,8 @@ class DurableRun(Generic[OutputT]):
     output_adapter: TypeAdapter[Any] | None = field(default=None, repr=False)
     may_pause: bool = field(default=True, repr=False)
     """The agent has tools that need approval (or is unknown here): the run may wait."""
+    converter: DataConverter | None = field(default=None, repr=False)
+    """The client's data converter: reads what the run's activities recorded."""
 
     async def result(self, *, final: bool = False) -> Result[OutputT]:
         """The run's ``Result`` once it ends, or once it waits for approvals (then
@@ -159,7 +166,8 @@ class DurableRun(Generic[OutputT]):
     async def _decode(self, raw: Any) -> Result[OutputT]:
         adapter = self.output_adapter
         validate = adapter.validate_python if adapter is not None else None
-        return await decode_result(raw, self.history, _pager(self.handle), validate)
+        recorded = _recorded(self.converter or DataConverter.default, self.handle)
+        return await decode_result(raw, self.history, _pager(self.handle), validate, recorded)
 
     async def cancel(self) -> None:
         """Ask the run to stop; ``result()`` then raises a ``RunError`` (stage ``canceled``)."""
@@ -244,7 +252,13 @@ class DurableAgent(Generic[OutputT]):
                 "closed); pass a new run id, or none to get one"
             ) from None
         return DurableRun(
-            run_id, conversation_id, handle, history, self.output_adapter, self.may_pause
+            run_id,
+            conversation_id,
+            handle,
+            history,
+            self.output_adapter,
+            self.may_pause,
+            self.client.data_converter,
         )
 
     async def _start(
@@ -324,7 +338,13 @@ class DurableAgent(Generic[OutputT]):
         conversation_id = description.typed_search_attributes.get(CONVERSATION_ID) or ""
         history = await _input_history(self.client, handle)
         return DurableRun(
-            run_id, conversation_id, handle, history, self.output_adapter, self.may_pause
+            run_id,
+            conversation_id,
+            handle,
+            history,
+            self.output_adapter,
+            self.may_pause,
+            self.client.data_converter,
         )
 
     async def conversation(
@@ -575,32 +595,91 @@ class RunRecord:
     error: Exception | None = None
 
 
-async def fetch_run(client: Client, run_id: str) -> RunRecord:
-    """Read a run from Temporal (a running one through a query, so a worker must be up)."""
+async def fetch_run(client: Client, run_id: str, *, base: bool = True) -> RunRecord:
+    """Read a run from Temporal (a running one through a query, so a worker must be up).
+
+    A conversation's turn got its history by reference: it is read from the conversation
+    (a query, so a worker must be up); ``base=False`` skips that, and ``messages`` are then
+    only the turn's own (enough for its status and output)."""
     handle = client.get_workflow_handle(run_id)
     description = await handle.describe()
     status = description.status.name.lower() if description.status else "unknown"
-    history = await _input_history(client, handle)
+    history, based = await _input(client, handle, base)
     if description.status == WorkflowExecutionStatus.RUNNING:
-        return RunRecord(run_id, status, await read_pages(_pager(handle)))
+        own = await read_pages(_pager(handle))
+        return RunRecord(run_id, status, [*history, *own] if based else own)
     try:
         raw = await handle.result()
     except WorkflowFailureError as exc:
         error = await _run_error(exc, handle, history)
         partial = error.partial if isinstance(error, RunError) else None
         return RunRecord(run_id, status, partial.messages if partial else history, error=error)
-    result = await decode_result(raw, history, _pager(handle))
+    recorded = _recorded(client.data_converter, handle)
+    result = await decode_result(raw, history, _pager(handle), recorded=recorded)
     return RunRecord(run_id, status, result.messages, output=result.output)
 
 
+def _recorded(converter: DataConverter, handle: WorkflowHandle[Any, Any]) -> Recorded:
+    """Reads the contents a run's model and tool activities recorded, from its history
+    (no worker needed): what its result names by reference."""
+
+    async def load() -> dict[str, str]:
+        kinds: dict[str, type[Any]] = {
+            "golem.model_request": ModelResponse,
+            "golem.tool": ToolOutcome,
+        }
+        scheduled: dict[int, type[Any]] = {}
+        contents: dict[str, str] = {}
+        async for event in handle.fetch_history_events():
+            if event.HasField("activity_task_scheduled_event_attributes"):
+                kind = kinds.get(event.activity_task_scheduled_event_attributes.activity_type.name)
+                if kind is not None:
+                    scheduled[event.event_id] = kind
+            elif event.HasField("activity_task_completed_event_attributes"):
+                attrs = event.activity_task_completed_event_attributes
+                done = scheduled.get(attrs.scheduled_event_id)
+                if done is None:
+                    continue
+                # The client's converter, so an encrypted result is decrypted first.
+                [value] = await converter.decode(list(attrs.result.payloads), [done])
+                text = value.message.content if isinstance(value, ModelResponse) else value.content
+                contents[content_digest(text)] = text
+        return contents
+
+    return load
+
+
 async def _input_history(client: Client, handle: WorkflowHandle[Any, Any]) -> list[Message]:
-    """The history a run was started with (its first event's input)."""
+    """The history a run was started with."""
+    history, _ = await _input(client, handle)
+    return history
+
+
+async def _input(
+    client: Client, handle: WorkflowHandle[Any, Any], read_base: bool = True
+) -> tuple[list[Message], bool]:
+    """The history a run was started with (its first event's input), and whether it was by
+    reference (a conversation's turn): then it is read from the conversation and checked
+    by digest, unless ``read_base`` is False (then it is empty)."""
     async for event in handle.fetch_history_events():
         attrs = event.workflow_execution_started_event_attributes
         # The client's converter, so an encrypted input is decrypted first.
         payloads = await client.data_converter.decode(list(attrs.input.payloads), [AgentRunInput])
-        return list(payloads[0].run.history)
-    return []
+        input: AgentRunInput = payloads[0]
+        base = input.base
+        if base is None:
+            return list(input.run.history), False
+        if not read_base:
+            return [], True
+        conversation = client.get_workflow_handle(base.conversation)
+        messages = await read_pages(_pager(conversation), 0, base.count) if base.count else []
+        if chain_all(messages)[-1] != base.digest:
+            raise ValueError(
+                f"conversation {base.conversation} no longer holds the history run "
+                f"{handle.id} was given (its first {base.count} messages changed)"
+            )
+        return messages, True
+    return [], False
 
 
 async def _started(

@@ -22,6 +22,7 @@ from golem.client import (
     PARENT_RUN_ID,
     ConversationClosedError,
     DurableAgent,
+    fetch_run,
 )
 from golem.models import FunctionModel
 from golem.results import RunError
@@ -214,7 +215,8 @@ async def test_a_failed_turn_raises_run_error_and_the_next_turn_resumes_its_evid
             return Message.assistant("", [ToolCall(id="c1", name="explode", args="{}")])
         return Message.assistant(f"{sum(1 for m in messages if m.role == 'tool')} tool results")
 
-    agent = Agent(FunctionModel(answer), name="breaker")
+    model = FunctionModel(answer)
+    agent = Agent(model, name="breaker")
 
     @agent.tool
     def explode() -> str:
@@ -226,6 +228,13 @@ async def test_a_failed_turn_raises_run_error_and_the_next_turn_resumes_its_evid
         with pytest.raises(RunError) as failed:
             await conv.send("break")
         after = await conv.send("continue")
+        last = await conv.send("and on")  # by reference again, after the repairing turn
+        transcript = await conv.messages()
+    assert transcript == last.messages
+    assert transcript[: len(after.messages)] == after.messages
+    # Every request (the failed turn's too) was the transcript up to its answer.
+    answers = [i for i, m in enumerate(transcript) if m.role == "assistant"]
+    assert [r.messages for r in model.requests] == [transcript[:end] for end in answers]
     assert failed.value.stage == "tool"
     assert failed.value.partial is not None
     assert failed.value.partial.conversation_id == conv.id
@@ -283,3 +292,138 @@ async def _until_update_admitted(handle: Any, count: int) -> None:
             if accepted >= count:
                 return
             await asyncio.sleep(0.05)
+
+
+# -- history by reference (docs/adr/0009-conversations.md) --------------------------------
+
+
+def paging_agent(name: str) -> tuple[Agent[Any, str], FunctionModel]:
+    """Each prompt: one tool call with a 2 KB result, then an answer; with instructions,
+    so every request starts with a system message."""
+
+    def answer(messages: list[Message], tools: Any) -> Message:
+        if messages[-1].role == "user":
+            n = sum(1 for m in messages if m.role == "user")
+            return Message.assistant("", [ToolCall(id=f"c{n}", name="fetch", args=f'{{"n": {n}}}')])
+        return Message.assistant(f"read {messages[-1].content[:8]}")
+
+    model = FunctionModel(answer)
+    agent: Agent[Any, str] = Agent(model, name=name, instructions="Fetch what is asked.")
+
+    @agent.tool
+    def fetch(n: int) -> str:
+        """Fetch page n."""
+        return f"{n:08d}" + "x" * 2040
+
+    return agent, model
+
+
+def assert_saw_whole_conversation(model: FunctionModel, transcript: list[Message]) -> None:
+    """Request k was the instructions, then the transcript up to the k-th model answer."""
+    answers = [i for i, m in enumerate(transcript) if m.role == "assistant"]
+    assert len(model.requests) == len(answers)
+    for request, end in zip(model.requests, answers, strict=True):
+        assert request.messages[0].role == "system"
+        assert request.messages[1:] == transcript[:end]
+
+
+async def history_bytes(client: Client, workflow_id: str, run_id: str | None = None) -> int:
+    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+    return sum([e.ByteSize() async for e in handle.fetch_history_events()])
+
+
+async def test_bytes_per_turn_stay_flat_as_the_conversation_grows(
+    temporal_client: Client,
+) -> None:
+    agent, model = paging_agent("bytes")
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        totals = {}
+        for turns in (10, 30):
+            while len(await conv.runs()) < turns:
+                await conv.send(f"page {len(await conv.runs())}")
+            runs = await conv.runs()
+            totals[turns] = await history_bytes(temporal_client, conv.id) + sum(
+                [await history_bytes(temporal_client, run) for run in runs]
+            )
+        transcript = await conv.messages()
+        first_run = await history_bytes(temporal_client, runs[1])
+        last_run = await history_bytes(temporal_client, runs[-1])
+    assert_saw_whole_conversation(model, transcript)
+    # A run records its own turn, not the conversation: the 30th as much as the 2nd (the
+    # 29 earlier turns' 2 KB results would be ~60 KB more if it carried them).
+    assert last_run < first_run + 2048
+    # Linear growth: three times the turns, at most three times the bytes (plus slack for
+    # digits growing); carrying the history would make it ~8 times.
+    assert totals[30] <= 3 * 1.15 * totals[10]
+
+
+async def test_the_model_sees_the_whole_conversation_across_continue_as_new_and_workers(
+    suggesting_server: WorkflowEnvironment,
+) -> None:
+    client = suggesting_server.client
+    agent, model = paging_agent("pages")
+    task_queue = f"conv-{uuid.uuid4().hex[:12]}"
+    first = GolemPlugin(agent)
+    async with Worker(client, task_queue=task_queue, plugins=[first]):
+        conv = await DurableAgent(client, agent, task_queue=task_queue).conversation()
+        for n in range(30):
+            await conv.send(f"page {n}")
+    second = GolemPlugin(agent)  # a fresh worker: its cache reads the base anew
+    async with Worker(client, task_queue=task_queue, plugins=[second]):
+        for n in range(30, 45):
+            result = await conv.send(f"page {n}")
+        transcript = await conv.messages()
+        executions = [e async for e in client.list_workflows(f"WorkflowId = '{conv.id}'")]
+    assert transcript == result.messages
+    assert_saw_whole_conversation(model, transcript)
+    continued = [e for e in executions if e.status == WorkflowExecutionStatus.CONTINUED_AS_NEW]
+    assert len(continued) >= 2
+    # Each worker read the base by query, then only what was appended since.
+    assert 0 < second.message_cache.base_queries <= 15
+    assert first.message_cache.refetches == second.message_cache.refetches == 0
+
+
+async def test_a_history_processor_sees_the_whole_conversation(temporal_client: Client) -> None:
+    seen: list[int] = []
+
+    def keep_last_two(history: list[Message]) -> list[Message]:
+        seen.append(len(history))
+        return history[-2:]
+
+    agent, model = echo_agent("processed")
+    agent.history_processor = keep_last_two
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        for prompt in ("one", "two", "three"):
+            result = await conv.send(prompt)
+    assert seen == [0, 2, 4]  # by value: the processor gets the transcript so far
+    assert result.output == "2: three"  # the model saw the processed history
+    assert [len(r.messages) for r in model.requests] == [1, 3, 3]
+
+
+async def test_runs_read_back_whole_a_turn_with_its_base_and_a_run_without_a_worker(
+    temporal_client: Client,
+) -> None:
+    agent, _ = paging_agent("readback")
+    async with serve(temporal_client, agent) as tq:
+        durable = DurableAgent(temporal_client, agent, task_queue=tq)
+        conv = await durable.conversation()
+        for n in range(3):
+            await conv.send(f"page {n}")
+        runs, transcript = await conv.runs(), await conv.messages()
+        turn = await fetch_run(temporal_client, runs[1])  # its base comes from the conversation
+        alone = await durable.run("page 7")
+    record = await fetch_run(temporal_client, alone.run_id)  # no worker: from its history
+    assert (
+        turn.messages
+        == transcript[: max(i for i, m in enumerate(transcript) if m.run_id == runs[1]) + 1]
+    )
+    assert record.messages == alone.messages and record.output == alone.output
+    completed = [
+        e
+        async for e in temporal_client.get_workflow_handle(alone.run_id).fetch_history_events()
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+    ]
+    result_bytes = completed[0].workflow_execution_completed_event_attributes.result.ByteSize()
+    assert result_bytes < 2040  # the 2 KB tool result is not recorded a second time

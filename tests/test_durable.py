@@ -112,10 +112,11 @@ async def test_model_activity_input_carries_only_the_new_messages(
         if a.activity_type.name == "golem.model_request"
     ]
     assert len(sizes) == 4
-    # Turns 2-4 each carry one 2 KB result and its call: the same size, never the conversation.
-    assert all(result_bytes < size < 2 * result_bytes for size in sizes[1:])
+    # Turns 2-4 each carry one call and its result by digest (the tool activity recorded
+    # the 2 KB, and its worker kept it): the same size, never the conversation.
+    assert all(size < result_bytes for size in sizes[1:])
     assert max(sizes[1:]) - min(sizes[1:]) < 100
-    assert cache.queries == 0  # a 2 KB result rides the input: no query round trip
+    assert cache.queries == 0  # the worker that ran the tool kept it: no query round trip
     assert [len(r.messages) for r in model.requests] == [1, 3, 5, 7]
     assert model.requests[-1].messages == result.messages[:-1]
 
@@ -138,7 +139,8 @@ async def test_new_messages_over_the_inline_limit_are_read_by_query(
 ) -> None:
     agent, model = tool_turns(2, result_bytes=4096)
     cache = MessageCache()
-    async with serve(temporal_client, agent, cache=cache, inline=1024) as tq:
+    # 300: the prompt fits, a call and its result (by digest, ~400 estimated) do not.
+    async with serve(temporal_client, agent, cache=cache, inline=300) as tq:
         result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
     assert cache.queries == 2  # turns 2 and 3, not turn 1
     assert model.requests[-1].messages == result.messages[:-1]
@@ -412,8 +414,9 @@ async def test_a_run_whose_results_together_exceed_one_payload_still_completes(
     assert result.output == "done after 2 tools"
     assert [len(m.content) for m in result.messages if m.role == "tool"] == [1_200_000] * 2
     assert model.requests[-1].messages == result.messages[:-1]
-    # Turns 2 and 3 each read their 1.2 MB result by query; turn 1 had nothing to read.
-    assert cache.queries >= 2
+    # Turns 2 and 3 each name their 1.2 MB result by digest: the worker that ran the tool
+    # kept it, so nothing is read by query (another worker would read it so).
+    assert cache.queries == 0
 
 
 async def test_a_failed_run_with_large_evidence_returns_all_of_it(

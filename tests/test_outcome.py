@@ -17,6 +17,7 @@ from golem.workflows.outcome import (
     RUN_ERROR,
     UnknownAgentError,
     cancel_memo,
+    content_digest,
     decode_failure,
     decode_result,
     encode_failure,
@@ -218,3 +219,40 @@ def test_failure_error_is_final_and_typed() -> None:
     error = RunError("tool", "x")
     exc = failure_error(error, encode_failure(error, []))
     assert exc.type == RUN_ERROR and exc.non_retryable and exc.message == str(error)
+
+
+async def test_contents_the_activities_recorded_are_carried_by_reference() -> None:
+    sent = result([*HISTORY, *added(3, size=2048)])
+    tools = [m.content for m in sent.messages if m.role == "tool"]
+    encoded = encode_result(sent, HISTORY, sent.output, recorded={content_digest(t) for t in tools})
+    assert sorted(encoded.snapshot.refs) == [2, 4, 6]
+    assert len(CONVERTER.to_payloads([encoded])[0].data) < 2048  # not one result again
+    loads: list[int] = []
+
+    async def recorded() -> dict[str, str]:
+        loads.append(1)
+        return {content_digest(t): t for t in tools}
+
+    back = await decode_result(raw(encoded), HISTORY, pager_over([], []), recorded=recorded)
+    assert back == sent and loads == [1]
+    with pytest.raises(ValueError, match="recorded contents"):
+        await decode_result(raw(encoded), HISTORY, pager_over([], []))
+
+
+async def test_a_repaired_history_end_is_all_a_result_carries_of_the_history() -> None:
+    history = [*HISTORY, Message.assistant("", [ToolCall(id="c9", name="fetch")])]
+    repaired = [*history, Message.tool("c9", "fetch", "interrupted")]
+    sent = result([*repaired, *added(1)])
+    encoded = encode_result(sent, history, sent.output)
+    assert encoded.snapshot.kept == len(history) and encoded.snapshot.base == repaired[-1:]
+    back = await decode_result(raw(encoded), history, pager_over([], []))
+    assert back == sent
+
+
+async def test_a_based_runs_pages_follow_the_history_it_was_given() -> None:
+    own = added(2, size=700_000)
+    sent = result(own)  # a conversation's turn: the loop saw only its own messages
+    encoded = encode_result(sent, [], sent.output, based=True)
+    assert encoded.snapshot.paged == len(own)
+    back = await decode_result(raw(encoded), HISTORY, pager_over(own, []))
+    assert back.messages == [*HISTORY, *own]

@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 from golem.messages import Message, Part, ToolCall
 from golem.worker.converter import golem_data_converter
 from golem.workflows.pages import MessagesPage, MessagesQuery, Pager
-from golem.workflows.shipping import MessageCache, ModelCallInput, Outbox, ShippingError
+from golem.workflows.shipping import (
+    HistoryBase,
+    MessageCache,
+    ModelCallInput,
+    Outbox,
+    ShippingError,
+    chain_all,
+    content_digest,
+)
 
 T = TypeVar("T")
 CONVERTER = golem_data_converter.payload_converter
@@ -153,3 +161,64 @@ async def test_any_sequence_of_requests_on_any_workers_gives_each_request_exactl
         request = [*request, *(Message.user(f"{n}.{i} " + "x" * size) for i in range(grow + 1))]
         call = wire(outbox.ship("agent", n, request), ModelCallInput)
         assert await workers[worker].fetch("run", call, pager_of(outbox)) == request
+
+
+def transcript_pager(transcript: list[Message], served: list[MessagesQuery]) -> Pager:
+    async def page(query: MessagesQuery) -> MessagesPage:
+        served.append(query)
+        return wire(MessagesPage.of(transcript, wire(query, MessagesQuery)), MessagesPage)
+
+    return page
+
+
+async def test_a_base_is_read_once_per_worker_then_only_what_was_appended() -> None:
+    transcript = [Message.user("hi"), Message.assistant("hello"), *turn(1, "r" * 3000)]
+    cache, served = MessageCache(), []
+    own = [Message.system("be brief"), Message.user("next")]
+    for count in (2, 4):
+        base = HistoryBase(
+            conversation="conv", count=count, digest=chain_all(transcript[:count])[-1]
+        )
+        outbox = Outbox(inline_bytes=4096, base=base)
+        call = wire(outbox.ship("agent", 1, own), ModelCallInput)
+        got = await cache.fetch(
+            f"run-{count}", call, pager_of(outbox), transcript_pager(transcript, served)
+        )
+        # The instructions lead, then the conversation, then the run's own messages.
+        assert got == [own[0], *transcript[:count], own[1]]
+    assert [(q.since, q.upto) for q in served] == [(0, 2), (2, 4)]
+
+
+async def test_a_rewritten_base_is_read_anew_and_a_wrong_one_refused() -> None:
+    transcript = [Message.user("hi"), Message.assistant("hello")]
+    cache, served = MessageCache(), []
+    pager = transcript_pager(transcript, served)
+
+    def call(digest: str) -> ModelCallInput:
+        base = HistoryBase(conversation="conv", count=2, digest=digest)
+        return wire(Outbox(4096, base).ship("agent", 1, [Message.user("go")]), ModelCallInput)
+
+    empty: Pager = pager_of(Outbox(4096))
+    await cache.fetch("run-1", call(chain_all(transcript)[-1]), empty, pager)
+    transcript[1] = Message.assistant("hello, repaired")
+    fixed = await cache.fetch("run-2", call(chain_all(transcript)[-1]), empty, pager)
+    assert fixed[1].content == "hello, repaired" and cache.refetches == 1
+    with pytest.raises(ShippingError, match="conversation conv"):
+        await cache.fetch("run-3", call("0" * 32), empty, pager)
+
+
+async def test_contents_an_activity_returned_travel_by_digest_or_are_read_by_query() -> None:
+    big = "r" * 5000
+    request = [Message.user("go"), *turn(1, big)]
+    outbox = Outbox(inline_bytes=4096)
+    await ship(outbox, keeper := MessageCache(), request[:1], 1)
+    other = MessageCache()
+    await ship(outbox, other, request[:1], 1)
+    call = wire(outbox.ship("agent", 2, request, recorded={content_digest(big)}), ModelCallInput)
+    assert call.refs == {1: content_digest(big)} and call.messages[1].content == ""
+    keeper.keep(big)  # this worker ran the tool
+    assert await keeper.fetch("run-1", call, pager_of(outbox)) == request
+    assert keeper.queries == 0
+    before = other.queries
+    assert await other.fetch("run-1", call, pager_of(outbox)) == request
+    assert other.queries == before + 1  # another worker ran it: read by query, verified

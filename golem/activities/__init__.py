@@ -2,7 +2,9 @@
 
 The model-request activity does not receive the conversation: its worker's
 ``MessageCache`` extends what it has with the input's new messages, or reads them from
-the running workflow through the ``golem.messages`` query (see golem.workflows.shipping).
+the running workflow through the ``golem.messages`` query, and a conversation turn's
+history from the conversation workflow's ``golem.conversation`` query (see
+golem.workflows.shipping).
 """
 
 from __future__ import annotations
@@ -149,7 +151,8 @@ def _adapter(kind: Any) -> TypeAdapter[Any]:
 
 
 class ModelActivity:
-    """The model-request activity, bound to its worker's ``MessageCache``."""
+    """The model-request and tool activities, bound to their worker's ``MessageCache`` (a
+    tool's or a model's content is kept there: the next model call names it by digest)."""
 
     def __init__(self, cache: MessageCache) -> None:
         self.cache = cache
@@ -187,7 +190,16 @@ class ModelActivity:
             raise ApplicationError(
                 _failure(what, exc), type=type(exc).__name__, non_retryable=True
             ) from exc
-        return _checked(response, ModelResponse, f"{what} (turn {input.turn})")
+        checked = _checked(response, ModelResponse, f"{what} (turn {input.turn})")
+        self.cache.keep(checked.message.content)  # the next call names it by digest
+        return checked
+
+    @activity.defn(name="golem.tool")
+    async def call_tool(self, input: ToolCallInput) -> ToolOutcome:
+        """Execute one tool call; its worker keeps the content for the next model call."""
+        outcome = await _call_tool(input)
+        self.cache.keep(outcome.content)
+        return outcome
 
     async def _messages(self, input: ModelCallInput) -> list[Message]:
         """The request's messages: the cache extended by the input, or read by query."""
@@ -202,10 +214,22 @@ class ModelActivity:
             )
             return page
 
-        try:
-            return await self.cache.fetch(
-                f"{info.workflow_id}/{info.workflow_run_id}", input, pager
+        # No run id: the conversation's current run answers, across continue-as-new.
+        conversation = activity.client().get_workflow_handle(
+            input.base.conversation if input.base else ""
+        )
+
+        async def base_pager(query: MessagesQuery) -> MessagesPage:
+            page: MessagesPage = await conversation.query(
+                "golem.conversation", query, result_type=MessagesPage
             )
+            return page
+
+        run = f"{info.workflow_id}/{info.workflow_run_id}"
+        try:
+            if input.base is None:
+                return await self.cache.fetch(run, input, pager)
+            return await self.cache.fetch(run, input, pager, base_pager)
         except ShippingError as exc:
             raise ApplicationError(str(exc), type=SHIPPING_ERROR, non_retryable=True) from None
         except LookupError as exc:
@@ -216,6 +240,10 @@ class ModelActivity:
 @activity.defn(name="golem.tool")
 async def call_tool(input: ToolCallInput) -> ToolOutcome:
     """Execute one tool call."""
+    return await _call_tool(input)
+
+
+async def _call_tool(input: ToolCallInput) -> ToolOutcome:
     agent = _agent(input.agent)
     call = input.call
     tool = agent.tools.get(call.name)
@@ -293,4 +321,4 @@ async def resolve_instructions(input: PrepareInput) -> str:
 def activities(cache: MessageCache | None = None) -> list[Callable[..., Any]]:
     """golem's activities for one worker; ``cache`` is that worker's own (a new one if None)."""
     model = ModelActivity(cache if cache is not None else MessageCache())
-    return [model.model_request, call_tool, process_history, resolve_instructions]
+    return [model.model_request, model.call_tool, process_history, resolve_instructions]

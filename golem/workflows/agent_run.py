@@ -49,7 +49,7 @@ with workflow.unsafe.imports_passed_through():
         failure_error,
     )
     from golem.workflows.pages import MessagesPage, MessagesQuery
-    from golem.workflows.shipping import Outbox
+    from golem.workflows.shipping import REF_BYTES, HistoryBase, Outbox, content_digest
     from golem.workflows.streams import RunStreamHost
     from golem.workflows.types import AgentRunInput, PrepareInput, ToolCallInput
 
@@ -61,6 +61,8 @@ __all__ = ["FAILURE_MEMO", "OUTCOME_MEMO", "RUN_ERROR", "AgentRunWorkflow", "Tem
 OUTCOME_MEMO = "golemOutcome"
 #: Runs recorded before the outcome memo replay without it.
 OUTCOME_PATCH = "golem-outcome-memo"
+#: Runs recorded before model calls named their run's activity results by digest.
+CONTENT_REFS_PATCH = "golem-content-refs"
 #: Runs recorded before approvals waited in the workflow replay as paused-and-returned.
 APPROVALS_PATCH = "golem-approvals-wait"
 #: A tool's activity retry policy unless it names its own.
@@ -110,16 +112,20 @@ class TemporalExecutor:
         settings: registry.WorkerSettings,
         on_change: Callable[[], None] = lambda: None,
         gate: ApprovalGate | None = None,
+        base: HistoryBase | None = None,
     ) -> None:
         self.agent = agent
         self.gate = gate
         self.heartbeat_timeout = settings.heartbeat_timeout
-        self.outbox = Outbox(settings.inline_messages_bytes)
+        self.outbox = Outbox(settings.inline_messages_bytes, base)
         self.stream = False  # the model activity publishes deltas (DurableAgent.run_stream)
         self.tools_in_flight: list[str] = []
         """Tool activities started and not yet finished, in start order."""
         self.tools_done = 0
         """Tool activities that returned: the loop counts a batch only when it ends."""
+        self.recorded: set[str] = set()
+        """Digests of the long contents this run's model and tool activities returned: the
+        run's result carries those by reference (the client reads them from its history)."""
         self._on_change = on_change
 
     def new_id(self) -> str:
@@ -163,9 +169,11 @@ class TemporalExecutor:
     async def request(
         self, request: ModelRequest, ctx: RunContext[Any], on_delta: DeltaSink | None
     ) -> ModelResponse:
-        call = self.outbox.ship(self.agent.name, ctx.turn, request.messages, self.stream)
+        # What this run's activities returned travels by digest (their worker keeps it).
+        recorded = self.recorded if workflow.patched(CONTENT_REFS_PATCH) else ()
+        call = self.outbox.ship(self.agent.name, ctx.turn, request.messages, self.stream, recorded)
         policy = self.agent.model_retry
-        return await _activity(
+        response: ModelResponse = await _activity(
             workflow.execute_activity(
                 "golem.model_request",
                 call,
@@ -176,6 +184,12 @@ class TemporalExecutor:
                 summary=f"model: {self.agent.model_name} (turn {ctx.turn})",
             )
         )
+        self._record(response.message.content)
+        return response
+
+    def _record(self, content: str) -> None:
+        if len(content) >= REF_BYTES:
+            self.recorded.add(content_digest(content))
 
     async def await_approvals(
         self, pending: list[ToolCall], ctx: RunContext[Any]
@@ -210,6 +224,7 @@ class TemporalExecutor:
             outcome = await self._tool_activity(
                 call, ctx, tool.timeout or timedelta(minutes=5), policy
             )
+            self._record(outcome.content)
             self.tools_done += 1
             return outcome
         finally:
@@ -284,6 +299,13 @@ class AgentRunWorkflow:
                 str(exc), type=registry.UNKNOWN_AGENT, non_retryable=True
             ) from None
         run = input.run
+        if input.base is not None and (agent.history_processor is not None or run.history):
+            # A history processor must see the whole history: such runs get it by value.
+            raise ApplicationError(
+                f"agent {agent.name!r}: a history by reference cannot go with a history "
+                "processor or a history by value",
+                non_retryable=True,
+            )
         if agent.deps_type is not None and run.deps is not None:
             try:
                 deps = TypeAdapter(agent.deps_type).validate_python(run.deps)
@@ -297,15 +319,20 @@ class AgentRunWorkflow:
         if not run.run_id:
             run = run.model_copy(update={"run_id": info.workflow_id})
         history = run.history
+        based = input.base is not None
         self._gate = ApprovalGate(
             lambda pending: encode_result(
-                finish.result(self._state(), None, pending=pending), history, None
+                finish.result(self._state(), None, pending=pending), history, None, based
             ),
             agent.approval_timeout,
             notify_parent=input.notify_parent,
         )
         self._executor = TemporalExecutor(
-            agent, registry.settings(info.task_queue), on_change=self._show_details, gate=self._gate
+            agent,
+            registry.settings(info.task_queue),
+            on_change=self._show_details,
+            gate=self._gate,
+            base=input.base,
         )
         self._executor.stream = input.stream
         self._loop = RunLoop(agent, self._executor, run, emit=self._on_event)
@@ -314,7 +341,7 @@ class AgentRunWorkflow:
         except RunError as exc:
             if exc.partial is not None:
                 self._outcome = exc.partial.messages
-            details = encode_failure(exc, run.history)
+            details = encode_failure(exc, run.history, based)
             if isinstance(exc.__cause__, asyncio.CancelledError):
                 # A cancel command carries no details: the evidence rides the memo instead,
                 # so the run still shows as Canceled in the UI.
@@ -333,7 +360,10 @@ class AgentRunWorkflow:
         reason = "awaiting approval" if result.pending_approvals else "answered"
         if workflow.patched(OUTCOME_PATCH):
             workflow.upsert_memo({OUTCOME_MEMO: self._summary(reason, output)})
-        return encode_result(result, run.history, output)
+        # A parent workflow cannot read this run's history: only a client-started run's
+        # result names recorded contents instead of carrying them again.
+        recorded = self._executor.recorded if info.parent is None else set()
+        return encode_result(result, run.history, output, based, recorded)
 
     def _state(self) -> RunState:
         assert self._loop is not None

@@ -5,7 +5,11 @@
 
 The workflow holds the canonical transcript. Each turn is an update whose handler runs the
 turn as a child ``AgentRunWorkflow`` (its own run id, lineage and UI page) and appends what
-the run added, so the client never ships the conversation again. Turns are serialized in
+the run added, so the client never ships the conversation again. The run gets the
+transcript by reference (``AgentRunInput.base``: this workflow's id, a count, a digest),
+read by its model activity through ``golem.conversation``, so no run records it again;
+a turn after a failed one, or of an agent with a history processor or a per-request
+token limit, gets it by value (its loop needs it whole). Turns are serialized in
 arrival order. The workflow continues as new when the server suggests it (or after
 ``turns_per_run`` turns), carrying the transcript and the run list, once no turn is in
 flight. It has no execution timeout: ``close()`` ends it. See docs/adr/0009-conversations.md.
@@ -24,11 +28,13 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError
 with workflow.unsafe.imports_passed_through():
     from golem.loop import RunInput
     from golem.messages import HistoryError, Message, Part, ToolCall, validate_history
-    from golem.workflows import lineage
+    from golem.phases.prepare import repaired
+    from golem.workflows import lineage, registry
     from golem.workflows.agent_run import RUN_ERROR, AgentRunWorkflow
     from golem.workflows.approvals import PAUSED_SIGNAL, PausedRun
     from golem.workflows.outcome import AgentRunOutput, FailureDetails
-    from golem.workflows.pages import MessagesPage, MessagesQuery
+    from golem.workflows.pages import PAGE_BYTES, MessagesPage, MessagesQuery
+    from golem.workflows.shipping import HistoryBase, chain, chain_all
     from golem.workflows.types import AgentRunInput
 
 __all__ = [
@@ -110,6 +116,9 @@ class ConversationWorkflow:
     def __init__(self, input: ConversationInput) -> None:
         self._agent = input.agent
         self._messages: list[Message] = list(input.messages)
+        self._chain = chain_all(self._messages)  # _chain[i]: digest of the first i messages
+        # Repaired and closed: a turn can take it by reference (its loop would not change it).
+        self._clean = repaired(self._messages) == self._messages
         self._runs: list[str] = list(input.runs)
         self._parent_run_id = input.parent_run_id
         self._turns_per_run = input.turns_per_run
@@ -137,6 +146,8 @@ class ConversationWorkflow:
         )
 
     def _should_continue(self) -> bool:
+        if self._waiting is not None:  # its run and its approve update belong to this run
+            return False
         return self._turns >= self._turns_per_run or (
             workflow.info().is_continue_as_new_suggested() and not self._lock.locked()
         )
@@ -209,9 +220,29 @@ class ConversationWorkflow:
                 non_retryable=True,
             )
 
+    def _by_reference(self) -> bool:
+        """Whether the next turn can take the transcript by reference: it is clean, and the
+        agent has no history processor or per-request token limit (both need the whole
+        history in the run's loop, so those turns get it by value)."""
+        if not self._clean:
+            return False  # evidence of a failed turn: the next run repairs it, by value
+        try:
+            agent = registry.lookup(workflow.info().task_queue, self._agent)
+        except LookupError:
+            return False  # the run reports the unknown agent
+        limits = agent.usage_limits
+        return agent.history_processor is None and (
+            limits is None or limits.request_input_tokens_limit is None
+        )
+
     async def _turn(self, turn: TurnInput) -> TurnOutput:
         conversation_id = workflow.info().workflow_id
+        start = len(self._messages)
+        base = None
         history = self._messages
+        if self._by_reference():
+            base = HistoryBase(conversation=conversation_id, count=start, digest=self._chain[start])
+            history = []
         parent = self._runs[-1] if self._runs else self._parent_run_id
         run = RunInput(
             prompt=turn.prompt,
@@ -221,7 +252,6 @@ class ConversationWorkflow:
             run_id=turn.run_id,
             conversation_id=conversation_id,
         )
-        start = len(history)
         self._runs.append(turn.run_id)
         self._turns += 1
         self._details()
@@ -234,6 +264,7 @@ class ConversationWorkflow:
                     parent_run_id=parent,
                     notify_parent=True,
                     stream=turn.stream,
+                    base=base,
                 ),
                 id=turn.run_id,
                 search_attributes=lineage.run_search_attributes(
@@ -267,9 +298,10 @@ class ConversationWorkflow:
             output = AgentRunOutput.model_validate(child.result())
         except ChildWorkflowError as exc:
             details = _failure_details(exc)
-            if details is not None and details.partial is not None:
-                # The failed turn's evidence joins the transcript: the next turn resumes it.
-                self._messages = details.partial.messages(history)
+            if details is not None and details.partial is not None and not details.partial.paged:
+                # The failed turn's evidence joins the transcript: the next turn resumes it
+                # (by value: its loop repairs what the failure left open).
+                self._set_messages(details.partial.messages(history), clean=False)
             self._details()
             cause = exc.cause
             if isinstance(cause, ApplicationError):
@@ -277,9 +309,30 @@ class ConversationWorkflow:
                     cause.message, *cause.details, type=cause.type, non_retryable=True
                 ) from None
             raise ApplicationError(str(cause or exc), type=RUN_ERROR, non_retryable=True) from None
-        self._messages = output.snapshot.messages(history)
+        if output.snapshot.paged:
+            # Workflow code cannot read pages; one turn adding ~1 MB of messages is refused.
+            raise ApplicationError(
+                f"turn {run_id} added more than {PAGE_BYTES} bytes of messages, too many for "
+                "the conversation to take in; return references (URLs, ids) from tools",
+                non_retryable=True,
+            )
+        self._set_messages(output.snapshot.messages(history), clean=True)
         self._details()
         return TurnOutput(run=output, start=start)
+
+    def _set_messages(self, messages: list[Message], clean: bool) -> None:
+        """The transcript after a turn. A by-reference turn only appends (its snapshot has
+        no base); a by-value turn may rewrite what it repaired, and the digests follow."""
+        same = 0
+        for old, new in zip(self._messages, messages, strict=False):
+            if old is not new and old != new:
+                break
+            same += 1
+        del self._chain[same + 1 :]
+        for message in messages[same:]:
+            self._chain.append(chain(self._chain[-1], message))
+        self._messages = messages
+        self._clean = clean
 
     def _details(self) -> None:
         waiting = self._waiting

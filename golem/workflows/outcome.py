@@ -7,7 +7,7 @@ drift; tests round-trip them through golem's data converter without a server.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +19,7 @@ from golem.results import PartialResult, Result, RunError, Stage
 from golem.worker.converter import BAD_PAYLOAD
 from golem.workflows.pages import PAGE_BYTES, Pager, message_size, read_pages
 from golem.workflows.registry import UNKNOWN_AGENT
+from golem.workflows.shipping import by_reference, content_digest, filled
 
 __all__ = [
     "FAILURE_MEMO",
@@ -28,6 +29,7 @@ __all__ = [
     "RunSnapshot",
     "UnknownAgentError",
     "cancel_memo",
+    "content_digest",
     "conversation",
     "decode_failure",
     "decode_result",
@@ -42,6 +44,10 @@ RUN_ERROR = "GolemRunError"
 FAILURE_MEMO = "golemFailure"
 
 
+#: Loads ``{content_digest(text): text}`` of every content a run's activities recorded.
+Recorded = Callable[[], Awaitable[Mapping[str, str]]]
+
+
 class UnknownAgentError(LookupError):
     """The worker serves no agent by that name (the message lists the ones it has)."""
 
@@ -52,13 +58,26 @@ class _Payload(BaseModel):
 
 class RunSnapshot(_Payload):
     """A run's conversation as ``base + added``: ``base`` is ``None`` when it is exactly the
-    history the run was given, so a clean continuation does not send the history back.
-    A conversation too big for one payload is ``paged``: read it with ``golem.conversation``."""
+    history the run was given, so a clean continuation does not send the history back; a
+    run that changed only the history's end (a repair) carries only that end (``kept``).
+    What it would carry too big for one payload is ``paged``: read it with
+    ``golem.conversation``."""
 
     base: list[Message] | None = None
     added: list[Message] = Field(default_factory=list)
+    kept: int = 0
+    """With ``base``: the given history's first ``kept`` messages come before it."""
     paged: int = 0
-    """When non-zero: the conversation has this many messages, none of them carried here."""
+    """When non-zero: the run's conversation has this many messages, none carried here."""
+    based: bool = False
+    """The run got its history by reference (a conversation's turn): its conversation, and
+    so its pages, are only its own messages, which follow that history."""
+    unstamped: bool = False
+    """Every message in ``added`` carried this run's ``run_id`` and ``conversation_id``;
+    they are left out here and put back on reading."""
+    refs: dict[int, str] = Field(default_factory=dict)
+    """``added[i]``'s content is empty here: it is the content an activity of this run
+    recorded (a model answer, a tool result) whose ``content_digest`` is ``refs[i]``."""
     usage: Usage = Field(default_factory=Usage)
     requests: int = 0
     tool_calls: int = 0
@@ -66,8 +85,16 @@ class RunSnapshot(_Payload):
     conversation_id: str = ""
 
     @classmethod
-    def of(cls, evidence: Result[Any] | PartialResult, history: list[Message]) -> RunSnapshot:
-        """Split the evidence's messages where the run's own stamps begin (or page them)."""
+    def of(
+        cls,
+        evidence: Result[Any] | PartialResult,
+        history: list[Message],
+        based: bool = False,
+        recorded: Collection[str] = (),
+    ) -> RunSnapshot:
+        """Split the evidence's messages where the run's own stamps begin (or page them);
+        contents whose digest is in ``recorded`` (the run's own activity results) are
+        carried by reference."""
         messages = evidence.messages
         counts = {
             "usage": evidence.usage,
@@ -75,20 +102,48 @@ class RunSnapshot(_Payload):
             "tool_calls": evidence.tool_calls,
             "run_id": evidence.run_id,
             "conversation_id": evidence.conversation_id,
+            "based": based,
         }
-        if sum(message_size(m) for m in messages) > PAGE_BYTES:
-            return cls(paged=len(messages), **counts)
         run_id = evidence.run_id
         cut = next((i for i, m in enumerate(messages) if m.run_id == run_id), len(messages))
         base = messages[:cut]
-        same = len(base) == len(history) and all(
-            a is b or a == b for a, b in zip(base, history, strict=True)
-        )
-        return cls(base=None if same else base, added=messages[cut:], **counts)
+        kept = 0
+        for old, new in zip(history, base, strict=False):
+            if old is not new and old != new:
+                break
+            kept += 1
+        added, refs = by_reference(messages[cut:], recorded)
+        ids = (run_id, evidence.conversation_id)
+        if added and all((m.run_id, m.conversation_id) == ids for m in added):
+            added = [m.stamped("", "") for m in added]
+            counts["unstamped"] = True
+        carried = [*base[kept:], *added]
+        if sum(message_size(m) for m in carried) > PAGE_BYTES:
+            return cls(paged=len(messages), **counts)
+        if kept == len(base) == len(history):
+            return cls(added=added, refs=refs, **counts)
+        return cls(base=base[kept:], kept=kept, added=added, refs=refs, **counts)
 
-    def messages(self, history: list[Message]) -> list[Message]:
-        """The conversation when carried inline (``paged`` is 0)."""
-        return [*(history if self.base is None else self.base), *self.added]
+    def messages(
+        self, history: list[Message], recorded: Mapping[str, str] | None = None
+    ) -> list[Message]:
+        """The conversation when carried inline (``paged`` is 0); ``recorded`` fills the
+        contents carried by reference."""
+        added = self.added
+        if self.unstamped:
+            added = [m.stamped(self.run_id, self.conversation_id) for m in added]
+        if self.refs:
+            if recorded is None:
+                raise ValueError(f"run {self.run_id}: its result names recorded contents")
+            try:
+                added = filled(added, self.refs, recorded)
+            except KeyError as exc:
+                raise LookupError(
+                    f"run {self.run_id}: no activity recorded content {exc}"
+                ) from None
+        if self.base is None:
+            return [*history, *added]
+        return [*history[: self.kept], *self.base, *added]
 
     def to_partial(self, messages: list[Message]) -> PartialResult:
         return PartialResult(
@@ -132,43 +187,60 @@ class FailureDetails(_Payload):
 
 
 async def conversation(
-    snapshot: RunSnapshot, history: list[Message], pager: Pager
+    snapshot: RunSnapshot, history: list[Message], pager: Pager, recorded: Recorded | None = None
 ) -> list[Message]:
-    """A snapshot's conversation: carried inline, or paged out of the workflow by query."""
+    """A snapshot's conversation: carried inline (``recorded`` reads the contents it names
+    from the run's history), or paged out of the workflow by query."""
     if not snapshot.paged:
-        return snapshot.messages(history)
-    return await read_pages(pager, 0, snapshot.paged)
+        return snapshot.messages(history, await recorded() if snapshot.refs and recorded else None)
+    pages = await read_pages(pager, 0, snapshot.paged)
+    return [*history, *pages] if snapshot.based else pages
 
 
 # The result.
 
 
-def encode_result(result: Result[Any], history: list[Message], output: Any) -> AgentRunOutput:
-    """What the workflow returns; ``output`` is the result's output as JSON-able data."""
+def encode_result(
+    result: Result[Any],
+    history: list[Message],
+    output: Any,
+    based: bool = False,
+    recorded: Collection[str] = (),
+) -> AgentRunOutput:
+    """What the workflow returns; ``output`` is the result's output as JSON-able data
+    (``based``: the run got its history by reference; ``recorded``: digests of contents
+    its activities recorded, carried by reference)."""
     return AgentRunOutput(
         output=output,
-        snapshot=RunSnapshot.of(result, history),
+        snapshot=RunSnapshot.of(result, history, based, recorded),
         pending_approvals=result.pending_approvals,
     )
 
 
 async def decode_result(
-    raw: Any, history: list[Message], pager: Pager, output: Callable[[Any], Any] | None = None
+    raw: Any,
+    history: list[Message],
+    pager: Pager,
+    output: Callable[[Any], Any] | None = None,
+    recorded: Recorded | None = None,
 ) -> Result[Any]:
-    """The ``Result`` a workflow's return value stands for (``output`` validates the output)."""
+    """The ``Result`` a workflow's return value stands for (``output`` validates the output;
+    ``recorded`` reads the contents the run's activities recorded)."""
     decoded = AgentRunOutput.model_validate(raw)
     value = decoded.output
     if output is not None and value is not None:
         value = output(value)
-    return decoded.to_result(await conversation(decoded.snapshot, history, pager), value)
+    messages = await conversation(decoded.snapshot, history, pager, recorded)
+    return decoded.to_result(messages, value)
 
 
 # The failure.
 
 
-def encode_failure(error: RunError, history: list[Message]) -> FailureDetails:
+def encode_failure(error: RunError, history: list[Message], based: bool = False) -> FailureDetails:
     """The details a failed run carries; the evidence is the error's own ``partial``."""
-    partial = RunSnapshot.of(error.partial, history) if error.partial is not None else None
+    evidence = error.partial
+    partial = RunSnapshot.of(evidence, history, based) if evidence is not None else None
     return FailureDetails(stage=error.stage, message=error.detail, partial=partial)
 
 

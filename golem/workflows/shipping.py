@@ -8,6 +8,13 @@ messages and extends them. Nothing is trusted: every call carries a digest chain
 of its prefix and of its whole request, so a cache that missed a call (another worker
 ran it) or holds a stale list refetches, and a wrong conversation is never sent.
 
+A run of a conversation (``ConversationWorkflow``) gets its history by reference: its
+input names a ``HistoryBase`` (the conversation workflow's id, a message count and the
+digest of that prefix) instead of the messages, its requests are shipped without it, and
+the worker's cache reads the base through the conversation's ``golem.conversation`` query
+(once per worker and conversation, then only what was appended), verified by digest. The
+request the model sees is ``[system?] + base + the run's own messages``.
+
 No Temporal import: the activity hands the cache its query (``Pager``).
 """
 
@@ -16,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import operator
 from collections import OrderedDict
+from collections.abc import Collection, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -25,15 +33,92 @@ from pydantic_core.core_schema import any_schema
 from golem.messages import Message
 from golem.workflows.pages import MessagesPage, MessagesQuery, Pager, message_size, read_pages
 
-__all__ = ["MessageCache", "ModelCallInput", "Outbox", "ShippingError", "chain"]
+__all__ = [
+    "REF_BYTES",
+    "HistoryBase",
+    "MessageCache",
+    "ModelCallInput",
+    "Outbox",
+    "ShippingError",
+    "by_reference",
+    "chain",
+    "chain_all",
+    "content_digest",
+    "filled",
+    "with_base",
+]
 
 _JSON = SchemaSerializer(any_schema())
+
+
+#: Contents at least this long travel by reference when an activity of the run returned them.
+REF_BYTES = 256
+
+
+def content_digest(text: str) -> str:
+    """The key a content travels by when it travels by reference."""
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def chain(previous: str, message: Message) -> str:
     """The digest of a list of messages, extended by one message (``""`` for no messages)."""
     data = _JSON.to_json(message, by_alias=True, exclude_defaults=True)
     return hashlib.blake2b(previous.encode() + data, digest_size=16).hexdigest()
+
+
+def chain_all(messages: list[Message], start: str = "") -> list[str]:
+    """``[start, digest of messages[:1], ..., digest of messages]``."""
+    digests = [start]
+    for message in messages:
+        digests.append(chain(digests[-1], message))
+    return digests
+
+
+class HistoryBase(BaseModel):
+    """A run's history by reference: the first ``count`` messages of conversation workflow
+    ``conversation``'s transcript, whose digest (``chain``) is ``digest``."""
+
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+    conversation: str
+    count: int
+    digest: str
+
+
+def with_base(base: list[Message], own: list[Message]) -> list[Message]:
+    """A based run's request: its instructions (a leading system message) first, then the
+    base, then its own messages (the loop drops system messages from histories, so only
+    the instructions can lead)."""
+    split = 1 if own and own[0].role == "system" else 0
+    return [*own[:split], *base, *own[split:]]
+
+
+def by_reference(
+    messages: list[Message], recorded: Collection[str]
+) -> tuple[list[Message], dict[int, str]]:
+    """``messages`` with each long content in ``recorded`` emptied, and ``{index: digest}``."""
+    if not recorded:
+        return messages, {}
+    out, refs = list(messages), {}
+    for index, message in enumerate(messages):
+        if len(message.content) >= REF_BYTES:
+            key = content_digest(message.content)
+            if key in recorded:
+                out[index] = message.model_copy(update={"content": ""})
+                refs[index] = key
+    return out, refs
+
+
+def filled(
+    messages: list[Message], refs: dict[int, str], contents: Mapping[str, str]
+) -> list[Message]:
+    """``messages`` with the contents ``refs`` names put back (``KeyError`` if one is missing)."""
+    if not refs:
+        return messages
+    out = list(messages)
+    for index, key in refs.items():
+        out[index] = out[index].model_copy(update={"content": contents[key]})
+    return out
 
 
 def _common_prefix(old: list[Message], new: list[Message]) -> int:
@@ -72,6 +157,11 @@ class ModelCallInput(BaseModel):
     """Digest of ``[0, upto)``: what the activity must end up with."""
     stream: bool = False
     """Stream the answer, publishing its deltas to the run's stream."""
+    base: HistoryBase | None = None
+    """The run's history by reference: the request is ``with_base(base, messages)``."""
+    refs: dict[int, str] = Field(default_factory=dict)
+    """``messages[i]``'s content is empty here: it is what one of the run's activities
+    returned (``content_digest`` ``refs[i]``), kept by the worker that ran it."""
 
 
 class ShippingError(Exception):
@@ -81,22 +171,31 @@ class ShippingError(Exception):
 class Outbox:
     """The workflow side: the current request's messages, shipped as differences."""
 
-    def __init__(self, inline_bytes: int) -> None:
+    def __init__(self, inline_bytes: int, base: HistoryBase | None = None) -> None:
         self.inline_bytes = inline_bytes
+        self.base = base
+        """The run's history by reference; ``messages`` are only the run's own."""
         self.messages: list[Message] = []
         """The current request's messages (served by the ``golem.messages`` query)."""
         self._chain: list[str] = [""]  # _chain[i]: digest of messages[:i]
 
     def ship(
-        self, agent: str, turn: int, messages: list[Message], stream: bool = False
+        self,
+        agent: str,
+        turn: int,
+        messages: list[Message],
+        stream: bool = False,
+        recorded: Collection[str] = (),
     ) -> ModelCallInput:
-        """The activity input for a request of ``messages`` (``stream``: publish deltas)."""
+        """The activity input for a request of ``messages`` (``stream``: publish deltas);
+        new contents whose digest is in ``recorded`` (the run's own activity results)
+        travel by reference."""
         same = _common_prefix(self.messages, messages)  # checked, not assumed append-only
         del self._chain[same + 1 :]
         for message in messages[same:]:
             self._chain.append(chain(self._chain[-1], message))
         self.messages = list(messages)
-        new_messages = messages[same:]
+        new_messages, refs = by_reference(messages[same:], recorded)
         small = sum(message_size(m) for m in new_messages) <= self.inline_bytes
         return ModelCallInput(
             agent=agent,
@@ -104,9 +203,11 @@ class Outbox:
             upto=len(messages),
             since=same,
             messages=new_messages if small else [],
+            refs=refs if small else {},
             prefix=self._chain[same],
             digest=self._chain[-1],
             stream=stream,
+            base=self.base,
         )
 
     def page(self, query: MessagesQuery) -> MessagesPage:
@@ -127,10 +228,59 @@ class MessageCache:
         """Query pages asked for so far (for tests and tuning)."""
         self.refetches = 0
         """Times a cached prefix did not match and was dropped."""
+        self.base_queries = 0
+        """Query pages asked of conversation workflows for bases."""
         self._runs: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
+        self._bases: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
+        self._contents: OrderedDict[str, str] = OrderedDict()
 
-    async def fetch(self, run: str, call: ModelCallInput, pager: Pager) -> list[Message]:
-        """The request's ``call.upto`` messages for ``run``; ``pager`` asks the workflow."""
+    def keep(self, content: str) -> None:
+        """Remember a content an activity on this worker returned (the next model call of
+        its run names it by reference)."""
+        if len(content) >= REF_BYTES:
+            key = content_digest(content)
+            self._contents[key] = content
+            self._contents.move_to_end(key)
+            while len(self._contents) > self.max_runs * 16:
+                self._contents.popitem(last=False)
+
+    async def fetch(
+        self, run: str, call: ModelCallInput, pager: Pager, base_pager: Pager | None = None
+    ) -> list[Message]:
+        """The request's messages for ``run``: its own ``call.upto`` (``pager`` asks the run's
+        workflow), after ``call.base`` when it has one (``base_pager`` asks the conversation)."""
+        own = await self._own(run, call, pager)
+        if call.base is None:
+            return own
+        if base_pager is None:
+            raise ShippingError(f"run {run}: its history is by reference and nothing can read it")
+        return with_base(await self._base(call.base, base_pager), own)
+
+    async def _base(self, base: HistoryBase, pager: Pager) -> list[Message]:
+        """A conversation's first ``base.count`` messages: cached per conversation and
+        extended by what it appended since; a cache whose prefix no longer matches (the
+        transcript was rewritten, which only a repairing by-value turn does) reads anew."""
+        messages, digests = self._bases.pop(base.conversation, ([], [""]))
+        if len(messages) < base.count:
+            added = await read_pages(self._counting(pager, base=True), len(messages), base.count)
+            messages.extend(added)
+            digests.extend(chain_all(added, digests[-1])[1:])
+        if digests[base.count] != base.digest:
+            if len(digests) > 1:
+                self.refetches += 1
+            messages = await read_pages(self._counting(pager, base=True), 0, base.count)
+            digests = chain_all(messages)
+            if len(messages) != base.count or digests[-1] != base.digest:
+                raise ShippingError(
+                    f"conversation {base.conversation}: its first {base.count} messages do not "
+                    f"match the digest its run was given ({digests[-1]} != {base.digest})"
+                )
+        self._bases[base.conversation] = (messages, digests)
+        while len(self._bases) > self.max_runs:
+            self._bases.popitem(last=False)
+        return messages[: base.count]
+
+    async def _own(self, run: str, call: ModelCallInput, pager: Pager) -> list[Message]:
         messages, digests = self._runs.pop(run, ([], [""]))
         if len(digests) > call.since and digests[call.since] == call.prefix:
             del messages[call.since :], digests[call.since + 1 :]
@@ -138,9 +288,13 @@ class MessageCache:
             if len(digests) > 1:
                 self.refetches += 1
             messages, digests = [], [""]
+        added: list[Message] | None = None
         if call.messages and len(messages) == call.since:
-            added = list(call.messages)
-        else:
+            try:
+                added = filled(list(call.messages), call.refs, self._contents)
+            except KeyError:
+                added = None  # another worker ran that activity: read by query
+        if added is None:
             added = await read_pages(self._counting(pager), len(messages), call.upto)
         for message in added:
             digests.append(chain(digests[-1], message))
@@ -156,9 +310,12 @@ class MessageCache:
             self._runs.popitem(last=False)
         return list(messages)
 
-    def _counting(self, pager: Pager) -> Pager:
+    def _counting(self, pager: Pager, base: bool = False) -> Pager:
         async def ask(query: MessagesQuery) -> MessagesPage:
-            self.queries += 1
+            if base:
+                self.base_queries += 1
+            else:
+                self.queries += 1
             return await pager(query)
 
         return ask

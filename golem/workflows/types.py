@@ -12,6 +12,7 @@ from pydantic.alias_generators import to_camel
 
 from golem.loop import RunInput
 from golem.messages import Message, ToolCall, Usage
+from golem.workflows.shipping import HistoryBase
 
 __all__ = ["AgentRunInput", "PrepareInput", "ToolCallInput"]
 
@@ -31,6 +32,9 @@ class AgentRunInput(_Payload):
     """The model activity publishes deltas to the run's stream (``run_stream``)."""
     notify_parent: bool = False
     """Signal the parent workflow (a conversation) when the run waits for approvals."""
+    base: HistoryBase | None = None
+    """The history by reference (``run.history`` is then empty): a conversation's turn.
+    The loop sees only the run's own messages; the model sees ``base`` before them."""
 
 
 class ToolCallInput(_Payload):
