@@ -380,7 +380,11 @@ class AgentRunWorkflow:
 
     # -- approvals (docs: golem/workflows/approvals.py) ----------------------------------
 
-    @workflow.update(name="golem.outcome")
+    # A run that fails before it starts (bad input) leaves it waiting: the client then reads
+    # the failure from the result, so abandoning it is right.
+    @workflow.update(
+        name="golem.outcome", unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON
+    )
     async def outcome(self) -> AgentRunOutput | None:
         """Returns once the run waits for approvals (its paused output) or ends (None)."""
         await workflow.wait_condition(lambda: self._gate is not None)
