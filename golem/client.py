@@ -39,6 +39,7 @@ from golem.worker.converter import golem_data_converter
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.conversation import (
     CLOSED,
+    RECORDED,
     WAITING,
     ConversationInput,
     ConversationSummary,
@@ -417,6 +418,10 @@ class DurableConversation(Generic[OutputT]):
                 "golem.send", turn, id=run_id, result_type=TurnOutput
             )
         except WorkflowUpdateFailedError as exc:
+            cause = exc.cause
+            if isinstance(cause, ApplicationError) and cause.type == RECORDED:
+                # A send retried after continue-as-new: the turn ran, so its run answers.
+                return await (await self.agent.attach(run_id)).result()
             raise await self._turn_error(exc, run_id) from exc
         except RPCError as exc:
             raise await self._closed_or(exc) from exc

@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
 
 __all__ = [
     "CLOSED",
+    "RECORDED",
     "WAITING",
     "ConversationInput",
     "ConversationSummary",
@@ -43,6 +44,9 @@ __all__ = [
 
 #: ``ApplicationError.type`` of a turn refused because the conversation is closed.
 CLOSED = "GolemConversationClosed"
+#: ``ApplicationError.type`` of a turn whose run id is already a turn of this conversation
+#: (a send retried after continue-as-new: Temporal dedups update ids per workflow run only).
+RECORDED = "GolemTurnRecorded"
 #: ``ApplicationError.type`` of a refusal about approvals (a turn waits, or none does).
 WAITING = "GolemApprovalsWaiting"
 
@@ -162,7 +166,9 @@ class ConversationWorkflow:
             raise ApplicationError("a turn needs a run id", non_retryable=True)
         if turn.run_id in self._runs:
             raise ApplicationError(
-                f"run {turn.run_id} is already a turn of this conversation", non_retryable=True
+                f"run {turn.run_id} is already a turn of this conversation",
+                type=RECORDED,
+                non_retryable=True,
             )
         try:
             validate_history([Message.user(turn.prompt or "", turn.parts)])
