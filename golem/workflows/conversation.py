@@ -14,6 +14,7 @@ flight. It has no execution timeout: ``close()`` ends it. See docs/adr/0009-conv
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,12 +121,16 @@ class ConversationWorkflow:
         self._lock = asyncio.Lock()  # turns run one at a time, in arrival order
         self._waiting: _Waiting | None = None  # a turn whose run waits for approvals
         self._paused: dict[str, PausedRun] = {}
+        self._watch: asyncio.Task[None] | None = None  # settles a waiting turn nobody answers
 
     @workflow.run
     async def run(self, input: ConversationInput) -> ConversationSummary:
         await workflow.wait_condition(lambda: self._closed or self._should_continue())
-        # A turn in flight finishes here (and any that arrived meanwhile), never vanishes.
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        # A turn in flight finishes here (and any that arrived meanwhile), never vanishes;
+        # nor does a turn that waits for approvals (its child would be lost to the next run).
+        await workflow.wait_condition(
+            lambda: workflow.all_handlers_finished() and (self._closed or self._waiting is None)
+        )
         if self._closed:
             return ConversationSummary(runs=self._runs, messages=len(self._messages))
         workflow.continue_as_new(
@@ -139,6 +144,8 @@ class ConversationWorkflow:
         )
 
     def _should_continue(self) -> bool:
+        if self._waiting is not None:
+            return False
         return self._turns >= self._turns_per_run or (
             workflow.info().is_continue_as_new_suggested() and not self._lock.locked()
         )
@@ -180,12 +187,18 @@ class ConversationWorkflow:
         """Answer the turn that waits for approvals; returns it once it ends or waits again."""
         async with self._lock:
             waiting = self._waiting
-            assert waiting is not None  # the validator saw it, and turns hold the lock
+            if waiting is None:  # the approval timeout decided since the validator ran
+                raise ApplicationError(
+                    "no turn of this conversation waits for approvals",
+                    type=WAITING,
+                    non_retryable=True,
+                )
             self._waiting = None
             self._paused.pop(waiting.run_id, None)
-            await workflow.get_external_workflow_handle(waiting.run_id).signal(
-                "golem.decide", decisions
-            )
+            if not waiting.child.done():
+                await workflow.get_external_workflow_handle(waiting.run_id).signal(
+                    "golem.decide", decisions
+                )
             return await self._outcome(waiting.run_id, waiting.child, waiting.start)
 
     @approve.validator
@@ -255,12 +268,30 @@ class ConversationWorkflow:
     ) -> TurnOutput:
         """Wait until the turn's run ends (its messages join the transcript) or pauses."""
         await workflow.wait_condition(lambda: child.done() or run_id in self._paused)
-        history = self._messages[:start]
         if not child.done():
             paused = self._paused[run_id]
-            self._waiting = _Waiting(run_id, child, start, paused.pending_approvals)
+            waiting = _Waiting(run_id, child, start, paused.pending_approvals)
+            self._waiting = waiting
             self._details()
+            # Held, so the task lives until it settles (the loop keeps only weak references).
+            self._watch = asyncio.create_task(self._unanswered(waiting))
             return TurnOutput(run=AgentRunOutput.model_validate(paused.model_dump()), start=start)
+        return self._ended(child, start)
+
+    async def _unanswered(self, waiting: _Waiting) -> None:
+        """A waiting turn that ends without an ``approve`` (the approval timeout denied it, or
+        ``close`` did) still joins the transcript, and the conversation takes turns again."""
+        await workflow.wait_condition(lambda: waiting.child.done() or self._waiting is not waiting)
+        if self._waiting is not waiting:
+            return  # approved: the approve update takes the turn's outcome
+        self._waiting = None
+        self._paused.pop(waiting.run_id, None)
+        with contextlib.suppress(ApplicationError):  # a failure's evidence was appended
+            self._ended(waiting.child, waiting.start)
+
+    def _ended(self, child: workflow.ChildWorkflowHandle[Any, Any], start: int) -> TurnOutput:
+        """The ended run's messages join the transcript; its output, or its error raised."""
+        history = self._messages[:start]
         try:
             output = AgentRunOutput.model_validate(child.result())
         except ChildWorkflowError as exc:
@@ -293,13 +324,16 @@ class ConversationWorkflow:
     @workflow.update(name="golem.close")
     async def close(self) -> ConversationSummary:
         self._closed = True
-        if self._waiting is not None:
-            # Nobody can approve once the conversation is closed: deny, so the run ends.
-            decisions = {c.id: False for c in self._waiting.pending}
-            await workflow.get_external_workflow_handle(self._waiting.run_id).signal(
-                "golem.decide", decisions
-            )
-            self._waiting = None
+        waiting = self._waiting
+        if waiting is not None:
+            # Nobody can approve once the conversation is closed: deny, so the run ends
+            # (and joins the transcript) rather than being cancelled when this workflow ends.
+            if not waiting.child.done():
+                decisions = {c.id: False for c in waiting.pending}
+                await workflow.get_external_workflow_handle(waiting.run_id).signal(
+                    "golem.decide", decisions
+                )
+            await workflow.wait_condition(lambda: self._waiting is not waiting)
         async with self._lock:  # the turn in flight finishes first
             return ConversationSummary(runs=self._runs, messages=len(self._messages))
 
