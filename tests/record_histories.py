@@ -3,8 +3,8 @@
 Run: .venv/bin/python tests/record_histories.py [NAME ...] (about half a minute; it starts
 its own dev server and, for the crash, a worker process it kills). With names, only those
 histories are rewritten: the others keep what older code recorded, which is the point.
-Histories over 256 KB are stored gzipped. ``legacy_snake_case_payloads.json`` is not recorded here: it keeps a
-history from before payload keys turned camelCase.
+Histories over 256 KB are stored gzipped. ``legacy_snake_case_payloads.json`` is not
+recorded here: it keeps a history from before payload keys turned camelCase.
 """
 
 from __future__ import annotations
