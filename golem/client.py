@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -39,6 +40,7 @@ from golem.worker.converter import golem_data_converter
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.conversation import (
     CLOSED,
+    CONTINUING,
     RECORDED,
     WAITING,
     ConversationInput,
@@ -413,10 +415,22 @@ class DurableConversation(Generic[OutputT]):
         ``messages`` are the whole conversation. ``run_id`` makes a retried send one turn."""
         run_id = run_id or new_id()
         turn = TurnInput(run_id=run_id, prompt=prompt, parts=list(parts), deps=deps)
+        delay = 0.02
         try:
-            out: TurnOutput = await self.handle.execute_update(
-                "golem.send", turn, id=run_id, result_type=TurnOutput
-            )
+            while True:
+                try:
+                    out: TurnOutput = await self.handle.execute_update(
+                        "golem.send", turn, id=run_id, result_type=TurnOutput
+                    )
+                    break
+                except WorkflowUpdateFailedError as exc:
+                    cause = exc.cause
+                    if not (isinstance(cause, ApplicationError) and cause.type == CONTINUING):
+                        raise
+                # The conversation finishes its turns in flight, then continues as new:
+                # the same update, sent again, lands on the next run.
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
         except WorkflowUpdateFailedError as exc:
             cause = exc.cause
             if isinstance(cause, ApplicationError) and cause.type == RECORDED:

@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
 
 __all__ = [
     "CLOSED",
+    "CONTINUING",
     "RECORDED",
     "WAITING",
     "ConversationInput",
@@ -45,6 +46,9 @@ __all__ = [
 
 #: ``ApplicationError.type`` of a turn refused because the conversation is closed.
 CLOSED = "GolemConversationClosed"
+#: ``ApplicationError.type`` of a turn refused while the conversation drains its turns in
+#: flight before it continues as new; the client sends it again, to the next run.
+CONTINUING = "GolemConversationContinuing"
 #: ``ApplicationError.type`` of a turn whose run id is already a turn of this conversation
 #: (a send retried after continue-as-new: Temporal dedups update ids per workflow run only).
 RECORDED = "GolemTurnRecorded"
@@ -118,6 +122,7 @@ class ConversationWorkflow:
         self._turns_per_run = input.turns_per_run
         self._turns = 0  # turns in this workflow run (since the last continue-as-new)
         self._closed = False
+        self._draining = False  # continue-as-new is due: no new turn starts in this run
         self._lock = asyncio.Lock()  # turns run one at a time, in arrival order
         self._waiting: _Waiting | None = None  # a turn whose run waits for approvals
         self._paused: dict[str, PausedRun] = {}
@@ -126,6 +131,9 @@ class ConversationWorkflow:
     @workflow.run
     async def run(self, input: ConversationInput) -> ConversationSummary:
         await workflow.wait_condition(lambda: self._closed or self._should_continue())
+        # Without this, sends from several clients, each arriving while another's turn runs,
+        # would keep every handler busy and put the switch off forever.
+        self._draining = not self._closed
         # A turn in flight finishes here (and any that arrived meanwhile), never vanishes;
         # nor does a turn that waits for approvals (its child would be lost to the next run).
         await workflow.wait_condition(
@@ -165,6 +173,12 @@ class ConversationWorkflow:
                 f"turn {self._waiting.run_id} waits for approvals of "
                 f"{[c.id for c in self._waiting.pending]}: approve or deny them first",
                 type=WAITING,
+                non_retryable=True,
+            )
+        if self._draining:
+            raise ApplicationError(
+                "the conversation is continuing as new; send the turn again",
+                type=CONTINUING,
                 non_retryable=True,
             )
         if not (turn.prompt or "").strip() and not turn.parts:
