@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from temporalio.api.sdk.v1 import WorkflowMetadata
@@ -12,7 +13,9 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from test_conversation_boundaries import budgeted, continued
 from test_durable_approvals import serve, transfer_agent
 
+from golem import Agent, Message, ToolCall
 from golem.client import ConversationClosedError, DurableAgent
+from golem.models import FunctionModel
 from golem.phases.batch import DENIED_RESULT
 
 
@@ -111,3 +114,57 @@ async def test_no_continue_as_new_while_a_turn_waits_for_approvals(
     assert runs == [paused.run_id, following.run_id]
     assert transcript == following.messages
     assert transcript[: len(done.messages)] == done.messages
+
+
+def asks_twice() -> Agent[Any, str]:
+    """Asks to approve one transfer, then (whatever the answer) a second one."""
+
+    def answer(messages: list[Message], tools: Any) -> Message:
+        results = [m for m in messages if m.role == "tool"]
+        if len(results) < 2:
+            n = len(results) + 1
+            return Message.assistant("", [ToolCall(id=f"t{n}", name="transfer", args="{}")])
+        return Message.assistant(" | ".join(m.content for m in results))
+
+    agent: Agent[Any, str] = Agent(
+        FunctionModel(answer), name="twice", approval_timeout=timedelta(milliseconds=300)
+    )
+
+    @agent.tool(requires_approval=True)
+    def transfer() -> str:
+        """Move money."""
+        return "moved"
+
+    return agent
+
+
+async def test_a_run_that_asks_again_after_the_timeout_waits_for_the_new_calls(
+    temporal_client: Client,
+) -> None:
+    agent = asks_twice()
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        paused = await conv.send("pay")
+        async with asyncio.timeout(10):  # t1 times out, then the run asks for t2
+            while "transfer (t2)" not in await details(conv):
+                await asyncio.sleep(0.05)
+        done = await conv.approve({"t2": True})
+    assert paused.pending_approvals[0].id == "t1"
+    assert done.output == f"{DENIED_RESULT} | moved"
+
+
+async def test_close_denies_every_call_a_waiting_run_asks_for_until_it_ends(
+    temporal_client: Client,
+) -> None:
+    agent = asks_twice()
+    agent.approval_timeout = None
+    async with serve(temporal_client, agent) as tq:
+        durable = DurableAgent(temporal_client, agent, task_queue=tq)
+        conv = await durable.conversation()
+        paused = await conv.send("pay")
+        async with asyncio.timeout(20):
+            await conv.close()  # returns: the run's second request is denied as well
+        child = await (await durable.attach(paused.run_id)).result(final=True)
+        transcript = await conv.messages()
+    assert child.output == f"{DENIED_RESULT} | {DENIED_RESULT}"
+    assert transcript == child.messages

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -283,7 +284,7 @@ class ConversationWorkflow:
         """Wait until the turn's run ends (its messages join the transcript) or pauses."""
         await workflow.wait_condition(lambda: child.done() or run_id in self._paused)
         if not child.done():
-            paused = self._paused[run_id]
+            paused = self._paused.pop(run_id)  # a later entry is the run's next pause
             waiting = _Waiting(run_id, child, start, paused.pending_approvals)
             self._waiting = waiting
             self._details()
@@ -295,13 +296,32 @@ class ConversationWorkflow:
     async def _unanswered(self, waiting: _Waiting) -> None:
         """A waiting turn that ends without an ``approve`` (the approval timeout denied it, or
         ``close`` did) still joins the transcript, and the conversation takes turns again."""
-        await workflow.wait_condition(lambda: waiting.child.done() or self._waiting is not waiting)
-        if self._waiting is not waiting:
-            return  # approved: the approve update takes the turn's outcome
+        run_id = waiting.run_id
+        while True:
+            await workflow.wait_condition(partial(self._settled, waiting))
+            if self._waiting is not waiting:
+                return  # approved: the approve update takes the turn's outcome
+            if waiting.child.done():
+                break
+            # The run asks again after the timeout's (or close's) denials.
+            pending = self._paused.pop(run_id).pending_approvals
+            if self._closed:  # nobody can answer: deny that too, so the run ends
+                await workflow.get_external_workflow_handle(run_id).signal(
+                    "golem.decide", {c.id: False for c in pending}
+                )
+            else:  # it waits for these now
+                waiting = _Waiting(run_id, waiting.child, waiting.start, pending)
+                self._waiting = waiting
+                self._details()
         self._waiting = None
-        self._paused.pop(waiting.run_id, None)
         with contextlib.suppress(ApplicationError):  # a failure's evidence was appended
             self._ended(waiting.child, waiting.start)
+
+    def _settled(self, waiting: _Waiting) -> bool:
+        """The waiting turn ended, was answered, or asks again."""
+        return (
+            waiting.child.done() or self._waiting is not waiting or waiting.run_id in self._paused
+        )
 
     def _ended(self, child: workflow.ChildWorkflowHandle[Any, Any], start: int) -> TurnOutput:
         """The ended run's messages join the transcript; its output, or its error raised."""
@@ -347,7 +367,7 @@ class ConversationWorkflow:
                 await workflow.get_external_workflow_handle(waiting.run_id).signal(
                     "golem.decide", decisions
                 )
-            await workflow.wait_condition(lambda: self._waiting is not waiting)
+            await workflow.wait_condition(lambda: self._waiting is None)
         async with self._lock:  # the turn in flight finishes first
             return ConversationSummary(runs=self._runs, messages=len(self._messages))
 
