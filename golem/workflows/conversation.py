@@ -8,7 +8,11 @@ turn as a child ``AgentRunWorkflow`` (its own run id, lineage and UI page) and a
 the run added, so the client never ships the conversation again. Turns are serialized in
 arrival order. The workflow continues as new when the server suggests it (or after
 ``turns_per_run`` turns), carrying the transcript and the run list, once no turn is in
-flight. It has no execution timeout: ``close()`` ends it. See docs/adr/0009-conversations.md.
+flight and none waits for approvals; meanwhile new turns are refused (``CONTINUING``) and
+``DurableConversation.send`` sends them again, to the next run. A send retried after the
+switch is refused as ``RECORDED`` (Temporal dedups update ids per run only) and the client
+answers with that turn's run. It has no execution timeout: ``close()`` ends it (denying
+what a waiting turn asks for). See docs/adr/0009-conversations.md.
 """
 
 from __future__ import annotations
