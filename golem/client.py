@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
@@ -42,6 +42,8 @@ from golem.worker.converter import golem_data_converter
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.conversation import (
     CLOSED,
+    CONTINUING,
+    RECORDED,
     WAITING,
     ConversationInput,
     ConversationSummary,
@@ -474,16 +476,35 @@ class DurableConversation(Generic[OutputT]):
         )
 
     async def _update(self, turn: TurnInput) -> TurnOutput:
-        out: TurnOutput = await self.handle.execute_update(
-            "golem.send", turn, id=turn.run_id, result_type=TurnOutput
-        )
-        return out
+        delay = 0.02
+        while True:
+            try:
+                out: TurnOutput = await self.handle.execute_update(
+                    "golem.send", turn, id=turn.run_id, result_type=TurnOutput
+                )
+                return out
+            except WorkflowUpdateFailedError as exc:
+                cause = exc.cause
+                if not (isinstance(cause, ApplicationError) and cause.type == CONTINUING):
+                    raise
+            # The conversation finishes its turns in flight, then continues as new:
+            # the same update, sent again, lands on the next run.
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
     async def _finish(self, sent: Awaitable[TurnOutput], run_id: str) -> Result[OutputT]:
         """The turn's ``Result`` once its update returns, or its ``RunError``."""
         try:
             out = await sent
         except WorkflowUpdateFailedError as exc:
+            cause = exc.cause
+            if isinstance(cause, ApplicationError) and cause.type == RECORDED:
+                # A send retried after continue-as-new: the turn ran, so its run answers,
+                # with the conversation through that turn (a turn's run holds only its own).
+                result = await (await self.agent.attach(run_id)).result()
+                transcript = await read_pages(_pager(self.handle))
+                ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == run_id]
+                return replace(result, messages=transcript[: ends[-1]]) if ends else result
             raise await self._turn_error(exc, run_id) from exc
         except RPCError as exc:
             raise await self._closed_or(exc) from exc

@@ -160,3 +160,23 @@ AGENTS = [
     processor_crash,
     stream_crash,
 ]
+
+
+def _look_up_when_asked(messages: list[Message], tools: Any) -> Message:
+    """A conversation's agent: a prompt asking to look something up calls ``lookup`` (one
+    call id per turn); any other prompt, and the turn's tool result, get a plain answer."""
+    users = [m for m in messages if m.role == "user"]
+    last = messages[-1]
+    if last.role == "user" and "look" in last.content:
+        return Message.assistant("", [ToolCall(id=f"call-{len(users)}", name="lookup", args="{}")])
+    if last.role == "tool":
+        return Message.assistant(f"turn {len(users)} finished: {last.content}")
+    return Message.assistant(f"turn {len(users)}: {last.content}")
+
+
+conversation_lookup = Agent(
+    FunctionModel(_look_up_when_asked, model_name="crash-model"), name="conversation_lookup"
+)
+conversation_lookup.tool(lookup)
+
+AGENTS.append(conversation_lookup)

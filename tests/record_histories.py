@@ -1,9 +1,10 @@
 """Record the workflow histories replayed by tests/test_replay.py.
 
-Run: .venv/bin/python tests/record_histories.py (about half a minute; it starts its own
-dev server and, for the crash, a worker process it kills). Histories over 256 KB are
-stored gzipped. ``legacy_snake_case_payloads.json`` is not recorded here: it keeps a
-history from before payload keys turned camelCase.
+Run: .venv/bin/python tests/record_histories.py [NAME ...] (about half a minute; it starts
+its own dev server and, for the crash, a worker process it kills). With names, only those
+histories are rewritten: the others keep what older code recorded, which is the point.
+Histories over 256 KB are stored gzipped. ``legacy_snake_case_payloads.json`` is not
+recorded here: it keeps a history from before payload keys turned camelCase.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent))  # for examples/
 
 import replay_agents
 from replay_agents import (
@@ -34,10 +36,12 @@ from replay_agents import (
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from golem.client import DurableAgent
+from examples.support_ticket import Ticket, TicketWorkflow
+from golem.client import DurableAgent, DurableConversation
 from golem.results import RunError
 from golem.testing import dev_server
 from golem.worker import GolemPlugin
+from golem.workflows.conversation import ConversationInput, ConversationWorkflow
 
 OUT = Path(__file__).parent / "histories"
 CRASH_WORKER = Path(__file__).parent / "crash_worker.py"
@@ -118,15 +122,23 @@ async def record_crash(client: Client) -> dict[str, str]:
     return {"crash_taken_over": run.run_id, "crash_resumed": resumed.run_id}
 
 
-async def main() -> None:
+async def main(wanted: set[str]) -> None:
     async with dev_server() as env:
         tq = f"replay-{uuid.uuid4().hex[:8]}"
-        async with Worker(env.client, task_queue=tq, plugins=[GolemPlugin(*AGENTS)]):
-            runs = await record_runs(env.client, tq)
+        plugin = GolemPlugin(*AGENTS)
+        async with Worker(env.client, task_queue=tq, workflows=[TicketWorkflow], plugins=[plugin]):
+            runs: dict[str, str | tuple[str, str]] = {**await record_runs(env.client, tq)}
             runs["streamed_run"] = await record_streamed(env.client, tq)
-        runs |= await record_crash(env.client)
-        for name, run_id in runs.items():
-            text = (await env.client.get_workflow_handle(run_id).fetch_history()).to_json()
+            runs |= await record_conversation(env.client, tq)
+            runs["ticket_child_and_inline"] = await record_ticket(env.client, tq)
+        if not wanted or wanted & {"crash_taken_over", "crash_resumed"}:
+            runs |= await record_crash(env.client)
+        for name, run in runs.items():
+            if wanted and name not in wanted:
+                continue  # keep the checked-in history (recorded by older code)
+            workflow_id, run_id = run if isinstance(run, tuple) else (run, None)
+            handle = env.client.get_workflow_handle(workflow_id, run_id=run_id)
+            text = (await handle.fetch_history()).to_json()
             for stale in OUT.glob(f"{name}.json*"):
                 stale.unlink()
             if len(text) > 256_000:
@@ -134,6 +146,52 @@ async def main() -> None:
             else:
                 (OUT / f"{name}.json").write_text(text)
             print("recorded", name)
+
+
+async def record_conversation(client: Client, tq: str) -> dict[str, str | tuple[str, str]]:
+    """A ConversationWorkflow whose first run has a turn that waits for an approval, then
+    continues as new (its budget: 2 turns); the next run takes a turn and is closed."""
+    handle = await client.start_workflow(
+        ConversationWorkflow.run,
+        ConversationInput(agent=approval_agent.name, turns_per_run=2),
+        id=f"replay-conversation-{uuid.uuid4().hex[:8]}",
+        task_queue=tq,
+    )
+    conv = DurableConversation(DurableAgent(client, approval_agent, task_queue=tq), handle)
+    paused = await conv.send("pay 5")
+    assert paused.paused
+    approved = await conv.approve({"t1": True})
+    assert approved.output == "transfer: sent 5", approved.output
+    await conv.send("thanks")  # the budget is spent: the conversation continues as new
+    third = await conv.send("and now?")
+    await conv.close()
+    runs = await conv.runs()
+    assert len(runs) == 3 and runs[0] == paused.run_id == approved.run_id, runs
+    first_run = ""
+    async for event in client.get_workflow_handle(handle.id).fetch_history_events():
+        attrs = event.workflow_execution_started_event_attributes
+        first_run = attrs.continued_execution_run_id
+        break
+    assert first_run, "the conversation did not continue as new"
+    assert third.messages[-1].content.startswith("transfer:")
+    return {
+        "conversation_approval_continued": (handle.id, first_run),
+        "conversation_after_continue": handle.id,
+    }
+
+
+async def record_ticket(client: Client, tq: str) -> str:
+    """examples/support_ticket.py's TicketWorkflow: a child run, a signal, an inline run."""
+    handle = await client.start_workflow(
+        TicketWorkflow.run,
+        Ticket("I was charged twice on my invoice."),
+        id=f"replay-ticket-{uuid.uuid4().hex[:8]}",
+        task_queue=tq,
+    )
+    await handle.signal(TicketWorkflow.review, "A refund is on its way.")
+    outcome = await handle.result()
+    assert outcome.queue == "billing", outcome
+    return handle.id
 
 
 async def record_streamed(client: Client, tq: str) -> str:
@@ -147,6 +205,6 @@ async def record_streamed(client: Client, tq: str) -> str:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(set(sys.argv[1:])))
     sys.stdout.flush()
     os._exit(0)  # the Temporal core runtime can abort at interpreter teardown

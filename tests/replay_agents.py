@@ -12,6 +12,7 @@ from typing import Any
 import crash_agents
 from pydantic import BaseModel
 
+from examples.support_ticket import reply_agent, triage_agent
 from golem import Message, ToolCall
 from golem.agent import Agent
 from golem.history.processors import trim_history
@@ -157,4 +158,6 @@ AGENTS = [
     paged_agent,
     retry_agent,
     *crash_agents.AGENTS,
+    triage_agent,  # examples/support_ticket.py's TicketWorkflow
+    reply_agent,
 ]

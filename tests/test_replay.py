@@ -12,6 +12,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
+from examples.support_ticket import TicketWorkflow
 from golem.worker import GolemPlugin
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json*"))
@@ -48,6 +49,9 @@ def test_histories_are_checked_in() -> None:
         "crash_taken_over",
         "crash_resumed",
         "streamed_run",
+        "conversation_approval_continued",
+        "conversation_after_continue",
+        "ticket_child_and_inline",
         # Recorded before payload keys turned camelCase and never re-recorded: a run in
         # flight across that upgrade still replays.
         "legacy_snake_case_payloads",
@@ -72,8 +76,31 @@ def test_each_history_holds_what_it_was_recorded_for() -> None:
     assert b'"runId"' in resumed.input.payloads[0].data  # started from the failed run's history
 
 
+def test_the_conversation_and_user_workflow_histories_hold_what_they_were_recorded_for() -> None:
+    first = "conversation_approval_continued"
+    signals = events(first, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
+    names = [e.workflow_execution_signaled_event_attributes.signal_name for e in signals]  # type: ignore[attr-defined]
+    assert names == ["golem.paused"]  # the turn waited for an approval
+    updates = events(first, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED)
+    kinds = [
+        e.workflow_execution_update_accepted_event_attributes.accepted_request.input.name
+        for e in updates
+    ]  # type: ignore[attr-defined]
+    assert kinds == ["golem.send", "golem.approve", "golem.send"]
+    assert events(first, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW)
+    after = history("conversation_after_continue").events[0]
+    assert after.workflow_execution_started_event_attributes.continued_execution_run_id
+    assert events("conversation_after_continue", EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED)
+    ticket = "ticket_child_and_inline"
+    assert len(events(ticket, EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)) == 1
+    scheduled = events(ticket, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    assert [e.activity_task_scheduled_event_attributes.activity_type.name for e in scheduled] == [  # type: ignore[attr-defined]
+        "golem.model_request"  # the inline run's model call, in the ticket's own history
+    ]
+
+
 @pytest.mark.parametrize("path", HISTORIES, ids=name)
 async def test_recorded_history_replays_deterministically(path: Path) -> None:
-    replayer = Replayer(workflows=[], plugins=[GolemPlugin(*AGENTS)])
+    replayer = Replayer(workflows=[TicketWorkflow], plugins=[GolemPlugin(*AGENTS)])
     result = await replayer.replay_workflow(load(path), raise_on_replay_failure=False)
     assert result.replay_failure is None, result.replay_failure

@@ -12,13 +12,19 @@ a turn after a failed one, or of an agent with a history processor or a per-requ
 token limit, gets it by value (its loop needs it whole). Turns are serialized in
 arrival order. The workflow continues as new when the server suggests it (or after
 ``turns_per_run`` turns), carrying the transcript and the run list, once no turn is in
-flight. It has no execution timeout: ``close()`` ends it. See docs/adr/0009-conversations.md.
+flight and none waits for approvals; meanwhile new turns are refused (``CONTINUING``) and
+``DurableConversation.send`` sends them again, to the next run. A send retried after the
+switch is refused as ``RECORDED`` (Temporal dedups update ids per run only) and the client
+answers with that turn's run. It has no execution timeout: ``close()`` ends it (denying
+what a waiting turn asks for). See docs/adr/0009-conversations.md.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,6 +45,8 @@ with workflow.unsafe.imports_passed_through():
 
 __all__ = [
     "CLOSED",
+    "CONTINUING",
+    "RECORDED",
     "WAITING",
     "ConversationInput",
     "ConversationSummary",
@@ -49,6 +57,12 @@ __all__ = [
 
 #: ``ApplicationError.type`` of a turn refused because the conversation is closed.
 CLOSED = "GolemConversationClosed"
+#: ``ApplicationError.type`` of a turn refused while the conversation drains its turns in
+#: flight before it continues as new; the client sends it again, to the next run.
+CONTINUING = "GolemConversationContinuing"
+#: ``ApplicationError.type`` of a turn whose run id is already a turn of this conversation
+#: (a send retried after continue-as-new: Temporal dedups update ids per workflow run only).
+RECORDED = "GolemTurnRecorded"
 #: ``ApplicationError.type`` of a refusal about approvals (a turn waits, or none does).
 WAITING = "GolemApprovalsWaiting"
 
@@ -124,15 +138,23 @@ class ConversationWorkflow:
         self._turns_per_run = input.turns_per_run
         self._turns = 0  # turns in this workflow run (since the last continue-as-new)
         self._closed = False
+        self._draining = False  # continue-as-new is due: no new turn starts in this run
         self._lock = asyncio.Lock()  # turns run one at a time, in arrival order
         self._waiting: _Waiting | None = None  # a turn whose run waits for approvals
         self._paused: dict[str, PausedRun] = {}
+        self._watch: asyncio.Task[None] | None = None  # settles a waiting turn nobody answers
 
     @workflow.run
     async def run(self, input: ConversationInput) -> ConversationSummary:
         await workflow.wait_condition(lambda: self._closed or self._should_continue())
-        # A turn in flight finishes here (and any that arrived meanwhile), never vanishes.
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        # Without this, sends from several clients, each arriving while another's turn runs,
+        # would keep every handler busy and put the switch off forever.
+        self._draining = not self._closed
+        # A turn in flight finishes here (and any that arrived meanwhile), never vanishes;
+        # nor does a turn that waits for approvals (its child would be lost to the next run).
+        await workflow.wait_condition(
+            lambda: workflow.all_handlers_finished() and (self._closed or self._waiting is None)
+        )
         if self._closed:
             return ConversationSummary(runs=self._runs, messages=len(self._messages))
         workflow.continue_as_new(
@@ -169,13 +191,21 @@ class ConversationWorkflow:
                 type=WAITING,
                 non_retryable=True,
             )
+        if self._draining:
+            raise ApplicationError(
+                "the conversation is continuing as new; send the turn again",
+                type=CONTINUING,
+                non_retryable=True,
+            )
         if not (turn.prompt or "").strip() and not turn.parts:
             raise ApplicationError("a turn needs a prompt or parts", non_retryable=True)
         if not turn.run_id:
             raise ApplicationError("a turn needs a run id", non_retryable=True)
         if turn.run_id in self._runs:
             raise ApplicationError(
-                f"run {turn.run_id} is already a turn of this conversation", non_retryable=True
+                f"run {turn.run_id} is already a turn of this conversation",
+                type=RECORDED,
+                non_retryable=True,
             )
         try:
             validate_history([Message.user(turn.prompt or "", turn.parts)])
@@ -187,12 +217,18 @@ class ConversationWorkflow:
         """Answer the turn that waits for approvals; returns it once it ends or waits again."""
         async with self._lock:
             waiting = self._waiting
-            assert waiting is not None  # the validator saw it, and turns hold the lock
+            if waiting is None:  # the approval timeout decided since the validator ran
+                raise ApplicationError(
+                    "no turn of this conversation waits for approvals",
+                    type=WAITING,
+                    non_retryable=True,
+                )
             self._waiting = None
             self._paused.pop(waiting.run_id, None)
-            await workflow.get_external_workflow_handle(waiting.run_id).signal(
-                "golem.decide", decisions
-            )
+            if not waiting.child.done():
+                await workflow.get_external_workflow_handle(waiting.run_id).signal(
+                    "golem.decide", decisions
+                )
             return await self._outcome(waiting.run_id, waiting.child, waiting.start)
 
     @approve.validator
@@ -288,12 +324,49 @@ class ConversationWorkflow:
     ) -> TurnOutput:
         """Wait until the turn's run ends (its messages join the transcript) or pauses."""
         await workflow.wait_condition(lambda: child.done() or run_id in self._paused)
-        history = self._messages[:start]
         if not child.done():
-            paused = self._paused[run_id]
-            self._waiting = _Waiting(run_id, child, start, paused.pending_approvals)
+            paused = self._paused.pop(run_id)  # a later entry is the run's next pause
+            waiting = _Waiting(run_id, child, start, paused.pending_approvals)
+            self._waiting = waiting
             self._details()
+            # Held, so the task lives until it settles (the loop keeps only weak references).
+            self._watch = asyncio.create_task(self._unanswered(waiting))
             return TurnOutput(run=AgentRunOutput.model_validate(paused.model_dump()), start=start)
+        return self._ended(child, start)
+
+    async def _unanswered(self, waiting: _Waiting) -> None:
+        """A waiting turn that ends without an ``approve`` (the approval timeout denied it, or
+        ``close`` did) still joins the transcript, and the conversation takes turns again."""
+        run_id = waiting.run_id
+        while True:
+            await workflow.wait_condition(partial(self._settled, waiting))
+            if self._waiting is not waiting:
+                return  # approved: the approve update takes the turn's outcome
+            if waiting.child.done():
+                break
+            # The run asks again after the timeout's (or close's) denials.
+            pending = self._paused.pop(run_id).pending_approvals
+            if self._closed:  # nobody can answer: deny that too, so the run ends
+                await workflow.get_external_workflow_handle(run_id).signal(
+                    "golem.decide", {c.id: False for c in pending}
+                )
+            else:  # it waits for these now
+                waiting = _Waiting(run_id, waiting.child, waiting.start, pending)
+                self._waiting = waiting
+                self._details()
+        self._waiting = None
+        with contextlib.suppress(ApplicationError):  # a failure's evidence was appended
+            self._ended(waiting.child, waiting.start)
+
+    def _settled(self, waiting: _Waiting) -> bool:
+        """The waiting turn ended, was answered, or asks again."""
+        return (
+            waiting.child.done() or self._waiting is not waiting or waiting.run_id in self._paused
+        )
+
+    def _ended(self, child: workflow.ChildWorkflowHandle[Any, Any], start: int) -> TurnOutput:
+        """The ended run's messages join the transcript; its output, or its error raised."""
+        history = self._messages[:start]
         try:
             output = AgentRunOutput.model_validate(child.result())
         except ChildWorkflowError as exc:
@@ -312,7 +385,7 @@ class ConversationWorkflow:
         if output.snapshot.paged:
             # Workflow code cannot read pages; one turn adding ~1 MB of messages is refused.
             raise ApplicationError(
-                f"turn {run_id} added more than {PAGE_BYTES} bytes of messages, too many for "
+                f"turn {child.id} added more than {PAGE_BYTES} bytes of messages, too many for "
                 "the conversation to take in; return references (URLs, ids) from tools",
                 non_retryable=True,
             )
@@ -348,13 +421,16 @@ class ConversationWorkflow:
     @workflow.update(name="golem.close")
     async def close(self) -> ConversationSummary:
         self._closed = True
-        if self._waiting is not None:
-            # Nobody can approve once the conversation is closed: deny, so the run ends.
-            decisions = {c.id: False for c in self._waiting.pending}
-            await workflow.get_external_workflow_handle(self._waiting.run_id).signal(
-                "golem.decide", decisions
-            )
-            self._waiting = None
+        waiting = self._waiting
+        if waiting is not None:
+            # Nobody can approve once the conversation is closed: deny, so the run ends
+            # (and joins the transcript) rather than being cancelled when this workflow ends.
+            if not waiting.child.done():
+                decisions = {c.id: False for c in waiting.pending}
+                await workflow.get_external_workflow_handle(waiting.run_id).signal(
+                    "golem.decide", decisions
+                )
+            await workflow.wait_condition(lambda: self._waiting is None)
         async with self._lock:  # the turn in flight finishes first
             return ConversationSummary(runs=self._runs, messages=len(self._messages))
 

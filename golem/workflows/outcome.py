@@ -16,7 +16,6 @@ from temporalio.exceptions import ApplicationError, CancelledError, FailureError
 
 from golem.messages import Message, ToolCall, Usage
 from golem.results import PartialResult, Result, RunError, Stage
-from golem.worker.converter import BAD_PAYLOAD
 from golem.workflows.pages import PAGE_BYTES, Pager, message_size, read_pages
 from golem.workflows.registry import UNKNOWN_AGENT
 from golem.workflows.shipping import by_reference, content_digest, filled
@@ -264,6 +263,10 @@ async def decode_failure(
     """The ``RunError`` (or ``UnknownAgentError``) a failed or cancelled workflow stands for.
 
     ``cause`` is ``WorkflowFailureError.cause``; ``memo`` reads the raw ``FAILURE_MEMO``."""
+    # Imported here: golem.worker imports this module, so `import golem.workflows` first
+    # (examples/support_ticket.py) would otherwise meet a half-initialized module.
+    from golem.worker.converter import BAD_PAYLOAD
+
     if isinstance(cause, ApplicationError) and cause.type == UNKNOWN_AGENT:
         return UnknownAgentError(cause.message)
     if isinstance(cause, ApplicationError) and cause.type == BAD_PAYLOAD:

@@ -1,0 +1,170 @@
+"""Approvals in a durable conversation: deny, the approval timeout, close while a turn waits,
+a send while it waits, what the UI shows, and no continue-as-new while a turn waits."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
+from temporalio.client import Client, WorkflowExecutionStatus
+from test_conversation_boundaries import budgeted, continued
+from test_durable_approvals import serve, transfer_agent
+
+from golem import Agent, Message, ToolCall
+from golem.client import ConversationClosedError, DurableAgent
+from golem.models import FunctionModel
+from golem.phases.batch import DENIED_RESULT
+
+
+async def details(conv: object) -> str:
+    metadata = await conv.handle.query(  # type: ignore[attr-defined]
+        "__temporal_workflow_metadata", result_type=WorkflowMetadata
+    )
+    return str(metadata.current_details)
+
+
+async def test_a_denied_call_in_a_conversation_never_runs_and_the_turn_ends(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = transfer_agent(executed)
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        paused = await conv.send("pay")
+        waiting = await details(conv)
+        with pytest.raises(ValueError, match=r"waits for approvals of \['t1'\]"):
+            await conv.send("and another thing")
+        done = await conv.approve({"t1": False})
+        after = await details(conv)
+        following = await conv.send("next")
+        runs = await conv.runs()
+    assert paused.paused and executed == []
+    assert "waiting for approval** transfer (t1)" in waiting  # the UI shows what waits
+    assert "waiting for approval** none" in after
+    assert done.run_id == paused.run_id and not done.paused
+    assert done.output == f"{DENIED_RESULT} | balance 100"
+    denied = next(m for m in done.messages if m.role == "tool" and m.tool_call_id == "t1")
+    assert denied.failed and denied.content == DENIED_RESULT
+    assert runs == [done.run_id, following.run_id]
+    assert following.messages[: len(done.messages)] == done.messages
+
+
+async def test_the_approval_timeout_denies_and_the_conversation_takes_turns_again(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = transfer_agent(executed, approval_timeout=timedelta(milliseconds=300))
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        paused = await conv.send("pay")
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).attach(paused.run_id)
+        timed_out = await run.result(final=True)  # nobody answers: the timeout decides
+        async with asyncio.timeout(10):  # the conversation learns of it without a message
+            while "waiting for approval** none" not in await details(conv):
+                await asyncio.sleep(0.05)
+        following = await conv.send("next")
+        transcript = await conv.messages()
+    assert executed == []
+    assert timed_out.output == f"{DENIED_RESULT} | balance 100"
+    assert transcript == following.messages
+    assert transcript[: len(timed_out.messages)] == timed_out.messages  # the turn joined it
+    assert [m.role for m in transcript][-2:] == ["user", "assistant"]
+
+
+async def test_close_while_a_turn_waits_denies_it_and_the_turn_ends_in_the_transcript(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = transfer_agent(executed)
+    async with serve(temporal_client, agent) as tq:
+        durable = DurableAgent(temporal_client, agent, task_queue=tq)
+        conv = await durable.conversation()
+        paused = await conv.send("pay")
+        await conv.close()
+        status = (await conv.handle.describe()).status
+        run = await durable.attach(paused.run_id)
+        child = await run.result(final=True)
+        with pytest.raises(ConversationClosedError):
+            await conv.approve({"t1": True})
+        transcript = await conv.messages()
+    assert status == WorkflowExecutionStatus.COMPLETED
+    assert executed == []
+    assert child.output == f"{DENIED_RESULT} | balance 100"  # denied, not cancelled mid-run
+    assert transcript == child.messages
+
+
+async def test_no_continue_as_new_while_a_turn_waits_for_approvals(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = transfer_agent(executed)
+    async with serve(temporal_client, agent) as tq:
+        conv = await budgeted(temporal_client, agent, tq, turns_per_run=1)
+        paused = await conv.send("pay")
+        switches = await continued(temporal_client, conv.id)
+        done = await conv.approve({"t1": True})
+        following = await conv.send("next")
+        runs = await conv.runs()
+        transcript = await conv.messages()
+    assert paused.paused and switches == 0
+    assert done.output == "moved 5 | balance 100" and executed == [5]
+    assert runs == [paused.run_id, following.run_id]
+    assert transcript == following.messages
+    assert transcript[: len(done.messages)] == done.messages
+
+
+def asks_twice() -> Agent[Any, str]:
+    """Asks to approve one transfer, then (whatever the answer) a second one."""
+
+    def answer(messages: list[Message], tools: Any) -> Message:
+        results = [m for m in messages if m.role == "tool"]
+        if len(results) < 2:
+            n = len(results) + 1
+            return Message.assistant("", [ToolCall(id=f"t{n}", name="transfer", args="{}")])
+        return Message.assistant(" | ".join(m.content for m in results))
+
+    agent: Agent[Any, str] = Agent(
+        FunctionModel(answer), name="twice", approval_timeout=timedelta(milliseconds=300)
+    )
+
+    @agent.tool(requires_approval=True)
+    def transfer() -> str:
+        """Move money."""
+        return "moved"
+
+    return agent
+
+
+async def test_a_run_that_asks_again_after_the_timeout_waits_for_the_new_calls(
+    temporal_client: Client,
+) -> None:
+    agent = asks_twice()
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        paused = await conv.send("pay")
+        async with asyncio.timeout(10):  # t1 times out, then the run asks for t2
+            while "transfer (t2)" not in await details(conv):
+                await asyncio.sleep(0.05)
+        done = await conv.approve({"t2": True})
+    assert paused.pending_approvals[0].id == "t1"
+    assert done.output == f"{DENIED_RESULT} | moved"
+
+
+async def test_close_denies_every_call_a_waiting_run_asks_for_until_it_ends(
+    temporal_client: Client,
+) -> None:
+    agent = asks_twice()
+    agent.approval_timeout = None
+    async with serve(temporal_client, agent) as tq:
+        durable = DurableAgent(temporal_client, agent, task_queue=tq)
+        conv = await durable.conversation()
+        paused = await conv.send("pay")
+        async with asyncio.timeout(20):
+            await conv.close()  # returns: the run's second request is denied as well
+        child = await (await durable.attach(paused.run_id)).result(final=True)
+        transcript = await conv.messages()
+    assert child.output == f"{DENIED_RESULT} | {DENIED_RESULT}"
+    assert transcript == child.messages

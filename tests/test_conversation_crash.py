@@ -1,0 +1,80 @@
+"""A worker SIGKILLed mid-turn of a durable conversation: both the conversation workflow and
+the turn's child run lived on it; a second worker finishes the turn."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+from crash_agents import AGENTS, conversation_lookup
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+from test_crash import crash_dir, doomed_worker, executions, until
+
+from golem.client import DurableAgent
+from golem.worker import GolemPlugin
+
+__all__ = ["crash_dir"]  # the fixture, reused from the crash tests
+
+
+async def worker_identities(handle: WorkflowHandle[object, object]) -> list[str]:
+    """Who ran each workflow task of a workflow, in order."""
+    return [
+        e.workflow_task_started_event_attributes.identity
+        async for e in handle.fetch_history_events()
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED
+    ]
+
+
+async def test_a_worker_killed_mid_turn_leaves_the_turn_to_another_worker_once(
+    temporal_env: WorkflowEnvironment, crash_dir: Path
+) -> None:
+    client = temporal_env.client
+    task_queue = f"conv-crash-{uuid.uuid4().hex[:12]}"
+    durable: DurableAgent[str] = DurableAgent(
+        client, conversation_lookup.name, task_queue=task_queue
+    )
+    async with doomed_worker(temporal_env, task_queue, crash_dir) as process:
+        conv = await durable.conversation()
+        first = await conv.send("hello")  # a whole turn on the doomed worker
+        turn = asyncio.ensure_future(conv.send("please look it up"))
+        await until(lambda: (crash_dir / "started").exists(), "the lookup to start")
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+    doomed = f"{process.pid}@"
+    plugin = GolemPlugin(*AGENTS, heartbeat_timeout=timedelta(seconds=2))
+    async with Worker(client, task_queue=task_queue, plugins=[plugin]):
+        async with asyncio.timeout(60):
+            second = await turn  # the same send: its update outlived the worker
+        third = await conv.send("thanks")
+        runs = await conv.runs()
+        transcript = await conv.messages()
+        conversation_workers = await worker_identities(conv.handle)
+        child_workers = await worker_identities(client.get_workflow_handle(second.run_id))
+    # Both workflows started on the killed worker and were finished by the other one.
+    for workers in (conversation_workers, child_workers):
+        assert workers[0].startswith(doomed), workers
+        assert not workers[-1].startswith(doomed), workers
+    assert executions(crash_dir) == ["lookup", "lookup"]  # killed once, retried once
+    assert second.output == "turn 2 finished: looked up"
+    assert third.output == "turn 3: thanks"
+    assert runs == [first.run_id, second.run_id, third.run_id]
+    assert transcript == third.messages
+    assert [(m.role, m.content, m.run_id) for m in transcript] == [
+        ("user", "hello", first.run_id),
+        ("assistant", "turn 1: hello", first.run_id),
+        ("user", "please look it up", second.run_id),
+        ("assistant", "", second.run_id),
+        ("tool", "looked up", second.run_id),
+        ("assistant", "turn 2 finished: looked up", second.run_id),
+        ("user", "thanks", third.run_id),
+        ("assistant", "turn 3: thanks", third.run_id),
+    ]
+    calls = [c.id for m in transcript for c in m.tool_calls]
+    results = [m.tool_call_id for m in transcript if m.role == "tool"]
+    assert calls == results == ["call-2"]  # the idempotent result appears exactly once
