@@ -39,6 +39,9 @@ class FakeExecutor:
         self.contexts: list[RunContext[Any]] = []
         self.responses: list[ModelResponse | BaseException] = []
         self.ids = 0
+        self.decisions: dict[str, bool] | None = None
+        """What every wait for approvals answers (``None``: the run pauses)."""
+        self.asked: list[list[str]] = []
 
     def new_id(self) -> str:
         self.ids += 1
@@ -57,6 +60,12 @@ class FakeExecutor:
         if isinstance(answer, BaseException):
             raise answer
         return answer
+
+    async def await_approvals(
+        self, pending: list[ToolCall], ctx: RunContext[Any]
+    ) -> dict[str, bool] | None:
+        self.asked.append([c.id for c in pending])
+        return self.decisions
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
         self.dispatched.append(call.id)

@@ -1,0 +1,70 @@
+"""The run loop with a fake executor, for what only a durable run does in practice: an
+executor that waits inside the run for approval decisions (``await_approvals`` answers
+instead of pausing), so the loop's handling of those decisions is pinned in process."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents import ask, call, reply
+from test_agent_phases import FakeExecutor, agent_with, ok
+
+from golem.loop import DENIED_RESULT, RunLoop
+from golem.messages import Message
+from golem.models.base import ModelResponse
+from golem.run_state import RunInput
+
+
+def risky_agent() -> Any:
+    agent = agent_with("free")
+    agent.tool(name="risky", requires_approval=True)(lambda: "")
+    return agent
+
+
+def results(messages: list[Message]) -> list[tuple[str, str, bool]]:
+    return [(m.tool_call_id, m.content, m.failed) for m in messages if m.role == "tool"]
+
+
+async def test_decisions_given_while_the_run_waits_run_the_approved_and_deny_the_rest() -> None:
+    executor = FakeExecutor(risky=ok("moved"), free=ok("free"))
+    executor.decisions = {"c1": True, "c2": False}
+    turn = ask(call("c1", "risky"), call("c2", "risky"), call("c3", "free"))
+    executor.responses = [ModelResponse(message=turn), reply("done")]
+
+    result = await RunLoop(risky_agent(), executor, RunInput(prompt="go")).run()
+
+    assert executor.asked == [["c1", "c2"]]  # only the calls that need a decision wait
+    assert executor.dispatched == ["c1", "c3"]
+    assert results(result.messages) == [
+        ("c1", "moved", False),
+        ("c2", DENIED_RESULT, True),
+        ("c3", "free", False),
+    ]
+    assert (result.output, result.tool_calls, result.pending_approvals) == ("done", 2, [])
+
+
+async def test_a_run_whose_executor_gives_no_decisions_pauses_with_the_waiting_calls() -> None:
+    executor = FakeExecutor(risky=ok("moved"), free=ok("free"))
+    turn = ask(call("c1", "risky"), call("c2", "free"))
+    executor.responses = [ModelResponse(message=turn)]
+
+    result = await RunLoop(risky_agent(), executor, RunInput(prompt="go")).run()
+
+    assert executor.dispatched == []
+    assert result.output is None
+    assert [c.id for c in result.pending_approvals] == ["c1"]
+
+
+async def test_a_resumed_run_waits_for_the_calls_its_approvals_left_undecided() -> None:
+    executor = FakeExecutor(risky=ok("moved"), free=ok("free"))
+    executor.decisions = {"c2": False}
+    executor.responses = [reply("done")]
+    history = [Message.user("go"), ask(call("c1", "risky"), call("c2", "risky"))]
+
+    inputs = RunInput(history=history, approvals={"c1": True})
+    result = await RunLoop(risky_agent(), executor, inputs).run()
+
+    assert executor.asked == [["c2"]]
+    assert executor.dispatched == ["c1"]
+    assert results(result.messages) == [("c1", "moved", False), ("c2", DENIED_RESULT, True)]
+    assert (result.output, result.tool_calls) == ("done", 1)
