@@ -183,8 +183,8 @@ async def test_a_raising_call_gets_a_failed_result_and_its_running_sibling_is_aw
 
 
 async def test_an_outcome_unknown_call_is_closed_as_such_never_as_interrupted() -> None:
-    lost = raising(ToolOutcomeUnknown("the worker died mid-call"))
-    executor = FakeExecutor(pay=lost, log=ok("logged"))
+    error = ToolOutcomeUnknown("the worker died mid-call")
+    executor = FakeExecutor(pay=raising(error), log=ok("logged"))
 
     result = await run(agent_with("pay", "log"), executor, call("c1", "pay"), call("c2", "log"))
 
@@ -192,6 +192,7 @@ async def test_an_outcome_unknown_call_is_closed_as_such_never_as_interrupted() 
     assert result.results[0].closed
     assert result.stop is not None and result.stop.stage == "tool"
     assert "the worker died mid-call" in result.stop.message
+    assert result.cause is error  # the run's error is raised from it
 
 
 async def test_a_sequential_batch_never_dispatches_the_calls_after_a_failure() -> None:

@@ -9,10 +9,12 @@ from typing import Any
 from agents import ask, call, reply
 from test_agent_phases import FakeExecutor, agent_with, ok
 
+from golem.events import RunEvent
 from golem.loop import DENIED_RESULT, RunLoop
-from golem.messages import Message
+from golem.messages import Message, ToolCall, Usage
 from golem.models.base import ModelResponse
 from golem.run_state import RunInput
+from golem.tools import RunContext, ToolOutcome
 
 
 def risky_agent() -> Any:
@@ -68,3 +70,35 @@ async def test_a_resumed_run_waits_for_the_calls_its_approvals_left_undecided() 
     assert executor.dispatched == ["c1"]
     assert results(result.messages) == [("c1", "moved", False), ("c2", DENIED_RESULT, True)]
     assert (result.output, result.tool_calls) == ("done", 1)
+
+
+async def test_the_state_names_the_tools_in_flight_while_they_run_and_none_after() -> None:
+    seen: list[list[str]] = []
+    loop: RunLoop
+
+    async def watch(call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
+        seen.append(list(loop.state.tools_in_flight))
+        return ToolOutcome(content="ok")
+
+    executor = FakeExecutor(a=watch, b=watch)
+    executor.responses = [ModelResponse(message=ask(call("c1", "a"), call("c2", "b")))]
+    executor.responses.append(reply("done"))
+    loop = RunLoop(agent_with("a", "b"), executor, RunInput(prompt="go"))
+
+    await loop.run()
+
+    assert seen == [["a", "b"], ["a", "b"]]  # the batch runs both at once
+    assert loop.state.tools_in_flight == []
+
+
+async def test_a_model_end_event_carries_the_whole_response() -> None:
+    events: list[RunEvent] = []
+    executor = FakeExecutor()
+    executor.responses = [reply("done", input_tokens=7, output_tokens=3)]
+
+    await RunLoop(agent_with(), executor, RunInput(prompt="go"), events.append).run()
+
+    ends = [e for e in events if e.kind == "model_end"]
+    assert [(e.turn, e.response and e.response.usage) for e in ends] == [
+        (1, Usage(input_tokens=7, output_tokens=3))
+    ]
