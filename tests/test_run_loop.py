@@ -102,3 +102,23 @@ async def test_a_model_end_event_carries_the_whole_response() -> None:
     assert [(e.turn, e.response and e.response.usage) for e in ends] == [
         (1, Usage(input_tokens=7, output_tokens=3))
     ]
+
+
+async def test_the_history_processor_is_asked_with_the_runs_context() -> None:
+    contexts: list[RunContext[Any]] = []
+
+    class Recording(FakeExecutor):
+        async def process_history(
+            self, ctx: RunContext[Any], history: list[Message]
+        ) -> list[Message]:
+            contexts.append(ctx)
+            return history
+
+    executor = Recording()
+    executor.responses = [reply("done")]
+    agent = agent_with(history_processor=lambda history: history)
+    inputs = RunInput(prompt="go", deps={"user": 7}, run_id="r1", conversation_id="c1")
+
+    await RunLoop(agent, executor, inputs).run()
+
+    assert [(c.run_id, c.conversation_id, c.deps) for c in contexts] == [("r1", "c1", {"user": 7})]
