@@ -42,6 +42,7 @@ class FakeExecutor:
         self.decisions: dict[str, bool] | None = None
         """What every wait for approvals answers (``None``: the run pauses)."""
         self.asked: list[list[str]] = []
+        self.approval_contexts: list[RunContext[Any]] = []
 
     def new_id(self) -> str:
         self.ids += 1
@@ -65,6 +66,7 @@ class FakeExecutor:
         self, pending: list[ToolCall], ctx: RunContext[Any]
     ) -> dict[str, bool] | None:
         self.asked.append([c.id for c in pending])
+        self.approval_contexts.append(ctx)
         return self.decisions
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:

@@ -36,6 +36,7 @@ async def test_decisions_given_while_the_run_waits_run_the_approved_and_deny_the
     result = await RunLoop(risky_agent(), executor, RunInput(prompt="go")).run()
 
     assert executor.asked == [["c1", "c2"]]  # only the calls that need a decision wait
+    assert [ctx.turn for ctx in executor.approval_contexts] == [1]
     assert executor.dispatched == ["c1", "c3"]
     assert results(result.messages) == [
         ("c1", "moved", False),
@@ -63,10 +64,11 @@ async def test_a_resumed_run_waits_for_the_calls_its_approvals_left_undecided() 
     executor.responses = [reply("done")]
     history = [Message.user("go"), ask(call("c1", "risky"), call("c2", "risky"))]
 
-    inputs = RunInput(history=history, approvals={"c1": True})
+    inputs = RunInput(history=history, approvals={"c1": True}, run_id="r1")
     result = await RunLoop(risky_agent(), executor, inputs).run()
 
     assert executor.asked == [["c2"]]
+    assert [ctx.run_id for ctx in executor.approval_contexts] == ["r1"]
     assert executor.dispatched == ["c1"]
     assert results(result.messages) == [("c1", "moved", False), ("c2", DENIED_RESULT, True)]
     assert (result.output, result.tool_calls) == ("done", 1)
