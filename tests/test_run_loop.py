@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from agents import ask, call, reply
 from test_agent_phases import FakeExecutor, agent_with, ok
 
 from golem.events import RunEvent
 from golem.loop import DENIED_RESULT, RunLoop
-from golem.messages import Message, ToolCall, Usage
-from golem.models.base import ModelResponse
+from golem.messages import Message, Part, ToolCall, Usage
+from golem.models.base import ModelResponse, ModelSettings, StreamDelta
+from golem.results import RunError
 from golem.run_state import RunInput
 from golem.tools import RunContext, ToolOutcome
 
@@ -124,3 +126,76 @@ async def test_the_history_processor_is_asked_with_the_runs_context() -> None:
     await RunLoop(agent, executor, inputs).run()
 
     assert [(c.run_id, c.conversation_id, c.deps) for c in contexts] == [("r1", "c1", {"user": 7})]
+
+
+async def test_a_prompt_of_parts_only_is_a_user_message_with_empty_text() -> None:
+    picture = Part(kind="image", url="https://example.com/cat.png")
+    executor = FakeExecutor()
+    executor.responses = [reply("a cat")]
+
+    result = await RunLoop(agent_with(), executor, RunInput(parts=[picture])).run()
+
+    assert (result.messages[0].content, result.messages[0].parts) == ("", [picture])
+
+
+async def test_a_request_gets_the_settings_its_turn_and_a_delta_sink_only_if_heard() -> None:
+    settings = ModelSettings(temperature=0.5)
+    executor = FakeExecutor(a=ok("A"))
+    executor.responses = [ModelResponse(message=ask(call("c1", "a"))), reply("done")]
+    agent = agent_with("a", model_settings=settings)
+
+    await RunLoop(agent, executor, RunInput(prompt="go", run_id="r1")).run()
+
+    assert [(r.settings, c.run_id, c.turn, s) for r, c, s in executor.requests] == [
+        (settings, "r1", 1, None),
+        (settings, "r1", 2, None),
+    ]
+
+
+async def test_a_failed_request_is_named_by_its_attempt_number() -> None:
+    executor = FakeExecutor()
+    executor.responses = [RuntimeError("boom")]
+
+    with pytest.raises(RunError) as caught:
+        await RunLoop(agent_with(), executor, RunInput(prompt="go")).run()
+
+    assert caught.value.detail == "model request 1 failed: boom"
+
+
+async def test_a_tool_sees_the_agent_the_usage_and_the_turn_of_its_run() -> None:
+    executor = FakeExecutor(a=ok("A"))
+    executor.responses = [
+        ModelResponse(message=ask(call("c1", "a")), usage=Usage(input_tokens=4)),
+        reply("done"),
+    ]
+    agent = agent_with("a", name="helper")
+
+    loop = RunLoop(agent, executor, RunInput(prompt="go"))
+    await loop.run()
+
+    (tool_ctx,) = executor.contexts
+    assert (tool_ctx.agent_name, tool_ctx.usage, tool_ctx.turn) == (
+        "helper",
+        Usage(input_tokens=4),
+        1,
+    )
+    assert tool_ctx.retries == {}
+    request_ctx = executor.requests[1][1]
+    assert (request_ctx.agent_name, request_ctx.usage, request_ctx.retries) == (
+        "helper",
+        Usage(input_tokens=4),
+        {},
+    )
+    assert loop.state.checkpoint.results == 1  # one tool result recorded
+
+
+async def test_streamed_text_and_thinking_become_their_own_event_kinds() -> None:
+    events: list[RunEvent] = []
+    executor = FakeExecutor()
+    executor.deltas = [StreamDelta(kind="thinking", text="hm"), StreamDelta(kind="text", text="hi")]
+    executor.responses = [reply("hi")]
+
+    await RunLoop(agent_with(), executor, RunInput(prompt="go"), events.append).run()
+
+    deltas = [(e.kind, e.turn) for e in events if e.kind.endswith("_delta")]
+    assert deltas == [("thinking_delta", 1), ("text_delta", 1)]
