@@ -35,9 +35,11 @@ async def test_decisions_given_while_the_run_waits_run_the_approved_and_deny_the
     turn = ask(call("c1", "risky"), call("c2", "risky"), call("c3", "free"))
     executor.responses = [ModelResponse(message=turn), reply("done")]
 
-    result = await RunLoop(risky_agent(), executor, RunInput(prompt="go")).run()
+    loop = RunLoop(risky_agent(), executor, RunInput(prompt="go"))
+    result = await loop.run()
 
     assert executor.asked == [["c1", "c2"]]  # only the calls that need a decision wait
+    assert loop.state.checkpoint.results == 3
     assert [ctx.turn for ctx in executor.approval_contexts] == [1]
     assert executor.dispatched == ["c1", "c3"]
     assert results(result.messages) == [
@@ -164,11 +166,9 @@ async def test_a_failed_request_is_named_by_its_attempt_number() -> None:
 
 async def test_a_tool_sees_the_agent_the_usage_and_the_turn_of_its_run() -> None:
     executor = FakeExecutor(a=ok("A"))
-    executor.responses = [
-        ModelResponse(message=ask(call("c1", "a")), usage=Usage(input_tokens=4)),
-        reply("done"),
-    ]
-    agent = agent_with("a", name="helper")
+    first = ask(call("c0", "a", n="bad"), call("c1", "a"))
+    executor.responses = [ModelResponse(message=first, usage=Usage(input_tokens=4)), reply("done")]
+    agent = agent_with("a", name="helper", max_retries=3)
 
     loop = RunLoop(agent, executor, RunInput(prompt="go"))
     await loop.run()
@@ -179,14 +179,13 @@ async def test_a_tool_sees_the_agent_the_usage_and_the_turn_of_its_run() -> None
         Usage(input_tokens=4),
         1,
     )
-    assert tool_ctx.retries == {}
+    assert tool_ctx.retries == {"a": 1}  # the bad call before it counted
     request_ctx = executor.requests[1][1]
     assert (request_ctx.agent_name, request_ctx.usage, request_ctx.retries) == (
         "helper",
         Usage(input_tokens=4),
-        {},
+        {"a": 1},
     )
-    assert loop.state.checkpoint.results == 1  # one tool result recorded
 
 
 async def test_streamed_text_and_thinking_become_their_own_event_kinds() -> None:
