@@ -34,7 +34,7 @@ bench: $(VENV)/.bench
 # tests that reach the mutated function. [tool.mutmut] in pyproject.toml says what is mutated
 # (golem/history, messages, strict_json, and the run loop: loop.py, phases/, run_state.py) and
 # which tests run: only tests that need no dev server (the in-process `-k "not durable"` cases
-# of the agent tests), so about 1400 mutants take 15 to 20 minutes on 2 busy cores, offline.
+# of the agent tests), so about 1400 mutants take 2 to 4 minutes on 2 busy cores, offline.
 # golem/activities is left out: what it adds (heartbeats, retry policy, payload checks) shows
 # only through a worker and a server, where one mutant costs seconds; the planted-bug tests
 # in tests/test_durable.py and tests/test_durable_health.py guard it instead.
