@@ -33,13 +33,17 @@ bench: $(VENV)/.bench
 	for b in benchmarks/[!_]*.py; do echo "== $$b (started $$(date +%T))"; $(PY) $$b || exit 1; done
 
 # Mutation testing with mutmut, kept out of `test` and CI: every mutant reruns the selected
-# tests that reach the mutated function (1 to 3 minutes for golem/history, messages and
-# strict_json on 2 cores, offline). [tool.mutmut] in pyproject.toml says what is mutated and
-# which tests run. To cover golem/loop.py or golem/activities, add them to only_mutate and add
-# their fast tests (the ones that need no dev server, e.g. `tests/test_x.py::TestY` or a
-# `-k` expression) to pytest_add_cli_args_test_selection; MUTANTS='golem.loop.*' then runs
-# only those mutants. Each run starts fresh, so changed tests are never judged by stale verdicts.
-# Survivors are listed at the end; `.venv/bin/mutmut show NAME` prints one as a diff.
+# tests that reach the mutated function. [tool.mutmut] in pyproject.toml says what is mutated
+# (golem/history, messages, strict_json, and the run loop: loop.py, phases/, run_state.py) and
+# which tests run: only tests that need no dev server (the in-process `-k "not durable"` cases
+# of the agent tests), so about 1400 mutants take 2 to 4 minutes on 2 busy cores, offline.
+# golem/activities is left out: what it adds (heartbeats, retry policy, payload checks) shows
+# only through a worker and a server, where one mutant costs seconds; the planted-bug tests
+# in tests/test_durable.py and tests/test_durable_health.py guard it instead.
+# MUTANTS='golem.loop.*' runs only those mutants. Each run starts fresh, so changed tests are
+# never judged by stale verdicts. A mutant that hangs is a timeout (caught): a test waited
+# for an event the mutant never sent. Survivors are listed at the end; `.venv/bin/mutmut show
+# NAME` prints one as a diff.
 MUTANTS ?=
 $(VENV)/.mutate: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[dev,mutate]'

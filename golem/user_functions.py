@@ -14,6 +14,7 @@ import asyncio
 import contextvars
 import functools
 import inspect
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -47,6 +48,15 @@ def _threads() -> ThreadPoolExecutor:
     if _pool is None:
         _pool = ThreadPoolExecutor(_MAX_THREADS, thread_name_prefix="golem-user-fn")
     return _pool
+
+
+def _forget_threads() -> None:
+    global _pool
+    _pool = None  # a forked child has none of its parent's threads: it would queue forever
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which cannot fork
+    os.register_at_fork(after_in_child=_forget_threads)
 
 
 async def call_user_function(fn: Any, *args: Any, what: str = "") -> Any:

@@ -444,7 +444,7 @@ async def test_cancelling_the_callers_task_ends_in_a_run_error_with_the_evidence
         await task
 
     error = caught.value
-    assert error.stage == "canceled"
+    assert (error.stage, error.detail) == ("canceled", "the run was cancelled by its caller")
     assert isinstance(error.__cause__, asyncio.CancelledError)
     partial = error.partial
     assert partial is not None

@@ -15,12 +15,12 @@ from pydantic import BaseModel
 
 from golem.agent import Agent
 from golem.history.repair import INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT
-from golem.messages import Message, ToolCall, Usage
-from golem.models.base import ModelRequest, ModelResponse
+from golem.messages import Message, Part, ToolCall, Usage
+from golem.models.base import ModelRequest, ModelResponse, StreamDelta
 from golem.models.function import ScriptedModel
 from golem.phases import Stop, prepare, turn
 from golem.phases.batch import DENIED_RESULT, BatchOutcome, ToolBatch
-from golem.phases.finish import CORRECTION, Decoder, partial
+from golem.phases.finish import CORRECTION, Decoder, partial, strip_fences
 from golem.run_state import DeltaSink, RunInput, RunState
 from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown
 from golem.usage import UsageLimits
@@ -39,6 +39,13 @@ class FakeExecutor:
         self.contexts: list[RunContext[Any]] = []
         self.responses: list[ModelResponse | BaseException] = []
         self.ids = 0
+        self.decisions: dict[str, bool] | None = None
+        """What every wait for approvals answers (``None``: the run pauses)."""
+        self.asked: list[list[str]] = []
+        self.approval_contexts: list[RunContext[Any]] = []
+        self.requests: list[tuple[ModelRequest, RunContext[Any], DeltaSink | None]] = []
+        self.deltas: list[StreamDelta] = []
+        """What every streamed request sends its ``on_delta`` before answering."""
 
     def new_id(self) -> str:
         self.ids += 1
@@ -53,10 +60,21 @@ class FakeExecutor:
     async def request(
         self, request: ModelRequest, ctx: RunContext[Any], on_delta: DeltaSink | None
     ) -> ModelResponse:
+        self.requests.append((request, ctx, on_delta))
+        if on_delta is not None:
+            for delta in self.deltas:
+                on_delta(delta)
         answer = self.responses.pop(0)
         if isinstance(answer, BaseException):
             raise answer
         return answer
+
+    async def await_approvals(
+        self, pending: list[ToolCall], ctx: RunContext[Any]
+    ) -> dict[str, bool] | None:
+        self.asked.append([c.id for c in pending])
+        self.approval_contexts.append(ctx)
+        return self.decisions
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
         self.dispatched.append(call.id)
@@ -147,6 +165,13 @@ async def test_the_executor_gets_the_validated_args_so_they_are_validated_once()
     assert isinstance(args, agent.tools["a"].args_model)
     assert args.model_dump() == {"n": 7}
 
+    executor.contexts.clear()  # and when calls run concurrently
+    await run(agent, executor, call("c1", "a", n=1), call("c2", "a", n=2))
+    assert [ctx.tool_args.model_dump() for ctx in executor.contexts if ctx.tool_args] == [
+        {"n": 1},
+        {"n": 2},
+    ]
+
 
 async def test_a_raising_call_gets_a_failed_result_and_its_running_sibling_is_awaited() -> None:
     release = asyncio.Event()
@@ -174,8 +199,8 @@ async def test_a_raising_call_gets_a_failed_result_and_its_running_sibling_is_aw
 
 
 async def test_an_outcome_unknown_call_is_closed_as_such_never_as_interrupted() -> None:
-    lost = raising(ToolOutcomeUnknown("the worker died mid-call"))
-    executor = FakeExecutor(pay=lost, log=ok("logged"))
+    error = ToolOutcomeUnknown("the worker died mid-call")
+    executor = FakeExecutor(pay=raising(error), log=ok("logged"))
 
     result = await run(agent_with("pay", "log"), executor, call("c1", "pay"), call("c2", "log"))
 
@@ -183,6 +208,7 @@ async def test_an_outcome_unknown_call_is_closed_as_such_never_as_interrupted() 
     assert result.results[0].closed
     assert result.stop is not None and result.stop.stage == "tool"
     assert "the worker died mid-call" in result.stop.message
+    assert result.cause is error  # the run's error is raised from it
 
 
 async def test_a_sequential_batch_never_dispatches_the_calls_after_a_failure() -> None:
@@ -244,7 +270,9 @@ async def test_the_callers_cancel_keeps_finished_results_and_marks_running_ones_
 
     assert answers(result) == [("c1", "done", False), ("c2", OUTCOME_UNKNOWN_RESULT, False)]
     assert result.stop is not None and result.stop.stage == "canceled"
+    assert result.stop.message == "the run was cancelled by its caller"
     assert isinstance(result.cause, asyncio.CancelledError)
+    assert [r.call.id for r in result.results] == ["c1", "c2"]  # a closed one names its call
 
 
 async def test_bad_args_and_unknown_tools_are_answered_not_executed_and_count_retries() -> None:
@@ -464,3 +492,67 @@ def test_the_decoder_asks_for_corrections_then_stops_at_stage_decode() -> None:
 
 def _ctx() -> RunContext[Any]:
     return RunContext(deps=None, run_id="r", conversation_id="c")
+
+
+async def test_an_unknown_tool_of_an_agent_without_tools_is_answered_so() -> None:
+    result = await run(agent_with(), FakeExecutor(), call("c1", "nope"))
+
+    assert result.messages[0].content.endswith("the tools you may call are: none")
+
+
+async def test_a_tool_results_parts_reach_its_message() -> None:
+    picture = Part(kind="image", data="aGk=", media_type="image/png")
+    executor = FakeExecutor(a=outcome(ToolOutcome(content="see", parts=[picture])))
+
+    result = await run(agent_with("a"), executor, call("c1", "a"))
+
+    assert result.messages[0].parts == [picture]
+
+
+async def test_a_call_whose_tool_swallows_a_deliberate_cancel_keeps_its_result() -> None:
+    """Siblings cancelled by a deliberate stop but finishing anyway are kept, in call order."""
+    started = {"c2": asyncio.Event(), "c3": asyncio.Event()}
+
+    async def stubborn(call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
+        started[call.id].set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            return ToolOutcome(content=f"{call.id} finished anyway")
+        return ToolOutcome(content="unreachable")
+
+    async def stop(call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
+        for event in started.values():
+            await asyncio.wait_for(event.wait(), HANDSHAKE_TIMEOUT)
+        return ToolOutcome(status="canceled", content="enough")
+
+    executor = FakeExecutor(stop=stop, stubborn=stubborn)
+    calls = (call("c1", "stop"), call("c2", "stubborn"), call("c3", "stubborn"))
+
+    result = await run(agent_with("stop", "stubborn"), executor, *calls)
+
+    assert answers(result) == [
+        ("c1", INTERRUPTED_RESULT, False),
+        ("c2", "c2 finished anyway", False),
+        ("c3", "c3 finished anyway", False),
+    ]
+    assert result.executed == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "inner"),
+    [
+        ("```json\n42\n```", "42\n"),
+        ("```\n42\n```", "42\n"),
+        ("```42```", "42"),
+        ("```42", "```42"),
+        ("42```", "42```"),
+        (" 42 ", "42"),
+    ],
+)
+def test_strip_fences_keeps_only_what_a_whole_answer_fence_holds(text: str, inner: str) -> None:
+    assert strip_fences(text) == inner
+
+
+def test_a_conversation_id_nobody_names_is_empty() -> None:
+    assert prepare.resolve_conversation_id([Message.user("hi")], None) == ""

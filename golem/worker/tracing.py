@@ -17,7 +17,8 @@ replayed run neither changes ids nor emits a second span.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import opentelemetry.context
@@ -130,6 +131,23 @@ def _fail(span: trace.Span, exc: BaseException) -> None:
     span.set_status(Status(StatusCode.ERROR, message))
 
 
+@contextmanager
+def _span(name: str, kind: SpanKind, attributes: Mapping[str, Any]) -> Iterator[trace.Span]:
+    """A current span whose failure is golem's error type and message, not a stack trace."""
+    with _tracer().start_as_current_span(
+        name,
+        kind=kind,
+        attributes=attributes,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            yield span
+        except BaseException as exc:
+            _fail(span, exc)
+            raise
+
+
 class GolemTracingInterceptor(Interceptor):
     """Spans for golem's runs (in the workflow) and its model and tool activities."""
 
@@ -156,23 +174,17 @@ class _RunSpan(WorkflowInboundInterceptor):
         context = baggage.set_baggage(CONVERSATION_ID, run.conversation_id, context)
         token = opentelemetry.context.attach(context)
         try:
-            with _tracer().start_as_current_span(
-                f"invoke_agent {agent}",
-                kind=SpanKind.INTERNAL,
-                attributes={
-                    OPERATION: "invoke_agent",
-                    AGENT_NAME: agent,
-                    RUN_ID: run_id,
-                    CONVERSATION_ID: run.conversation_id,
-                    CONVERSATION: run.conversation_id,
-                },
-                record_exception=False,
-                set_status_on_exception=False,
-            ) as span:
+            attributes = {
+                OPERATION: "invoke_agent",
+                AGENT_NAME: agent,
+                RUN_ID: run_id,
+                CONVERSATION_ID: run.conversation_id,
+                CONVERSATION: run.conversation_id,
+            }
+            with _span(f"invoke_agent {agent}", SpanKind.INTERNAL, attributes) as span:
                 try:
                     output = await super().execute_workflow(input)
                 except BaseException as exc:
-                    _fail(span, exc)
                     if not workflow.is_failure_exception(exc):
                         # A failed workflow task is retried: recorded, the span waits for it.
                         span.record_exception(exc)
@@ -222,18 +234,8 @@ class _ActivitySpans(ActivityInboundInterceptor):
             TURN: call.turn,
             **self._common(),
         }
-        with _tracer().start_as_current_span(
-            f"chat {model_name}",
-            kind=SpanKind.CLIENT,
-            attributes=attributes,
-            record_exception=False,
-            set_status_on_exception=False,
-        ) as span:
-            try:
-                response = await super().execute_activity(input)
-            except BaseException as exc:
-                _fail(span, exc)
-                raise
+        with _span(f"chat {model_name}", SpanKind.CLIENT, attributes) as span:
+            response = await super().execute_activity(input)
             span.set_attribute(RESPONSE_MODEL, response.model_name or model_name)
             span.set_attribute(FINISH_REASONS, [response.finish_reason])
             span.set_attribute(INPUT_TOKENS, response.usage.input_tokens)
@@ -250,18 +252,8 @@ class _ActivitySpans(ActivityInboundInterceptor):
             **self._common(),
         }
         attributes[CONVERSATION_ID] = attributes[CONVERSATION] = call.conversation_id
-        with _tracer().start_as_current_span(
-            f"execute_tool {call.call.name}",
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            record_exception=False,
-            set_status_on_exception=False,
-        ) as span:
-            try:
-                outcome = await super().execute_activity(input)
-            except BaseException as exc:
-                _fail(span, exc)
-                raise
+        with _span(f"execute_tool {call.call.name}", SpanKind.INTERNAL, attributes) as span:
+            outcome = await super().execute_activity(input)
             span.set_attribute(TOOL_STATUS, outcome.status)
             if outcome.status == "failed":
                 span.set_attribute(ERROR_TYPE, "tool_failed")

@@ -1,0 +1,35 @@
+"""Calling user code from a process forked after sync user code already ran (a worker
+forked by a process manager, or mutmut's forked test runs)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from golem.user_functions import call_user_function
+
+GUARD = 20.0  # seconds: a guard against the hang this test pins, never a wait for the outcome
+
+
+def _in_child() -> int:
+    """The child's exit code: 0 when a sync function ran, 3 when it never did."""
+
+    async def call() -> int:
+        value: int = await asyncio.wait_for(call_user_function(lambda: 2), GUARD)
+        return value
+
+    try:
+        return 0 if asyncio.run(call()) == 2 else 1
+    except TimeoutError:
+        return 3  # queued on the parent's threads, which do not exist in the child
+
+
+def test_a_forked_child_runs_sync_user_functions_on_threads_of_its_own() -> None:
+    assert asyncio.run(call_user_function(lambda: 1)) == 1  # the parent's pool has a thread
+
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit code only
+        os._exit(_in_child())
+    _, status = os.waitpid(pid, 0)
+
+    assert os.waitstatus_to_exitcode(status) == 0
