@@ -120,23 +120,28 @@ class RunStreamHost:
         A ``streamed`` run that ends while its live subscriber is between two polls waits
         up to ``LINGER`` for the next one, which would otherwise find the run closed and
         read the end by query (a replay of the whole run on some worker)."""
-        completed = False
         try:
             result = await work
-            completed = True
-            return result
-        except Exception as exc:
+        except GeneratorExit:
+            raise  # the worker is closing an evicted run's coroutine: no ending to publish
+        except BaseException as exc:
             # A cancelled (or evicted) run closes at once; any other failure is an ending.
-            completed = not isinstance(exc.__cause__, asyncio.CancelledError)
+            ended = isinstance(exc, Exception)
+            await self._end(
+                streamed, ended and not isinstance(exc.__cause__, asyncio.CancelledError)
+            )
             raise
-        finally:
-            self._topic.publish(StreamEvent(kind="end"))
-            if streamed and completed and workflow.all_handlers_finished():
-                # The run has ended: a cancel (or eviction) now only cuts the wait short.
-                with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-                    await workflow.wait_condition(
-                        lambda: not workflow.all_handlers_finished(), timeout=LINGER
-                    )
-            # Answer waiting polls now, so a subscriber gets `end` without a query replay.
-            self.stream.detach_pollers()
-            await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._end(streamed, True)
+        return result
+
+    async def _end(self, streamed: bool, completed: bool) -> None:
+        self._topic.publish(StreamEvent(kind="end"))
+        if streamed and completed and workflow.all_handlers_finished():
+            # The run has ended: a cancel (or eviction) now only cuts the wait short.
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await workflow.wait_condition(
+                    lambda: not workflow.all_handlers_finished(), timeout=LINGER
+                )
+        # Answer waiting polls now, so a subscriber gets `end` without a query replay.
+        self.stream.detach_pollers()
+        await workflow.wait_condition(workflow.all_handlers_finished)
