@@ -53,6 +53,7 @@ from golem.client import (
     DurableAgent,
     DurableConversation,
     UnknownAgentError,
+    conversation_runs,
     fetch_run,
 )
 from golem.ids import new_id
@@ -660,19 +661,10 @@ async def cmd_conversation(args: argparse.Namespace) -> int:
         handle = client.get_workflow_handle(conversation_id)
         status = (await handle.describe()).status
         heading += f" ({ConversationWorkflow.__name__}, {_status(status)})"
-        try:
-            turns: list[str] = await handle.query(
-                "golem.runs", result_type=list[str], rpc_timeout=QUERY_TIMEOUT
-            )
-        except RPCError as exc:  # a running one needs a worker; a closed one too (replay)
-            print(
-                f"golem: conversation {conversation_id} did not answer its runs query "
-                f"({exc.message}); listing its runs from visibility instead",
-                file=sys.stderr,
-            )
-        else:
-            # Runs chained under this id before the workflow came first; then its turns.
-            run_ids = [r for r in run_ids if r not in set(turns)] + turns
+        # Read from its history (no worker needed), across continue-as-new.
+        turns = await conversation_runs(client, conversation_id)
+        # Runs chained under this id before the workflow came first; then its turns.
+        run_ids = [r for r in run_ids if r not in set(turns)] + turns
     if not run_ids:
         raise CliError(
             f"no runs found for conversation {conversation_id} in namespace "

@@ -69,9 +69,17 @@ from golem.workflows.outcome import (
     decode_failure,
     decode_result,
 )
-from golem.workflows.pages import MessagesPage, MessagesQuery, Pager, read_pages
+from golem.workflows.pages import (
+    MessagesPage,
+    MessagesQuery,
+    Pager,
+    message_size,
+    read_pages,
+    with_segments,
+)
 from golem.workflows.registry import UNKNOWN_AGENT
 from golem.workflows.shipping import chain_all
+from golem.workflows.transcript import CARRY_BYTES, HistoryReader
 from golem.workflows.types import AgentRunInput
 
 __all__ = [
@@ -87,6 +95,7 @@ __all__ = [
     "RunIdInUseError",
     "RunRecord",
     "UnknownAgentError",
+    "conversation_runs",
     "fetch_run",
 ]
 
@@ -365,10 +374,17 @@ class DurableAgent(Generic[OutputT]):
             raise RunError("history", str(exc)) from exc
         conversation_id = conversation_id or resolve_conversation_id(seed, None) or new_id()
         parent = parent_run_id or next((m.run_id for m in reversed(seed) if m.run_id), "")
+        input = ConversationInput(agent=self.agent_name, messages=seed, parent_run_id=parent)
+        return await self._conversation(conversation_id, input)
+
+    async def _conversation(
+        self, conversation_id: str, input: ConversationInput
+    ) -> DurableConversation[OutputT]:
+        parent = input.parent_run_id
         try:
             handle = await self.client.start_workflow(
                 ConversationWorkflow.run,
-                ConversationInput(agent=self.agent_name, messages=seed, parent_run_id=parent),
+                input,
                 id=conversation_id,
                 task_queue=self.task_queue,
                 search_attributes=run_search_attributes(conversation_id, self.agent_name, parent),
@@ -422,6 +438,7 @@ class DurableConversation(Generic[OutputT]):
         self.handle = handle
         self.id = handle.id
         self._messages: list[Message] | None = None  # what this handle has seen of the transcript
+        self._histories = _histories(agent.client)
 
     async def send(
         self,
@@ -502,7 +519,7 @@ class DurableConversation(Generic[OutputT]):
                 # A send retried after continue-as-new: the turn ran, so its run answers,
                 # with the conversation through that turn (a turn's run holds only its own).
                 result = await (await self.agent.attach(run_id)).result()
-                transcript = await read_pages(_pager(self.handle))
+                transcript = await read_pages(self._pager())
                 ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == run_id]
                 return replace(result, messages=transcript[: ends[-1]]) if ends else result
             raise await self._turn_error(exc, run_id) from exc
@@ -534,27 +551,42 @@ class DurableConversation(Generic[OutputT]):
         return result
 
     async def messages(self) -> list[Message]:
-        """The whole conversation so far."""
-        self._messages = await read_pages(_pager(self.handle))
+        """The whole conversation so far (a query: a worker must be up)."""
+        self._messages = await read_pages(self._pager())
         return list(self._messages)
 
     async def runs(self) -> list[str]:
-        """The run id of every turn, in order, across continue-as-new."""
-        runs: list[str] = await self.handle.query("golem.runs", result_type=list[str])
-        return runs
+        """The run id of every turn, in order, across continue-as-new (read from the
+        conversation's history: no worker needed)."""
+        return await conversation_runs(self.agent.client, self.id)
 
     async def fork(self, at_run_id: str | None = None) -> DurableConversation[OutputT]:
         """A new conversation that continues this one from the end of run ``at_run_id``
-        (default: the newest); its first run names that run as its parent."""
-        messages = await self.messages()
-        runs = await self.runs()
+        (default: the newest); its first run names that run as its parent. Read from the
+        conversation's history (no worker needed); a long transcript is shared by reference
+        to the workflow runs that hold it, not copied."""
+        description = await self.handle.describe()
+        histories = self._histories
+        source = await histories.transcript(self.id, description.run_id or "")
+        messages = await histories.messages(source)
+        runs = await histories.runs(source)
         at = at_run_id or (runs[-1] if runs else "")
         if at and at not in runs:
             raise ValueError(f"run {at} is not a turn of conversation {self.id}")
-        if at:
-            end = max(i for i, m in enumerate(messages) if m.run_id == at) + 1
-            messages = messages[:end]
-        return await self.agent.conversation(new_id(), history=messages, parent_run_id=at)
+        end = max((i + 1 for i, m in enumerate(messages) if m.run_id == at), default=0)
+        if not at:
+            end = len(messages)
+        input = ConversationInput(
+            agent=self.agent.agent_name, messages=messages[:end], parent_run_id=at
+        )
+        if sum(map(message_size, messages[:end])) > CARRY_BYTES:
+            earlier, cut = source.fork_point(self.id, description.run_id or "", end, messages)
+            input = input.model_copy(update={"messages": messages[cut:end], "earlier": earlier})
+        return await self.agent._conversation(new_id(), input)
+
+    def _pager(self) -> Pager:
+        """Pages of the transcript; what earlier workflow runs hold is read from their histories."""
+        return with_segments(_pager(self.handle), self._histories.segment)
 
     async def close(self) -> None:
         """End the conversation once the turn in flight (if any) finishes."""
@@ -569,7 +601,7 @@ class DurableConversation(Generic[OutputT]):
         """The first ``upto`` messages: what this handle saw, else read by query."""
         if self._messages is not None and len(self._messages) == upto:
             return self._messages
-        return await read_pages(_pager(self.handle), 0, upto) if upto else []
+        return await read_pages(self._pager(), 0, upto) if upto else []
 
     async def _turn_error(self, exc: WorkflowUpdateFailedError, run_id: str) -> Exception:
         cause = exc.cause
@@ -579,7 +611,7 @@ class DurableConversation(Generic[OutputT]):
             if details.partial is not None:
                 # The conversation appended the evidence before it refused the turn.
                 rid = run_id or details.partial.run_id
-                transcript = await read_pages(_pager(self.handle))
+                transcript = await read_pages(self._pager())
                 self._messages = transcript
                 ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == rid]
                 partial = details.partial.to_partial(transcript[: ends[-1] if ends else None])
@@ -617,11 +649,12 @@ class RunRecord:
 
 
 async def fetch_run(client: Client, run_id: str, *, base: bool = True) -> RunRecord:
-    """Read a run from Temporal (a running one through a query, so a worker must be up).
+    """Read a run from Temporal (a running one through a query, so a worker must be up; a
+    closed one from its history, no worker needed).
 
-    A conversation's turn got its history by reference: it is read from the conversation
-    (a query, so a worker must be up); ``base=False`` skips that, and ``messages`` are then
-    only the turn's own (enough for its status and output)."""
+    A conversation's turn got its history by reference: it is read from the conversation's
+    history; ``base=False`` skips that, and ``messages`` are then only the turn's own
+    (enough for its status and output)."""
     handle = client.get_workflow_handle(run_id)
     description = await handle.describe()
     status = description.status.name.lower() if description.status else "unknown"
@@ -692,9 +725,11 @@ async def _input(
             return list(input.run.history), False
         if not read_base:
             return [], True
-        conversation = client.get_workflow_handle(base.conversation)
-        messages = await read_pages(_pager(conversation), 0, base.count) if base.count else []
-        if chain_all(messages)[-1] != base.digest:
+        # Read from the conversation's history, not by query: no worker needed.
+        histories = _histories(client)
+        transcript = await histories.transcript(base.conversation)
+        messages = await histories.messages(transcript, 0, base.count) if base.count else []
+        if len(messages) != base.count or chain_all(messages)[-1] != base.digest:
             raise ValueError(
                 f"conversation {base.conversation} no longer holds the history run "
                 f"{handle.id} was given (its first {base.count} messages changed)"
@@ -721,6 +756,23 @@ async def _started(
             return sent.cancelled() or sent.exception() is None  # a turn that ran has a child
         await asyncio.wait([sent], timeout=pause)
         pause = min(pause * 2, 0.5)
+
+
+async def conversation_runs(client: Client, conversation_id: str) -> list[str]:
+    """The run id of every turn of conversation workflow ``conversation_id``, in order, across
+    continue-as-new, read from its history (no worker needed)."""
+    histories = _histories(client)
+    return await histories.runs(await histories.transcript(conversation_id))
+
+
+def _histories(client: Client) -> HistoryReader:
+    """Reads conversations from their workflow runs' histories (no worker needed)."""
+    return HistoryReader(
+        lambda workflow_id, run_id: client.get_workflow_handle(
+            workflow_id, run_id=run_id or None
+        ).fetch_history_events(),
+        client.data_converter,
+    )
 
 
 def _pager(handle: WorkflowHandle[Any, Any]) -> Pager:

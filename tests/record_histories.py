@@ -38,10 +38,13 @@ from temporalio.worker import Worker
 
 from examples.support_ticket import Ticket, TicketWorkflow
 from golem.client import DurableAgent, DurableConversation
+from golem.messages import Message, ToolCall
 from golem.results import RunError
 from golem.testing import dev_server
 from golem.worker import GolemPlugin
+from golem.workflows import transcript as transcript_module
 from golem.workflows.conversation import ConversationInput, ConversationWorkflow
+from golem.workflows.transcript import CARRY_BYTES
 
 OUT = Path(__file__).parent / "histories"
 CRASH_WORKER = Path(__file__).parent / "crash_worker.py"
@@ -130,6 +133,7 @@ async def main(wanted: set[str]) -> None:
             runs: dict[str, str | tuple[str, str]] = {**await record_runs(env.client, tq)}
             runs["streamed_run"] = await record_streamed(env.client, tq)
             runs |= await record_conversation(env.client, tq)
+            runs |= await record_segments(env.client, tq)
             runs["ticket_child_and_inline"] = await record_ticket(env.client, tq)
         if not wanted or wanted & {"crash_taken_over", "crash_resumed"}:
             runs |= await record_crash(env.client)
@@ -178,6 +182,35 @@ async def record_conversation(client: Client, tq: str) -> dict[str, str | tuple[
         "conversation_approval_continued": (handle.id, first_run),
         "conversation_after_continue": handle.id,
     }
+
+
+async def record_segments(client: Client, tq: str) -> dict[str, str | tuple[str, str]]:
+    """A conversation seeded with an open call (the conversation repairs it before its first
+    turn) that continues as new by reference (every transcript counts as long here); the
+    next run's turn reads its history from the first run's."""
+    transcript_module.CARRY_BYTES = 0
+    seed = [
+        Message.user("pay 1"),
+        Message.assistant("", [ToolCall(id="open", name="transfer", args='{"amount": 1}')]),
+    ]
+    handle = await client.start_workflow(
+        ConversationWorkflow.run,
+        ConversationInput(agent=approval_agent.name, messages=seed, turns_per_run=2),
+        id=f"replay-segments-{uuid.uuid4().hex[:8]}",
+        task_queue=tq,
+    )
+    conv = DurableConversation(DurableAgent(client, approval_agent, task_queue=tq), handle)
+    for prompt in ("thanks", "and now?", "bye"):
+        await conv.send(prompt)
+    await conv.close()
+    transcript_module.CARRY_BYTES = CARRY_BYTES
+    first_run = ""
+    async for event in client.get_workflow_handle(handle.id).fetch_history_events():
+        attrs = event.workflow_execution_started_event_attributes
+        assert attrs.input.payloads and b'"earlier"' in attrs.input.payloads[0].data
+        first_run = attrs.continued_execution_run_id
+        break
+    return {"segments_repaired_continued": (handle.id, first_run), "segments_after": handle.id}
 
 
 async def record_ticket(client: Client, tq: str) -> str:

@@ -52,6 +52,8 @@ def test_histories_are_checked_in() -> None:
         "conversation_approval_continued",
         "conversation_after_continue",
         "ticket_child_and_inline",
+        "segments_repaired_continued",
+        "segments_after",
         # Recorded before payload keys turned camelCase and never re-recorded: a run in
         # flight across that upgrade still replays.
         "legacy_snake_case_payloads",
@@ -91,6 +93,14 @@ def test_the_conversation_and_user_workflow_histories_hold_what_they_were_record
     after = history("conversation_after_continue").events[0]
     assert after.workflow_execution_started_event_attributes.continued_execution_run_id
     assert events("conversation_after_continue", EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED)
+    repaired = history("segments_repaired_continued")
+    assert not repaired.events[
+        0
+    ].workflow_execution_started_event_attributes.continued_execution_run_id
+    markers = events("segments_repaired_continued", EventType.EVENT_TYPE_MARKER_RECORDED)
+    assert markers  # the patch: the conversation repairs, and continues by reference
+    after = history("segments_after").events[0].workflow_execution_started_event_attributes
+    assert b'"earlier"' in after.input.payloads[0].data  # its transcript starts by reference
     ticket = "ticket_child_and_inline"
     assert len(events(ticket, EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)) == 1
     scheduled = events(ticket, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)

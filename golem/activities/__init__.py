@@ -28,8 +28,9 @@ from golem.models.base import ModelError, ModelRequest, ModelResponse
 from golem.tools import RunContext, ToolOutcome, validation_problems
 from golem.user_functions import UserCodeError, call_user_function, describe
 from golem.workflows import registry
-from golem.workflows.pages import MessagesPage, MessagesQuery
+from golem.workflows.pages import MessagesPage, MessagesQuery, with_segments
 from golem.workflows.shipping import MessageCache, ModelCallInput, ShippingError
+from golem.workflows.transcript import HistoryReader
 from golem.workflows.types import PrepareInput, ToolCallInput
 
 __all__ = [
@@ -156,6 +157,7 @@ class ModelActivity:
 
     def __init__(self, cache: MessageCache) -> None:
         self.cache = cache
+        self.histories: HistoryReader | None = None  # conversations' earlier workflow runs
 
     @activity.defn(name="golem.model_request")
     async def model_request(self, input: ModelCallInput) -> ModelResponse:
@@ -215,15 +217,24 @@ class ModelActivity:
             return page
 
         # No run id: the conversation's current run answers, across continue-as-new.
-        conversation = activity.client().get_workflow_handle(
-            input.base.conversation if input.base else ""
-        )
+        client = activity.client()
+        conversation = client.get_workflow_handle(input.base.conversation if input.base else "")
 
-        async def base_pager(query: MessagesQuery) -> MessagesPage:
+        async def base_query(query: MessagesQuery) -> MessagesPage:
             page: MessagesPage = await conversation.query(
                 "golem.conversation", query, result_type=MessagesPage
             )
             return page
+
+        if self.histories is None:
+            self.histories = HistoryReader(
+                lambda workflow_id, run_id: client.get_workflow_handle(
+                    workflow_id, run_id=run_id or None
+                ).fetch_history_events(),
+                client.data_converter,
+            )
+        # What earlier workflow runs of the conversation hold is read from their histories.
+        base_pager = with_segments(base_query, self.histories.segment)
 
         run = f"{info.workflow_id}/{info.workflow_run_id}"
         try:

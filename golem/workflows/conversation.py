@@ -7,12 +7,14 @@ The workflow holds the canonical transcript. Each turn is an update whose handle
 turn as a child ``AgentRunWorkflow`` (its own run id, lineage and UI page) and appends what
 the run added, so the client never ships the conversation again. The run gets the
 transcript by reference (``AgentRunInput.base``: this workflow's id, a count, a digest),
-read by its model activity through ``golem.conversation``, so no run records it again;
-a turn after a failed one, or of an agent with a history processor or a per-request
-token limit, gets it by value (its loop needs it whole). Turns are serialized in
-arrival order. The workflow continues as new when the server suggests it (or after
-``turns_per_run`` turns), carrying the transcript and the run list, once no turn is in
-flight and none waits for approvals; meanwhile new turns are refused (``CONTINUING``) and
+read by its model activity through ``golem.conversation``, so no run records it again
+(a failed turn's evidence is repaired first, as the next run's loop would); a turn of an
+agent with a history processor or a per-request token limit gets it by value (its loop
+needs it whole). Turns are serialized in arrival order. The workflow continues as new
+when the server suggests it (or after ``turns_per_run`` turns), once no turn is in flight
+and none waits for approvals, carrying the transcript and the run list: by value while
+small, else by reference to the workflow runs that hold them (``golem.workflows.transcript``,
+docs/adr/0012-transcript-by-reference.md). Meanwhile new turns are refused (``CONTINUING``) and
 ``DurableConversation.send`` sends them again, to the next run. A send retried after the
 switch is refused as ``RECORDED`` (Temporal dedups update ids per run only) and the client
 answers with that turn's run. It has no execution timeout: ``close()`` ends it (denying
@@ -34,13 +36,13 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError
 with workflow.unsafe.imports_passed_through():
     from golem.loop import RunInput
     from golem.messages import HistoryError, Message, Part, ToolCall, validate_history
-    from golem.phases.prepare import repaired
     from golem.workflows import lineage, registry
     from golem.workflows.agent_run import RUN_ERROR, AgentRunWorkflow
     from golem.workflows.approvals import PAUSED_SIGNAL, PausedRun
-    from golem.workflows.outcome import AgentRunOutput, FailureDetails
+    from golem.workflows.outcome import AgentRunOutput
     from golem.workflows.pages import PAGE_BYTES, MessagesPage, MessagesQuery
-    from golem.workflows.shipping import HistoryBase, chain, chain_all
+    from golem.workflows.shipping import HistoryBase
+    from golem.workflows.transcript import ConversationInput, Transcript, run_failure
     from golem.workflows.types import AgentRunInput
 
 __all__ = [
@@ -65,6 +67,9 @@ CONTINUING = "GolemConversationContinuing"
 RECORDED = "GolemTurnRecorded"
 #: ``ApplicationError.type`` of a refusal about approvals (a turn waits, or none does).
 WAITING = "GolemApprovalsWaiting"
+#: Patch: a failed turn's evidence is repaired by the conversation, and the transcript may
+#: cross continue-as-new by reference (runs recorded before it replay unchanged).
+SEGMENTS_PATCH = "golem-transcript-segments"
 
 
 @dataclass(frozen=True)
@@ -79,21 +84,6 @@ class _Waiting:
 
 class _Payload(BaseModel):
     model_config = ConfigDict(frozen=True)
-
-
-class ConversationInput(_Payload):
-    """Input of ``ConversationWorkflow``: a new conversation's seed, or the state carried
-    across continue-as-new."""
-
-    agent: str
-    messages: list[Message] = Field(default_factory=list)
-    """The transcript so far (a seed history, or everything before continue-as-new)."""
-    runs: list[str] = Field(default_factory=list)
-    """Run ids of the turns so far, in order."""
-    parent_run_id: str = ""
-    """For a fork: the run of another conversation this one continues from."""
-    turns_per_run: int = 500
-    """golem's own continue-as-new budget, beside the server's suggestion."""
 
 
 class TurnInput(_Payload):
@@ -118,8 +108,9 @@ class TurnOutput(_Payload):
 class ConversationSummary(_Payload):
     """Result of a closed conversation."""
 
-    runs: list[str]
+    turns: int
     messages: int
+    last_run: str = ""
 
 
 @workflow.defn(name="ConversationWorkflow")
@@ -129,12 +120,7 @@ class ConversationWorkflow:
     @workflow.init
     def __init__(self, input: ConversationInput) -> None:
         self._agent = input.agent
-        self._messages: list[Message] = list(input.messages)
-        self._chain = chain_all(self._messages)  # _chain[i]: digest of the first i messages
-        # Repaired and closed: a turn can take it by reference (its loop would not change it).
-        self._clean = repaired(self._messages) == self._messages
-        self._runs: list[str] = list(input.runs)
-        self._parent_run_id = input.parent_run_id
+        self._transcript = Transcript(input)
         self._turns_per_run = input.turns_per_run
         self._turns = 0  # turns in this workflow run (since the last continue-as-new)
         self._closed = False
@@ -156,15 +142,26 @@ class ConversationWorkflow:
             lambda: workflow.all_handlers_finished() and (self._closed or self._waiting is None)
         )
         if self._closed:
-            return ConversationSummary(runs=self._runs, messages=len(self._messages))
+            return self._summary()
+        info = workflow.info()
+        transcript = self._transcript
+        if workflow.patched(SEGMENTS_PATCH):
+            carried = transcript.carry(info.workflow_id, info.run_id, self._by_reference())
+        else:  # recorded before the transcript could be carried by reference
+            carried = {"messages": transcript.messages(), "runs": transcript.runs}
         workflow.continue_as_new(
             ConversationInput(
                 agent=self._agent,
-                messages=self._messages,
-                runs=self._runs,
-                parent_run_id=self._parent_run_id,
+                parent_run_id=transcript.parent_run_id,
                 turns_per_run=self._turns_per_run,
+                **carried,
             )
+        )
+
+    def _summary(self) -> ConversationSummary:
+        transcript = self._transcript
+        return ConversationSummary(
+            turns=transcript.turns, messages=transcript.length, last_run=transcript.last_run
         )
 
     def _should_continue(self) -> bool:
@@ -201,7 +198,7 @@ class ConversationWorkflow:
             raise ApplicationError("a turn needs a prompt or parts", non_retryable=True)
         if not turn.run_id:
             raise ApplicationError("a turn needs a run id", non_retryable=True)
-        if turn.run_id in self._runs:
+        if self._transcript.knows(turn.run_id):
             raise ApplicationError(
                 f"run {turn.run_id} is already a turn of this conversation",
                 type=RECORDED,
@@ -257,11 +254,13 @@ class ConversationWorkflow:
             )
 
     def _by_reference(self) -> bool:
-        """Whether the next turn can take the transcript by reference: it is clean, and the
-        agent has no history processor or per-request token limit (both need the whole
-        history in the run's loop, so those turns get it by value)."""
-        if not self._clean:
-            return False  # evidence of a failed turn: the next run repairs it, by value
+        """Whether the next turn can take the transcript by reference: the agent has no
+        history processor or per-request token limit (both need the whole history in the
+        run's loop, so those turns get it by value). A failed turn's evidence is repaired
+        first, as the turn's loop would."""
+        transcript = self._transcript
+        if transcript.clean < transcript.length and not workflow.patched(SEGMENTS_PATCH):
+            return False  # recorded when the next run repaired the evidence itself, by value
         try:
             agent = registry.lookup(workflow.info().task_queue, self._agent)
         except LookupError:
@@ -273,13 +272,24 @@ class ConversationWorkflow:
 
     async def _turn(self, turn: TurnInput) -> TurnOutput:
         conversation_id = workflow.info().workflow_id
-        start = len(self._messages)
+        transcript = self._transcript
+        by_reference = self._by_reference()
+        if not by_reference and transcript.offset:
+            raise ApplicationError(
+                f"agent {self._agent!r} needs the whole history in its run (a history processor "
+                "or a per-request token limit), but earlier workflow runs of this conversation "
+                "hold its start: serve it without those, or start a new conversation",
+                non_retryable=True,
+            )
+        parent = transcript.last_run
+        transcript.begin(turn.run_id, by_reference)
+        start = transcript.length
         base = None
-        history = self._messages
-        if self._by_reference():
-            base = HistoryBase(conversation=conversation_id, count=start, digest=self._chain[start])
-            history = []
-        parent = self._runs[-1] if self._runs else self._parent_run_id
+        history: list[Message] = []
+        if by_reference:
+            base = HistoryBase(conversation=conversation_id, count=start, digest=transcript.digest)
+        else:
+            history = transcript.messages()
         run = RunInput(
             prompt=turn.prompt,
             parts=turn.parts,
@@ -288,7 +298,6 @@ class ConversationWorkflow:
             run_id=turn.run_id,
             conversation_id=conversation_id,
         )
-        self._runs.append(turn.run_id)
         self._turns += 1
         self._details()
         try:
@@ -366,15 +375,12 @@ class ConversationWorkflow:
 
     def _ended(self, child: workflow.ChildWorkflowHandle[Any, Any], start: int) -> TurnOutput:
         """The ended run's messages join the transcript; its output, or its error raised."""
-        history = self._messages[:start]
         try:
             output = AgentRunOutput.model_validate(child.result())
         except ChildWorkflowError as exc:
-            details = _failure_details(exc)
-            if details is not None and details.partial is not None and not details.partial.paged:
-                # The failed turn's evidence joins the transcript: the next turn resumes it
-                # (by value: its loop repairs what the failure left open).
-                self._set_messages(details.partial.messages(history), clean=False)
+            # The failed turn's evidence joins the transcript: the next turn resumes it,
+            # repaired first.
+            self._transcript.failed(run_failure(exc.cause))
             self._details()
             cause = exc.cause
             if isinstance(cause, ApplicationError):
@@ -382,37 +388,23 @@ class ConversationWorkflow:
                     cause.message, *cause.details, type=cause.type, non_retryable=True
                 ) from None
             raise ApplicationError(str(cause or exc), type=RUN_ERROR, non_retryable=True) from None
-        if output.snapshot.paged:
+        if not self._transcript.ended(output):
             # Workflow code cannot read pages; one turn adding ~1 MB of messages is refused.
             raise ApplicationError(
                 f"turn {child.id} added more than {PAGE_BYTES} bytes of messages, too many for "
                 "the conversation to take in; return references (URLs, ids) from tools",
                 non_retryable=True,
             )
-        self._set_messages(output.snapshot.messages(history), clean=True)
         self._details()
         return TurnOutput(run=output, start=start)
-
-    def _set_messages(self, messages: list[Message], clean: bool) -> None:
-        """The transcript after a turn. A by-reference turn only appends (its snapshot has
-        no base); a by-value turn may rewrite what it repaired, and the digests follow."""
-        same = 0
-        for old, new in zip(self._messages, messages, strict=False):
-            if old is not new and old != new:
-                break
-            same += 1
-        del self._chain[same + 1 :]
-        for message in messages[same:]:
-            self._chain.append(chain(self._chain[-1], message))
-        self._messages = messages
-        self._clean = clean
 
     def _details(self) -> None:
         waiting = self._waiting
         pending = ", ".join(f"{c.name} ({c.id})" for c in waiting.pending) if waiting else "none"
+        transcript = self._transcript
         workflow.set_current_details(
-            f"**turns** {len(self._runs)} · **messages** {len(self._messages)}\n\n"
-            f"**last run** {self._runs[-1] if self._runs else 'none'}\n\n"
+            f"**turns** {transcript.turns} · **messages** {transcript.length}\n\n"
+            f"**last run** {transcript.last_run or 'none'}\n\n"
             f"**waiting for approval** {pending}"
         )
 
@@ -432,21 +424,16 @@ class ConversationWorkflow:
                 )
             await workflow.wait_condition(lambda: self._waiting is None)
         async with self._lock:  # the turn in flight finishes first
-            return ConversationSummary(runs=self._runs, messages=len(self._messages))
+            return self._summary()
 
     @workflow.query(name="golem.conversation")
     def conversation(self, query: MessagesQuery) -> MessagesPage:
-        """The transcript ``[since, upto)``, one page."""
-        return MessagesPage.of(self._messages, query)
+        """The transcript ``[since, upto)``: one page, or the earlier workflow runs that
+        hold its start (``MessagesPage.held``)."""
+        return self._transcript.page(query)
 
     @workflow.query(name="golem.runs")
     def runs(self) -> list[str]:
-        """Run ids of every turn, across continue-as-new."""
-        return list(self._runs)
-
-
-def _failure_details(exc: ChildWorkflowError) -> FailureDetails | None:
-    cause = exc.cause
-    if isinstance(cause, ApplicationError) and cause.type == RUN_ERROR and cause.details:
-        return FailureDetails.model_validate(cause.details[0])
-    return None
+        """Run ids of the turns this workflow run holds (all of them until the transcript
+        crosses continue-as-new by reference; ``DurableConversation.runs`` reads them all)."""
+        return list(self._transcript.runs)

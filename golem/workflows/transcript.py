@@ -1,0 +1,345 @@
+"""A conversation's transcript as one ``ConversationWorkflow`` run holds it, and as a reader
+rebuilds it from that run's history events: the same steps, in one place, so the two
+cannot drift apart.
+
+A workflow run holds its own messages (``own``) after the ones earlier runs hold
+(``earlier``: segments, read from their histories); only the part of the transcript no
+earlier run holds crosses continue-as-new by value, so a conversation has no turn limit.
+Every change is one of three steps, each deterministic:
+
+- ``begin``: a turn starts (its run id joins the run list); a turn that takes the history
+  by reference first gets a repaired transcript (``repaired``, what its run's loop would
+  do), so it never needs the history by value;
+- ``ended``: the turn's run completed; what it added (and, by value, what it repaired)
+  joins the transcript;
+- ``failed``: the run failed; its partial evidence joins the transcript, unrepaired.
+
+See docs/adr/0012-transcript-by-reference.md.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.converter import DataConverter
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from golem.messages import Message
+from golem.phases.prepare import repaired
+from golem.workflows.outcome import RUN_ERROR, AgentRunOutput, FailureDetails
+from golem.workflows.pages import MessagesPage, MessagesQuery, Segment, message_size
+from golem.workflows.shipping import ShippingError, chain, chain_all
+from golem.workflows.types import AgentRunInput
+
+__all__ = [
+    "CARRY_BYTES",
+    "RECENT_RUNS",
+    "ConversationInput",
+    "HistoryReader",
+    "Transcript",
+    "read_transcript",
+    "run_failure",
+]
+
+#: A transcript up to this size crosses continue-as-new by value; a longer one by
+#: reference to the workflow runs that hold it (their histories must outlive retention).
+CARRY_BYTES = 256_000
+#: Run ids of the latest turns carried across continue-as-new (a retried send is one turn).
+RECENT_RUNS = 64
+
+
+class ConversationInput(BaseModel):
+    """Input of ``ConversationWorkflow``: a new conversation's seed, or what crosses
+    continue-as-new."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent: str
+    messages: list[Message] = Field(default_factory=list)
+    """The transcript this workflow run holds by value, after what ``earlier`` holds."""
+    runs: list[str] = Field(default_factory=list)
+    """Run ids of the turns this workflow run holds by value, in order."""
+    parent_run_id: str = ""
+    """For a fork: the run of another conversation this one continues from."""
+    turns_per_run: int = 500
+    """golem's own continue-as-new budget, beside the server's suggestion."""
+    earlier: list[Segment] = Field(default_factory=list)
+    """Earlier workflow runs holding the transcript's first messages (and turns), in order."""
+    turns: int = 0
+    """Turns the earlier workflow runs hold."""
+    recent: list[str] = Field(default_factory=list)
+    """Run ids of the latest of those turns."""
+
+
+class Transcript:
+    """One workflow run's view of the conversation: ``earlier`` segments, then ``own``."""
+
+    def __init__(self, input: ConversationInput) -> None:
+        self.earlier = list(input.earlier)
+        self.offset = input.earlier[-1].end if input.earlier else 0
+        """Where ``own`` begins in the transcript."""
+        self.own: list[Message] = list(input.messages)
+        self.chain = chain_all(self.own, input.earlier[-1].digest if input.earlier else "")
+        """``chain[i]``: digest of the transcript's first ``offset + i`` messages."""
+        self.runs = list(input.runs)
+        self.turns_before = input.turns
+        self.recent = list(input.recent)
+        self.parent_run_id = input.parent_run_id
+        # Messages before `clean` are repaired and closed: a turn can take them by reference.
+        self.clean = self.length if repaired(self.own) == self.own else self.offset
+        self.start = self.length  # where the current turn's messages begin
+
+    @property
+    def length(self) -> int:
+        return self.offset + len(self.own)
+
+    @property
+    def digest(self) -> str:
+        return self.chain[-1]
+
+    @property
+    def turns(self) -> int:
+        return self.turns_before + len(self.runs)
+
+    @property
+    def last_run(self) -> str:
+        """The run the next turn continues (its parent)."""
+        return (self.runs or self.recent or [self.parent_run_id])[-1]
+
+    def knows(self, run_id: str) -> bool:
+        return run_id in self.runs or run_id in self.recent
+
+    # -- the three steps -----------------------------------------------------------------
+
+    def begin(self, run_id: str, by_reference: bool) -> None:
+        """A turn starts; by reference, it continues a repaired transcript."""
+        self.runs.append(run_id)
+        if by_reference and self.clean < self.length:
+            cut = self.clean - self.offset
+            self._set([*self.own[:cut], *repaired(self.own[cut:])])
+            self.clean = self.length
+        self.start = self.length
+
+    def ended(self, output: AgentRunOutput) -> bool:
+        """The turn's run completed: its messages join (``False`` when it paged them)."""
+        snapshot = output.snapshot
+        if snapshot.paged:
+            return False
+        self._set(snapshot.messages(self._history(snapshot.base is not None)))
+        self.clean = self.length
+        return True
+
+    def failed(self, details: FailureDetails | None) -> None:
+        """The turn's run failed: its evidence (when carried inline) joins, unrepaired."""
+        partial = details.partial if details is not None else None
+        if partial is None or partial.paged:
+            return
+        changed = self._set(partial.messages(self._history(partial.base is not None)))
+        self.clean = min(self.clean, changed)
+
+    def _history(self, rewrites: bool) -> list[Message]:
+        """What the turn's run was given, to rebuild its snapshot against."""
+        if rewrites and self.offset:
+            # By construction only by-value turns rewrite, and they hold the whole transcript.
+            raise ValueError("a turn rewrote history that earlier workflow runs hold")
+        return self.own[: self.start - self.offset]
+
+    def _set(self, messages: list[Message]) -> int:
+        """Own messages become ``messages``; returns the transcript index of the first change."""
+        same = 0
+        for old, new in zip(self.own, messages, strict=False):
+            if old is not new and old != new:
+                break
+            same += 1
+        del self.chain[same + 1 :]
+        for message in messages[same:]:
+            self.chain.append(chain(self.chain[-1], message))
+        self.own = messages
+        return self.offset + same
+
+    # -- reading and carrying ------------------------------------------------------------
+
+    def messages(self) -> list[Message]:
+        """The transcript, when this workflow run holds all of it."""
+        if self.offset:
+            raise ValueError("earlier workflow runs hold the first messages")
+        return self.own
+
+    def page(self, query: MessagesQuery) -> MessagesPage:
+        """``[since, upto)``: one page of own messages, or the segments holding the start."""
+        upto = min(query.upto or self.length, self.length)
+        if query.since < self.offset:
+            end = min(upto, self.offset)
+            held = [s for s in self.earlier if s.start < end and s.end > query.since]
+            return MessagesPage(messages=[], next=end, held=held)
+        shifted = MessagesQuery(since=query.since - self.offset, upto=upto - self.offset)
+        page = MessagesPage.of(self.own, shifted)
+        return MessagesPage(messages=page.messages, next=page.next + self.offset)
+
+    def carry(self, workflow_id: str, run_id: str, by_reference: bool) -> dict[str, Any]:
+        """The ``ConversationInput`` fields that cross continue-as-new: everything by value
+        while it is small (or when the agent needs the whole history), else what is clean by
+        reference to this workflow run (``workflow_id``/``run_id``) and the rest by value."""
+        if not self.earlier and (
+            not by_reference or sum(map(message_size, self.own)) <= CARRY_BYTES
+        ):
+            return {"messages": self.own, "runs": self.runs}
+        held = Segment(
+            workflow_id=workflow_id,
+            run_id=run_id,
+            start=self.offset,
+            end=self.clean,
+            digest=self.chain[self.clean - self.offset],
+            turns=True,
+        )
+        return {
+            "messages": self.own[self.clean - self.offset :],
+            "earlier": [*self.earlier, held],
+            "turns": self.turns,
+            "recent": [*self.recent, *self.runs][-RECENT_RUNS:],
+        }
+
+    def fork_point(
+        self, workflow_id: str, run_id: str, end: int, messages: list[Message]
+    ) -> tuple[list[Segment], int]:
+        """For a fork that continues the first ``end`` messages (``messages`` is the whole
+        transcript; this is workflow run ``run_id``): the segments holding the first ``cut``
+        of them, and ``cut`` (what is clean; the rest goes by value)."""
+        cut = min(end, self.clean)
+        digest = chain_all(messages[:cut])[-1]
+        held: list[Segment] = []
+        for segment in self.earlier:
+            if segment.start >= cut:
+                break
+            update: dict[str, Any] = {"turns": False}  # the fork's turns are its own
+            if segment.end > cut:
+                update |= {"end": cut, "digest": digest}
+            held.append(segment.model_copy(update=update))
+        if cut > self.offset:
+            held.append(
+                Segment(
+                    workflow_id=workflow_id,
+                    run_id=run_id,
+                    start=self.offset,
+                    end=cut,
+                    digest=digest,
+                )
+            )
+        return held, cut
+
+
+async def read_transcript(
+    events: AsyncIterator[HistoryEvent], converter: DataConverter
+) -> Transcript | None:
+    """A ``ConversationWorkflow`` run's transcript rebuilt from its history events (a
+    closed run's, or a running one's so far), decoded with ``converter`` (so encrypted
+    payloads work); ``None`` if the history is not a conversation's."""
+    transcript: Transcript | None = None
+    async for event in events:
+        if event.HasField("workflow_execution_started_event_attributes"):
+            payloads = event.workflow_execution_started_event_attributes.input.payloads
+            [input] = await converter.decode(list(payloads), [ConversationInput])
+            transcript = Transcript(input)
+        elif transcript is None:
+            return None
+        elif event.HasField("start_child_workflow_execution_initiated_event_attributes"):
+            initiated = event.start_child_workflow_execution_initiated_event_attributes
+            [run] = await converter.decode(list(initiated.input.payloads), [AgentRunInput])
+            transcript.begin(initiated.workflow_id, run.base is not None)
+        elif event.HasField("child_workflow_execution_completed_event_attributes"):
+            completed = event.child_workflow_execution_completed_event_attributes
+            [output] = await converter.decode(list(completed.result.payloads), [AgentRunOutput])
+            transcript.ended(output)
+        elif event.HasField("child_workflow_execution_failed_event_attributes"):
+            failure = event.child_workflow_execution_failed_event_attributes.failure
+            transcript.failed(run_failure(await converter.decode_failure(failure)))
+    return transcript
+
+
+def run_failure(error: BaseException | None) -> FailureDetails | None:
+    """The ``FailureDetails`` a failed run's error carries, if it is a ``RunError``'s."""
+    if isinstance(error, ApplicationError) and error.type == RUN_ERROR and error.details:
+        return FailureDetails.model_validate(error.details[0])
+    return None
+
+
+#: A workflow run's history events, by workflow id and run id (``""``: the latest run).
+Events = Callable[[str, str], AsyncIterator[HistoryEvent]]
+
+
+class HistoryReader:
+    """Reads conversations from their workflow runs' histories, no worker needed: what a
+    segment holds, a whole transcript, every turn's run id. Rebuilt transcripts are cached
+    (what a segment names never changes)."""
+
+    def __init__(self, events: Events, converter: DataConverter, max_runs: int = 16) -> None:
+        self._events = events
+        self._converter = converter
+        self._max_runs = max_runs
+        self._cache: OrderedDict[tuple[str, str], Transcript] = OrderedDict()
+
+    async def transcript(self, workflow_id: str, run_id: str = "") -> Transcript:
+        """Workflow run ``run_id`` of conversation ``workflow_id`` (``""``: its latest),
+        rebuilt from its history events (a run named by id is cached)."""
+        key = (workflow_id, run_id)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        try:
+            events = self._events(workflow_id, run_id)
+            transcript = await read_transcript(events, self._converter)
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                raise
+            raise ShippingError(
+                f"workflow run {run_id or '(latest)'} of conversation {workflow_id} is gone "
+                "(past the namespace's retention?): the messages it held cannot be read"
+            ) from None
+        if transcript is None:
+            raise ShippingError(f"workflow {workflow_id} is not a conversation")
+        if run_id:
+            self._cache[key] = transcript
+            while len(self._cache) > self._max_runs:
+                self._cache.popitem(last=False)
+        return transcript
+
+    async def segment(self, segment: Segment) -> list[Message]:
+        """The messages ``[start, end)`` ``segment`` names, checked against its digest."""
+        transcript = await self.transcript(segment.workflow_id, segment.run_id)
+        own = segment.end - transcript.offset
+        if own > len(transcript.own) or (own >= 0 and transcript.chain[own] != segment.digest):
+            raise ShippingError(
+                f"workflow run {segment.run_id} of {segment.workflow_id} does not hold messages "
+                f"{segment.start}-{segment.end} of the conversation as they were recorded"
+            )
+        return await self.messages(transcript, segment.start, segment.end)
+
+    async def messages(
+        self, transcript: Transcript, start: int = 0, end: int = -1
+    ) -> list[Message]:
+        """``[start, end)`` of ``transcript``'s conversation (``end`` -1: all of it)."""
+        end = transcript.length if end < 0 else end
+        out: list[Message] = []
+        for segment in transcript.earlier:
+            low, high = max(start, segment.start), min(end, segment.end)
+            if low < high:
+                held = await self.segment(segment)
+                out.extend(held[low - segment.start : high - segment.start])
+        low = max(start, transcript.offset)
+        out.extend(transcript.own[low - transcript.offset : end - transcript.offset])
+        return out
+
+    async def runs(self, transcript: Transcript) -> list[str]:
+        """The run id of every turn of ``transcript``'s conversation, in order."""
+        out: list[str] = []
+        for segment in transcript.earlier:
+            if segment.turns:  # that workflow run's own turns (its earlier ones are listed too)
+                held = await self.transcript(segment.workflow_id, segment.run_id)
+                out.extend(held.runs)
+        return [*out, *transcript.runs]
