@@ -272,10 +272,15 @@ def print_result(
     print(f"UI:              {client_link(client, result.run_id)}")
 
 
-def print_failure(client: Client, exc: RunError, run_id: str) -> int:
+def print_failure(client: Client, exc: RunError, run_id: str, conversation: str = "") -> int:
+    """``conversation``: the run was a turn of that conversation workflow."""
     print(f"run failed at stage {exc.stage}: {exc.detail}", file=sys.stderr)
     print(f"run id:          {run_id}", file=sys.stderr)
-    if exc.partial:
+    if conversation:  # the conversation kept the evidence: its next turn resumes it
+        print(
+            f"resume with:     golem run --conversation-id {conversation} PROMPT", file=sys.stderr
+        )
+    elif exc.partial:
         print(f"resume with:     golem resume {run_id} [PROMPT]", file=sys.stderr)
     print(f"inspect with:    golem show {run_id}", file=sys.stderr)
     print(f"UI:              {client_link(client, run_id)}", file=sys.stderr)
@@ -485,7 +490,7 @@ async def run_turn(
     run_id = new_id()
     streamed = False
     try:
-        async with watching(client, args.task_queue, run_id):
+        async with watching(client, await queue_of(conversation), run_id):
             if args.json:
                 result = await conversation.send(args.prompt, run_id=run_id)
             else:
@@ -493,9 +498,14 @@ async def run_turn(
                 streamed = await write_text(stream, _echo)
                 result = stream.result
     except RunError as exc:
-        return print_failure(client, exc, run_id)
+        return print_failure(client, exc, run_id, conversation.id)
     print_result(client, result, args.json, streamed=streamed)
     return 0
+
+
+async def queue_of(conversation: DurableConversation[Any]) -> str:
+    """The task queue a conversation's turns run on (its workflow's, not ``--task-queue``)."""
+    return (await conversation.handle.describe()).task_queue
 
 
 async def cmd_resume(args: argparse.Namespace) -> int:
@@ -559,13 +569,14 @@ async def cmd_chat(args: argparse.Namespace) -> int:
             return 0
         if conversation is None:
             conversation = await open_conversation(client, durable, args)
+            task_queue = await queue_of(conversation)
         if not interactive:
             print(f"you> {prompt}")  # piped input: show the turn, on its own line
         run_id = new_id()
         stream = conversation.send_stream(prompt, run_id=run_id)
         try:
             _echo(f"{name}> ")
-            async with watching(client, args.task_queue, run_id):
+            async with watching(client, task_queue, run_id):
                 if not await write_text(stream, _echo):  # it ends the line it wrote
                     paused = stream.result.paused
                     print("(waits for your approval)" if paused else stream.result.output)

@@ -61,13 +61,12 @@ from golem.workflows.lineage import (
 )
 from golem.workflows.outcome import (
     FAILURE_MEMO,
-    RUN_ERROR,
-    FailureDetails,
     Recorded,
     UnknownAgentError,
     content_digest,
     decode_failure,
     decode_result,
+    run_failure,
 )
 from golem.workflows.pages import (
     MessagesPage,
@@ -605,8 +604,8 @@ class DurableConversation(Generic[OutputT]):
 
     async def _turn_error(self, exc: WorkflowUpdateFailedError, run_id: str) -> Exception:
         cause = exc.cause
-        if isinstance(cause, ApplicationError) and cause.type == RUN_ERROR and cause.details:
-            details = FailureDetails.model_validate(cause.details[0])
+        details = run_failure(cause)
+        if details is not None:
             partial = None
             if details.partial is not None:
                 # The conversation appended the evidence before it refused the turn.

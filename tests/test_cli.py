@@ -333,10 +333,17 @@ async def test_run_conversation_id_of_a_conversation_workflow_sends_it_a_turn(
         runs = await temporal_client.get_workflow_handle(conversation_id).query(
             "golem.runs", result_type=list[str]
         )
+        failed = await golem(
+            "run", "--agent", "counter", "--conversation-id", conversation_id, "explode now"
+        )
     assert done.code == 0, done.err
     assert done.out.splitlines()[0] == "2: two"
     assert ids(done.out)["conversation id"] == conversation_id
     assert runs[-1] == ids(done.out)["run id"] and len(runs) == 2
+    # A failed turn: the conversation kept its evidence, so its next turn is the resume.
+    assert failed.code == 1 and "run failed at stage tool" in failed.err
+    assert f"resume with:     golem run --conversation-id {conversation_id} PROMPT" in failed.err
+    assert "golem resume" not in failed.err
 
 
 # -- errors: one line naming the problem and the fix -----------------------------------------

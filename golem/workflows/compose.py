@@ -25,8 +25,8 @@ with workflow.unsafe.imports_passed_through():
     from golem.messages import HistoryError, Message, Part, validate_history
     from golem.results import Result, RunError
     from golem.workflows import lineage, registry
-    from golem.workflows.agent_run import RUN_ERROR, AgentRunWorkflow, TemporalExecutor
-    from golem.workflows.outcome import AgentRunOutput, FailureDetails
+    from golem.workflows.agent_run import AgentRunWorkflow, TemporalExecutor
+    from golem.workflows.outcome import AgentRunOutput, run_failure
     from golem.workflows.pages import MessagesPage, MessagesQuery
     from golem.workflows.types import AgentRunInput
 
@@ -131,8 +131,8 @@ def _agent(name: str) -> Any:
 def _run_error(exc: ChildWorkflowError, run: RunInput) -> RunError:
     """The ``RunError`` a failed child run carries (the same one ``agent.run`` raises)."""
     cause = exc.cause
-    if isinstance(cause, ApplicationError) and cause.type == RUN_ERROR and cause.details:
-        details = FailureDetails.model_validate(cause.details[0])
+    details = run_failure(cause)
+    if details is not None:
         partial = None
         if details.partial is not None and not details.partial.paged:
             partial = details.partial.to_partial(details.partial.messages(list(run.history)))

@@ -39,10 +39,10 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows import lineage, registry
     from golem.workflows.agent_run import RUN_ERROR, AgentRunWorkflow
     from golem.workflows.approvals import PAUSED_SIGNAL, PausedRun
-    from golem.workflows.outcome import AgentRunOutput
+    from golem.workflows.outcome import AgentRunOutput, run_failure
     from golem.workflows.pages import PAGE_BYTES, MessagesPage, MessagesQuery
     from golem.workflows.shipping import HistoryBase
-    from golem.workflows.transcript import ConversationInput, Transcript, run_failure
+    from golem.workflows.transcript import ConversationInput, Transcript
     from golem.workflows.types import AgentRunInput
 
 __all__ = [

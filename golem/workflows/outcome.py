@@ -35,6 +35,7 @@ __all__ = [
     "encode_failure",
     "encode_result",
     "failure_error",
+    "run_failure",
 ]
 
 #: ``ApplicationError.type`` of a failed run; its details are a ``FailureDetails``.
@@ -241,6 +242,13 @@ def encode_failure(error: RunError, history: list[Message], based: bool = False)
     evidence = error.partial
     partial = RunSnapshot.of(evidence, history, based) if evidence is not None else None
     return FailureDetails(stage=error.stage, message=error.detail, partial=partial)
+
+
+def run_failure(error: BaseException | None) -> FailureDetails | None:
+    """The ``FailureDetails`` a failed run's error carries, if it is a ``RunError``'s."""
+    if isinstance(error, ApplicationError) and error.type == RUN_ERROR and error.details:
+        return FailureDetails.model_validate(error.details[0])
+    return None
 
 
 def failure_error(error: RunError | str, details: FailureDetails) -> ApplicationError:

@@ -26,12 +26,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.converter import DataConverter
-from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from golem.messages import Message
 from golem.phases.prepare import repaired
-from golem.workflows.outcome import RUN_ERROR, AgentRunOutput, FailureDetails
+from golem.workflows.outcome import AgentRunOutput, FailureDetails, run_failure
 from golem.workflows.pages import MessagesPage, MessagesQuery, Segment, message_size
 from golem.workflows.shipping import ShippingError, chain, chain_all
 from golem.workflows.types import AgentRunInput
@@ -43,7 +42,6 @@ __all__ = [
     "HistoryReader",
     "Transcript",
     "read_transcript",
-    "run_failure",
 ]
 
 #: A transcript up to this size crosses continue-as-new by value; a longer one by
@@ -259,13 +257,6 @@ async def read_transcript(
             failure = event.child_workflow_execution_failed_event_attributes.failure
             transcript.failed(run_failure(await converter.decode_failure(failure)))
     return transcript
-
-
-def run_failure(error: BaseException | None) -> FailureDetails | None:
-    """The ``FailureDetails`` a failed run's error carries, if it is a ``RunError``'s."""
-    if isinstance(error, ApplicationError) and error.type == RUN_ERROR and error.details:
-        return FailureDetails.model_validate(error.details[0])
-    return None
 
 
 #: A workflow run's history events, by workflow id and run id (``""``: the latest run).
