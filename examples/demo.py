@@ -242,7 +242,8 @@ async def main() -> None:
                     printer.line(f"{INDENT}  {format_message(index, message)}")
         _, repair = normalize_history(transcript)
         printer.line(
-            f"{INDENT}history repair for the next turn (normalize_history, as its run does): "
+            f"{INDENT}history repair for the next turn (normalize_history, as the conversation "
+            "does before it): "
             f"synthesized={repair.synthesized} dropped={repair.dropped} "
             f"relocated={repair.relocated} changed={repair.changed}"
         )
