@@ -29,13 +29,15 @@ from temporalio.worker import Replayer, Worker
 
 from golem.agent import Agent
 from golem.cli import run_command
-from golem.client import AGENT, CONVERSATION_ID, DurableAgent, fetch_run
+from golem.client import AGENT, CONVERSATION_ID, DurableAgent, DurableConversation, fetch_run
 from golem.codec_server import codec_app
 from golem.messages import Message, ToolCall
 from golem.models import FunctionModel
 from golem.results import RunError
 from golem.worker import GolemPlugin
 from golem.worker.codec import ENCODING, KEY_ID, DecryptionError, EncryptionCodec
+from golem.workflows import transcript as transcript_module
+from golem.workflows.conversation import ConversationInput, ConversationWorkflow
 
 PROMPT = "PROMPT-7f3a: my card number is 4111"
 ARG = "ARG-51c9-lisbon"
@@ -415,3 +417,43 @@ def test_env_key_turns_encryption_on(monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(codec, EncryptionCodec) and codec.key_id == "env"
     monkeypatch.delenv("GOLEM_ENCRYPTION_KEY")
     assert GolemPlugin(secret_agent()).converter.payload_codec is None
+
+
+async def test_an_encrypted_conversation_crosses_continue_as_new_by_reference_sealed(
+    temporal_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its earlier workflow runs are read from their (sealed) histories with the key: by a
+    fresh worker and by the client, and the plaintext is nowhere in the server's copy."""
+    monkeypatch.setattr(transcript_module, "CARRY_BYTES", 0)  # every switch by reference
+    agent = secret_agent()
+    client = await connect(temporal_env, GolemPlugin(agent, encryption_key=KEY_A))
+    tq = f"enc-{uuid.uuid4().hex[:12]}"
+    async with Worker(client, task_queue=tq):
+        handle = await client.start_workflow(
+            ConversationWorkflow.run,
+            ConversationInput(agent=agent.name, turns_per_run=1),
+            id=f"enc-conv-{uuid.uuid4().hex[:8]}",
+            task_queue=tq,
+        )
+        conv = DurableConversation(DurableAgent(client, agent, task_queue=tq), handle)
+        first = await conv.send(PROMPT)
+    fresh = await connect(temporal_env, GolemPlugin(agent, encryption_key=KEY_A))
+    async with Worker(fresh, task_queue=tq):  # its cache is empty: it reads sealed histories
+        second = await conv.send(PROMPT)
+    record = await fetch_run(client, second.run_id)  # no worker: its base from sealed history
+    assert record.messages == second.messages
+    assert second.messages[: len(first.messages)] == first.messages
+    assert await conv.runs() == [first.run_id, second.run_id]
+    server = temporal_env.client
+    executions = [e async for e in server.list_workflows(f"WorkflowId = '{handle.id}'")]
+    raw = b"".join(
+        [
+            event.SerializeToString()
+            for execution in executions
+            async for event in server.get_workflow_handle(
+                handle.id, run_id=execution.run_id
+            ).fetch_history_events()
+        ]
+    )
+    assert len(executions) >= 2
+    assert [s.decode() for s in SECRETS if s in raw] == []
