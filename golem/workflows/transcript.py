@@ -30,7 +30,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from golem.messages import Message
 from golem.phases.prepare import repaired
-from golem.workflows.outcome import AgentRunOutput, FailureDetails, run_failure
+from golem.workflows.outcome import AgentRunOutput, FailureDetails, RunSnapshot, run_failure
 from golem.workflows.pages import MessagesPage, MessagesQuery, Segment, message_size
 from golem.workflows.shipping import ShippingError, chain, chain_all
 from golem.workflows.types import AgentRunInput
@@ -119,7 +119,7 @@ class Transcript:
         self.runs.append(run_id)
         if by_reference and self.clean < self.length:
             cut = self.clean - self.offset
-            self._set([*self.own[:cut], *repaired(self.own[cut:])])
+            self._set(repaired(self.own[cut:]), since=cut)
             self.clean = self.length
         self.start = self.length
 
@@ -128,7 +128,7 @@ class Transcript:
         snapshot = output.snapshot
         if snapshot.paged:
             return False
-        self._set(snapshot.messages(self._history(snapshot.base is not None)))
+        self._apply(snapshot)
         self.clean = self.length
         return True
 
@@ -137,27 +137,31 @@ class Transcript:
         partial = details.partial if details is not None else None
         if partial is None or partial.paged:
             return
-        changed = self._set(partial.messages(self._history(partial.base is not None)))
-        self.clean = min(self.clean, changed)
+        self.clean = min(self.clean, self._apply(partial))
 
-    def _history(self, rewrites: bool) -> list[Message]:
-        """What the turn's run was given, to rebuild its snapshot against."""
-        if rewrites and self.offset:
+    def _apply(self, snapshot: RunSnapshot) -> int:
+        """The turn's run's snapshot joins; returns the transcript index of the first change."""
+        given = self.start - self.offset
+        if snapshot.base is None and given == len(self.own):
+            return self._set(snapshot.messages([]), since=given)  # it only appends
+        if snapshot.base is not None and self.offset:
             # By construction only by-value turns rewrite, and they hold the whole transcript.
             raise ValueError("a turn rewrote history that earlier workflow runs hold")
-        return self.own[: self.start - self.offset]
+        return self._set(snapshot.messages(self.own[:given]))
 
-    def _set(self, messages: list[Message]) -> int:
-        """Own messages become ``messages``; returns the transcript index of the first change."""
-        same = 0
-        for old, new in zip(self.own, messages, strict=False):
+    def _set(self, messages: list[Message], since: int = 0) -> int:
+        """Own messages from index ``since`` on become ``messages``; returns the transcript
+        index of the first change (only what changed is hashed again)."""
+        same = since
+        for old, new in zip(self.own[since:], messages, strict=False):
             if old is not new and old != new:
                 break
             same += 1
-        del self.chain[same + 1 :]
-        for message in messages[same:]:
+        tail = messages[same - since :]
+        del self.chain[same + 1 :], self.own[same:]
+        for message in tail:
             self.chain.append(chain(self.chain[-1], message))
-        self.own = messages
+        self.own.extend(tail)
         return self.offset + same
 
     # -- reading and carrying ------------------------------------------------------------
@@ -166,7 +170,7 @@ class Transcript:
         """The transcript, when this workflow run holds all of it."""
         if self.offset:
             raise ValueError("earlier workflow runs hold the first messages")
-        return self.own
+        return list(self.own)
 
     def page(self, query: MessagesQuery) -> MessagesPage:
         """``[since, upto)``: one page of own messages, or the segments holding the start."""
