@@ -14,11 +14,14 @@ from test_conversation import assert_saw_whole_conversation
 from test_conversation_boundaries import budgeted
 
 from golem import Agent, Message, ToolCall
-from golem.client import DurableAgent, conversation_runs, fetch_run
+from golem.client import DurableAgent, DurableConversation, conversation_runs, fetch_run
 from golem.models import FunctionModel
 from golem.results import RunError
 from golem.worker import GolemPlugin
 from golem.workflows import transcript as transcript_module
+from golem.workflows.conversation import ConversationWorkflow
+from golem.workflows.pages import Segment
+from golem.workflows.shipping import ShippingError, chain_all
 from golem.workflows.transcript import ConversationInput
 
 BIG = 250_000
@@ -158,3 +161,37 @@ async def test_a_seed_history_is_repaired_by_the_conversation_and_read_back_the_
     assert result.messages[2].tool_call_id == "lost"  # synthesized by the conversation's repair
     assert model.requests[0].messages[1:] == result.messages[:4]
     assert turn.messages == result.messages
+
+
+async def test_a_conversation_whose_earlier_run_is_gone_fails_its_turn_naming_it(
+    temporal_client: Client,
+) -> None:
+    """What retention does to a long conversation: its earlier workflow run is gone. The
+    turn fails at once (never retried), naming the run; nothing wrong is sent to a model."""
+    client = temporal_client
+    agent, model = big_agent("forgotten")
+    task_queue = f"seg-{uuid.uuid4().hex[:12]}"
+    conversation_id = f"conv-{uuid.uuid4()}"
+    held = [Message.user("hello"), Message.assistant("hi")]
+    gone = Segment(
+        workflow_id=conversation_id,
+        run_id=str(uuid.uuid4()),  # deleted past retention: no such workflow run any more
+        start=0,
+        end=2,
+        digest=chain_all(held)[-1],
+        turns=True,
+    )
+    async with Worker(client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
+        handle = await client.start_workflow(
+            ConversationWorkflow.run,
+            ConversationInput(agent=agent.name, earlier=[gone], turns=1, recent=["r0"]),
+            id=conversation_id,
+            task_queue=task_queue,
+        )
+        conv = DurableConversation(DurableAgent(client, agent, task_queue=task_queue), handle)
+        with pytest.raises(RunError) as failed:
+            await conv.send("page 2")
+    assert failed.value.stage == "model" and model.requests == []
+    assert gone.run_id in failed.value.detail and "retention" in failed.value.detail
+    with pytest.raises(ShippingError, match="retention"):
+        await conv.runs()
