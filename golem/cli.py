@@ -65,6 +65,7 @@ from golem.worker import GolemPlugin, golem_converter
 from golem.worker.logs import configure_logging
 from golem.workflows.agent_run import OUTCOME_MEMO, AgentRunWorkflow
 from golem.workflows.conversation import ConversationWorkflow
+from golem.workflows.shipping import ShippingError
 
 __all__ = [
     "CliError",
@@ -672,10 +673,13 @@ async def cmd_conversation(args: argparse.Namespace) -> int:
         handle = client.get_workflow_handle(conversation_id)
         status = (await handle.describe()).status
         heading += f" ({ConversationWorkflow.__name__}, {_status(status)})"
-        # Read from its history (no worker needed), across continue-as-new.
-        turns = await conversation_runs(client, conversation_id)
-        # Runs chained under this id before the workflow came first; then its turns.
-        run_ids = [r for r in run_ids if r not in set(turns)] + turns
+        try:  # from its history (no worker needed), across continue-as-new
+            turns = await conversation_runs(client, conversation_id)
+        except ShippingError as exc:  # an earlier workflow run is gone (retention)
+            print(f"golem: {exc}; listing the runs visibility still has instead", file=sys.stderr)
+        else:
+            # Runs chained under this id before the workflow came first; then its turns.
+            run_ids = [r for r in run_ids if r not in set(turns)] + turns
     if not run_ids:
         raise CliError(
             f"no runs found for conversation {conversation_id} in namespace "

@@ -569,17 +569,27 @@ class DurableConversation(Generic[OutputT]):
         source = await histories.transcript(self.id, description.run_id or "")
         messages = await histories.messages(source)
         runs = await histories.runs(source)
-        at = at_run_id or (runs[-1] if runs else "")
-        if at and at not in runs:
-            raise ValueError(f"run {at} is not a turn of conversation {self.id}")
-        end = max((i + 1 for i, m in enumerate(messages) if m.run_id == at), default=0)
-        if not at:
-            end = len(messages)
+        ends = {m.run_id: i + 1 for i, m in enumerate(messages) if m.run_id}
+        if at_run_id is None:  # the newest turn in the transcript (not one in flight or waiting)
+            at = next((run for run in reversed(runs) if run in ends), "")
+        elif at_run_id not in runs:
+            raise ValueError(f"run {at_run_id} is not a turn of conversation {self.id}")
+        elif at_run_id not in ends:
+            raise ValueError(
+                f"run {at_run_id} added nothing to conversation {self.id} (it is in flight, "
+                "waits for approvals, or ended before it recorded anything): fork at another run"
+            )
+        else:
+            at = at_run_id
+        end = ends[at] if at else len(messages)
         input = ConversationInput(
             agent=self.agent.agent_name, messages=messages[:end], parent_run_id=at
         )
         if sum(map(message_size, messages[:end])) > CARRY_BYTES:
-            earlier, cut = source.fork_point(self.id, description.run_id or "", end, messages)
+            # By reference up to the forked turn (what its run added goes by value: the new
+            # conversation repairs it if it failed), so no open call is shared unrepaired.
+            begins = next(i for i, m in enumerate(messages) if m.run_id == at) if at else end
+            earlier, cut = source.fork_point(self.id, description.run_id or "", begins, messages)
             input = input.model_copy(update={"messages": messages[cut:end], "earlier": earlier})
         return await self.agent._conversation(new_id(), input)
 

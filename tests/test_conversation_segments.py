@@ -16,6 +16,7 @@ from test_conversation_boundaries import budgeted
 from golem import Agent, Message, ToolCall
 from golem.client import DurableAgent, DurableConversation, conversation_runs, fetch_run
 from golem.models import FunctionModel
+from golem.phases.prepare import repaired
 from golem.results import RunError
 from golem.worker import GolemPlugin
 from golem.workflows import transcript as transcript_module
@@ -195,3 +196,89 @@ async def test_a_conversation_whose_earlier_run_is_gone_fails_its_turn_naming_it
     assert gone.run_id in failed.value.detail and "retention" in failed.value.detail
     with pytest.raises(ShippingError, match="retention"):
         await conv.runs()
+
+
+def answering_agent(name: str) -> Agent[Any, str]:
+    def answer(messages: list[Message], tools: Any) -> Message:
+        return Message.assistant(f"answer to {messages[-1].content}")
+
+    return Agent(FunctionModel(answer), name=name)
+
+
+async def test_fetch_run_reads_every_turn_back_without_a_worker(
+    temporal_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(transcript_module, "CARRY_BYTES", 0)
+    agent = answering_agent("readback")
+    task_queue = f"seg-{uuid.uuid4().hex[:12]}"
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
+        conv = await budgeted(temporal_client, agent, task_queue, turns_per_run=3)
+        results = [await conv.send(f"q{n}") for n in range(5)]  # runs: q0-q2, then q3-q4
+    for result in results:  # turns of the earlier workflow run and of the current one
+        assert (await fetch_run(temporal_client, result.run_id)).messages == result.messages
+
+
+async def test_forks_see_the_conversation_as_it_is_when_they_are_made(
+    temporal_client: Client,
+) -> None:
+    agent, _ = big_agent("forks")  # past CARRY_BYTES: forks share the original by reference
+    task_queue = f"seg-{uuid.uuid4().hex[:12]}"
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
+        conv = await DurableAgent(temporal_client, agent, task_queue=task_queue).conversation()
+        await conv.send("page 0")
+        await conv.send("page 1")
+        first = await conv.fork()
+        await first.send("page 7")  # this worker reads the original's running workflow run
+        latest = await conv.send("page 2")
+        second = await conv.fork()  # the same handle, the original moved on
+        branch = await second.send("page 8")  # the same worker, the original moved on
+    assert (await started_inputs(temporal_client, second.id))[0].earlier
+    assert branch.messages[: len(latest.messages)] == latest.messages
+
+
+async def test_a_fork_at_a_failed_turn_repairs_its_evidence_before_its_first_turn(
+    temporal_client: Client,
+) -> None:
+    agent, model = big_agent("failed-fork")
+    task_queue = f"seg-{uuid.uuid4().hex[:12]}"
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
+        conv = await DurableAgent(temporal_client, agent, task_queue=task_queue).conversation()
+        await conv.send("page 0")
+        await conv.send("page 1")
+        with pytest.raises(RunError) as failed:
+            await conv.send("break")
+        await conv.send("continue")
+        assert failed.value.partial is not None
+        fork = await conv.fork(at_run_id=failed.value.partial.run_id)
+        del model.requests[:]
+        await fork.send("page 5")
+    seen = model.requests[0].messages[1:]
+    assert repaired(seen) == seen  # every call the model sees has its result
+
+
+async def test_fork_skips_a_turn_that_waits_and_refuses_to_fork_at_it(
+    temporal_client: Client,
+) -> None:
+    def answer(messages: list[Message], tools: Any) -> Message:
+        if messages[-1].role == "user" and messages[-1].content == "pay":
+            return Message.assistant("", [ToolCall(id="t1", name="transfer", args="{}")])
+        return Message.assistant(f"re: {messages[-1].content}")
+
+    agent: Agent[Any, str] = Agent(FunctionModel(answer), name="payer")
+
+    @agent.tool(requires_approval=True)
+    def transfer() -> str:
+        """Move money."""
+        return "moved"
+
+    task_queue = f"seg-{uuid.uuid4().hex[:12]}"
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
+        conv = await DurableAgent(temporal_client, agent, task_queue=task_queue).conversation()
+        first = await conv.send("hello")
+        paused = await conv.send("pay")
+        fork = await conv.fork()  # the newest turn in the transcript: the one before
+        forked = await fork.messages()
+        with pytest.raises(ValueError, match="added nothing"):
+            await conv.fork(at_run_id=paused.run_id)
+        await conv.approve({"t1": False})
+    assert paused.paused and forked == first.messages

@@ -108,8 +108,8 @@ class TurnOutput(_Payload):
 class ConversationSummary(_Payload):
     """Result of a closed conversation."""
 
-    turns: int
-    messages: int
+    turns: int = 0
+    messages: int = 0
     last_run: str = ""
 
 
@@ -273,14 +273,10 @@ class ConversationWorkflow:
     async def _turn(self, turn: TurnInput) -> TurnOutput:
         conversation_id = workflow.info().workflow_id
         transcript = self._transcript
-        by_reference = self._by_reference()
-        if not by_reference and transcript.offset:
-            raise ApplicationError(
-                f"agent {self._agent!r} needs the whole history in its run (a history processor "
-                "or a per-request token limit), but earlier workflow runs of this conversation "
-                "hold its start: serve it without those, or start a new conversation",
-                non_retryable=True,
-            )
+        # Once earlier workflow runs hold its start, every turn is by reference (an agent that
+        # needs the history by value fails in its run, saying so): no command depends on
+        # what the worker's agent registry says.
+        by_reference = transcript.offset > 0 or self._by_reference()
         parent = transcript.last_run
         transcript.begin(turn.run_id, by_reference)
         start = transcript.length

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
@@ -88,6 +89,8 @@ class Transcript:
         self.turns_before = input.turns
         self.recent = list(input.recent)
         self.parent_run_id = input.parent_run_id
+        self.closed = False
+        """Rebuilt from a history that has ended (it can be cached: it never changes)."""
         # Messages before `clean` are repaired and closed: a turn can take them by reference.
         self.clean = self.length if repaired(self.own) == self.own else self.offset
         self.start = self.length  # where the current turn's messages begin
@@ -260,7 +263,21 @@ async def read_transcript(
         elif event.HasField("child_workflow_execution_failed_event_attributes"):
             failure = event.child_workflow_execution_failed_event_attributes.failure
             transcript.failed(run_failure(await converter.decode_failure(failure)))
+        elif event.event_type in _CLOSED:
+            transcript.closed = True
     return transcript
+
+
+_CLOSED = frozenset(
+    {
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
+    }
+)
 
 
 #: A workflow run's history events, by workflow id and run id (``""``: the latest run).
@@ -280,7 +297,7 @@ class HistoryReader:
 
     async def transcript(self, workflow_id: str, run_id: str = "") -> Transcript:
         """Workflow run ``run_id`` of conversation ``workflow_id`` (``""``: its latest),
-        rebuilt from its history events (a run named by id is cached)."""
+        rebuilt from its history events (a closed one is cached)."""
         key = (workflow_id, run_id)
         cached = self._cache.get(key)
         if cached is not None:
@@ -298,7 +315,7 @@ class HistoryReader:
             ) from None
         if transcript is None:
             raise ShippingError(f"workflow {workflow_id} is not a conversation")
-        if run_id:
+        if run_id and transcript.closed:  # a running one still changes
             self._cache[key] = transcript
             while len(self._cache) > self._max_runs:
                 self._cache.popitem(last=False)
@@ -308,7 +325,7 @@ class HistoryReader:
         """The messages ``[start, end)`` ``segment`` names, checked against its digest."""
         transcript = await self.transcript(segment.workflow_id, segment.run_id)
         own = segment.end - transcript.offset
-        if own > len(transcript.own) or (own >= 0 and transcript.chain[own] != segment.digest):
+        if not 0 <= own <= len(transcript.own) or transcript.chain[own] != segment.digest:
             raise ShippingError(
                 f"workflow run {segment.run_id} of {segment.workflow_id} does not hold messages "
                 f"{segment.start}-{segment.end} of the conversation as they were recorded"
@@ -326,8 +343,8 @@ class HistoryReader:
             if low < high:
                 held = await self.segment(segment)
                 out.extend(held[low - segment.start : high - segment.start])
-        low = max(start, transcript.offset)
-        out.extend(transcript.own[low - transcript.offset : end - transcript.offset])
+        low, high = max(start, transcript.offset), max(end, transcript.offset)
+        out.extend(transcript.own[low - transcript.offset : high - transcript.offset])
         return out
 
     async def runs(self, transcript: Transcript) -> list[str]:
