@@ -8,11 +8,13 @@
 3. 50 concurrent 3-turn runs on one worker: runs/s and CPU seconds per run (client and
    worker share this process, so the CPU figure is an upper bound for the worker).
 
-Run: .venv/bin/python benchmarks/durable_overhead.py
+Run: .venv/bin/python benchmarks/durable_overhead.py [--inline-bytes N]
+(``GolemPlugin(inline_messages_bytes=N)``: 0 reads every model call's messages by query.)
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
 import time
@@ -69,12 +71,16 @@ async def history(client: Client, run_id: str) -> list[Any]:
 
 
 async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--inline-bytes", type=int, default=None)
+    inline = parser.parse_args().inline_bytes
+    options = {} if inline is None else {"inline_messages_bytes": inline}
     async with dev_server() as env:
         client = env.client
         tq = f"bench-{uuid.uuid4().hex[:8]}"
         agents = [tool_agent(10, 0, "ten"), tool_agent(3, 0, "three")]
         agents += [tool_agent(n, 2048, f"bytes{n}") for n in (5, 10, 20, 40)]
-        plugin = GolemPlugin(*agents)
+        plugin = GolemPlugin(*agents, **options)
         async with Worker(
             client,
             task_queue=tq,
