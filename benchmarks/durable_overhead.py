@@ -3,15 +3,18 @@
 1. a 10-turn tool-using run in process, durably, and a bare workflow running the same
    number of no-op activities (the floor), with small and with 2 KB tool results:
    per-activity latency and the ratio to the floor;
-2. history events and bytes per turn for 5, 10, 20 and 40-turn runs with 2 KB tool results;
+2. history events and bytes per turn for 5, 10, 20 and 40-turn runs with 2 KB tool results
+   (target: <= 4 KB per turn), and the 40-turn run's bytes per turn by event type;
 3. 50 concurrent 3-turn runs on one worker: runs/s and CPU seconds per run (client and
    worker share this process, so the CPU figure is an upper bound for the worker).
 
-Run: .venv/bin/python benchmarks/durable_overhead.py
+Run: .venv/bin/python benchmarks/durable_overhead.py [--inline-bytes N]
+(``GolemPlugin(inline_messages_bytes=N)``: 0 reads every model call's messages by query.)
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
 import time
@@ -22,6 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _floor import BareBytesWorkflow, BareWorkflow, echo, noop
+from history_bytes import breakdown
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -62,18 +66,21 @@ async def best(fn: Any, repeats: int = REPEATS) -> float:
     return min(times)
 
 
-async def history_size(client: Client, run_id: str) -> tuple[int, int]:
-    events = [e async for e in client.get_workflow_handle(run_id).fetch_history_events()]
-    return len(events), sum(e.ByteSize() for e in events)
+async def history(client: Client, run_id: str) -> list[Any]:
+    return [e async for e in client.get_workflow_handle(run_id).fetch_history_events()]
 
 
 async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--inline-bytes", type=int, default=None)
+    inline = parser.parse_args().inline_bytes
+    options = {} if inline is None else {"inline_messages_bytes": inline}
     async with dev_server() as env:
         client = env.client
         tq = f"bench-{uuid.uuid4().hex[:8]}"
         agents = [tool_agent(10, 0, "ten"), tool_agent(3, 0, "three")]
         agents += [tool_agent(n, 2048, f"bytes{n}") for n in (5, 10, 20, 40)]
-        plugin = GolemPlugin(*agents)
+        plugin = GolemPlugin(*agents, **options)
         async with Worker(
             client,
             task_queue=tq,
@@ -136,13 +143,17 @@ async def main() -> None:
             for agent in agents[2:]:
                 result = await DurableAgent(client, agent, task_queue=tq).run("go")
                 turns = int(agent.name.removeprefix("bytes"))
-                events, size = await history_size(client, result.run_id)
+                events = await history(client, result.run_id)
+                size = sum(e.ByteSize() for e in events)
                 rows.append((turns, size / turns))
                 print(
-                    f"   {turns:5d} {events:8d} {events / turns:12.1f} {size:10d} {size / turns:11.0f}"
+                    f"   {turns:5d} {len(events):8d} {len(events) / turns:12.1f}"
+                    f" {size:10d} {size / turns:11.0f}"
                 )
             growth = rows[-1][1] / rows[0][1]
             print(f"   bytes/turn at 40 turns / at 5 turns: {growth:.2f} (1.0 = linear)")
+            print(f"   bytes/turn at 40 turns: {rows[-1][1]:.0f} (target: <= 4000)")
+            print("\n".join(breakdown(events, turns)))
             total_40 = rows[-1][1] * 40
             print(
                 f"   40-turn total {total_40 / 1e3:.0f} KB (measured against pydantic-ai side by side: benchmarks/peers.py)"

@@ -10,6 +10,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from golem import Agent, Message, RunError, ToolCall
     from golem.models import FunctionModel
+    from golem.tools import RunContext
     from golem.workflows import run_agent
 
 
@@ -49,3 +50,29 @@ class CatchingWorkflow:
                 str(len(partial.messages) if partial else -1),
             ]
         return ["no error"]
+
+
+def _ask_whoami(messages: list[Message], tools: Any) -> Message:
+    last = messages[-1]
+    if last.role == "tool":
+        return Message.assistant(last.content)
+    return Message.assistant("", [ToolCall(id="c1", name="whoami", args="{}")])
+
+
+identity: Agent[None, str] = Agent(FunctionModel(_ask_whoami), name="identity")
+
+
+@identity.tool
+def whoami(ctx: RunContext[None]) -> str:
+    """Say which run and conversation ask."""
+    return f"{ctx.run_id} {ctx.conversation_id}"
+
+
+@workflow.defn(name="IdentityWorkflow")
+class IdentityWorkflow:
+    """Runs ``identity`` and reports what its tool saw next to the run's own identity."""
+
+    @workflow.run
+    async def run(self, inline: bool) -> list[str]:
+        result = await run_agent("identity", "who?", inline=inline)
+        return [result.output, f"{result.run_id} {result.conversation_id}"]

@@ -6,7 +6,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from compose_workflows import CatchingWorkflow, helper
+from compose_workflows import CatchingWorkflow, IdentityWorkflow, helper, identity
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError
@@ -66,3 +66,21 @@ async def test_run_agent_returns_results_and_raises_run_error_like_agent_run(
     # run's stage, and its evidence: prompt + the requesting turn + the closed call.
     assert report == ["seen 1", "seen 2", "True", "tool", "3"]
     await Replayer(workflows=[CatchingWorkflow], plugins=[plugin]).replay_workflow(history)
+
+
+@pytest.mark.parametrize("inline", [False, True], ids=["child", "inline"])
+async def test_a_tool_sees_its_own_runs_identity_as_a_child_or_inline(
+    temporal_client: Client, inline: bool
+) -> None:
+    tq = f"identity-{uuid.uuid4().hex[:8]}"
+    plugin = GolemPlugin(identity, heartbeat_timeout=timedelta(seconds=5))
+    async with Worker(
+        temporal_client, task_queue=tq, workflows=[IdentityWorkflow], plugins=[plugin]
+    ):
+        handle = await temporal_client.start_workflow(
+            IdentityWorkflow.run, inline, id=f"identity-{uuid.uuid4()}", task_queue=tq
+        )
+        seen, actual = await handle.result()
+    # Inline, the run's id is not its workflow's: the tool call must still name it.
+    assert seen == actual
+    assert not actual.startswith(handle.id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,7 +26,7 @@ from golem.messages import HistoryError, Part
 from golem.models import FunctionModel, ModelHTTPError, ScriptedModel
 from golem.results import RunError
 from golem.retry import Retry
-from golem.tools import Canceled
+from golem.tools import Canceled, RunContext
 from golem.worker import GolemPlugin
 
 
@@ -206,6 +207,42 @@ async def test_history_bytes_grow_linearly_with_turns(temporal_client: Client) -
     # model call's input, and the final result's echo (the rest is the same per-turn events).
     content = per_turn[result_bytes, 20] - per_turn[0, 20]
     assert content < 3.5 * result_bytes
+
+
+async def test_a_tool_call_leaves_out_the_run_id_its_workflow_id_already_is(
+    temporal_client: Client,
+) -> None:
+    seen: list[tuple[str, str]] = []
+    agent, _ = scripted_whoami(seen)
+    async with serve(temporal_client, agent) as tq:
+        result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+    [tool_input] = [
+        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)
+        for e in await history_events(temporal_client, result.run_id)
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "golem.tool"
+    ]
+    assert "runId" not in tool_input  # one id fewer per tool call in the history
+    assert tool_input["conversationId"] == result.conversation_id
+    assert seen == [(result.run_id, result.conversation_id)]  # the tool still gets both
+
+
+def scripted_whoami(seen: list[tuple[str, str]]) -> tuple[Agent[Any, Any], ScriptedModel]:
+    model = ScriptedModel(
+        [
+            Message.assistant("", [ToolCall(id="c1", name="whoami", args="{}")]),
+            Message.assistant("ok"),
+        ]
+    )
+    agent: Agent[Any, Any] = Agent(model, name=f"whoami-{uuid.uuid4().hex[:6]}")
+
+    @agent.tool
+    def whoami(ctx: RunContext[Any]) -> str:
+        """Say which run asks."""
+        seen.append((ctx.run_id, ctx.conversation_id))
+        return "me"
+
+    return agent, model
 
 
 async def test_unknown_agent_fails_at_once_naming_the_agents_the_worker_has(

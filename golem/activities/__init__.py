@@ -264,7 +264,7 @@ async def _call_tool(input: ToolCallInput) -> ToolOutcome:
         )
     ctx = RunContext(
         deps=_deps(agent, input.deps),
-        run_id=input.run_id,
+        run_id=input.run_id or activity.info().workflow_id or "",
         conversation_id=input.conversation_id,
         agent_name=agent.name,
         usage=input.usage,

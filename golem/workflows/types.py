@@ -41,7 +41,8 @@ class ToolCallInput(_Payload):
     agent: str
     call: ToolCall
     deps: Any = None
-    run_id: str
+    run_id: str = ""
+    """Empty when it is the calling workflow's id (every run but an inline one)."""
     conversation_id: str
     turn: int = 0
     usage: Usage = Field(default_factory=Usage)
