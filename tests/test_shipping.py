@@ -222,3 +222,23 @@ async def test_contents_an_activity_returned_travel_by_digest_or_are_read_by_que
     before = other.queries
     assert await other.fetch("run-1", call, pager_of(outbox)) == request
     assert other.queries == before + 1  # another worker ran it: read by query, verified
+
+
+async def test_a_runs_own_messages_ride_without_their_stamps_and_come_back_stamped() -> None:
+    stamps = ("run-1", "conv-1")
+    own = [m.stamped(*stamps) for m in [Message.user("go"), *turn(1), *turn(2)]]
+    outbox, keeper, other = Outbox(inline_bytes=4096), MessageCache(), MessageCache()
+    first = wire(outbox.ship("agent", 1, own[:1], stamps=stamps), ModelCallInput)
+    assert first.unstamped and first.stamps == stamps and not first.messages[0].run_id
+    assert await keeper.fetch("run-1", first, pager_of(outbox)) == own[:1]
+    second = wire(outbox.ship("agent", 2, own[:3], stamps=stamps), ModelCallInput)
+    assert second.unstamped and second.stamps is None  # the cache kept them
+    assert await keeper.fetch("run-1", second, pager_of(outbox)) == own[:3]
+    assert keeper.queries == 0
+    third = wire(outbox.ship("agent", 3, own, stamps=stamps), ModelCallInput)
+    assert await other.fetch("run-1", third, pager_of(outbox)) == own
+    assert other.queries == 1  # a worker that never saw the stamps reads by query
+    foreign = [*own, Message.user("from elsewhere").stamped("run-0", "conv-1")]
+    mixed = wire(outbox.ship("agent", 4, foreign, stamps=stamps), ModelCallInput)
+    assert not mixed.unstamped and mixed.messages[0].run_id == "run-0"
+    assert await keeper.fetch("run-1", mixed, pager_of(outbox)) == foreign

@@ -171,7 +171,14 @@ class TemporalExecutor:
     ) -> ModelResponse:
         # What this run's activities returned travels by digest (their worker keeps it).
         recorded = self.recorded if workflow.patched(CONTENT_REFS_PATCH) else ()
-        call = self.outbox.ship(self.agent.name, ctx.turn, request.messages, self.stream, recorded)
+        call = self.outbox.ship(
+            self.agent.name,
+            ctx.turn,
+            request.messages,
+            self.stream,
+            recorded,
+            (ctx.run_id, ctx.conversation_id),
+        )
         policy = self.agent.model_retry
         response: ModelResponse = await _activity(
             workflow.execute_activity(

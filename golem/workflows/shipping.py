@@ -162,6 +162,11 @@ class ModelCallInput(BaseModel):
     refs: dict[int, str] = Field(default_factory=dict)
     """``messages[i]``'s content is empty here: it is what one of the run's activities
     returned (``content_digest`` ``refs[i]``), kept by the worker that ran it."""
+    unstamped: bool = False
+    """Every message in ``messages`` carried the run's stamps; they are left out here and
+    put back from ``stamps`` (sent with a request's first messages, then kept by the cache)."""
+    stamps: tuple[str, str] | None = None
+    """The run's ``(run_id, conversation_id)``, sent when ``since`` is 0."""
 
 
 class ShippingError(Exception):
@@ -186,6 +191,7 @@ class Outbox:
         messages: list[Message],
         stream: bool = False,
         recorded: Collection[str] = (),
+        stamps: tuple[str, str] | None = None,
     ) -> ModelCallInput:
         """The activity input for a request of ``messages`` (``stream``: publish deltas);
         new contents whose digest is in ``recorded`` (the run's own activity results)
@@ -197,6 +203,14 @@ class Outbox:
         self.messages = list(messages)
         new_messages, refs = by_reference(messages[same:], recorded)
         small = sum(message_size(m) for m in new_messages) <= self.inline_bytes
+        unstamped = bool(
+            stamps
+            and small
+            and new_messages
+            and all((m.run_id, m.conversation_id) == stamps for m in new_messages)
+        )
+        if unstamped:
+            new_messages = [m.stamped("", "") for m in new_messages]
         return ModelCallInput(
             agent=agent,
             turn=turn,
@@ -208,6 +222,8 @@ class Outbox:
             digest=self._chain[-1],
             stream=stream,
             base=self.base,
+            unstamped=unstamped,
+            stamps=stamps if unstamped and same == 0 else None,
         )
 
     def page(self, query: MessagesQuery) -> MessagesPage:
@@ -231,6 +247,7 @@ class MessageCache:
         self.base_queries = 0
         """Query pages asked of conversation workflows for bases."""
         self._runs: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
+        self._stamps: dict[str, tuple[str, str]] = {}
         self._bases: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
         self._contents: OrderedDict[str, str] = OrderedDict()
 
@@ -294,6 +311,12 @@ class MessageCache:
                 added = filled(list(call.messages), call.refs, self._contents)
             except KeyError:
                 added = None  # another worker ran that activity: read by query
+            stamps = call.stamps or self._stamps.get(run)
+            if added is not None and call.unstamped:
+                # No stamps known (this worker missed the run's first call): read by query.
+                added = None if stamps is None else [m.stamped(*stamps) for m in added]
+            if call.stamps:
+                self._stamps[run] = call.stamps
         if added is None:
             added = await read_pages(self._counting(pager), len(messages), call.upto)
         for message in added:
@@ -307,7 +330,8 @@ class MessageCache:
             )
         self._runs[run] = (messages, digests)
         while len(self._runs) > self.max_runs:
-            self._runs.popitem(last=False)
+            gone, _ = self._runs.popitem(last=False)
+            self._stamps.pop(gone, None)
         return list(messages)
 
     def _counting(self, pager: Pager, base: bool = False) -> Pager:
