@@ -23,6 +23,7 @@ from golem.workflows.shipping import (
 )
 
 T = TypeVar("T")
+OWN = ("run", "conv")
 CONVERTER = golem_data_converter.payload_converter
 
 
@@ -158,8 +159,10 @@ async def test_any_sequence_of_requests_on_any_workers_gives_each_request_exactl
     request: list[Message] = []
     for n, (keep, grow, worker, size) in enumerate(edits):
         request = request[: min(keep, len(request))] if keep < 10 else request
-        request = [*request, *(Message.user(f"{n}.{i} " + "x" * size) for i in range(grow + 1))]
-        call = wire(outbox.ship("agent", n, request), ModelCallInput)
+        added = [Message.user(f"{n}.{i} " + "x" * size) for i in range(grow + 1)]
+        # Mostly the run's own messages (they ride without stamps), sometimes others'.
+        request = [*request, *(m.stamped(*OWN) if (n + i) % 3 else m for i, m in enumerate(added))]
+        call = wire(outbox.ship("agent", n, request, stamps=OWN), ModelCallInput)
         assert await workers[worker].fetch("run", call, pager_of(outbox)) == request
 
 
@@ -237,8 +240,13 @@ async def test_a_runs_own_messages_ride_without_their_stamps_and_come_back_stamp
     assert keeper.queries == 0
     third = wire(outbox.ship("agent", 3, own, stamps=stamps), ModelCallInput)
     assert await other.fetch("run-1", third, pager_of(outbox)) == own
-    assert other.queries == 1  # a worker that never saw the stamps reads by query
-    foreign = [*own, Message.user("from elsewhere").stamped("run-0", "conv-1")]
-    mixed = wire(outbox.ship("agent", 4, foreign, stamps=stamps), ModelCallInput)
+    assert other.queries == 1  # a worker that never saw the stamps reads by query once
+    longer = [*own, *(m.stamped(*stamps) for m in turn(3))]
+    fourth = wire(outbox.ship("agent", 4, longer, stamps=stamps), ModelCallInput)
+    assert fourth.unstamped and fourth.stamps is None
+    assert await other.fetch("run-1", fourth, pager_of(outbox)) == longer
+    assert other.queries == 1  # ... and learns them from what it read
+    foreign = [*longer, Message.user("from elsewhere").stamped("run-0", "conv-1")]
+    mixed = wire(outbox.ship("agent", 5, foreign, stamps=stamps), ModelCallInput)
     assert not mixed.unstamped and mixed.messages[0].run_id == "run-0"
     assert await keeper.fetch("run-1", mixed, pager_of(outbox)) == foreign

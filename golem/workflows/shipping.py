@@ -51,6 +51,9 @@ __all__ = [
 _JSON = SchemaSerializer(any_schema())
 
 
+#: A run's ``(run_id, conversation_id)``: what the loop stamps its own messages with.
+Stamps = tuple[str, str]
+
 #: Contents at least this long travel by reference when an activity of the run returned them.
 REF_BYTES = 256
 
@@ -165,7 +168,7 @@ class ModelCallInput(BaseModel):
     unstamped: bool = False
     """Every message in ``messages`` carried the run's stamps; they are left out here and
     put back from ``stamps`` (sent with a request's first messages, then kept by the cache)."""
-    stamps: tuple[str, str] | None = None
+    stamps: Stamps | None = None
     """The run's ``(run_id, conversation_id)``, sent when ``since`` is 0."""
 
 
@@ -191,7 +194,7 @@ class Outbox:
         messages: list[Message],
         stream: bool = False,
         recorded: Collection[str] = (),
-        stamps: tuple[str, str] | None = None,
+        stamps: Stamps | None = None,
     ) -> ModelCallInput:
         """The activity input for a request of ``messages`` (``stream``: publish deltas);
         new contents whose digest is in ``recorded`` (the run's own activity results)
@@ -246,8 +249,8 @@ class MessageCache:
         """Times a cached prefix did not match and was dropped."""
         self.base_queries = 0
         """Query pages asked of conversation workflows for bases."""
-        self._runs: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
-        self._stamps: dict[str, tuple[str, str]] = {}
+        # Per run: its last request's messages, their digest chain, and the run's own stamps.
+        self._runs: OrderedDict[str, tuple[list[Message], list[str], Stamps | None]] = OrderedDict()
         self._bases: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
         self._contents: OrderedDict[str, str] = OrderedDict()
 
@@ -298,27 +301,27 @@ class MessageCache:
         return messages[: base.count]
 
     async def _own(self, run: str, call: ModelCallInput, pager: Pager) -> list[Message]:
-        messages, digests = self._runs.pop(run, ([], [""]))
+        messages, digests, stamps = self._runs.pop(run, ([], [""], None))
         if len(digests) > call.since and digests[call.since] == call.prefix:
             del messages[call.since :], digests[call.since + 1 :]
         else:
             if len(digests) > 1:
                 self.refetches += 1
-            messages, digests = [], [""]
+            messages, digests, stamps = [], [""], None
+        stamps = call.stamps or stamps
         added: list[Message] | None = None
         if call.messages and len(messages) == call.since:
             try:
                 added = filled(list(call.messages), call.refs, self._contents)
             except KeyError:
                 added = None  # another worker ran that activity: read by query
-            stamps = call.stamps or self._stamps.get(run)
             if added is not None and call.unstamped:
                 # No stamps known (this worker missed the run's first call): read by query.
                 added = None if stamps is None else [m.stamped(*stamps) for m in added]
-            if call.stamps:
-                self._stamps[run] = call.stamps
         if added is None:
             added = await read_pages(self._counting(pager), len(messages), call.upto)
+            if call.unstamped and added:  # the new messages are the run's own: learn its stamps
+                stamps = (added[-1].run_id, added[-1].conversation_id)
         for message in added:
             digests.append(chain(digests[-1], message))
         messages.extend(added)
@@ -328,10 +331,9 @@ class MessageCache:
                 f"do not match the {call.upto} the workflow sent (digest {digests[-1]} "
                 f"!= {call.digest})"
             )
-        self._runs[run] = (messages, digests)
+        self._runs[run] = (messages, digests, stamps)
         while len(self._runs) > self.max_runs:
-            gone, _ = self._runs.popitem(last=False)
-            self._stamps.pop(gone, None)
+            self._runs.popitem(last=False)
         return list(messages)
 
     def _counting(self, pager: Pager, base: bool = False) -> Pager:
