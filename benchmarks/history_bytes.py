@@ -4,6 +4,9 @@ bytes per turn grouped by event type, and how much of each group is payload data
 Run: .venv/bin/python benchmarks/history_bytes.py [--turns 40] [--inline-bytes N] [-v]
 (``-v`` prints one middle turn's events and the run's result in full; ``--inline-bytes``
 is ``GolemPlugin(inline_messages_bytes=...)``, 0 reads every model call's messages by query.)
+``--conversation N`` instead sends N turns to one conversation (benchmarks/conversations.py's
+agent: a tool call with a 2 KB result, then an answer) and breaks down, per turn, the
+conversation workflow's history and its runs' histories.
 """
 
 from __future__ import annotations
@@ -70,9 +73,13 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=40)
     parser.add_argument("--inline-bytes", type=int, default=None)
+    parser.add_argument("--conversation", type=int, default=0)
     parser.add_argument("-v", action="store_true")
     args = parser.parse_args()
     options = {} if args.inline_bytes is None else {"inline_messages_bytes": args.inline_bytes}
+    if args.conversation:
+        await conversation(args.conversation, options)
+        return
     async with dev_server() as env:
         client = env.client
         tq = f"bytes-{uuid.uuid4().hex[:8]}"
@@ -89,6 +96,33 @@ async def main() -> None:
         for event in [*events[middle : middle + 13], events[-1]]:
             name = EventType.Name(event.event_type)
             print(f"\n--- {event.event_id} {name} ({event.ByteSize()} bytes)\n{event}")
+
+
+async def conversation(turns: int, options: dict[str, Any]) -> None:
+    from conversations import turn_agent
+
+    async with dev_server() as env:
+        client = env.client
+        tq = f"bytes-{uuid.uuid4().hex[:8]}"
+        agent = turn_agent("turns")
+        async with Worker(client, task_queue=tq, plugins=[GolemPlugin(agent, **options)]):
+            conv = await DurableAgent(client, agent, task_queue=tq).conversation()
+            for n in range(turns):
+                await conv.send(f"page {n}")
+            runs = await conv.runs()
+        own: list[Any] = []
+        async for execution in client.list_workflows(f"WorkflowId = '{conv.id}'"):
+            handle = client.get_workflow_handle(conv.id, run_id=execution.run_id)
+            own += [e async for e in handle.fetch_history_events()]
+        children: list[Any] = []
+        for run_id in runs:
+            children += [e async for e in client.get_workflow_handle(run_id).fetch_history_events()]
+    total = sum(e.ByteSize() for e in [*own, *children])
+    print(f"{turns}-turn conversation, 2 KB tool results: {total / turns:.0f} bytes/turn")
+    print("\nthe conversation workflow (every run)")
+    print("\n".join(breakdown(own, turns)))
+    print(f"\nits {len(runs)} runs (one per turn)")
+    print("\n".join(breakdown(children, turns)))
 
 
 if __name__ == "__main__":
