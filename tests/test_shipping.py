@@ -96,9 +96,11 @@ async def test_a_stale_list_of_the_right_length_is_refetched_not_extended() -> N
     request = [Message.user("go"), *turn(0, "new result")]
     truth.ship("agent", 1, request)
     request = [*request, *turn(1)]
-    got = await ship(truth, cache, request, 2)
+    call = wire(truth.ship("agent", 2, request), ModelCallInput)
+    assert call.since == 3 and call.prefix == ""  # it extends its previous request
+    got = await cache.fetch("run-1", call, pager_of(truth))
     assert got == request
-    assert cache.refetches == 1
+    assert cache.refetches == 1  # extended, found wrong by the digest, read anew
 
 
 async def test_a_request_that_rewrites_its_prefix_ships_from_the_first_difference() -> None:
@@ -108,6 +110,7 @@ async def test_a_request_that_rewrites_its_prefix_ships_from_the_first_differenc
     rewritten = [Message.system("v1"), Message.user("go, edited"), *turn(0), *turn(1)]
     call = outbox.ship("agent", 2, rewritten)
     assert call.since == 1 and call.messages == rewritten[1:]
+    assert call.prefix == chain_all(request[:1])[-1]  # a rewrite names where it starts
     assert await cache.fetch("run-1", wire(call, ModelCallInput), pager_of(outbox)) == rewritten
 
 

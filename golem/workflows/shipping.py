@@ -155,7 +155,9 @@ class ModelCallInput(BaseModel):
     messages: list[Message] = Field(default_factory=list)
     """``[since, upto)`` when small enough to send; empty otherwise."""
     prefix: str = ""
-    """Digest of ``[0, since)``: a cache extends only a prefix with this digest."""
+    """Digest of ``[0, since)``: a cache extends only a prefix with this digest. Left out
+    when the request extends the previous one: a cache holding ``since`` messages extends
+    them, and reads anew if the result does not match ``digest``."""
     digest: str = ""
     """Digest of ``[0, upto)``: what the activity must end up with."""
     stream: bool = False
@@ -200,6 +202,7 @@ class Outbox:
         new contents whose digest is in ``recorded`` (the run's own activity results)
         travel by reference."""
         same = _common_prefix(self.messages, messages)  # checked, not assumed append-only
+        appended = same == len(self.messages)  # the cache that served the last call can extend
         del self._chain[same + 1 :]
         for message in messages[same:]:
             self._chain.append(chain(self._chain[-1], message))
@@ -221,7 +224,7 @@ class Outbox:
             since=same,
             messages=new_messages if small else [],
             refs=refs if small else {},
-            prefix=self._chain[same],
+            prefix="" if appended else self._chain[same],
             digest=self._chain[-1],
             stream=stream,
             base=self.base,
@@ -301,9 +304,42 @@ class MessageCache:
         return messages[: base.count]
 
     async def _own(self, run: str, call: ModelCallInput, pager: Pager) -> list[Message]:
-        messages, digests, stamps = self._runs.pop(run, ([], [""], None))
-        if len(digests) > call.since and digests[call.since] == call.prefix:
-            del messages[call.since :], digests[call.since + 1 :]
+        cached = self._runs.pop(run, ([], [""], None))
+        messages, digests, stamps = await self._assemble(call, pager, *cached)
+        if digests[-1] != call.digest and len(cached[0]) + len(call.messages) > 0:
+            # What this worker held or was sent did not add up (a stale list of the same
+            # length, another run's stamps): read the whole request anew.
+            self.refetches += 1
+            messages, digests, stamps = await self._assemble(call, pager, [], [""], None)
+        if len(messages) != call.upto or digests[-1] != call.digest:
+            raise ShippingError(
+                f"run {run}: the {len(messages)} messages assembled for turn {call.turn} "
+                f"do not match the {call.upto} the workflow sent (digest {digests[-1]} "
+                f"!= {call.digest})"
+            )
+        self._runs[run] = (messages, digests, stamps)
+        while len(self._runs) > self.max_runs:
+            self._runs.popitem(last=False)
+        return list(messages)
+
+    async def _assemble(
+        self,
+        call: ModelCallInput,
+        pager: Pager,
+        messages: list[Message],
+        digests: list[str],
+        stamps: Stamps | None,
+    ) -> tuple[list[Message], list[str], Stamps | None]:
+        """The request's messages from a cached list (kept up to ``call.since`` when it
+        matches), the call's inline messages, or the workflow's query."""
+        # No prefix on a call that extends its previous request: a list of that length will do
+        # (the final digest still decides).
+        if call.prefix or call.since == 0:
+            fits = len(digests) > call.since and digests[call.since] == call.prefix
+        else:
+            fits = len(digests) == call.since + 1
+        if fits:
+            messages, digests = messages[: call.since], digests[: call.since + 1]
         else:
             if len(digests) > 1:
                 self.refetches += 1
@@ -324,17 +360,7 @@ class MessageCache:
                 stamps = (added[-1].run_id, added[-1].conversation_id)
         for message in added:
             digests.append(chain(digests[-1], message))
-        messages.extend(added)
-        if len(messages) != call.upto or digests[-1] != call.digest:
-            raise ShippingError(
-                f"run {run}: the {len(messages)} messages assembled for turn {call.turn} "
-                f"do not match the {call.upto} the workflow sent (digest {digests[-1]} "
-                f"!= {call.digest})"
-            )
-        self._runs[run] = (messages, digests, stamps)
-        while len(self._runs) > self.max_runs:
-            self._runs.popitem(last=False)
-        return list(messages)
+        return [*messages, *added], digests, stamps
 
     def _counting(self, pager: Pager, base: bool = False) -> Pager:
         async def ask(query: MessagesQuery) -> MessagesPage:
