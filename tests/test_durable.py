@@ -139,11 +139,38 @@ async def test_new_messages_over_the_inline_limit_are_read_by_query(
     temporal_client: Client,
 ) -> None:
     agent, model = tool_turns(2, result_bytes=4096)
-    cache = MessageCache()
+    cache = _Forgetful()
     # 300: the prompt fits, a call and its result (by digest, ~400 estimated) do not.
     async with serve(temporal_client, agent, cache=cache, inline=300) as tq:
         result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
     assert cache.queries == 2  # turns 2 and 3, not turn 1
+    assert model.requests[-1].messages == result.messages[:-1]
+
+
+class _Forgetful(MessageCache):
+    """A worker's cache that keeps no answers: it cannot make a turn's messages itself."""
+
+    def answered(self, run: str, message: Message) -> None:
+        pass
+
+
+async def test_a_turns_answer_and_results_are_made_by_the_worker_that_ran_them(
+    temporal_client: Client,
+) -> None:
+    agent, model = tool_turns(3, result_bytes=4096)
+    cache = MessageCache()
+    async with serve(temporal_client, agent, cache=cache, inline=300) as tq:
+        result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+    inputs = [
+        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)
+        for e in await history_events(temporal_client, result.run_id)
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "golem.model_request"
+    ]
+    # Turns 2-4 name no message: each is the previous answer and its call's result.
+    assert [i.get("derived", False) for i in inputs] == [False, True, True, True]
+    assert all("messages" not in i for i in inputs[1:])
+    assert cache.queries == 0  # over the inline limit, yet nothing read by query
     assert model.requests[-1].messages == result.messages[:-1]
 
 

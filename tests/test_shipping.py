@@ -253,3 +253,38 @@ async def test_a_runs_own_messages_ride_without_their_stamps_and_come_back_stamp
     mixed = wire(outbox.ship("agent", 5, foreign, stamps=stamps), ModelCallInput)
     assert not mixed.unstamped and mixed.messages[0].run_id == "run-0"
     assert await keeper.fetch("run-1", mixed, pager_of(outbox)) == foreign
+
+
+async def test_an_answer_and_its_results_are_made_by_the_worker_that_ran_them() -> None:
+    from golem.tools import ToolOutcome, tool_message
+
+    stamps = ("run-1", "conv-1")
+    prompt = Message.user("go").stamped(*stamps)
+    answer = Message.assistant("", [ToolCall(id="c1", name="fetch", args="{}")])
+    outcome = ToolOutcome(content="r" * 5000)
+    made = [answer.stamped(*stamps), tool_message(answer.tool_calls[0], outcome).stamped(*stamps)]
+    outbox, keeper, half, other = Outbox(4096), MessageCache(), MessageCache(), MessageCache()
+    first = wire(outbox.ship("agent", 1, [prompt], stamps=stamps), ModelCallInput)
+    for cache in (keeper, half, other):
+        await cache.fetch("run-1", first, pager_of(outbox))
+    keeper.answered("run-1", answer)
+    keeper.called("run-1", answer.tool_calls[0], outcome)
+    half.answered("run-1", answer)  # the tool ran elsewhere
+    request = [prompt, *made]
+    call = wire(outbox.ship("agent", 2, request, stamps=stamps, derivable=made), ModelCallInput)
+    assert call.derived and call.messages == [] and len(CONVERTER.to_payloads([call])[0].data) < 200
+    assert await keeper.fetch("run-1", call, pager_of(outbox)) == request
+    assert keeper.queries == 0
+    for cache in (half, other):  # what it cannot make it reads by query, verified
+        assert await cache.fetch("run-1", call, pager_of(outbox)) == request
+        assert cache.queries == 1
+    stale = MessageCache()  # it ran another attempt of the model call, which answered otherwise
+    await stale.fetch("run-1", first, pager_of(outbox))
+    stale.answered("run-1", Message.assistant("", [ToolCall(id="c1", name="fetch", args="[]")]))
+    stale.called("run-1", answer.tool_calls[0], outcome)
+    assert await stale.fetch("run-1", call, pager_of(outbox)) == request
+    assert stale.refetches == 1  # made, refused by the digest, read anew
+    wrong = wire(
+        outbox.ship("agent", 3, [*request, Message.user("more")], derivable=made), ModelCallInput
+    )
+    assert not wrong.derived  # only what the answer and its results make rides as derived

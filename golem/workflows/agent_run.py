@@ -36,7 +36,13 @@ with workflow.unsafe.imports_passed_through():
     from golem.phases import finish
     from golem.results import RunError
     from golem.retry import Retry
-    from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown, validation_problems
+    from golem.tools import (
+        RunContext,
+        ToolOutcome,
+        ToolOutcomeUnknown,
+        tool_message,
+        validation_problems,
+    )
     from golem.workflows import registry
     from golem.workflows.approvals import ApprovalGate
     from golem.workflows.outcome import (
@@ -127,6 +133,8 @@ class TemporalExecutor:
         """Digests of the long contents this run's model and tool activities returned: the
         run's result carries those by reference (the client reads them from its history)."""
         self._on_change = on_change
+        self._answer: Message | None = None  # the last model answer, and its calls' outcomes
+        self._outcomes: dict[str, ToolOutcome] = {}
 
     def new_id(self) -> str:
         return str(workflow.uuid7())
@@ -178,6 +186,7 @@ class TemporalExecutor:
             self.stream,
             recorded,
             (ctx.run_id, ctx.conversation_id),
+            self._derivable(ctx),
         )
         policy = self.agent.model_retry
         response: ModelResponse = await _activity(
@@ -192,7 +201,15 @@ class TemporalExecutor:
             )
         )
         self._record(response.message.content)
+        self._answer, self._outcomes = response.message, {}
         return response
+
+    def _derivable(self, ctx: RunContext[Any]) -> list[Message] | None:
+        """The messages the last answer and its calls' outcomes make, as the loop makes them."""
+        if self._answer is None or any(c.id not in self._outcomes for c in self._answer.tool_calls):
+            return None
+        tools = [tool_message(c, self._outcomes[c.id]) for c in self._answer.tool_calls]
+        return [m.stamped(ctx.run_id, ctx.conversation_id) for m in (self._answer, *tools)]
 
     def _record(self, content: str) -> None:
         if len(content) >= REF_BYTES:
@@ -232,6 +249,7 @@ class TemporalExecutor:
                 call, ctx, tool.timeout or timedelta(minutes=5), policy
             )
             self._record(outcome.content)
+            self._outcomes[call.id] = outcome
             self.tools_done += 1
             return outcome
         finally:

@@ -30,7 +30,8 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import SchemaSerializer
 from pydantic_core.core_schema import any_schema
 
-from golem.messages import Message
+from golem.messages import Message, ToolCall
+from golem.tools import ToolOutcome, tool_message
 from golem.workflows.pages import MessagesPage, MessagesQuery, Pager, message_size, read_pages
 
 __all__ = [
@@ -172,6 +173,11 @@ class ModelCallInput(BaseModel):
     put back from ``stamps`` (sent with a request's first messages, then kept by the cache)."""
     stamps: Stamps | None = None
     """The run's ``(run_id, conversation_id)``, sent when ``since`` is 0."""
+    derived: bool = False
+    """The new messages are the previous model call's answer and the tool messages of the
+    calls it asked for, in order, stamped with the run's stamps: a worker that ran those
+    activities makes them itself (``MessageCache.answered``/``called``), another reads them
+    by query; ``messages`` is then empty."""
 
 
 class ShippingError(Exception):
@@ -197,16 +203,29 @@ class Outbox:
         stream: bool = False,
         recorded: Collection[str] = (),
         stamps: Stamps | None = None,
+        derivable: list[Message] | None = None,
     ) -> ModelCallInput:
         """The activity input for a request of ``messages`` (``stream``: publish deltas);
         new contents whose digest is in ``recorded`` (the run's own activity results)
-        travel by reference."""
+        travel by reference; new messages equal to ``derivable`` (the previous answer and
+        its calls' tool messages, stamped) travel as ``derived``."""
         same = _common_prefix(self.messages, messages)  # checked, not assumed append-only
         appended = same == len(self.messages)  # the cache that served the last call can extend
         del self._chain[same + 1 :]
         for message in messages[same:]:
             self._chain.append(chain(self._chain[-1], message))
         self.messages = list(messages)
+        if appended and derivable and messages[same:] == derivable:
+            return ModelCallInput(
+                agent=agent,
+                turn=turn,
+                upto=len(messages),
+                since=same,
+                digest=self._chain[-1],
+                stream=stream,
+                base=self.base,
+                derived=True,
+            )
         new_messages, refs = by_reference(messages[same:], recorded)
         small = sum(message_size(m) for m in new_messages) <= self.inline_bytes
         unstamped = bool(
@@ -229,7 +248,7 @@ class Outbox:
             stream=stream,
             base=self.base,
             unstamped=unstamped,
-            stamps=stamps if unstamped and same == 0 else None,
+            stamps=stamps if same == 0 else None,
         )
 
     def page(self, query: MessagesQuery) -> MessagesPage:
@@ -256,6 +275,9 @@ class MessageCache:
         self._runs: OrderedDict[str, tuple[list[Message], list[str], Stamps | None]] = OrderedDict()
         self._bases: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
         self._contents: OrderedDict[str, str] = OrderedDict()
+        # Per run: the last answer this worker's model call returned, and the outcomes of
+        # the calls it asked for that this worker's tool activities returned.
+        self._answers: OrderedDict[str, tuple[Message, dict[str, ToolOutcome]]] = OrderedDict()
 
     def keep(self, content: str) -> None:
         """Remember a content an activity on this worker returned (the next model call of
@@ -266,6 +288,30 @@ class MessageCache:
             self._contents.move_to_end(key)
             while len(self._contents) > self.max_runs * 16:
                 self._contents.popitem(last=False)
+
+    def answered(self, run: str, message: Message) -> None:
+        """Remember the answer a model call of ``run`` returned on this worker."""
+        self._answers.pop(run, None)
+        self._answers[run] = (message, {})
+        while len(self._answers) > self.max_runs:
+            self._answers.popitem(last=False)
+
+    def called(self, run: str, call: ToolCall, outcome: ToolOutcome) -> None:
+        """Remember the outcome of a call of ``run``'s last answer, run on this worker."""
+        answer = self._answers.get(run)
+        if answer is not None and any(c.id == call.id for c in answer[0].tool_calls):
+            answer[1][call.id] = outcome
+
+    def _derive(self, run: str, stamps: Stamps) -> list[Message] | None:
+        """The answer and its calls' tool messages, or None if this worker lacks one."""
+        answer = self._answers.get(run)
+        if answer is None:
+            return None
+        message, outcomes = answer
+        if any(c.id not in outcomes for c in message.tool_calls):
+            return None
+        tools = [tool_message(c, outcomes[c.id]) for c in message.tool_calls]
+        return [m.stamped(*stamps) for m in (message, *tools)]
 
     async def fetch(
         self, run: str, call: ModelCallInput, pager: Pager, base_pager: Pager | None = None
@@ -305,12 +351,12 @@ class MessageCache:
 
     async def _own(self, run: str, call: ModelCallInput, pager: Pager) -> list[Message]:
         cached = self._runs.pop(run, ([], [""], None))
-        messages, digests, stamps = await self._assemble(call, pager, *cached)
-        if digests[-1] != call.digest and len(cached[0]) + len(call.messages) > 0:
+        messages, digests, stamps = await self._assemble(run, call, pager, *cached)
+        if digests[-1] != call.digest and (cached[0] or call.messages or call.derived):
             # What this worker held or was sent did not add up (a stale list of the same
             # length, another run's stamps): read the whole request anew.
             self.refetches += 1
-            messages, digests, stamps = await self._assemble(call, pager, [], [""], None)
+            messages, digests, stamps = await self._assemble(run, call, pager, [], [""], None)
         if len(messages) != call.upto or digests[-1] != call.digest:
             raise ShippingError(
                 f"run {run}: the {len(messages)} messages assembled for turn {call.turn} "
@@ -324,6 +370,7 @@ class MessageCache:
 
     async def _assemble(
         self,
+        run: str,
         call: ModelCallInput,
         pager: Pager,
         messages: list[Message],
@@ -346,6 +393,8 @@ class MessageCache:
             messages, digests, stamps = [], [""], None
         stamps = call.stamps or stamps
         added: list[Message] | None = None
+        if call.derived and len(messages) == call.since and stamps is not None:
+            added = self._derive(run, stamps)
         if call.messages and len(messages) == call.since:
             try:
                 added = filled(list(call.messages), call.refs, self._contents)
@@ -356,7 +405,8 @@ class MessageCache:
                 added = None if stamps is None else [m.stamped(*stamps) for m in added]
         if added is None:
             added = await read_pages(self._counting(pager), len(messages), call.upto)
-            if call.unstamped and added:  # the new messages are the run's own: learn its stamps
+            # The new messages are the run's own: learn its stamps.
+            if (call.unstamped or call.derived) and added:
                 stamps = (added[-1].run_id, added[-1].conversation_id)
         for message in added:
             digests.append(chain(digests[-1], message))
