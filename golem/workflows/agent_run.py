@@ -211,6 +211,15 @@ class TemporalExecutor:
         tools = [tool_message(c, self._outcomes[c.id]) for c in self._answer.tool_calls]
         return [m.stamped(ctx.run_id, ctx.conversation_id) for m in (self._answer, *tools)]
 
+    def logged(self, messages: list[Message]) -> int:
+        """How many leading ``messages`` the run's history holds: its last model request
+        (instructions aside), when every request's new messages rode inline or derived."""
+        request = self.outbox.messages
+        if not self.outbox.logged or not request:
+            return 0
+        own = request[1:] if request[0].role == "system" else request
+        return len(own) if messages[: len(own)] == own else 0
+
     def _record(self, content: str) -> None:
         if len(content) >= REF_BYTES:
             self.recorded.add(content_digest(content))
@@ -391,7 +400,8 @@ class AgentRunWorkflow:
         # A parent workflow cannot read this run's history: only a client-started run's
         # result names recorded contents instead of carrying them again.
         recorded = self._executor.recorded if info.parent is None else set()
-        return encode_result(result, run.history, output, based, recorded)
+        logged = self._executor.logged(result.messages) if info.parent is None else 0
+        return encode_result(result, run.history, output, based, recorded, logged)
 
     def _state(self) -> RunState:
         assert self._loop is not None

@@ -40,6 +40,7 @@ __all__ = [
     "MessageCache",
     "ModelCallInput",
     "Outbox",
+    "RequestLog",
     "ShippingError",
     "by_reference",
     "chain",
@@ -194,6 +195,9 @@ class Outbox:
         self.messages: list[Message] = []
         """The current request's messages (served by the ``golem.messages`` query)."""
         self._chain: list[str] = [""]  # _chain[i]: digest of messages[:i]
+        self.logged = True
+        """Every request so far shipped its new messages inline or derived: the history
+        holds them all (``RequestLog`` rebuilds them), none was left to a query."""
 
     def ship(
         self,
@@ -228,6 +232,7 @@ class Outbox:
             )
         new_messages, refs = by_reference(messages[same:], recorded)
         small = sum(message_size(m) for m in new_messages) <= self.inline_bytes
+        self.logged = self.logged and small
         unstamped = bool(
             stamps
             and small
@@ -253,6 +258,33 @@ class Outbox:
 
     def page(self, query: MessagesQuery) -> MessagesPage:
         return MessagesPage.of(self.messages, query)
+
+
+async def _unreadable(query: MessagesQuery) -> MessagesPage:
+    raise ShippingError("the history does not hold this request: it was read by query")
+
+
+class RequestLog:
+    """A run's model requests rebuilt from its history alone (no worker, no query): each
+    model call's input, fed in history order with what its model and tool activities
+    returned, as a worker that ran them all would have assembled them."""
+
+    def __init__(self) -> None:
+        self._cache = MessageCache()
+        self.last: list[Message] = []
+        """The last request's own messages (its base aside)."""
+
+    async def request(self, call: ModelCallInput) -> None:
+        own = call.model_copy(update={"base": None})
+        self.last = await self._cache.fetch("run", own, _unreadable)
+
+    def answered(self, message: Message) -> None:
+        self._cache.keep(message.content)
+        self._cache.answered("run", message)
+
+    def called(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        self._cache.keep(outcome.content)
+        self._cache.called("run", call, outcome)
 
 
 class MessageCache:
