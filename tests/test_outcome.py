@@ -272,6 +272,12 @@ async def test_a_result_leaves_what_its_history_holds_to_the_history() -> None:
     with pytest.raises(ValueError, match="leaves its requests to its history"):
         await decode_result(raw(encoded), HISTORY, pager_over([], []))
 
+    older = raw(encoded)  # a reader that predates ``logged`` ignores it: it pages by query
+    del older["snapshot"]["logged"]
+    asked: list[MessagesQuery] = []
+    assert await decode_result(older, HISTORY, pager_over(sent.messages, asked)) == sent
+    assert asked
+
     async def short() -> list[Message]:
         return last_request[:3]
 

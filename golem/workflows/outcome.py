@@ -71,7 +71,8 @@ class RunSnapshot(_Payload):
     kept: int = 0
     """With ``base``: the given history's first ``kept`` messages come before it."""
     paged: int = 0
-    """When non-zero: the run's conversation has this many messages, none carried here."""
+    """When non-zero: the run's conversation has this many messages, none carried here
+    (with ``logged``: for readers that predate it; the others rebuild it)."""
     based: bool = False
     """The run got its history by reference (a conversation's turn): its conversation, and
     so its pages, are only its own messages, which follow that history."""
@@ -129,8 +130,11 @@ class RunSnapshot(_Payload):
             counts["unstamped"] = True
         carried = [*base[kept:], *added]
         if sum(message_size(m) for m in carried) > PAGE_BYTES:
+            counts.pop("logged", None)
             return cls(paged=len(messages), **counts)
         if kept == len(base) == len(history):
+            if logged:  # a reader older than ``logged`` pages it out of the workflow instead
+                counts["paged"] = len(messages)
             return cls(added=added, refs=refs, **counts)
         return cls(base=base[kept:], kept=kept, added=added, refs=refs, **counts)
 
@@ -219,7 +223,7 @@ async def conversation(
 ) -> list[Message]:
     """A snapshot's conversation: carried inline (``recorded`` reads the contents it names
     from the run's history, ``logged`` its last request), or paged out of the workflow."""
-    if not snapshot.paged:
+    if not snapshot.paged or snapshot.logged:
         contents = await recorded() if snapshot.refs and recorded else None
         request = await logged() if snapshot.logged and logged else None
         return snapshot.messages(history, contents, request)
