@@ -61,6 +61,7 @@ from golem.workflows.lineage import (
 )
 from golem.workflows.outcome import (
     FAILURE_MEMO,
+    Logged,
     Recorded,
     UnknownAgentError,
     content_digest,
@@ -77,9 +78,9 @@ from golem.workflows.pages import (
     with_segments,
 )
 from golem.workflows.registry import UNKNOWN_AGENT
-from golem.workflows.shipping import chain_all
+from golem.workflows.shipping import ModelCallInput, RequestLog, ShippingError, chain_all
 from golem.workflows.transcript import CARRY_BYTES, HistoryReader
-from golem.workflows.types import AgentRunInput
+from golem.workflows.types import AgentRunInput, ToolCallInput
 
 __all__ = [
     "AGENT",
@@ -176,8 +177,10 @@ class DurableRun(Generic[OutputT]):
     async def _decode(self, raw: Any) -> Result[OutputT]:
         adapter = self.output_adapter
         validate = adapter.validate_python if adapter is not None else None
-        recorded = _recorded(self.converter or DataConverter.default, self.handle)
-        return await decode_result(raw, self.history, _pager(self.handle), validate, recorded)
+        recorded, logged = _recorded(self.converter or DataConverter.default, self.handle)
+        return await decode_result(
+            raw, self.history, _pager(self.handle), validate, recorded, logged
+        )
 
     async def cancel(self) -> None:
         """Ask the run to stop; ``result()`` then raises a ``RunError`` (stage ``canceled``)."""
@@ -677,39 +680,74 @@ async def fetch_run(client: Client, run_id: str, *, base: bool = True) -> RunRec
         error = await _run_error(exc, handle, history)
         partial = error.partial if isinstance(error, RunError) else None
         return RunRecord(run_id, status, partial.messages if partial else history, error=error)
-    recorded = _recorded(client.data_converter, handle)
-    result = await decode_result(raw, history, _pager(handle), recorded=recorded)
+    recorded, logged = _recorded(client.data_converter, handle)
+    result = await decode_result(raw, history, _pager(handle), recorded=recorded, logged=logged)
     return RunRecord(run_id, status, result.messages, output=result.output)
 
 
-def _recorded(converter: DataConverter, handle: WorkflowHandle[Any, Any]) -> Recorded:
-    """Reads the contents a run's model and tool activities recorded, from its history
-    (no worker needed): what its result names by reference."""
+def _recorded(
+    converter: DataConverter, handle: WorkflowHandle[Any, Any]
+) -> tuple[Recorded, Logged]:
+    """Reads what a run's model and tool activities recorded, from its history (no worker
+    needed, read once): the contents its result names by reference, and its last model
+    request rebuilt (``RequestLog``), which its result may leave out."""
+    read: list[tuple[dict[str, str], list[Message] | None]] = []
 
-    async def load() -> dict[str, str]:
-        kinds: dict[str, type[Any]] = {
-            "golem.model_request": ModelResponse,
-            "golem.tool": ToolOutcome,
-        }
-        scheduled: dict[int, type[Any]] = {}
-        contents: dict[str, str] = {}
-        async for event in handle.fetch_history_events():
-            if event.HasField("activity_task_scheduled_event_attributes"):
-                kind = kinds.get(event.activity_task_scheduled_event_attributes.activity_type.name)
-                if kind is not None:
-                    scheduled[event.event_id] = kind
-            elif event.HasField("activity_task_completed_event_attributes"):
-                attrs = event.activity_task_completed_event_attributes
-                done = scheduled.get(attrs.scheduled_event_id)
-                if done is None:
-                    continue
-                # The client's converter, so an encrypted result is decrypted first.
-                [value] = await converter.decode(list(attrs.result.payloads), [done])
-                text = value.message.content if isinstance(value, ModelResponse) else value.content
-                contents[content_digest(text)] = text
-        return contents
+    async def load() -> tuple[dict[str, str], list[Message] | None]:
+        if not read:
+            read.append(await _read_activities(converter, handle))
+        return read[0]
 
-    return load
+    async def contents() -> dict[str, str]:
+        return (await load())[0]
+
+    async def last_request() -> list[Message]:
+        request = (await load())[1]
+        if request is None:
+            raise LookupError(f"run {handle.id}: its history does not hold its model requests")
+        return request
+
+    return contents, last_request
+
+
+async def _read_activities(
+    converter: DataConverter, handle: WorkflowHandle[Any, Any]
+) -> tuple[dict[str, str], list[Message] | None]:
+    kinds: dict[str, type[Any]] = {"golem.model_request": ModelResponse, "golem.tool": ToolOutcome}
+    scheduled: dict[int, Any] = {}  # event id -> the activity's decoded input
+    contents: dict[str, str] = {}
+    log: RequestLog | None = RequestLog()
+    async for event in handle.fetch_history_events():
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            attrs = event.activity_task_scheduled_event_attributes
+            kind = attrs.activity_type.name
+            if kind not in kinds:
+                continue
+            # The client's converter, so an encrypted payload is decrypted first.
+            given = ModelCallInput if kind == "golem.model_request" else ToolCallInput
+            [value] = await converter.decode(list(attrs.input.payloads), [given])
+            scheduled[event.event_id] = value
+            if log is not None and isinstance(value, ModelCallInput):
+                try:
+                    await log.request(value)
+                except (ShippingError, LookupError):
+                    log = None  # a request read by query: only the contents are of use
+        elif event.HasField("activity_task_completed_event_attributes"):
+            completed = event.activity_task_completed_event_attributes
+            given_input = scheduled.get(completed.scheduled_event_id)
+            if given_input is None:
+                continue
+            done = ModelResponse if isinstance(given_input, ModelCallInput) else ToolOutcome
+            [value] = await converter.decode(list(completed.result.payloads), [done])
+            if isinstance(value, ModelResponse):
+                contents[content_digest(value.message.content)] = value.message.content
+                if log is not None:
+                    log.answered(value.message)
+            else:
+                contents[content_digest(value.content)] = value.content
+                if log is not None:
+                    log.called(given_input.call, value)
+    return contents, log.last if log is not None else None
 
 
 async def _input_history(client: Client, handle: WorkflowHandle[Any, Any]) -> list[Message]:

@@ -32,7 +32,7 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.alias_generators import to_camel
 
-from golem.messages import Part, Usage
+from golem.messages import Message, Part, ToolCall, Usage
 from golem.models.base import ToolDefinition
 from golem.retry import Retry
 from golem.strict_json import loads_strict
@@ -46,6 +46,7 @@ __all__ = [
     "ToolFailed",
     "ToolOutcome",
     "ToolOutcomeUnknown",
+    "tool_message",
     "tool_result_text",
     "validation_problems",
 ]
@@ -106,6 +107,12 @@ class ToolOutcome(BaseModel):
     """``retry``: the tool raised ``ModelRetry`` (a failed result that counts as a retry)."""
     content: str = ""
     parts: list[Part] = []
+
+
+def tool_message(call: ToolCall, outcome: ToolOutcome) -> Message:
+    """The tool message the loop makes of a call's outcome (a retry is a failed result)."""
+    failed = outcome.status in ("failed", "retry")
+    return Message.tool(call.id, call.name, outcome.content, failed, outcome.parts)
 
 
 def validation_problems(exc: ValidationError, whole: str = "value") -> str:

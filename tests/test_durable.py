@@ -20,7 +20,14 @@ from temporalio.worker import Worker
 from golem import Message, ToolCall, load_messages
 from golem.activities import MessageCache
 from golem.agent import Agent
-from golem.client import AGENT, CONVERSATION_ID, PARENT_RUN_ID, DurableAgent, UnknownAgentError
+from golem.client import (
+    AGENT,
+    CONVERSATION_ID,
+    PARENT_RUN_ID,
+    DurableAgent,
+    UnknownAgentError,
+    fetch_run,
+)
 from golem.history.repair import OUTCOME_UNKNOWN_RESULT, normalize_history
 from golem.messages import HistoryError, Part
 from golem.models import FunctionModel, ModelHTTPError, ScriptedModel
@@ -139,11 +146,38 @@ async def test_new_messages_over_the_inline_limit_are_read_by_query(
     temporal_client: Client,
 ) -> None:
     agent, model = tool_turns(2, result_bytes=4096)
-    cache = MessageCache()
+    cache = _Forgetful()
     # 300: the prompt fits, a call and its result (by digest, ~400 estimated) do not.
     async with serve(temporal_client, agent, cache=cache, inline=300) as tq:
         result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
     assert cache.queries == 2  # turns 2 and 3, not turn 1
+    assert model.requests[-1].messages == result.messages[:-1]
+
+
+class _Forgetful(MessageCache):
+    """A worker's cache that keeps no answers: it cannot make a turn's messages itself."""
+
+    def answered(self, run: str, message: Message) -> None:
+        pass
+
+
+async def test_a_turns_answer_and_results_are_made_by_the_worker_that_ran_them(
+    temporal_client: Client,
+) -> None:
+    agent, model = tool_turns(3, result_bytes=4096)
+    cache = MessageCache()
+    async with serve(temporal_client, agent, cache=cache, inline=300) as tq:
+        result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+    inputs = [
+        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)
+        for e in await history_events(temporal_client, result.run_id)
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "golem.model_request"
+    ]
+    # Turns 2-4 name no message: each is the previous answer and its call's result.
+    assert [i.get("derived", False) for i in inputs] == [False, True, True, True]
+    assert all("messages" not in i for i in inputs[1:])
+    assert cache.queries == 0  # over the inline limit, yet nothing read by query
     assert model.requests[-1].messages == result.messages[:-1]
 
 
@@ -243,6 +277,42 @@ def scripted_whoami(seen: list[tuple[str, str]]) -> tuple[Agent[Any, Any], Scrip
         return "me"
 
     return agent, model
+
+
+async def test_a_closed_runs_result_leaves_its_conversation_to_its_history(
+    temporal_client: Client,
+) -> None:
+    agent, model = tool_turns(3, result_bytes=2048)
+    async with serve(temporal_client, agent) as tq:
+        result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
+    [completed] = [
+        e.workflow_execution_completed_event_attributes.result.payloads[0].data
+        for e in await history_events(temporal_client, result.run_id)
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+    ]
+    snapshot = json.loads(completed)["snapshot"]
+    # The model calls in its history hold all but the final answer, which rides alone.
+    assert snapshot["logged"] == 7 and len(snapshot["added"]) == 1 and len(completed) < 400
+    assert [len(r.messages) for r in model.requests] == [1, 3, 5, 7]
+    assert model.requests[-1].messages == result.messages[:-1]
+    record = await fetch_run(temporal_client, result.run_id)  # no worker: from its history
+    assert record.messages == result.messages and record.output == result.output
+
+
+async def test_a_run_whose_requests_were_read_by_query_carries_its_conversation(
+    temporal_client: Client,
+) -> None:
+    agent, _ = tool_turns(1)
+    async with serve(temporal_client, agent, inline=100) as tq:
+        result = await DurableAgent(temporal_client, agent, task_queue=tq).run("x" * 500)
+    [completed] = [
+        e.workflow_execution_completed_event_attributes.result.payloads[0].data
+        for e in await history_events(temporal_client, result.run_id)
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+    ]
+    assert b'"logged"' not in completed  # its history lacks the prompt: the result has it
+    record = await fetch_run(temporal_client, result.run_id)
+    assert record.messages == result.messages and result.messages[0].content == "x" * 500
 
 
 async def test_unknown_agent_fails_at_once_naming_the_agents_the_worker_has(

@@ -256,3 +256,30 @@ async def test_a_based_runs_pages_follow_the_history_it_was_given() -> None:
     assert encoded.snapshot.paged == len(own)
     back = await decode_result(raw(encoded), HISTORY, pager_over(own, []))
     assert back.messages == [*HISTORY, *own]
+
+
+async def test_a_result_leaves_what_its_history_holds_to_the_history() -> None:
+    sent = result([*HISTORY, *added(3)])
+    last_request = [Message.system("be brief"), *sent.messages[:-1]]  # as the model saw it
+    encoded = encode_result(sent, HISTORY, sent.output, logged=len(sent.messages) - 1)
+    assert encoded.snapshot.added == [sent.messages[-1].stamped("", "")]  # the answer alone
+
+    async def logged() -> list[Message]:
+        return last_request
+
+    back = await decode_result(raw(encoded), HISTORY, pager_over([], []), logged=logged)
+    assert back == sent
+    with pytest.raises(ValueError, match="leaves its requests to its history"):
+        await decode_result(raw(encoded), HISTORY, pager_over([], []))
+
+    older = raw(encoded)  # a reader that predates ``logged`` ignores it: it pages by query
+    del older["snapshot"]["logged"]
+    asked: list[MessagesQuery] = []
+    assert await decode_result(older, HISTORY, pager_over(sent.messages, asked)) == sent
+    assert asked
+
+    async def short() -> list[Message]:
+        return last_request[:3]
+
+    with pytest.raises(LookupError, match="fewer messages"):
+        await decode_result(raw(encoded), HISTORY, pager_over([], []), logged=short)

@@ -23,6 +23,7 @@ from golem.workflows.shipping import (
 )
 
 T = TypeVar("T")
+OWN = ("run", "conv")
 CONVERTER = golem_data_converter.payload_converter
 
 
@@ -95,9 +96,11 @@ async def test_a_stale_list_of_the_right_length_is_refetched_not_extended() -> N
     request = [Message.user("go"), *turn(0, "new result")]
     truth.ship("agent", 1, request)
     request = [*request, *turn(1)]
-    got = await ship(truth, cache, request, 2)
+    call = wire(truth.ship("agent", 2, request), ModelCallInput)
+    assert call.since == 3 and call.prefix == ""  # it extends its previous request
+    got = await cache.fetch("run-1", call, pager_of(truth))
     assert got == request
-    assert cache.refetches == 1
+    assert cache.refetches == 1  # extended, found wrong by the digest, read anew
 
 
 async def test_a_request_that_rewrites_its_prefix_ships_from_the_first_difference() -> None:
@@ -107,6 +110,7 @@ async def test_a_request_that_rewrites_its_prefix_ships_from_the_first_differenc
     rewritten = [Message.system("v1"), Message.user("go, edited"), *turn(0), *turn(1)]
     call = outbox.ship("agent", 2, rewritten)
     assert call.since == 1 and call.messages == rewritten[1:]
+    assert call.prefix == chain_all(request[:1])[-1]  # a rewrite names where it starts
     assert await cache.fetch("run-1", wire(call, ModelCallInput), pager_of(outbox)) == rewritten
 
 
@@ -158,8 +162,10 @@ async def test_any_sequence_of_requests_on_any_workers_gives_each_request_exactl
     request: list[Message] = []
     for n, (keep, grow, worker, size) in enumerate(edits):
         request = request[: min(keep, len(request))] if keep < 10 else request
-        request = [*request, *(Message.user(f"{n}.{i} " + "x" * size) for i in range(grow + 1))]
-        call = wire(outbox.ship("agent", n, request), ModelCallInput)
+        added = [Message.user(f"{n}.{i} " + "x" * size) for i in range(grow + 1)]
+        # Mostly the run's own messages (they ride without stamps), sometimes others'.
+        request = [*request, *(m.stamped(*OWN) if (n + i) % 3 else m for i, m in enumerate(added))]
+        call = wire(outbox.ship("agent", n, request, stamps=OWN), ModelCallInput)
         assert await workers[worker].fetch("run", call, pager_of(outbox)) == request
 
 
@@ -222,3 +228,63 @@ async def test_contents_an_activity_returned_travel_by_digest_or_are_read_by_que
     before = other.queries
     assert await other.fetch("run-1", call, pager_of(outbox)) == request
     assert other.queries == before + 1  # another worker ran it: read by query, verified
+
+
+async def test_a_runs_own_messages_ride_without_their_stamps_and_come_back_stamped() -> None:
+    stamps = ("run-1", "conv-1")
+    own = [m.stamped(*stamps) for m in [Message.user("go"), *turn(1), *turn(2)]]
+    outbox, keeper, other = Outbox(inline_bytes=4096), MessageCache(), MessageCache()
+    first = wire(outbox.ship("agent", 1, own[:1], stamps=stamps), ModelCallInput)
+    assert first.unstamped and first.stamps == stamps and not first.messages[0].run_id
+    assert await keeper.fetch("run-1", first, pager_of(outbox)) == own[:1]
+    second = wire(outbox.ship("agent", 2, own[:3], stamps=stamps), ModelCallInput)
+    assert second.unstamped and second.stamps is None  # the cache kept them
+    assert await keeper.fetch("run-1", second, pager_of(outbox)) == own[:3]
+    assert keeper.queries == 0
+    third = wire(outbox.ship("agent", 3, own, stamps=stamps), ModelCallInput)
+    assert await other.fetch("run-1", third, pager_of(outbox)) == own
+    assert other.queries == 1  # a worker that never saw the stamps reads by query once
+    longer = [*own, *(m.stamped(*stamps) for m in turn(3))]
+    fourth = wire(outbox.ship("agent", 4, longer, stamps=stamps), ModelCallInput)
+    assert fourth.unstamped and fourth.stamps is None
+    assert await other.fetch("run-1", fourth, pager_of(outbox)) == longer
+    assert other.queries == 1  # ... and learns them from what it read
+    foreign = [*longer, Message.user("from elsewhere").stamped("run-0", "conv-1")]
+    mixed = wire(outbox.ship("agent", 5, foreign, stamps=stamps), ModelCallInput)
+    assert not mixed.unstamped and mixed.messages[0].run_id == "run-0"
+    assert await keeper.fetch("run-1", mixed, pager_of(outbox)) == foreign
+
+
+async def test_an_answer_and_its_results_are_made_by_the_worker_that_ran_them() -> None:
+    from golem.tools import ToolOutcome, tool_message
+
+    stamps = ("run-1", "conv-1")
+    prompt = Message.user("go").stamped(*stamps)
+    answer = Message.assistant("", [ToolCall(id="c1", name="fetch", args="{}")])
+    outcome = ToolOutcome(content="r" * 5000)
+    made = [answer.stamped(*stamps), tool_message(answer.tool_calls[0], outcome).stamped(*stamps)]
+    outbox, keeper, half, other = Outbox(4096), MessageCache(), MessageCache(), MessageCache()
+    first = wire(outbox.ship("agent", 1, [prompt], stamps=stamps), ModelCallInput)
+    for cache in (keeper, half, other):
+        await cache.fetch("run-1", first, pager_of(outbox))
+    keeper.answered("run-1", answer)
+    keeper.called("run-1", answer.tool_calls[0], outcome)
+    half.answered("run-1", answer)  # the tool ran elsewhere
+    request = [prompt, *made]
+    call = wire(outbox.ship("agent", 2, request, stamps=stamps, derivable=made), ModelCallInput)
+    assert call.derived and call.messages == [] and len(CONVERTER.to_payloads([call])[0].data) < 200
+    assert await keeper.fetch("run-1", call, pager_of(outbox)) == request
+    assert keeper.queries == 0
+    for cache in (half, other):  # what it cannot make it reads by query, verified
+        assert await cache.fetch("run-1", call, pager_of(outbox)) == request
+        assert cache.queries == 1
+    stale = MessageCache()  # it ran another attempt of the model call, which answered otherwise
+    await stale.fetch("run-1", first, pager_of(outbox))
+    stale.answered("run-1", Message.assistant("", [ToolCall(id="c1", name="fetch", args="[]")]))
+    stale.called("run-1", answer.tool_calls[0], outcome)
+    assert await stale.fetch("run-1", call, pager_of(outbox)) == request
+    assert stale.refetches == 1  # made, refused by the digest, read anew
+    wrong = wire(
+        outbox.ship("agent", 3, [*request, Message.user("more")], derivable=made), ModelCallInput
+    )
+    assert not wrong.derived  # only what the answer and its results make rides as derived

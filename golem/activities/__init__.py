@@ -68,6 +68,12 @@ def _agent(name: str) -> Agent[Any, Any]:
         raise ApplicationError(str(exc), type=registry.UNKNOWN_AGENT, non_retryable=True) from None
 
 
+def _run_key() -> str:
+    """The key a worker's cache files the calling workflow run's messages under."""
+    info = activity.info()
+    return f"{info.workflow_id}/{info.workflow_run_id}"
+
+
 def _deps(agent: Agent[Any, Any], deps: Any) -> Any:
     if agent.deps_type is None or deps is None:
         return deps
@@ -194,6 +200,7 @@ class ModelActivity:
             ) from exc
         checked = _checked(response, ModelResponse, f"{what} (turn {input.turn})")
         self.cache.keep(checked.message.content)  # the next call names it by digest
+        self.cache.answered(_run_key(), checked.message)  # ... or makes it itself
         return checked
 
     @activity.defn(name="golem.tool")
@@ -201,6 +208,7 @@ class ModelActivity:
         """Execute one tool call; its worker keeps the content for the next model call."""
         outcome = await _call_tool(input)
         self.cache.keep(outcome.content)
+        self.cache.called(_run_key(), input.call, outcome)
         return outcome
 
     async def _messages(self, input: ModelCallInput) -> list[Message]:

@@ -30,7 +30,7 @@ from golem.history.repair import INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT
 from golem.messages import Message, ToolCall
 from golem.phases import Stop
 from golem.run_state import AgentSpec
-from golem.tools import RunContext, Tool, ToolOutcome, ToolOutcomeUnknown
+from golem.tools import RunContext, Tool, ToolOutcome, ToolOutcomeUnknown, tool_message
 
 __all__ = ["DENIED_RESULT", "BatchOutcome", "CallResult", "ToolBatch"]
 
@@ -271,10 +271,7 @@ class _BatchRun:
     # -- results ----------------------------------------------------------------------------
 
     def _answer(self, index: int, call: ToolCall, outcome: ToolOutcome) -> None:
-        message = Message.tool(
-            call.id, call.name, outcome.content, outcome.status == "failed", outcome.parts
-        )
-        self.answers[index] = CallResult(call, message)
+        self.answers[index] = CallResult(call, tool_message(call, outcome))
 
     def _close(self, index: int, call: ToolCall, text: str) -> None:
         self.answers[index] = CallResult(call, Message.tool(call.id, call.name, text), True)

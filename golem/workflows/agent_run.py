@@ -36,7 +36,13 @@ with workflow.unsafe.imports_passed_through():
     from golem.phases import finish
     from golem.results import RunError
     from golem.retry import Retry
-    from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown, validation_problems
+    from golem.tools import (
+        RunContext,
+        ToolOutcome,
+        ToolOutcomeUnknown,
+        tool_message,
+        validation_problems,
+    )
     from golem.workflows import registry
     from golem.workflows.approvals import ApprovalGate
     from golem.workflows.outcome import (
@@ -127,6 +133,8 @@ class TemporalExecutor:
         """Digests of the long contents this run's model and tool activities returned: the
         run's result carries those by reference (the client reads them from its history)."""
         self._on_change = on_change
+        self._answer: Message | None = None  # the last model answer, and its calls' outcomes
+        self._outcomes: dict[str, ToolOutcome] = {}
 
     def new_id(self) -> str:
         return str(workflow.uuid7())
@@ -171,7 +179,15 @@ class TemporalExecutor:
     ) -> ModelResponse:
         # What this run's activities returned travels by digest (their worker keeps it).
         recorded = self.recorded if workflow.patched(CONTENT_REFS_PATCH) else ()
-        call = self.outbox.ship(self.agent.name, ctx.turn, request.messages, self.stream, recorded)
+        call = self.outbox.ship(
+            self.agent.name,
+            ctx.turn,
+            request.messages,
+            self.stream,
+            recorded,
+            (ctx.run_id, ctx.conversation_id),
+            self._derivable(ctx),
+        )
         policy = self.agent.model_retry
         response: ModelResponse = await _activity(
             workflow.execute_activity(
@@ -185,7 +201,24 @@ class TemporalExecutor:
             )
         )
         self._record(response.message.content)
+        self._answer, self._outcomes = response.message, {}
         return response
+
+    def _derivable(self, ctx: RunContext[Any]) -> list[Message] | None:
+        """The messages the last answer and its calls' outcomes make, as the loop makes them."""
+        if self._answer is None or any(c.id not in self._outcomes for c in self._answer.tool_calls):
+            return None
+        tools = [tool_message(c, self._outcomes[c.id]) for c in self._answer.tool_calls]
+        return [m.stamped(ctx.run_id, ctx.conversation_id) for m in (self._answer, *tools)]
+
+    def logged(self, messages: list[Message]) -> int:
+        """How many leading ``messages`` the run's history holds: its last model request
+        (instructions aside), when every request's new messages rode inline or derived."""
+        request = self.outbox.messages
+        if not self.outbox.logged or not request:
+            return 0
+        own = request[1:] if request[0].role == "system" else request
+        return len(own) if messages[: len(own)] == own else 0
 
     def _record(self, content: str) -> None:
         if len(content) >= REF_BYTES:
@@ -225,6 +258,7 @@ class TemporalExecutor:
                 call, ctx, tool.timeout or timedelta(minutes=5), policy
             )
             self._record(outcome.content)
+            self._outcomes[call.id] = outcome
             self.tools_done += 1
             return outcome
         finally:
@@ -366,7 +400,8 @@ class AgentRunWorkflow:
         # A parent workflow cannot read this run's history: only a client-started run's
         # result names recorded contents instead of carrying them again.
         recorded = self._executor.recorded if info.parent is None else set()
-        return encode_result(result, run.history, output, based, recorded)
+        logged = self._executor.logged(result.messages) if info.parent is None else 0
+        return encode_result(result, run.history, output, based, recorded, logged)
 
     def _state(self) -> RunState:
         assert self._loop is not None

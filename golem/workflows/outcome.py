@@ -25,6 +25,8 @@ __all__ = [
     "RUN_ERROR",
     "AgentRunOutput",
     "FailureDetails",
+    "Logged",
+    "Recorded",
     "RunSnapshot",
     "UnknownAgentError",
     "cancel_memo",
@@ -46,6 +48,8 @@ FAILURE_MEMO = "golemFailure"
 
 #: Loads ``{content_digest(text): text}`` of every content a run's activities recorded.
 Recorded = Callable[[], Awaitable[Mapping[str, str]]]
+#: Loads a run's last model request's own messages, rebuilt from its history (``RequestLog``).
+Logged = Callable[[], Awaitable[list[Message]]]
 
 
 class UnknownAgentError(LookupError):
@@ -68,7 +72,8 @@ class RunSnapshot(_Payload):
     kept: int = 0
     """With ``base``: the given history's first ``kept`` messages come before it."""
     paged: int = 0
-    """When non-zero: the run's conversation has this many messages, none carried here."""
+    """When non-zero: the run's conversation has this many messages, none carried here
+    (with ``logged``: for readers that predate it; the others rebuild it)."""
     based: bool = False
     """The run got its history by reference (a conversation's turn): its conversation, and
     so its pages, are only its own messages, which follow that history."""
@@ -78,6 +83,10 @@ class RunSnapshot(_Payload):
     refs: dict[int, str] = Field(default_factory=dict)
     """``added[i]``'s content is empty here: it is the content an activity of this run
     recorded (a model answer, a tool result) whose ``content_digest`` is ``refs[i]``."""
+    logged: int = 0
+    """When non-zero: the conversation starts with this many messages, the run's last model
+    request (its instructions aside) as its history's model calls hold it; ``added``
+    follows them (a based run's history comes first)."""
     usage: Usage = Field(default_factory=Usage)
     requests: int = 0
     tool_calls: int = 0
@@ -91,10 +100,11 @@ class RunSnapshot(_Payload):
         history: list[Message],
         based: bool = False,
         recorded: Collection[str] = (),
+        logged: int = 0,
     ) -> RunSnapshot:
         """Split the evidence's messages where the run's own stamps begin (or page them);
         contents whose digest is in ``recorded`` (the run's own activity results) are
-        carried by reference."""
+        carried by reference; the first ``logged`` messages are left to the run's history."""
         messages = evidence.messages
         counts = {
             "usage": evidence.usage,
@@ -106,6 +116,8 @@ class RunSnapshot(_Payload):
         }
         run_id = evidence.run_id
         cut = next((i for i, m in enumerate(messages) if m.run_id == run_id), len(messages))
+        if logged:  # the history holds the first ``logged``: only what follows is carried
+            cut, counts["logged"], history = logged, logged, messages[:logged]
         base = messages[:cut]
         kept = 0
         for old, new in zip(history, base, strict=False):
@@ -119,16 +131,22 @@ class RunSnapshot(_Payload):
             counts["unstamped"] = True
         carried = [*base[kept:], *added]
         if sum(message_size(m) for m in carried) > PAGE_BYTES:
+            counts.pop("logged", None)
             return cls(paged=len(messages), **counts)
         if kept == len(base) == len(history):
+            if logged:  # a reader older than ``logged`` pages it out of the workflow instead
+                counts["paged"] = len(messages)
             return cls(added=added, refs=refs, **counts)
         return cls(base=base[kept:], kept=kept, added=added, refs=refs, **counts)
 
     def messages(
-        self, history: list[Message], recorded: Mapping[str, str] | None = None
+        self,
+        history: list[Message],
+        recorded: Mapping[str, str] | None = None,
+        logged: list[Message] | None = None,
     ) -> list[Message]:
         """The conversation when carried inline (``paged`` is 0); ``recorded`` fills the
-        contents carried by reference."""
+        contents carried by reference, ``logged`` is the run's last request rebuilt."""
         added = self.added
         if self.unstamped:
             added = [m.stamped(self.run_id, self.conversation_id) for m in added]
@@ -141,6 +159,17 @@ class RunSnapshot(_Payload):
                 raise LookupError(
                     f"run {self.run_id}: no activity recorded content {exc}"
                 ) from None
+        if self.logged:
+            if logged is None:
+                raise ValueError(
+                    f"run {self.run_id}: its result leaves its requests to its history"
+                )
+            own = logged[1:] if logged and logged[0].role == "system" else logged
+            if len(own) < self.logged:
+                raise LookupError(
+                    f"run {self.run_id}: its history holds fewer messages than its result says"
+                )
+            return [*(history if self.based else []), *own[: self.logged], *added]
         if self.base is None:
             return [*history, *added]
         return [*history[: self.kept], *self.base, *added]
@@ -187,12 +216,18 @@ class FailureDetails(_Payload):
 
 
 async def conversation(
-    snapshot: RunSnapshot, history: list[Message], pager: Pager, recorded: Recorded | None = None
+    snapshot: RunSnapshot,
+    history: list[Message],
+    pager: Pager,
+    recorded: Recorded | None = None,
+    logged: Logged | None = None,
 ) -> list[Message]:
     """A snapshot's conversation: carried inline (``recorded`` reads the contents it names
-    from the run's history), or paged out of the workflow by query."""
-    if not snapshot.paged:
-        return snapshot.messages(history, await recorded() if snapshot.refs and recorded else None)
+    from the run's history, ``logged`` its last request), or paged out of the workflow."""
+    if not snapshot.paged or snapshot.logged:
+        contents = await recorded() if snapshot.refs and recorded else None
+        request = await logged() if snapshot.logged and logged else None
+        return snapshot.messages(history, contents, request)
     pages = await read_pages(pager, 0, snapshot.paged)
     return [*history, *pages] if snapshot.based else pages
 
@@ -206,13 +241,15 @@ def encode_result(
     output: Any,
     based: bool = False,
     recorded: Collection[str] = (),
+    logged: int = 0,
 ) -> AgentRunOutput:
     """What the workflow returns; ``output`` is the result's output as JSON-able data
     (``based``: the run got its history by reference; ``recorded``: digests of contents
-    its activities recorded, carried by reference)."""
+    its activities recorded, carried by reference; ``logged``: leading messages its
+    history's model calls hold, left out)."""
     return AgentRunOutput(
         output=output,
-        snapshot=RunSnapshot.of(result, history, based, recorded),
+        snapshot=RunSnapshot.of(result, history, based, recorded, logged),
         pending_approvals=result.pending_approvals,
     )
 
@@ -223,6 +260,7 @@ async def decode_result(
     pager: Pager,
     output: Callable[[Any], Any] | None = None,
     recorded: Recorded | None = None,
+    logged: Logged | None = None,
 ) -> Result[Any]:
     """The ``Result`` a workflow's return value stands for (``output`` validates the output;
     ``recorded`` reads the contents the run's activities recorded)."""
@@ -230,7 +268,7 @@ async def decode_result(
     value = decoded.output
     if output is not None and value is not None:
         value = output(value)
-    messages = await conversation(decoded.snapshot, history, pager, recorded)
+    messages = await conversation(decoded.snapshot, history, pager, recorded, logged)
     return decoded.to_result(messages, value)
 
 

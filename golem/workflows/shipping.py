@@ -30,7 +30,8 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import SchemaSerializer
 from pydantic_core.core_schema import any_schema
 
-from golem.messages import Message
+from golem.messages import Message, ToolCall
+from golem.tools import ToolOutcome, tool_message
 from golem.workflows.pages import MessagesPage, MessagesQuery, Pager, message_size, read_pages
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "MessageCache",
     "ModelCallInput",
     "Outbox",
+    "RequestLog",
     "ShippingError",
     "by_reference",
     "chain",
@@ -50,6 +52,9 @@ __all__ = [
 
 _JSON = SchemaSerializer(any_schema())
 
+
+#: A run's ``(run_id, conversation_id)``: what the loop stamps its own messages with.
+Stamps = tuple[str, str]
 
 #: Contents at least this long travel by reference when an activity of the run returned them.
 REF_BYTES = 256
@@ -152,7 +157,9 @@ class ModelCallInput(BaseModel):
     messages: list[Message] = Field(default_factory=list)
     """``[since, upto)`` when small enough to send; empty otherwise."""
     prefix: str = ""
-    """Digest of ``[0, since)``: a cache extends only a prefix with this digest."""
+    """Digest of ``[0, since)``: a cache extends only a prefix with this digest. Left out
+    when the request extends the previous one: a cache holding ``since`` messages extends
+    them, and reads anew if the result does not match ``digest``."""
     digest: str = ""
     """Digest of ``[0, upto)``: what the activity must end up with."""
     stream: bool = False
@@ -162,6 +169,16 @@ class ModelCallInput(BaseModel):
     refs: dict[int, str] = Field(default_factory=dict)
     """``messages[i]``'s content is empty here: it is what one of the run's activities
     returned (``content_digest`` ``refs[i]``), kept by the worker that ran it."""
+    unstamped: bool = False
+    """Every message in ``messages`` carried the run's stamps; they are left out here and
+    put back from ``stamps`` (sent with a request's first messages, then kept by the cache)."""
+    stamps: Stamps | None = None
+    """The run's ``(run_id, conversation_id)``, sent when ``since`` is 0."""
+    derived: bool = False
+    """The new messages are the previous model call's answer and the tool messages of the
+    calls it asked for, in order, stamped with the run's stamps: a worker that ran those
+    activities makes them itself (``MessageCache.answered``/``called``), another reads them
+    by query; ``messages`` is then empty."""
 
 
 class ShippingError(Exception):
@@ -178,6 +195,9 @@ class Outbox:
         self.messages: list[Message] = []
         """The current request's messages (served by the ``golem.messages`` query)."""
         self._chain: list[str] = [""]  # _chain[i]: digest of messages[:i]
+        self.logged = True
+        """Every request so far shipped its new messages inline or derived: the history
+        holds them all (``RequestLog`` rebuilds them), none was left to a query."""
 
     def ship(
         self,
@@ -186,17 +206,41 @@ class Outbox:
         messages: list[Message],
         stream: bool = False,
         recorded: Collection[str] = (),
+        stamps: Stamps | None = None,
+        derivable: list[Message] | None = None,
     ) -> ModelCallInput:
         """The activity input for a request of ``messages`` (``stream``: publish deltas);
         new contents whose digest is in ``recorded`` (the run's own activity results)
-        travel by reference."""
+        travel by reference; new messages equal to ``derivable`` (the previous answer and
+        its calls' tool messages, stamped) travel as ``derived``."""
         same = _common_prefix(self.messages, messages)  # checked, not assumed append-only
+        appended = same == len(self.messages)  # the cache that served the last call can extend
         del self._chain[same + 1 :]
         for message in messages[same:]:
             self._chain.append(chain(self._chain[-1], message))
         self.messages = list(messages)
+        if appended and derivable and messages[same:] == derivable:
+            return ModelCallInput(
+                agent=agent,
+                turn=turn,
+                upto=len(messages),
+                since=same,
+                digest=self._chain[-1],
+                stream=stream,
+                base=self.base,
+                derived=True,
+            )
         new_messages, refs = by_reference(messages[same:], recorded)
         small = sum(message_size(m) for m in new_messages) <= self.inline_bytes
+        self.logged = self.logged and small
+        unstamped = bool(
+            stamps
+            and small
+            and new_messages
+            and all((m.run_id, m.conversation_id) == stamps for m in new_messages)
+        )
+        if unstamped:
+            new_messages = [m.stamped("", "") for m in new_messages]
         return ModelCallInput(
             agent=agent,
             turn=turn,
@@ -204,14 +248,43 @@ class Outbox:
             since=same,
             messages=new_messages if small else [],
             refs=refs if small else {},
-            prefix=self._chain[same],
+            prefix="" if appended else self._chain[same],
             digest=self._chain[-1],
             stream=stream,
             base=self.base,
+            unstamped=unstamped,
+            stamps=stamps if same == 0 else None,
         )
 
     def page(self, query: MessagesQuery) -> MessagesPage:
         return MessagesPage.of(self.messages, query)
+
+
+async def _unreadable(query: MessagesQuery) -> MessagesPage:
+    raise ShippingError("the history does not hold this request: it was read by query")
+
+
+class RequestLog:
+    """A run's model requests rebuilt from its history alone (no worker, no query): each
+    model call's input, fed in history order with what its model and tool activities
+    returned, as a worker that ran them all would have assembled them."""
+
+    def __init__(self) -> None:
+        self._cache = MessageCache()
+        self.last: list[Message] = []
+        """The last request's own messages (its base aside)."""
+
+    async def request(self, call: ModelCallInput) -> None:
+        own = call.model_copy(update={"base": None})
+        self.last = await self._cache.fetch("run", own, _unreadable)
+
+    def answered(self, message: Message) -> None:
+        self._cache.keep(message.content)
+        self._cache.answered("run", message)
+
+    def called(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        self._cache.keep(outcome.content)
+        self._cache.called("run", call, outcome)
 
 
 class MessageCache:
@@ -230,9 +303,13 @@ class MessageCache:
         """Times a cached prefix did not match and was dropped."""
         self.base_queries = 0
         """Query pages asked of conversation workflows for bases."""
-        self._runs: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
+        # Per run: its last request's messages, their digest chain, and the run's own stamps.
+        self._runs: OrderedDict[str, tuple[list[Message], list[str], Stamps | None]] = OrderedDict()
         self._bases: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
         self._contents: OrderedDict[str, str] = OrderedDict()
+        # Per run: the last answer this worker's model call returned, and the outcomes of
+        # the calls it asked for that this worker's tool activities returned.
+        self._answers: OrderedDict[str, tuple[Message, dict[str, ToolOutcome]]] = OrderedDict()
 
     def keep(self, content: str) -> None:
         """Remember a content an activity on this worker returned (the next model call of
@@ -243,6 +320,30 @@ class MessageCache:
             self._contents.move_to_end(key)
             while len(self._contents) > self.max_runs * 16:
                 self._contents.popitem(last=False)
+
+    def answered(self, run: str, message: Message) -> None:
+        """Remember the answer a model call of ``run`` returned on this worker."""
+        self._answers.pop(run, None)
+        self._answers[run] = (message, {})
+        while len(self._answers) > self.max_runs:
+            self._answers.popitem(last=False)
+
+    def called(self, run: str, call: ToolCall, outcome: ToolOutcome) -> None:
+        """Remember the outcome of a call of ``run``'s last answer, run on this worker."""
+        answer = self._answers.get(run)
+        if answer is not None and any(c.id == call.id for c in answer[0].tool_calls):
+            answer[1][call.id] = outcome
+
+    def _derive(self, run: str, stamps: Stamps) -> list[Message] | None:
+        """The answer and its calls' tool messages, or None if this worker lacks one."""
+        answer = self._answers.get(run)
+        if answer is None:
+            return None
+        message, outcomes = answer
+        if any(c.id not in outcomes for c in message.tool_calls):
+            return None
+        tools = [tool_message(c, outcomes[c.id]) for c in message.tool_calls]
+        return [m.stamped(*stamps) for m in (message, *tools)]
 
     async def fetch(
         self, run: str, call: ModelCallInput, pager: Pager, base_pager: Pager | None = None
@@ -281,34 +382,67 @@ class MessageCache:
         return messages[: base.count]
 
     async def _own(self, run: str, call: ModelCallInput, pager: Pager) -> list[Message]:
-        messages, digests = self._runs.pop(run, ([], [""]))
-        if len(digests) > call.since and digests[call.since] == call.prefix:
-            del messages[call.since :], digests[call.since + 1 :]
-        else:
-            if len(digests) > 1:
-                self.refetches += 1
-            messages, digests = [], [""]
-        added: list[Message] | None = None
-        if call.messages and len(messages) == call.since:
-            try:
-                added = filled(list(call.messages), call.refs, self._contents)
-            except KeyError:
-                added = None  # another worker ran that activity: read by query
-        if added is None:
-            added = await read_pages(self._counting(pager), len(messages), call.upto)
-        for message in added:
-            digests.append(chain(digests[-1], message))
-        messages.extend(added)
+        cached = self._runs.pop(run, ([], [""], None))
+        messages, digests, stamps = await self._assemble(run, call, pager, *cached)
+        if digests[-1] != call.digest and (cached[0] or call.messages or call.derived):
+            # What this worker held or was sent did not add up (a stale list of the same
+            # length, another run's stamps): read the whole request anew.
+            self.refetches += 1
+            messages, digests, stamps = await self._assemble(run, call, pager, [], [""], None)
         if len(messages) != call.upto or digests[-1] != call.digest:
             raise ShippingError(
                 f"run {run}: the {len(messages)} messages assembled for turn {call.turn} "
                 f"do not match the {call.upto} the workflow sent (digest {digests[-1]} "
                 f"!= {call.digest})"
             )
-        self._runs[run] = (messages, digests)
+        self._runs[run] = (messages, digests, stamps)
         while len(self._runs) > self.max_runs:
             self._runs.popitem(last=False)
         return list(messages)
+
+    async def _assemble(
+        self,
+        run: str,
+        call: ModelCallInput,
+        pager: Pager,
+        messages: list[Message],
+        digests: list[str],
+        stamps: Stamps | None,
+    ) -> tuple[list[Message], list[str], Stamps | None]:
+        """The request's messages from a cached list (kept up to ``call.since`` when it
+        matches), the call's inline messages, or the workflow's query."""
+        # No prefix on a call that extends its previous request: a list of that length will do
+        # (the final digest still decides).
+        if call.prefix or call.since == 0:
+            fits = len(digests) > call.since and digests[call.since] == call.prefix
+        else:
+            fits = len(digests) == call.since + 1
+        if fits:
+            messages, digests = messages[: call.since], digests[: call.since + 1]
+        else:
+            if len(digests) > 1:
+                self.refetches += 1
+            messages, digests, stamps = [], [""], None
+        stamps = call.stamps or stamps
+        added: list[Message] | None = None
+        if call.derived and len(messages) == call.since and stamps is not None:
+            added = self._derive(run, stamps)
+        if call.messages and len(messages) == call.since:
+            try:
+                added = filled(list(call.messages), call.refs, self._contents)
+            except KeyError:
+                added = None  # another worker ran that activity: read by query
+            if added is not None and call.unstamped:
+                # No stamps known (this worker missed the run's first call): read by query.
+                added = None if stamps is None else [m.stamped(*stamps) for m in added]
+        if added is None:
+            added = await read_pages(self._counting(pager), len(messages), call.upto)
+            # The new messages are the run's own: learn its stamps.
+            if (call.unstamped or call.derived) and added:
+                stamps = (added[-1].run_id, added[-1].conversation_id)
+        for message in added:
+            digests.append(chain(digests[-1], message))
+        return [*messages, *added], digests, stamps
 
     def _counting(self, pager: Pager, base: bool = False) -> Pager:
         async def ask(query: MessagesQuery) -> MessagesPage:
