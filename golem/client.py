@@ -547,7 +547,10 @@ class DurableConversation(Generic[OutputT]):
         handle = self.agent.client.get_workflow_handle(run_id)
         adapter = self.agent.output_adapter
         validate = adapter.validate_python if adapter is not None else None
-        result: Result[OutputT] = await decode_result(out.run, history, _pager(handle), validate)
+        pager = _pager(handle)
+        if out.count:  # the turn's messages: from the transcript, which holds them already
+            pager = _shifted(self._pager(), out.start)
+        result: Result[OutputT] = await decode_result(out.run, history, pager, validate)
         if not result.paused:  # a paused turn is not in the transcript yet
             self._messages = result.messages
         return result
@@ -810,6 +813,17 @@ async def conversation_runs(client: Client, conversation_id: str) -> list[str]:
     continue-as-new, read from its history (no worker needed)."""
     histories = _histories(client)
     return await histories.runs(await histories.transcript(conversation_id))
+
+
+def _shifted(pager: Pager, start: int) -> Pager:
+    """``pager`` read from ``start`` on, as if that were its beginning."""
+
+    async def page(query: MessagesQuery) -> MessagesPage:
+        upto = query.upto + start if query.upto else 0
+        served = await pager(MessagesQuery(since=query.since + start, upto=upto))
+        return MessagesPage(messages=served.messages, next=served.next - start)
+
+    return page
 
 
 def _histories(client: Client) -> HistoryReader:

@@ -427,3 +427,23 @@ async def test_runs_read_back_whole_a_turn_with_its_base_and_a_run_without_a_wor
     ]
     result_bytes = completed[0].workflow_execution_completed_event_attributes.result.ByteSize()
     assert result_bytes < 2040  # the 2 KB tool result is not recorded a second time
+
+
+async def test_a_turns_update_result_leaves_its_messages_to_the_transcript(
+    temporal_client: Client,
+) -> None:
+    agent, _ = paging_agent("slim")
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        first = await conv.send("page 1")
+        other = await DurableAgent(temporal_client, agent, task_queue=tq).conversation(conv.id)
+        second = await other.send("page 2")  # a handle that has seen nothing yet
+        transcript = await conv.messages()
+    assert second.messages == transcript and first.messages == transcript[:4]
+    assert [m.content[:8] for m in transcript if m.role == "tool"] == ["00000001", "00000002"]
+    completed = [
+        e.workflow_execution_update_completed_event_attributes.outcome.success.ByteSize()
+        async for e in temporal_client.get_workflow_handle(conv.id).fetch_history_events()
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED
+    ]
+    assert len(completed) == 2 and max(completed) < 1024  # not the 2 KB tool result again

@@ -70,6 +70,8 @@ WAITING = "GolemApprovalsWaiting"
 #: Patch: a failed turn's evidence is repaired by the conversation, and the transcript may
 #: cross continue-as-new by reference (runs recorded before it replay unchanged).
 SEGMENTS_PATCH = "golem-transcript-segments"
+#: Patch: a completed turn's update result leaves its messages to the transcript.
+SLIM_PATCH = "golem-slim-turns"
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,9 @@ class TurnOutput(_Payload):
     run: AgentRunOutput
     start: int
     """Where the run's messages begin in the transcript (its length before the turn)."""
+    count: int = 0
+    """When non-zero: the run's messages are not carried here (the transcript has them,
+    ``[start, start + count)``; the child's result and history do too)."""
 
 
 class ConversationSummary(_Payload):
@@ -392,7 +397,17 @@ class ConversationWorkflow:
                 non_retryable=True,
             )
         self._details()
-        return TurnOutput(run=output, start=start)
+        snapshot = output.snapshot
+        if not (workflow.patched(SLIM_PATCH) and snapshot.based and snapshot.base is None):
+            return TurnOutput(run=output, start=start)
+        # Recorded once more here it would be the turn's fourth copy (the tool's result, the
+        # child's result, its completion here): the client reads it from the transcript. A
+        # client that predates ``count`` reads the child's pages, as for a paged result.
+        count = len(snapshot.added)
+        slim = snapshot.model_copy(update={"added": [], "refs": {}, "paged": count})
+        return TurnOutput(
+            run=output.model_copy(update={"snapshot": slim}), start=start, count=count
+        )
 
     def _details(self) -> None:
         waiting = self._waiting
