@@ -85,7 +85,7 @@ class RunLoop:
         state.commit()
         state.instructions = await prepare.instructions(agent, executor, self._ctx())
         if inputs.prompt is not None or inputs.parts:
-            state.add(Message.user(inputs.prompt or "", inputs.parts))
+            state.add(prepare.prompt(inputs.prompt, inputs.parts))
 
         decoder = Decoder(agent.output_adapter, agent.output_retries)
         while True:

@@ -218,3 +218,23 @@ async def test_a_run_without_a_prompt_continues_the_history_as_is(runner: Runner
 
     assert model.requests[0].messages == history
     assert result.output == "b"
+
+
+@pytest.mark.parametrize(
+    ("part", "problem"),
+    [
+        (Part(kind="hologram", url="https://example.com/h"), "unknown kind 'hologram'"),
+        (Part(kind="image"), "needs exactly one of url or data"),
+    ],
+)
+async def test_a_malformed_prompt_part_fails_the_run_before_any_model_call(
+    runner: Runner, part: Part, problem: str
+) -> None:
+    agent, model = scripted([Message.assistant("never")])
+
+    with pytest.raises(RunError) as failed:
+        await runner(agent, "look", parts=[part])
+
+    assert failed.value.stage == "history"
+    assert "prompt" in failed.value.detail and problem in failed.value.detail
+    assert model.requests == []

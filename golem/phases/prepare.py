@@ -9,7 +9,7 @@ from typing import Any
 
 from golem.executor import Executor
 from golem.history.repair import normalize_history
-from golem.messages import HistoryError, Message, ToolCall, validate_history
+from golem.messages import HistoryError, Message, Part, ToolCall, validate_history
 from golem.phases import Stop
 from golem.run_state import AgentSpec, RunInput
 from golem.tools import RunContext
@@ -20,6 +20,7 @@ __all__ = [
     "instructions",
     "plan_approvals",
     "process_history",
+    "prompt",
     "repaired",
     "resolve_conversation_id",
 ]
@@ -55,6 +56,16 @@ async def process_history(
     except HistoryError as exc:
         raise Stop("history", str(exc)) from exc
     return history
+
+
+def prompt(text: str | None, parts: list[Part]) -> Message:
+    """The prompt's user message, checked as history is (a malformed part names itself)."""
+    message = Message.user(text or "", parts)
+    try:
+        validate_history([message])
+    except HistoryError as exc:
+        raise Stop("history", f"the prompt is malformed: {exc}") from exc
+    return message
 
 
 def repaired(messages: list[Message]) -> list[Message]:
