@@ -562,8 +562,10 @@ class DurableConversation(Generic[OutputT]):
 
     async def runs(self) -> list[str]:
         """The run id of every turn, in order, across continue-as-new (read from the
-        conversation's history: no worker needed)."""
-        return await conversation_runs(self.agent.client, self.id)
+        conversation's history: no worker needed; earlier workflow runs are read once per
+        handle)."""
+        histories = self._histories
+        return await histories.runs(await histories.transcript(self.id))
 
     async def fork(self, at_run_id: str | None = None) -> DurableConversation[OutputT]:
         """A new conversation that continues this one from the end of run ``at_run_id``
