@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
@@ -40,6 +40,7 @@ from golem.strict_json import loads_strict
 from golem.tools import ToolOutcome, validation_problems
 from golem.worker.converter import golem_data_converter
 from golem.workflows.agent_run import AgentRunWorkflow
+from golem.workflows.approvals import CANNOT_PAUSE
 from golem.workflows.conversation import (
     CLOSED,
     CONTINUING,
@@ -109,6 +110,10 @@ class RunIdInUseError(ValueError):
     """A run by that id exists already (running or closed): a run id names one run, ever."""
 
 
+class _CannotPause(Exception):
+    """The worker refused ``golem.outcome``: the run's agent never pauses."""
+
+
 class ConversationClosedError(RuntimeError):
     """The conversation was closed: nothing more can be sent to it (fork it to go on)."""
 
@@ -126,13 +131,21 @@ class DurableRun(Generic[OutputT]):
     """The agent has tools that need approval (or is unknown here): the run may wait."""
     converter: DataConverter | None = field(default=None, repr=False)
     """The client's data converter: reads what the run's activities recorded."""
+    on_cannot_pause: Callable[[], None] | None = field(default=None, repr=False)
+    """Called when the worker says the run's agent never pauses."""
 
     async def result(self, *, final: bool = False) -> Result[OutputT]:
         """The run's ``Result`` once it ends, or once it waits for approvals (then
         ``pending_approvals`` is set; answer with ``approve``). ``final=True`` waits through
         any approvals (and an approval timeout) for the end."""
         if self.may_pause and not final:
-            paused = await self._paused("golem.outcome")
+            try:
+                paused = await self._paused("golem.outcome")
+            except _CannotPause:
+                self.may_pause = False
+                if self.on_cannot_pause is not None:
+                    self.on_cannot_pause()
+                paused = None
             if paused is not None:
                 return paused
         return await self._final()
@@ -151,6 +164,8 @@ class DurableRun(Generic[OutputT]):
             cause = exc.cause
             if isinstance(cause, ApplicationError) and cause.type == "GolemNotPaused":
                 raise ValueError(cause.message) from None
+            if isinstance(cause, ApplicationError) and cause.type == CANNOT_PAUSE:
+                raise _CannotPause from None
             await self._ended(update, exc)
             return None  # the run ended (failed) while the update waited: read its result
         except RPCError as exc:
@@ -212,6 +227,11 @@ class DurableAgent(Generic[OutputT]):
             tool.requires_approval for tool in agent.tools.values()
         )
 
+    def _never_pauses(self) -> None:
+        """The worker says this agent has no tool that needs approval: later runs skip the
+        outcome update."""
+        self.may_pause = False
+
     async def start(
         self,
         prompt: str | None = None,
@@ -272,6 +292,7 @@ class DurableAgent(Generic[OutputT]):
             self.output_adapter,
             self.may_pause,
             self.client.data_converter,
+            self._never_pauses,
         )
 
     async def _start(
@@ -358,6 +379,7 @@ class DurableAgent(Generic[OutputT]):
             self.output_adapter,
             self.may_pause,
             self.client.data_converter,
+            self._never_pauses,
         )
 
     async def conversation(

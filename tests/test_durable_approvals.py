@@ -160,3 +160,29 @@ async def test_a_conversation_turn_waits_for_approvals_and_approve_finishes_it(
     assert done.output == "moved 5 | balance 100" and executed == [5]
     assert transcript == done.messages
     assert [m.role for m in transcript] == ["user", "assistant", "tool", "tool", "assistant"]
+
+
+async def updates_accepted(client: Client, run_id: str) -> int:
+    events = [e async for e in client.get_workflow_handle(run_id).fetch_history_events()]
+    kind = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+    return sum(1 for e in events if e.event_type == kind)
+
+
+async def test_an_agent_known_by_name_records_no_outcome_update_unless_it_can_pause(
+    temporal_client: Client,
+) -> None:
+    """A client that has only the agent's name cannot tell whether a run may wait for an
+    approval; the worker can, and refuses the outcome update (nothing recorded) when not."""
+    plain = Agent(FunctionModel(lambda m, t: Message.assistant("hello")), name="plain")
+    payer = transfer_agent([])
+    task_queue = f"approve-{uuid.uuid4().hex[:12]}"
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(plain, payer)]):
+        by_name = DurableAgent(temporal_client, "plain", task_queue=task_queue)
+        first = await by_name.run("hi")
+        second = await by_name.run("again")
+        paused = await DurableAgent(temporal_client, payer.name, task_queue=task_queue).run("pay")
+    assert first.output == second.output == "hello"
+    assert await updates_accepted(temporal_client, first.run_id) == 0
+    assert await updates_accepted(temporal_client, second.run_id) == 0
+    assert by_name.may_pause is False  # learnt from the first run: the second asked nothing
+    assert paused.pending_approvals and paused.pending_approvals[0].name == "transfer"

@@ -43,8 +43,8 @@ with workflow.unsafe.imports_passed_through():
         tool_message,
         validation_problems,
     )
-    from golem.workflows import registry
-    from golem.workflows.approvals import ApprovalGate
+    from golem.workflows import lineage, registry
+    from golem.workflows.approvals import CANNOT_PAUSE, ApprovalGate
     from golem.workflows.outcome import (
         FAILURE_MEMO,
         RUN_ERROR,
@@ -428,6 +428,23 @@ class AgentRunWorkflow:
         await workflow.wait_condition(lambda: self._gate is not None)
         assert self._gate is not None
         return await self._gate.outcome()
+
+    @outcome.validator
+    def _check_outcome(self) -> None:
+        # The client may know the agent by name only: tell it, before anything is recorded,
+        # that this run can never pause (an unknown agent is the run's to report).
+        info = workflow.info()
+        name = info.typed_search_attributes.get(lineage.AGENT)
+        try:
+            agent = registry.lookup(info.task_queue, name) if name else None
+        except LookupError:
+            return
+        if agent is not None and not any(t.requires_approval for t in agent.tools.values()):
+            raise ApplicationError(
+                f"agent {name!r} has no tool that needs approval: its runs never pause",
+                type=CANNOT_PAUSE,
+                non_retryable=True,
+            )
 
     @workflow.update(name="golem.approve")
     async def approve(self, decisions: dict[str, bool]) -> AgentRunOutput | None:

@@ -8,7 +8,9 @@ When the loop meets calls that need approval it asks the executor, which waits h
 never refused for want of one) and hands them to the gate:
 
 - update ``golem.outcome``: returns once the run pauses (its paused ``AgentRunOutput``) or
-  ends (``None``: read the workflow's result). ``DurableRun.result`` uses it.
+  ends (``None``: read the workflow's result). ``DurableRun.result`` uses it. Its
+  validator refuses it (``CANNOT_PAUSE``, nothing recorded) when the agent has no tool
+  that needs approval, so a client that knows the agent only by name learns it.
 - update ``golem.approve`` (``{call_id: approved}``): records decisions, then returns like
   ``golem.outcome`` once the run pauses again or ends. Its validator refuses decisions
   when nothing is pending or for calls that are not, before anything is recorded.
@@ -32,10 +34,13 @@ with workflow.unsafe.imports_passed_through():
     from golem.messages import ToolCall
     from golem.workflows.outcome import AgentRunOutput
 
-__all__ = ["PAUSED_SIGNAL", "ApprovalGate", "PausedRun"]
+__all__ = ["CANNOT_PAUSE", "PAUSED_SIGNAL", "ApprovalGate", "PausedRun"]
 
 #: Signal a run sends its parent (a conversation) when it starts waiting for approvals.
 PAUSED_SIGNAL = "golem.paused"
+#: ``ApplicationError.type`` of a ``golem.outcome`` update refused (nothing recorded)
+#: because the run's agent has no tool that needs approval: read the result instead.
+CANNOT_PAUSE = "GolemCannotPause"
 
 
 class PausedRun(AgentRunOutput):
