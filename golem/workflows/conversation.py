@@ -150,16 +150,14 @@ class ConversationWorkflow:
             return self._summary()
         info = workflow.info()
         transcript = self._transcript
-        if workflow.patched(SEGMENTS_PATCH):
-            carried = transcript.carry(info.workflow_id, info.run_id, self._by_reference())
-        else:  # recorded before the transcript could be carried by reference
-            carried = {"messages": transcript.messages(), "runs": transcript.runs}
+        # Runs recorded before the transcript could go by reference carry it by value.
+        by_reference = workflow.patched(SEGMENTS_PATCH) and self._by_reference()
         workflow.continue_as_new(
             ConversationInput(
                 agent=self._agent,
                 parent_run_id=transcript.parent_run_id,
                 turns_per_run=self._turns_per_run,
-                **carried,
+                **transcript.carry(info.workflow_id, info.run_id, by_reference),
             )
         )
 

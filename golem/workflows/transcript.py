@@ -216,7 +216,8 @@ class Transcript:
         transcript; this is workflow run ``run_id``): the segments holding the first ``cut``
         of them, and ``cut`` (what is clean; the rest goes by value)."""
         cut = min(end, self.clean)
-        digest = chain_all(messages[:cut])[-1]
+        own = cut - self.offset  # the digest is at hand for what this run holds
+        digest = self.chain[own] if own >= 0 else chain_all(messages[:cut])[-1]
         held: list[Segment] = []
         for segment in self.earlier:
             if segment.start >= cut:
