@@ -891,6 +891,12 @@ def run_command(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(COMMANDS[args.command](args))
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader stopped reading (`golem show RUN | head`): nothing to say, and nowhere
+        # to say it; the shell's code for SIGPIPE.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except SystemExit as exc:
         if isinstance(exc.code, str):
             print(f"golem {args.command}: {exc.code}", file=sys.stderr)

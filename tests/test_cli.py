@@ -604,6 +604,17 @@ async def test_flags_are_consistent_documented_and_show_their_defaults() -> None
     assert "(default: 7233)" in dev_help and "(default: error)" in dev_help
 
 
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def show(args: object) -> int:
+        raise BrokenPipeError(32, "Broken pipe")  # `golem show RUN | head -3`
+
+    monkeypatch.setitem(cli.COMMANDS, "show", show)
+    assert cli.run_command(["show", "some-run"]) == 141  # as a shell reports SIGPIPE
+    assert capsys.readouterr().err == ""
+
+
 def test_worker_refuses_what_is_not_an_agent() -> None:
     with pytest.raises(SystemExit, match="cli_agents:not_an_agent is a str, not a golem Agent"):
         cli.load_agent("cli_agents:not_an_agent")
