@@ -40,7 +40,6 @@ with workflow.unsafe.imports_passed_through():
         RunContext,
         ToolOutcome,
         ToolOutcomeUnknown,
-        tool_message,
         validation_problems,
     )
     from golem.workflows import lineage, registry
@@ -55,7 +54,7 @@ with workflow.unsafe.imports_passed_through():
         failure_error,
     )
     from golem.workflows.pages import MessagesPage, MessagesQuery
-    from golem.workflows.shipping import REF_BYTES, HistoryBase, Outbox, content_digest
+    from golem.workflows.shipping import REF_BYTES, HistoryBase, Outbox, content_digest, derived
     from golem.workflows.streams import RunStreamHost
     from golem.workflows.types import AgentRunInput, PrepareInput, ToolCallInput
 
@@ -206,10 +205,9 @@ class TemporalExecutor:
 
     def _derivable(self, ctx: RunContext[Any]) -> list[Message] | None:
         """The messages the last answer and its calls' outcomes make, as the loop makes them."""
-        if self._answer is None or any(c.id not in self._outcomes for c in self._answer.tool_calls):
+        if self._answer is None:
             return None
-        tools = [tool_message(c, self._outcomes[c.id]) for c in self._answer.tool_calls]
-        return [m.stamped(ctx.run_id, ctx.conversation_id) for m in (self._answer, *tools)]
+        return derived(self._answer, self._outcomes, (ctx.run_id, ctx.conversation_id))
 
     def logged(self, messages: list[Message]) -> int:
         """How many leading ``messages`` the run's history holds: its last model request

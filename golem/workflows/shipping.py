@@ -46,6 +46,7 @@ __all__ = [
     "chain",
     "chain_all",
     "content_digest",
+    "derived",
     "filled",
     "with_base",
 ]
@@ -140,6 +141,18 @@ def _common_prefix(old: list[Message], new: list[Message]) -> int:
             return index
         start = index + 1  # equal but rebuilt (the system message is, every turn)
     return n
+
+
+def derived(
+    answer: Message, outcomes: Mapping[str, ToolOutcome], stamps: Stamps
+) -> list[Message] | None:
+    """A model answer and its calls' tool messages as the loop makes them, stamped
+    (``None`` while a call has no outcome): the workflow and a worker that ran those
+    activities build the same ``derived`` messages with it."""
+    if any(c.id not in outcomes for c in answer.tool_calls):
+        return None
+    tools = [tool_message(c, outcomes[c.id]) for c in answer.tool_calls]
+    return [m.stamped(*stamps) for m in (answer, *tools)]
 
 
 class ModelCallInput(BaseModel):
@@ -337,13 +350,7 @@ class MessageCache:
     def _derive(self, run: str, stamps: Stamps) -> list[Message] | None:
         """The answer and its calls' tool messages, or None if this worker lacks one."""
         answer = self._answers.get(run)
-        if answer is None:
-            return None
-        message, outcomes = answer
-        if any(c.id not in outcomes for c in message.tool_calls):
-            return None
-        tools = [tool_message(c, outcomes[c.id]) for c in message.tool_calls]
-        return [m.stamped(*stamps) for m in (message, *tools)]
+        return derived(*answer, stamps) if answer is not None else None
 
     async def fetch(
         self, run: str, call: ModelCallInput, pager: Pager, base_pager: Pager | None = None
