@@ -61,11 +61,11 @@ from golem.messages import HistoryError, Message, ToolCall, dump_messages, load_
 from golem.results import Result, RunError
 from golem.streaming import write_text
 from golem.testing import DEV_SERVER_ARGS, temporal_cli
+from golem.wire import ShippingError
 from golem.worker import GolemPlugin, golem_converter
 from golem.worker.logs import configure_logging
 from golem.workflows.agent_run import OUTCOME_MEMO, AgentRunWorkflow
 from golem.workflows.conversation import ConversationWorkflow
-from golem.workflows.shipping import ShippingError
 
 __all__ = [
     "CliError",

@@ -33,11 +33,28 @@ from golem.agent import Agent
 from golem.ids import new_id
 from golem.loop import RunInput, resolve_conversation_id
 from golem.messages import HistoryError, Message, Part, validate_history
-from golem.models.base import ModelResponse
+from golem.records import (
+    RunHistory,
+    UnknownAgentError,
+    decode_failure,
+    decode_result,
+    run_sources,
+)
 from golem.results import PartialResult, Result, RunError
 from golem.streaming import DurableRunStream
 from golem.strict_json import loads_strict
-from golem.tools import ToolOutcome, validation_problems
+from golem.tools import validation_problems
+from golem.wire import (
+    AgentRunInput,
+    InTranscript,
+    MessagesPage,
+    MessagesQuery,
+    Pager,
+    Sources,
+    chain_all,
+    message_size,
+    read_pages,
+)
 from golem.worker.converter import golem_data_converter
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.approvals import CANNOT_PAUSE
@@ -60,28 +77,9 @@ from golem.workflows.lineage import (
     run_search_attributes,
     summary,
 )
-from golem.workflows.outcome import (
-    FAILURE_MEMO,
-    Logged,
-    Recorded,
-    UnknownAgentError,
-    content_digest,
-    decode_failure,
-    decode_result,
-    run_failure,
-)
-from golem.workflows.pages import (
-    MessagesPage,
-    MessagesQuery,
-    Pager,
-    message_size,
-    read_pages,
-    with_segments,
-)
 from golem.workflows.registry import UNKNOWN_AGENT
-from golem.workflows.shipping import ModelCallInput, RequestLog, ShippingError, chain_all
-from golem.workflows.transcript import CARRY_BYTES, HistoryReader
-from golem.workflows.types import AgentRunInput, ToolCallInput
+from golem.workflows.report import FAILURE_MEMO, run_failure
+from golem.workflows.transcript import CARRY_BYTES, HistoryReader, with_segments
 
 __all__ = [
     "AGENT",
@@ -133,6 +131,18 @@ class DurableRun(Generic[OutputT]):
     """The client's data converter: reads what the run's activities recorded."""
     on_cannot_pause: Callable[[], None] | None = field(default=None, repr=False)
     """Called when the worker says the run's agent never pauses."""
+    based: bool = field(default=False, repr=False)
+    """``history`` came by reference (a conversation's turn): the run holds only its own."""
+
+    def _sources(self) -> Sources:
+        converter = self.converter or DataConverter.default
+        handle = self.handle
+
+        async def load() -> RunHistory:
+            return await RunHistory.read(handle.fetch_history_events(), converter)
+
+        given, lead = ([], self.history) if self.based else (self.history, [])
+        return run_sources(self.run_id, given, lead, _pager(handle), load)
 
     async def result(self, *, final: bool = False) -> Result[OutputT]:
         """The run's ``Result`` once it ends, or once it waits for approvals (then
@@ -186,16 +196,13 @@ class DurableRun(Generic[OutputT]):
         try:
             output = await self.handle.result()
         except WorkflowFailureError as exc:
-            raise await _run_error(exc, self.handle, self.history) from exc
+            raise await _run_error(exc, self.handle, self._sources()) from exc
         return await self._decode(output)
 
     async def _decode(self, raw: Any) -> Result[OutputT]:
         adapter = self.output_adapter
         validate = adapter.validate_python if adapter is not None else None
-        recorded, logged = _recorded(self.converter or DataConverter.default, self.handle)
-        return await decode_result(
-            raw, self.history, _pager(self.handle), validate, recorded, logged
-        )
+        return await decode_result(raw, self._sources(), validate)
 
     async def cancel(self) -> None:
         """Ask the run to stop; ``result()`` then raises a ``RunError`` (stage ``canceled``)."""
@@ -370,7 +377,7 @@ class DurableAgent(Generic[OutputT]):
         handle = self.client.get_workflow_handle(run_id)
         description = await handle.describe()
         conversation_id = description.typed_search_attributes.get(CONVERSATION_ID) or ""
-        history = await _input_history(self.client, handle)
+        history, based = await _input(self.client, handle)
         return DurableRun(
             run_id,
             conversation_id,
@@ -380,6 +387,7 @@ class DurableAgent(Generic[OutputT]):
             self.may_pause,
             self.client.data_converter,
             self._never_pauses,
+            based,
         )
 
     async def conversation(
@@ -499,7 +507,9 @@ class DurableConversation(Generic[OutputT]):
             if not await _started(child, sent[0], self.id):
                 await self._finish(sent[0], run_id)  # raises the refusal, as send would
             agent = self.agent
-            return DurableRun(run_id, self.id, child, [], agent.output_adapter, agent.may_pause)
+            return DurableRun(
+                run_id, self.id, child, [], agent.output_adapter, agent.may_pause, based=True
+            )
 
         async def outcome() -> Result[OutputT]:
             return await self._finish(sent[0], run_id)
@@ -509,7 +519,7 @@ class DurableConversation(Generic[OutputT]):
                 out: TurnOutput | None = await asyncio.shield(sent[0])
             except Exception:
                 out = None  # the turn failed: its run has ended, and so does its stream
-            if out is None or not out.run.pending_approvals:
+            if out is None or out.run.kind != "paused":
                 await asyncio.Event().wait()  # the run ended: its stream ends by itself
 
         return DurableRunStream(
@@ -562,17 +572,17 @@ class DurableConversation(Generic[OutputT]):
             raise await self._turn_error(exc, "") from exc
         except RPCError as exc:
             raise await self._closed_or(exc) from exc
-        return await self._turn_result(out, out.run.snapshot.run_id)
+        return await self._turn_result(out, out.run.run_id)
 
     async def _turn_result(self, out: TurnOutput, run_id: str) -> Result[OutputT]:
         history = await self._transcript(out.start)
         handle = self.agent.client.get_workflow_handle(run_id)
         adapter = self.agent.output_adapter
         validate = adapter.validate_python if adapter is not None else None
-        pager = _pager(handle)
-        if out.count:  # the turn's messages: from the transcript, which holds them already
-            pager = _shifted(self._pager(), out.start)
-        result: Result[OutputT] = await decode_result(out.run, history, pager, validate)
+        based = out.based or isinstance(out.run.messages, InTranscript)
+        given, lead = ([], history) if based else (history, [])
+        sources = Sources(given=given, lead=lead, pages=_pager(handle), transcript=self._pager())
+        result: Result[OutputT] = await decode_result(out.run, sources, validate)
         if not result.paused:  # a paused turn is not in the transcript yet
             self._messages = result.messages
         return result
@@ -647,13 +657,13 @@ class DurableConversation(Generic[OutputT]):
         details = run_failure(cause)
         if details is not None:
             partial = None
-            if details.partial is not None:
+            if details.evidence is not None:
                 # The conversation appended the evidence before it refused the turn.
-                rid = run_id or details.partial.run_id
+                rid = run_id or details.evidence.run_id
                 transcript = await read_pages(self._pager())
                 self._messages = transcript
                 ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == rid]
-                partial = details.partial.to_partial(transcript[: ends[-1] if ends else None])
+                partial = details.evidence.partial(transcript[: ends[-1] if ends else None])
             else:
                 self._messages = None
             return RunError(details.stage, details.message, partial)
@@ -697,90 +707,30 @@ async def fetch_run(client: Client, run_id: str, *, base: bool = True) -> RunRec
     handle = client.get_workflow_handle(run_id)
     description = await handle.describe()
     status = description.status.name.lower() if description.status else "unknown"
-    history, based = await _input(client, handle, base)
+    # One pass over the run's history: its input, its activities' results, its requests.
+    history = await RunHistory.read(handle.fetch_history_events(), client.data_converter)
+    input = history.input
+    given = list(input.run.history) if input is not None else []
+    lead: list[Message] = []
+    if input is not None and input.base is not None and base:
+        lead = await _base_messages(client, input, run_id)
+
+    async def load() -> RunHistory:
+        return history
+
+    sources = run_sources(run_id, given, lead, _pager(handle), load)
     if description.status == WorkflowExecutionStatus.RUNNING:
-        own = await read_pages(_pager(handle))
-        return RunRecord(run_id, status, [*history, *own] if based else own)
+        return RunRecord(run_id, status, [*lead, *await read_pages(_pager(handle))])
     try:
         raw = await handle.result()
     except WorkflowFailureError as exc:
-        error = await _run_error(exc, handle, history)
+        error = await _run_error(exc, handle, sources)
         partial = error.partial if isinstance(error, RunError) else None
-        return RunRecord(run_id, status, partial.messages if partial else history, error=error)
-    recorded, logged = _recorded(client.data_converter, handle)
-    result = await decode_result(raw, history, _pager(handle), recorded=recorded, logged=logged)
+        return RunRecord(
+            run_id, status, partial.messages if partial else [*lead, *given], error=error
+        )
+    result = await decode_result(raw, sources)
     return RunRecord(run_id, status, result.messages, output=result.output)
-
-
-def _recorded(
-    converter: DataConverter, handle: WorkflowHandle[Any, Any]
-) -> tuple[Recorded, Logged]:
-    """Reads what a run's model and tool activities recorded, from its history (no worker
-    needed, read once): the contents its result names by reference, and its last model
-    request rebuilt (``RequestLog``), which its result may leave out."""
-    read: list[tuple[dict[str, str], list[Message] | None]] = []
-
-    async def load() -> tuple[dict[str, str], list[Message] | None]:
-        if not read:
-            read.append(await _read_activities(converter, handle))
-        return read[0]
-
-    async def contents() -> dict[str, str]:
-        return (await load())[0]
-
-    async def last_request() -> list[Message]:
-        request = (await load())[1]
-        if request is None:
-            raise LookupError(f"run {handle.id}: its history does not hold its model requests")
-        return request
-
-    return contents, last_request
-
-
-async def _read_activities(
-    converter: DataConverter, handle: WorkflowHandle[Any, Any]
-) -> tuple[dict[str, str], list[Message] | None]:
-    kinds: dict[str, type[Any]] = {"golem.model_request": ModelResponse, "golem.tool": ToolOutcome}
-    scheduled: dict[int, Any] = {}  # event id -> the activity's decoded input
-    contents: dict[str, str] = {}
-    log: RequestLog | None = RequestLog()
-    async for event in handle.fetch_history_events():
-        if event.HasField("activity_task_scheduled_event_attributes"):
-            attrs = event.activity_task_scheduled_event_attributes
-            kind = attrs.activity_type.name
-            if kind not in kinds:
-                continue
-            # The client's converter, so an encrypted payload is decrypted first.
-            given = ModelCallInput if kind == "golem.model_request" else ToolCallInput
-            [value] = await converter.decode(list(attrs.input.payloads), [given])
-            scheduled[event.event_id] = value
-            if log is not None and isinstance(value, ModelCallInput):
-                try:
-                    await log.request(value)
-                except (ShippingError, LookupError):
-                    log = None  # a request read by query: only the contents are of use
-        elif event.HasField("activity_task_completed_event_attributes"):
-            completed = event.activity_task_completed_event_attributes
-            given_input = scheduled.get(completed.scheduled_event_id)
-            if given_input is None:
-                continue
-            done = ModelResponse if isinstance(given_input, ModelCallInput) else ToolOutcome
-            [value] = await converter.decode(list(completed.result.payloads), [done])
-            if isinstance(value, ModelResponse):
-                contents[content_digest(value.message.content)] = value.message.content
-                if log is not None:
-                    log.answered(value.message)
-            else:
-                contents[content_digest(value.content)] = value.content
-                if log is not None:
-                    log.called(given_input.call, value)
-    return contents, log.last if log is not None else None
-
-
-async def _input_history(client: Client, handle: WorkflowHandle[Any, Any]) -> list[Message]:
-    """The history a run was started with."""
-    history, _ = await _input(client, handle)
-    return history
 
 
 async def _input(
@@ -794,22 +744,29 @@ async def _input(
         # The client's converter, so an encrypted input is decrypted first.
         payloads = await client.data_converter.decode(list(attrs.input.payloads), [AgentRunInput])
         input: AgentRunInput = payloads[0]
-        base = input.base
-        if base is None:
+        if input.base is None:
             return list(input.run.history), False
         if not read_base:
             return [], True
-        # Read from the conversation's history, not by query: no worker needed.
-        histories = _histories(client)
-        transcript = await histories.transcript(base.conversation)
-        messages = await histories.messages(transcript, 0, base.count) if base.count else []
-        if len(messages) != base.count or chain_all(messages)[-1] != base.digest:
-            raise ValueError(
-                f"conversation {base.conversation} no longer holds the history run "
-                f"{handle.id} was given (its first {base.count} messages changed)"
-            )
-        return messages, True
+        return await _base_messages(client, input, handle.id), True
     return [], False
+
+
+async def _base_messages(client: Client, input: AgentRunInput, run_id: str) -> list[Message]:
+    """The history a conversation's turn got by reference, read from the conversation's
+    history (no worker needed) and checked against its digest."""
+    base = input.base
+    if base is None or not base.count:
+        return []
+    histories = _histories(client)
+    transcript = await histories.transcript(base.conversation)
+    messages = await histories.messages(transcript, 0, base.count)
+    if len(messages) != base.count or chain_all(messages)[-1] != base.digest:
+        raise ValueError(
+            f"conversation {base.conversation} no longer holds the history run "
+            f"{run_id} was given (its first {base.count} messages changed)"
+        )
+    return messages
 
 
 async def _started(
@@ -837,17 +794,6 @@ async def conversation_runs(client: Client, conversation_id: str) -> list[str]:
     continue-as-new, read from its history (no worker needed)."""
     histories = _histories(client)
     return await histories.runs(await histories.transcript(conversation_id))
-
-
-def _shifted(pager: Pager, start: int) -> Pager:
-    """``pager`` read from ``start`` on, as if that were its beginning."""
-
-    async def page(query: MessagesQuery) -> MessagesPage:
-        upto = query.upto + start if query.upto else 0
-        served = await pager(MessagesQuery(since=query.since + start, upto=upto))
-        return MessagesPage(messages=served.messages, next=served.next - start)
-
-    return page
 
 
 def _histories(client: Client) -> HistoryReader:
@@ -902,11 +848,11 @@ def _check_sendable(field: str, value: Any, kind: TypeAdapter[Any] | None = None
 
 
 async def _run_error(
-    exc: WorkflowFailureError, handle: WorkflowHandle[Any, Any], history: list[Message]
+    exc: WorkflowFailureError, handle: WorkflowHandle[Any, Any], sources: Sources
 ) -> Exception:
     """Rebuild the ``RunError`` a failed (or cancelled) workflow carries."""
 
     async def memo() -> Any:
         return await (await handle.describe()).memo_value(FAILURE_MEMO, None)
 
-    return await decode_failure(exc.cause, history, handle.id, memo, _pager(handle))
+    return await decode_failure(exc.cause, sources, handle.id, memo)

@@ -1,10 +1,10 @@
 """golem's activities: a model request, a tool call, and the once-per-run user functions.
 
 The model-request activity does not receive the conversation: its worker's
-``MessageCache`` extends what it has with the input's new messages, or reads them from
-the running workflow through the ``golem.messages`` query, and a conversation turn's
-history from the conversation workflow's ``golem.conversation`` query (see
-golem.workflows.shipping).
+``MessageCache`` (golem.activities.cache) extends what it has with the input's new
+messages, or reads them from the running workflow through the ``golem.messages`` query,
+and a conversation turn's history from the conversation workflow's
+``golem.conversation`` query.
 """
 
 from __future__ import annotations
@@ -21,17 +21,23 @@ from pydantic_core.core_schema import any_schema
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from golem.activities.cache import MessageCache
 from golem.activities.streams import request_or_stream
 from golem.agent import Agent
 from golem.messages import Message
 from golem.models.base import ModelError, ModelRequest, ModelResponse
 from golem.tools import RunContext, ToolOutcome, validation_problems
 from golem.user_functions import UserCodeError, call_user_function, describe
+from golem.wire import (
+    MessagesPage,
+    MessagesQuery,
+    ModelCall,
+    PrepareInput,
+    ShippingError,
+    ToolCallInput,
+)
 from golem.workflows import registry
-from golem.workflows.pages import MessagesPage, MessagesQuery, with_segments
-from golem.workflows.shipping import MessageCache, ModelCallInput, ShippingError
-from golem.workflows.transcript import HistoryReader
-from golem.workflows.types import PrepareInput, ToolCallInput
+from golem.workflows.transcript import HistoryReader, with_segments
 
 __all__ = [
     "BAD_RESULT",
@@ -166,7 +172,7 @@ class ModelActivity:
         self.histories: HistoryReader | None = None  # conversations' earlier workflow runs
 
     @activity.defn(name="golem.model_request")
-    async def model_request(self, input: ModelCallInput) -> ModelResponse:
+    async def model_request(self, input: ModelCall) -> ModelResponse:
         """Send one request to the agent's model; provider retries are the activity's."""
         agent = _agent(input.agent)
         messages = await self._messages(input)
@@ -199,19 +205,17 @@ class ModelActivity:
                 _failure(what, exc), type=type(exc).__name__, non_retryable=True
             ) from exc
         checked = _checked(response, ModelResponse, f"{what} (turn {input.turn})")
-        self.cache.keep(checked.message.content)  # the next call names it by digest
-        self.cache.answered(_run_key(), checked.message)  # ... or makes it itself
+        self.cache.answered(_run_key(), checked.message)  # the next call names it, or derives
         return checked
 
     @activity.defn(name="golem.tool")
     async def call_tool(self, input: ToolCallInput) -> ToolOutcome:
         """Execute one tool call; its worker keeps the content for the next model call."""
         outcome = await _call_tool(input)
-        self.cache.keep(outcome.content)
         self.cache.called(_run_key(), input.call, outcome)
         return outcome
 
-    async def _messages(self, input: ModelCallInput) -> list[Message]:
+    async def _messages(self, input: ModelCall) -> list[Message]:
         """The request's messages: the cache extended by the input, or read by query."""
         info = activity.info()
         handle = activity.client().get_workflow_handle(
@@ -244,11 +248,10 @@ class ModelActivity:
         # What earlier workflow runs of the conversation hold is read from their histories.
         base_pager = with_segments(base_query, self.histories.segment)
 
-        run = f"{info.workflow_id}/{info.workflow_run_id}"
         try:
             if input.base is None:
-                return await self.cache.fetch(run, input, pager)
-            return await self.cache.fetch(run, input, pager, base_pager)
+                return await self.cache.fetch(_run_key(), input, pager)
+            return await self.cache.fetch(_run_key(), input, pager, base_pager)
         except ShippingError as exc:
             raise ApplicationError(str(exc), type=SHIPPING_ERROR, non_retryable=True) from None
         except LookupError as exc:

@@ -23,7 +23,7 @@ from temporalio.contrib.workflow_streams import TopicHandle, WorkflowStreamClien
 from temporalio.service import RPCError
 
 from golem.models.base import Model, ModelError, ModelRequest, ModelResponse, StreamDelta
-from golem.workflows.shipping import ModelCallInput
+from golem.wire import ModelCall
 from golem.workflows.streams import TOPIC, StreamEvent
 
 __all__ = ["BATCH_INTERVAL", "DeltaPublisher", "coalesce", "request_or_stream", "stream_request"]
@@ -142,7 +142,7 @@ async def stream_request(model: Model, request: ModelRequest, turn: int) -> Mode
 
 
 def request_or_stream(
-    model: Model, request: ModelRequest, call: ModelCallInput
+    model: Model, request: ModelRequest, call: ModelCall
 ) -> Awaitable[ModelResponse]:
     """The model call ``call`` asks for: streamed live when its run is (``run_stream``)."""
     if call.stream:

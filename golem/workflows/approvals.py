@@ -7,7 +7,7 @@ When the loop meets calls that need approval it asks the executor, which waits h
 ``AgentRunWorkflow`` declares the handlers (so an update sent right after the start is
 never refused for want of one) and hands them to the gate:
 
-- update ``golem.outcome``: returns once the run pauses (its paused ``AgentRunOutput``) or
+- update ``golem.outcome``: returns once the run pauses (its ``Paused`` outcome) or
   ends (``None``: read the workflow's result). ``DurableRun.result`` uses it. Its
   validator refuses it (``CANNOT_PAUSE``, nothing recorded) when the agent has no tool
   that needs approval, so a client that knows the agent only by name learns it.
@@ -32,9 +32,9 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from golem.messages import ToolCall
-    from golem.workflows.outcome import AgentRunOutput
+    from golem.wire import Paused
 
-__all__ = ["CANNOT_PAUSE", "PAUSED_SIGNAL", "ApprovalGate", "PausedRun"]
+__all__ = ["CANNOT_PAUSE", "PAUSED_SIGNAL", "ApprovalGate"]
 
 #: Signal a run sends its parent (a conversation) when it starts waiting for approvals.
 PAUSED_SIGNAL = "golem.paused"
@@ -43,24 +43,20 @@ PAUSED_SIGNAL = "golem.paused"
 CANNOT_PAUSE = "GolemCannotPause"
 
 
-class PausedRun(AgentRunOutput):
-    """What a run that waits for approvals tells its parent: its paused output."""
-
-    run_id: str
-
-
 class ApprovalGate:
     """The approval state of one durable run, and the handlers that reach it."""
 
     def __init__(
         self,
-        paused: Callable[[list[ToolCall]], AgentRunOutput],
+        paused: Callable[[list[ToolCall]], Paused],
         timeout: timedelta | None,
         notify_parent: bool = False,
+        on_change: Callable[[], None] = lambda: None,
     ) -> None:
         self._paused = paused
         self._timeout = timeout
         self._notify_parent = notify_parent
+        self._on_change = on_change
         self.pending: list[ToolCall] = []
         self.decisions: dict[str, bool] = {}
         self.finished = False
@@ -70,21 +66,16 @@ class ApprovalGate:
         """Wait until every pending call is decided (or the timeout denies the rest)."""
         self.pending = list(pending)
         self._pauses += 1
-        calls = ", ".join(f"{c.name} ({c.id})" for c in self.pending)
-        details = workflow.get_current_details().split("\n\n**waiting for approval**")[0]
-        workflow.set_current_details(f"{details}\n\n**waiting for approval** {calls}".strip())
+        self._on_change()
         if self._notify_parent and (parent := workflow.info().parent) is not None:
-            paused = self._paused(self.pending)
             handle = workflow.get_external_workflow_handle(parent.workflow_id)
-            await handle.signal(
-                PAUSED_SIGNAL,
-                PausedRun(**paused.model_dump(), run_id=workflow.info().workflow_id),
-            )
+            await handle.signal(PAUSED_SIGNAL, self._paused(self.pending))
         with contextlib.suppress(TimeoutError):  # what is still undecided is denied below
             await workflow.wait_condition(self._all_decided, timeout=self._timeout)
         decided = {c.id: self.decisions.get(c.id, False) for c in self.pending}
         self.pending = []
         self.decisions = {}
+        self._on_change()
         return decided
 
     def finish(self) -> None:
@@ -96,7 +87,7 @@ class ApprovalGate:
 
     # -- handlers ------------------------------------------------------------------------
 
-    async def outcome(self) -> AgentRunOutput | None:
+    async def outcome(self) -> Paused | None:
         await workflow.wait_condition(lambda: self.finished or bool(self.pending))
         return None if self.finished else self._paused(self.pending)
 
@@ -116,7 +107,7 @@ class ApprovalGate:
                 non_retryable=True,
             )
 
-    async def approve(self, decisions: dict[str, bool]) -> AgentRunOutput | None:
+    async def approve(self, decisions: dict[str, bool]) -> Paused | None:
         pauses = self._pauses
         self.decide(decisions)
         if not self._all_decided():

@@ -24,11 +24,11 @@ with workflow.unsafe.imports_passed_through():
     from golem.loop import RunInput, RunLoop, resolve_conversation_id
     from golem.messages import HistoryError, Message, Part, validate_history
     from golem.results import Result, RunError
+    from golem.wire import AgentRunInput, Carried, Completed, MessagesPage, MessagesQuery
     from golem.workflows import lineage, registry
-    from golem.workflows.agent_run import AgentRunWorkflow, TemporalExecutor
-    from golem.workflows.outcome import AgentRunOutput, run_failure
-    from golem.workflows.pages import MessagesPage, MessagesQuery
-    from golem.workflows.types import AgentRunInput
+    from golem.workflows.agent_run import AgentRunWorkflow
+    from golem.workflows.executor import TemporalExecutor
+    from golem.workflows.report import run_failure
 
 __all__ = ["run_agent"]
 
@@ -68,7 +68,7 @@ async def run_agent(
 async def _child(agent_name: str, run: RunInput) -> Result[Any]:
     parent = next((m.run_id for m in reversed(run.history) if m.run_id), "")
     try:
-        output: AgentRunOutput = await workflow.execute_child_workflow(
+        output: Completed = await workflow.execute_child_workflow(
             AgentRunWorkflow.run,
             AgentRunInput(agent=agent_name, run=run, parent_run_id=parent),
             id=run.run_id,
@@ -81,18 +81,18 @@ async def _child(agent_name: str, run: RunInput) -> Result[Any]:
         )
     except ChildWorkflowError as exc:
         raise _run_error(exc, run) from None
-    snapshot = output.snapshot
-    if snapshot.paged:
+    carried = output.messages
+    if not isinstance(carried, Carried):
         raise RunError(
             "loop",
-            f"run {run.run_id} finished, but its conversation ({snapshot.paged} messages) is "
-            "too big to hand back to workflow code; read it from a client (golem.client.fetch_run)",
+            f"run {run.run_id} finished, but its conversation is too big to hand back to "
+            "workflow code; read it from a client (golem.client.fetch_run)",
         )
     agent = _agent(agent_name)
     value = output.output
     if agent is not None and agent.output_adapter is not None and value is not None:
         value = agent.output_adapter.validate_python(value)
-    return output.to_result(snapshot.messages(list(run.history)), value)
+    return output.result(carried.after(list(run.history), output.stamps), value)
 
 
 async def _inline(agent_name: str, run: RunInput) -> Result[Any]:
@@ -110,7 +110,7 @@ async def _inline(agent_name: str, run: RunInput) -> Result[Any]:
 
     def messages(query: MessagesQuery) -> MessagesPage:
         # The model activity reads the request through this query, as from AgentRunWorkflow.
-        return executor.outbox.page(query)
+        return executor.shipper.page(query)
 
     instance._golem_inline_run = run.run_id
     workflow.set_query_handler("golem.messages", messages)
@@ -134,8 +134,9 @@ def _run_error(exc: ChildWorkflowError, run: RunInput) -> RunError:
     details = run_failure(cause)
     if details is not None:
         partial = None
-        if details.partial is not None and not details.partial.paged:
-            partial = details.partial.to_partial(details.partial.messages(list(run.history)))
+        evidence = details.evidence
+        if evidence is not None and isinstance(evidence.messages, Carried):
+            partial = evidence.partial(evidence.messages.after(list(run.history), evidence.stamps))
         return RunError(details.stage, details.message, partial)
     if isinstance(cause, CancelledError):
         return RunError("canceled", f"run {run.run_id} was cancelled")

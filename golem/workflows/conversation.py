@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio import workflow
@@ -36,14 +36,21 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError
 with workflow.unsafe.imports_passed_through():
     from golem.loop import RunInput
     from golem.messages import HistoryError, Message, Part, ToolCall, validate_history
+    from golem.wire import (
+        PAGE_BYTES,
+        AgentRunInput,
+        Completed,
+        HistoryBase,
+        InTranscript,
+        MessagesPage,
+        MessagesQuery,
+        Paused,
+    )
     from golem.workflows import lineage, registry
     from golem.workflows.agent_run import RUN_ERROR, AgentRunWorkflow
-    from golem.workflows.approvals import PAUSED_SIGNAL, PausedRun
-    from golem.workflows.outcome import AgentRunOutput, run_failure
-    from golem.workflows.pages import PAGE_BYTES, MessagesPage, MessagesQuery
-    from golem.workflows.shipping import HistoryBase
+    from golem.workflows.approvals import PAUSED_SIGNAL
+    from golem.workflows.report import run_failure
     from golem.workflows.transcript import ConversationInput, Transcript
-    from golem.workflows.types import AgentRunInput
 
 __all__ = [
     "CLOSED",
@@ -67,11 +74,6 @@ CONTINUING = "GolemConversationContinuing"
 RECORDED = "GolemTurnRecorded"
 #: ``ApplicationError.type`` of a refusal about approvals (a turn waits, or none does).
 WAITING = "GolemApprovalsWaiting"
-#: Patch: a failed turn's evidence is repaired by the conversation, and the transcript may
-#: cross continue-as-new by reference (runs recorded before it replay unchanged).
-SEGMENTS_PATCH = "golem-transcript-segments"
-#: Patch: a completed turn's update result leaves its messages to the transcript.
-SLIM_PATCH = "golem-slim-turns"
 
 
 @dataclass(frozen=True)
@@ -100,14 +102,14 @@ class TurnInput(_Payload):
 
 
 class TurnOutput(_Payload):
-    """What a turn returns: the run's output and only what it added to the transcript."""
+    """What a turn returns: the run's outcome, its messages left to the transcript when it
+    holds them (``InTranscript``)."""
 
-    run: AgentRunOutput
+    run: Annotated[Completed | Paused, Field(discriminator="kind")]
     start: int
     """Where the run's messages begin in the transcript (its length before the turn)."""
-    count: int = 0
-    """When non-zero: the run's messages are not carried here (the transcript has them,
-    ``[start, start + count)``; the child's result and history do too)."""
+    based: bool = False
+    """The run took the transcript by reference: its messages follow ``[0, start)``."""
 
 
 class ConversationSummary(_Payload):
@@ -132,7 +134,7 @@ class ConversationWorkflow:
         self._draining = False  # continue-as-new is due: no new turn starts in this run
         self._lock = asyncio.Lock()  # turns run one at a time, in arrival order
         self._waiting: _Waiting | None = None  # a turn whose run waits for approvals
-        self._paused: dict[str, PausedRun] = {}
+        self._paused: dict[str, Paused] = {}
         self._watch: asyncio.Task[None] | None = None  # settles a waiting turn nobody answers
 
     @workflow.run
@@ -151,7 +153,7 @@ class ConversationWorkflow:
         info = workflow.info()
         transcript = self._transcript
         # Runs recorded before the transcript could go by reference carry it by value.
-        by_reference = workflow.patched(SEGMENTS_PATCH) and self._by_reference()
+        by_reference = self._by_reference()
         workflow.continue_as_new(
             ConversationInput(
                 agent=self._agent,
@@ -245,7 +247,7 @@ class ConversationWorkflow:
             )
 
     @workflow.signal(name=PAUSED_SIGNAL)
-    def _on_paused(self, paused: PausedRun) -> None:
+    def _on_paused(self, paused: Paused) -> None:
         self._paused[paused.run_id] = paused
 
     def _check_open(self) -> None:
@@ -261,9 +263,6 @@ class ConversationWorkflow:
         history processor or per-request token limit (both need the whole history in the
         run's loop, so those turns get it by value). A failed turn's evidence is repaired
         first, as the turn's loop would."""
-        transcript = self._transcript
-        if transcript.clean < transcript.length and not workflow.patched(SEGMENTS_PATCH):
-            return False  # recorded when the next run repaired the evidence itself, by value
         try:
             agent = registry.lookup(workflow.info().task_queue, self._agent)
         except LookupError:
@@ -339,7 +338,7 @@ class ConversationWorkflow:
             self._details()
             # Held, so the task lives until it settles (the loop keeps only weak references).
             self._watch = asyncio.create_task(self._unanswered(waiting))
-            return TurnOutput(run=AgentRunOutput.model_validate(paused.model_dump()), start=start)
+            return TurnOutput(run=paused, start=start, based=self._transcript.based)
         return self._ended(child, start)
 
     async def _unanswered(self, waiting: _Waiting) -> None:
@@ -375,7 +374,7 @@ class ConversationWorkflow:
     def _ended(self, child: workflow.ChildWorkflowHandle[Any, Any], start: int) -> TurnOutput:
         """The ended run's messages join the transcript; its output, or its error raised."""
         try:
-            output = AgentRunOutput.model_validate(child.result())
+            output = Completed.model_validate(child.result())
         except ChildWorkflowError as exc:
             # The failed turn's evidence joins the transcript: the next turn resumes it,
             # repaired first.
@@ -395,17 +394,13 @@ class ConversationWorkflow:
                 non_retryable=True,
             )
         self._details()
-        snapshot = output.snapshot
-        if not (workflow.patched(SLIM_PATCH) and snapshot.based and snapshot.base is None):
+        if not self._transcript.based:
             return TurnOutput(run=output, start=start)
-        # Recorded once more here it would be the turn's fourth copy (the tool's result, the
-        # child's result, its completion here): the client reads it from the transcript. A
-        # client that predates ``count`` reads the child's pages, as for a paged result.
-        count = len(snapshot.added)
-        slim = snapshot.model_copy(update={"added": [], "refs": {}, "paged": count})
-        return TurnOutput(
-            run=output.model_copy(update={"snapshot": slim}), start=start, count=count
-        )
+        # Recorded once more here they would be the turn's fourth copy (the tool's result,
+        # the child's result, its completion here): the client reads them from the transcript.
+        count = self._transcript.length - start
+        held = InTranscript(start=start, count=count)
+        return TurnOutput(run=output.model_copy(update={"messages": held}), start=start, based=True)
 
     def _details(self) -> None:
         waiting = self._waiting

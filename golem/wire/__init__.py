@@ -1,0 +1,98 @@
+"""Every payload golem writes to a Temporal history, in one place: one base (``Wire``),
+one casing (camelCase), readable JSON in the Temporal UI and CLI.
+
+- ``golem.wire.runs``: a run's input, its activities' inputs, its outcome;
+- ``golem.wire.shipping``: how messages travel to a model call and in an outcome;
+- ``golem.wire.pages``: messages served page by page through queries;
+- ``golem.wire.conversations``: a conversation workflow's turns and state.
+
+See docs/adr/0015-wire-format.md.
+"""
+
+from golem.wire.base import Stamps, Tagged, Wire
+from golem.wire.pages import (
+    PAGE_BYTES,
+    MessagesPage,
+    MessagesQuery,
+    Pager,
+    Segment,
+    message_size,
+    read_pages,
+)
+from golem.wire.runs import (
+    AgentRunInput,
+    Carried,
+    Completed,
+    Failed,
+    InTranscript,
+    Logged,
+    OutcomeMemo,
+    Paged,
+    Paused,
+    PrepareInput,
+    RunMessages,
+    RunReport,
+    Sources,
+    ToolCallInput,
+)
+from golem.wire.shipping import (
+    REF_BYTES,
+    ByQuery,
+    Compact,
+    Derived,
+    HistoryBase,
+    Inline,
+    ModelCall,
+    NewMessages,
+    ShippingError,
+    chain,
+    chain_all,
+    common_prefix,
+    compact,
+    content_digest,
+    derived,
+    expand,
+)
+
+__all__ = [
+    "PAGE_BYTES",
+    "REF_BYTES",
+    "AgentRunInput",
+    "ByQuery",
+    "Carried",
+    "Compact",
+    "Completed",
+    "Derived",
+    "Failed",
+    "HistoryBase",
+    "InTranscript",
+    "Inline",
+    "Logged",
+    "MessagesPage",
+    "MessagesQuery",
+    "ModelCall",
+    "NewMessages",
+    "OutcomeMemo",
+    "Paged",
+    "Pager",
+    "Paused",
+    "PrepareInput",
+    "RunMessages",
+    "RunReport",
+    "Segment",
+    "ShippingError",
+    "Sources",
+    "Stamps",
+    "Tagged",
+    "ToolCallInput",
+    "Wire",
+    "chain",
+    "chain_all",
+    "common_prefix",
+    "compact",
+    "content_digest",
+    "derived",
+    "expand",
+    "message_size",
+    "read_pages",
+]
