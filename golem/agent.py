@@ -126,10 +126,10 @@ class Agent(Generic[DepsT, OutputT]):
         """Register a function as a tool (``@agent.tool`` or ``@agent.tool(sequential=True)``).
 
         A first parameter typed ``RunContext`` receives the run's context. A sync function
-        runs in a thread, an async one on the event loop. ``timeout`` bounds a call in process
-        and under Temporal. Only under Temporal (ignored in process, where a tool runs once):
-        ``retry`` (or just ``retry_attempts``) shapes the tool's activity retries, and
-        ``at_most_once`` means a crash is reported, never repeated.
+        runs in a thread, an async one on the event loop. ``timeout`` bounds an attempt and
+        ``retry`` (or just ``retry_attempts``; default ``golem.retry.TOOL_RETRY``) says how a
+        failed one is tried again, in process and under Temporal alike; ``at_most_once``
+        means one attempt, and a crash is reported, never repeated.
         """
         if options.get("max_retries") is None:
             options.pop("max_retries", None)
