@@ -28,6 +28,7 @@ from golem.local import LocalExecutor
 from golem.loop import RunInput, RunLoop
 from golem.messages import Message, Part
 from golem.models.base import Model, ModelSettings, ToolDefinition
+from golem.models.fallback import plan
 from golem.results import Result, RunError
 from golem.retry import Retry
 from golem.tools import RunContext, Tool
@@ -102,6 +103,12 @@ class Agent(Generic[DepsT, OutputT]):
     @property
     def model_name(self) -> str:
         return self._model if isinstance(self._model, str) else self._model.model_name
+
+    @property
+    def model_plan(self) -> list[tuple[str, Retry]]:
+        """Each model a request may go to (a ``FallbackModel``'s, in order), by name, with the
+        retry policy of its attempts."""
+        return plan(self._model, self.model_retry)
 
     @overload
     def tool(self, function: F, /) -> F: ...

@@ -29,6 +29,7 @@ __all__ = [
     "chain",
     "falls_over",
     "move_on",
+    "plan",
     "provider_unavailable",
     "stamp",
 ]
@@ -138,17 +139,32 @@ def chain(model: Model, default: Retry) -> list[Link]:
     return [(model, default)]
 
 
+def plan(model: Model | str, default: Retry) -> list[tuple[str, Retry]]:
+    """The name and retry policy of each model ``chain`` would give, resolving no model
+    name (workflow code must not build a provider adapter: that reads the environment)."""
+    if isinstance(model, FallbackModel):
+        policies = [p or default for p in model.policies]
+        return list(zip([_name(m) for m in model._models], policies, strict=True))
+    return [(_name(model), default)]
+
+
 def falls_over(model: Model, index: int, exc: Exception) -> bool:
     """Whether the request moves on to the next model of ``model``'s chain after the one at
     ``index`` failed for good with ``exc``."""
     return isinstance(model, FallbackModel) and model._moves_on(index, exc)
 
 
-def move_on(failures: list[tuple[str, str]], name: str, error: Exception, moves_on: bool) -> None:
-    """Record that model ``name`` failed for good with ``error``; raise unless the request
-    ``moves_on`` to the next model: ``error`` itself when it is the first failure, else a
-    ``FallbackError`` naming every model's."""
-    failures.append((name, str(error)))
+def move_on(
+    failures: list[tuple[str, str]],
+    name: str,
+    error: Exception,
+    moves_on: bool,
+    text: str | None = None,
+) -> None:
+    """Record that model ``name`` failed for good with ``error`` (``text``: its message, if
+    not ``str(error)``); raise unless the request ``moves_on`` to the next model: ``error``
+    itself when it is the first failure, else a ``FallbackError`` naming every model's."""
+    failures.append((name, str(error) if text is None else text))
     if moves_on:
         return
     if len(failures) == 1:
