@@ -19,7 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 from test_crash import crash_dir, doomed_worker, until
 
-from golem import Agent, Message, Retry
+from golem import Agent, Message, Retry, RunEvent
 from golem.client import DurableAgent
 from golem.models import (
     FallbackModel,
@@ -30,7 +30,9 @@ from golem.models import (
     StreamDelta,
     ToolDefinition,
 )
+from golem.streaming import write_text
 from golem.worker import GolemPlugin
+from golem.workflows.streams import StreamEvent
 
 _ = crash_dir  # a fixture, shared with test_crash
 FAST = Retry(max_attempts=2, initial_interval=0.001, backoff=1.0)
@@ -121,3 +123,27 @@ async def test_a_streamed_switch_is_a_restart_on_the_backup(temporal_client: Cli
     ]
     assert stream.result.output == "Hello"
     assert stream.result.model == "backup"
+
+
+def test_a_late_piece_of_the_failed_model_sorts_before_the_backups_restart() -> None:
+    piece = StreamDelta(kind="text", text="late")
+    restart = StreamEvent(kind="turn_restarted", turn=1, attempt=1, model="b", model_index=1)
+
+    # Any attempt of the first model comes before the backup's first: the client drops it.
+    assert StreamEvent.of_delta(piece, 1, attempt=5).attempt_order < restart.attempt_order
+    assert StreamEvent.of_delta(piece, 1, 1, model_index=1).attempt_order == restart.attempt_order
+    assert restart.to_event("r", "c").model == "b"
+
+
+async def test_write_text_marks_a_switch_to_the_backup() -> None:
+    async def events() -> AsyncIterator[RunEvent]:
+        yield RunEvent("text_delta", "r", "c", 1, delta=StreamDelta(kind="text", text="Hal"))
+        yield RunEvent("turn_restarted", "r", "c", 1, attempt=1, model="backup")
+        yield RunEvent("text_delta", "r", "c", 1, delta=StreamDelta(kind="text", text="Hello"))
+
+    written: list[str] = []
+    await write_text(events(), written.append)
+
+    assert "".join(written) == (
+        "Hal\n[backup takes over from a model that failed: its answer restarts]\nHello\n"
+    )
