@@ -202,7 +202,9 @@ class ModelActivity:
                 verdict,
                 type=type(exc).__name__,
                 non_retryable=not retryable,
-                next_retry_delay=timedelta(seconds=after) if retryable and after else None,
+                next_retry_delay=timedelta(seconds=after)
+                if retryable and after is not None
+                else None,
             ) from exc
         response = stamp(response, model)
         checked = _checked(response, ModelResponse, f"{what} (turn {input.turn})")
