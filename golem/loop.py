@@ -19,7 +19,6 @@ from typing import Any
 from golem.events import RunEvent
 from golem.executor import DeltaSink, Executor
 from golem.messages import Message, ToolCall
-from golem.models.base import StreamDelta
 from golem.phases import Stop, prepare, turn
 from golem.phases.batch import DENIED_RESULT, BatchOutcome, ToolBatch
 from golem.phases.finish import Decoder, partial, result
@@ -114,7 +113,7 @@ class RunLoop:
         state.requests += 1
         number = state.turn + 1
         self._event("model_start", turn=number)
-        on_delta = self._on_delta if self.emit is not None else None
+        on_delta = turn.TurnDeltas(self._event, number) if self.emit is not None else None
         response = await turn.request(
             self.executor, request, self._ctx(turn=number), on_delta, state.requests
         )
@@ -175,12 +174,6 @@ class RunLoop:
 
     def _flight(self, names: list[str]) -> None:
         self.state.tools_in_flight = names
-
-    def _on_delta(self, delta: StreamDelta) -> None:
-        kind = {"text": "text_delta", "thinking": "thinking_delta"}.get(
-            delta.kind, "tool_call_delta"
-        )
-        self._event(kind, turn=self.state.turn + 1, delta=delta)
 
     def _event(self, kind: str, **fields: Any) -> None:
         if self.emit is None:
