@@ -5,15 +5,17 @@
    (``DurableAgent.run``), with an offline model that yields N deltas with a fixed pause
    between them. Goals: first delta <= in process + 150 ms; total <= in process + 10%.
 2. History events and bytes per turn of a 4-turn run (3 tool turns, then the answer; every
-   turn streams N deltas), with and without streaming, and the signals that carried deltas.
+   turn streams N deltas), with and without streaming, and the signals that carried deltas;
+   streamed with its items as JSON (golem's converter) and as the contrib's base64.
 
-Run: .venv/bin/python benchmarks/streaming.py
+Run: .venv/bin/python benchmarks/streaming.py [--history]   (--history: section 2 only)
 """
 
 from __future__ import annotations
 
 import asyncio
 import statistics
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator
@@ -29,7 +31,7 @@ from golem.client import DurableAgent
 from golem.events import RunEvent
 from golem.models import FunctionModel, ModelResponse, StreamDelta, ToolDefinition
 from golem.testing import dev_server
-from golem.worker import GolemPlugin
+from golem.worker import GolemPlugin, stream_wire
 
 DELTAS = 40
 PAUSE = 0.025  # seconds between deltas: a 1 s answer of 40 pieces
@@ -109,6 +111,51 @@ def with_interval(seconds: float, events: AsyncIterable[RunEvent]) -> AsyncItera
     return events
 
 
+async def history_per_turn(client: Client, many: DurableAgent[str]) -> None:
+    """Section 2: a run's history per turn, without a stream and streamed, its items
+    written as JSON (golem's converter) and as the contrib's base64 (as before)."""
+    turns = TOOL_TURNS + 1
+    print(
+        f"\n2. history per turn: {turns}-turn run ({TOOL_TURNS} tool turns), "
+        f"{DELTAS} deltas = {len(PIECE) * DELTAS} chars of text per turn, one live reader"
+    )
+    print(
+        "| {:<42} | {:>7} | {:>8} | {:>12} | {:>11} |".format(
+            "", "events", "bytes", "delta signals", "poll updates"
+        )
+    )
+    print("|" + "|".join("-" * (w + 2) for w in (42, 7, 8, 13, 12)) + "|")
+    plain_run = await many.start("go")
+    await plain_run.result()
+    runs = [("durable run (no stream)", plain_run.run_id)]
+    for interval in INTERVALS:
+        stream = with_interval(interval, many.run_stream("go"))
+        await timed(stream)
+        runs.append((f"durable run_stream, batch {interval * 1000:.0f} ms", stream.run.run_id))
+    json_items = runs[-2][1]
+    wire_types, stream_wire.WIRE_TYPES = stream_wire.WIRE_TYPES, ()  # the contrib's own wire
+    try:
+        stream = with_interval(DEFAULT_INTERVAL, many.run_stream("go"))
+        await timed(stream)
+    finally:
+        stream_wire.WIRE_TYPES = wire_types
+    base64_items = stream.run.run_id
+    runs.append((f"  same, batch {DEFAULT_INTERVAL * 1000:.0f} ms, base64 items", base64_items))
+    sizes: dict[str, int] = {}
+    for name, run_id in runs:
+        events, size, signals, polls = await history_size(client, run_id)
+        sizes[run_id] = size
+        print(
+            f"| {name:<42} | {events / turns:7.1f} | {size / turns:8.0f} | "
+            f"{signals / turns:13.1f} | {polls / turns:12.1f} |"
+        )
+    print(
+        f"JSON items / base64 items, bytes per streamed turn: "
+        f"{sizes[json_items] / sizes[base64_items]:.2f}x; "
+        f"streamed (JSON) / no stream: {sizes[json_items] / sizes[plain_run.run_id]:.2f}x"
+    )
+
+
 async def main() -> None:
     async with dev_server() as env:
         client = env.client
@@ -118,6 +165,9 @@ async def main() -> None:
             durable: DurableAgent[str] = DurableAgent(client, one, task_queue=task_queue)
             many: DurableAgent[str] = DurableAgent(client, multi, task_queue=task_queue)
             await timed(durable.run_stream("warm up"))
+            if "--history" in sys.argv:
+                await history_per_turn(client, many)
+                return
             local: list[tuple[float, float]] = []
             plain: list[float] = []
             streamed: dict[float, list[tuple[float, float]]] = {i: [] for i in INTERVALS}
@@ -155,32 +205,7 @@ async def main() -> None:
                 total = statistics.median(t for _, t in samples)
                 row(f"durable run_stream, batch {interval * 1000:.0f} ms", first, total)
 
-            turns = TOOL_TURNS + 1
-            print(
-                f"\n2. history per turn: {turns}-turn run ({TOOL_TURNS} tool turns), "
-                f"{DELTAS} deltas = {len(PIECE) * DELTAS} chars of text per turn, one live reader"
-            )
-            print(
-                "| {:<34} | {:>7} | {:>8} | {:>12} | {:>11} |".format(
-                    "", "events", "bytes", "delta signals", "poll updates"
-                )
-            )
-            print("|" + "|".join("-" * (w + 2) for w in (34, 7, 8, 12, 11)) + "|")
-            plain_run = await many.start("go")
-            await plain_run.result()
-            runs = [("durable run (no stream)", plain_run.run_id)]
-            for interval in INTERVALS:
-                stream = with_interval(interval, many.run_stream("go"))
-                await timed(stream)
-                runs.append(
-                    (f"durable run_stream, batch {interval * 1000:.0f} ms", stream.run.run_id)
-                )
-            for name, run_id in runs:
-                events, size, signals, polls = await history_size(client, run_id)
-                print(
-                    f"| {name:<34} | {events / turns:7.1f} | {size / turns:8.0f} | "
-                    f"{signals / turns:12.1f} | {polls / turns:11.1f} |"
-                )
+            await history_per_turn(client, many)
             streams.BATCH_INTERVAL = timedelta(seconds=DEFAULT_INTERVAL)
 
 

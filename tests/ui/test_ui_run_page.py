@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from temporalio.worker import Worker
@@ -20,7 +22,9 @@ def answer(messages: list[Message], tools: Any) -> Message:
     return Message.assistant("", [ToolCall(id="c1", name="order_status", args='{"order": 42}')])
 
 
-def order_agent() -> Agent[Any, Any]:
+@asynccontextmanager
+async def orders(ui: TemporalUI) -> AsyncIterator[DurableAgent[Any]]:
+    """A worker serving an agent that looks an order up, then answers; its DurableAgent."""
     agent: Agent[Any, Any] = Agent(FunctionModel(answer, model_name="desk"), name="orders")
 
     @agent.tool
@@ -28,16 +32,15 @@ def order_agent() -> Agent[Any, Any]:
         """Where an order is."""
         return "shipped"
 
-    return agent
+    task_queue = f"ui-{uuid.uuid4().hex[:8]}"
+    async with Worker(ui.client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
+        yield DurableAgent(ui.client, agent, task_queue=task_queue)
 
 
 async def test_a_completed_run_page_shows_its_summary_and_labelled_activities(
     temporal_ui: TemporalUI,
 ) -> None:
-    agent = order_agent()
-    task_queue = f"ui-{uuid.uuid4().hex[:8]}"
-    async with Worker(temporal_ui.client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
-        durable = DurableAgent(temporal_ui.client, agent, task_queue=task_queue)
+    async with orders(temporal_ui) as durable:
         result = await durable.run("Where is order 42?")
         seen = await snap(
             "completed_run_page",
@@ -56,3 +59,30 @@ async def test_a_completed_run_page_shows_its_summary_and_labelled_activities(
     assert "golem.model_request • model: desk (turn 2)" in page.text
     assert "Order 42 has shipped." in page.text  # the result panel
     assert not metadata.missing, metadata.missing  # the start summary, under User Metadata
+
+
+async def test_a_streamed_runs_items_read_as_json_in_its_event_history(
+    temporal_ui: TemporalUI,
+) -> None:
+    async with orders(temporal_ui) as durable:
+        stream = durable.run_stream("Where is order 42?")
+        async for _ in stream:
+            pass
+        seen = await snap(
+            "streamed_run_items",
+            [
+                Page(
+                    "run",
+                    run_page(temporal_ui.url, stream.run.run_id),
+                    wait=["COMPLETED", "__temporal_workflow_stream_publish"],
+                    clicks=[
+                        ("Event History", ["Workflow Execution Signaled"]),
+                        ("Workflow Execution Signaled", ['"text": "Order 42 has shipped."']),
+                    ],
+                )
+            ],
+        )
+    signal = seen["run_2"]
+    assert not signal.missing, signal.missing
+    assert '"kind": "text_delta"' in signal.text  # the item as JSON, not base64 protobuf
+    assert '"topic": "golem.events"' in signal.text
