@@ -10,7 +10,6 @@ import json
 import os
 import pty
 import signal
-import sys
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -18,7 +17,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from agents import ask, call, scripted
 from cli_agents import echo
@@ -510,45 +508,6 @@ async def test_a_worker_killed_mid_stream_yields_a_marked_restart_and_the_retrie
     assert stream.result.output == "the retried answer"
     assert stream.result.requests == 1
     assert (crash_dir / "executions").read_text().split() == ["stream", "stream"]
-
-
-async def test_the_sse_relay_streams_a_run_and_resumes_from_last_event_id(
-    temporal_env: WorkflowEnvironment,
-) -> None:
-    sys.path.insert(0, str(Path(__file__).parents[1]))
-    from examples.sse_relay import make_app
-
-    def parse(body: str) -> list[dict[str, str]]:
-        return [
-            dict(line.split(": ", 1) for line in block.splitlines())
-            for block in body.strip().split("\n\n")
-        ]
-
-    async with serving(temporal_env, echo_agent()) as durable:
-        transport = httpx.ASGITransport(app=make_app(durable))
-        async with httpx.AsyncClient(transport=transport, base_url="http://relay") as http:
-            started = (await http.post("/runs", json={"prompt": "go"})).json()
-            url = f"/runs/{started['run_id']}/events"
-            events = parse((await http.get(url)).text)
-            rest = parse((await http.get(url, headers={"Last-Event-ID": events[2]["id"]})).text)
-            refused = await http.get(url, headers={"Last-Event-ID": "soon"})
-
-    assert [e["event"] for e in events] == [
-        "model_start",
-        "tool_call_delta",
-        "model_end",
-        "tool_start",
-        "tool_end",
-        "model_start",
-        "text_delta",
-        "model_end",
-        "result",
-    ]
-    assert json.loads(events[-1]["data"])["output"] == "done"
-    assert json.loads(events[0]["data"])["run_id"] == started["run_id"]
-    assert rest == events[3:]
-    assert refused.status_code == 400
-    assert "soon" in refused.json()["error"]
 
 
 async def test_write_text_prints_each_turn_on_its_line_and_marks_a_restart() -> None:
