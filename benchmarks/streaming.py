@@ -19,6 +19,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -40,6 +41,9 @@ REPEATS = 9
 TOOL_TURNS = 3
 DEFAULT_INTERVAL = streams.BATCH_INTERVAL.total_seconds()
 INTERVALS = (0.1, DEFAULT_INTERVAL, 0.3)
+HISTORY_REPEATS = 3
+SIGNAL = "workflow_execution_signaled_event_attributes"
+POLL = "workflow_execution_update_completed_event_attributes"
 
 
 def streaming_agent(name: str, tool_turns: int = 0) -> Agent[Any, str]:
@@ -91,14 +95,28 @@ async def timed(events: AsyncIterable[RunEvent]) -> tuple[float, float]:
     return first, time.perf_counter() - start
 
 
-async def history_size(client: Client, run_id: str) -> tuple[int, int, int, int]:
-    """Events, bytes, delta signals and poll updates of a run's history."""
+@dataclass
+class History:
+    events: int
+    size: int
+    signals: int
+    polls: int
+    carried: int
+    """Bytes of the stream's payloads: publish signals' inputs and poll updates' results."""
+
+
+async def history_size(client: Client, run_id: str) -> History:
+    """What a run's history holds, and what of it carries its stream."""
     events = [e async for e in client.get_workflow_handle(run_id).fetch_history_events()]
-    signals = sum(1 for e in events if e.HasField("workflow_execution_signaled_event_attributes"))
-    polls = sum(
-        1 for e in events if e.HasField("workflow_execution_update_completed_event_attributes")
+    signals = [e.workflow_execution_signaled_event_attributes for e in events if e.HasField(SIGNAL)]
+    polls = [
+        e.workflow_execution_update_completed_event_attributes for e in events if e.HasField(POLL)
+    ]
+    carried = sum(p.ByteSize() for s in signals for p in s.input.payloads)
+    carried += sum(p.ByteSize() for u in polls for p in u.outcome.success.payloads)
+    return History(
+        len(events), sum(e.ByteSize() for e in events), len(signals), len(polls), carried
     )
-    return len(events), sum(e.ByteSize() for e in events), signals, polls
 
 
 def ms(seconds: float) -> str:
@@ -111,48 +129,67 @@ def with_interval(seconds: float, events: AsyncIterable[RunEvent]) -> AsyncItera
     return events
 
 
+async def streamed_run(many: DurableAgent[str], interval: float, json_items: bool = True) -> str:
+    """A streamed run read live to its end; its items JSON or the contrib's base64."""
+    wire_types = stream_wire.WIRE_TYPES
+    if not json_items:
+        stream_wire.WIRE_TYPES = ()  # golem's converter leaves the contrib's wire as it is
+    try:
+        stream = with_interval(interval, many.run_stream("go"))
+        await timed(stream)
+    finally:
+        stream_wire.WIRE_TYPES = wire_types
+    return stream.run.run_id
+
+
 async def history_per_turn(client: Client, many: DurableAgent[str]) -> None:
-    """Section 2: a run's history per turn, without a stream and streamed, its items
-    written as JSON (golem's converter) and as the contrib's base64 (as before)."""
+    """Section 2: a run's history per turn, without a stream and streamed; at the default
+    interval its items written as JSON (golem's converter) and as the contrib's base64
+    (as before), HISTORY_REPEATS runs each, interleaved, median."""
     turns = TOOL_TURNS + 1
     print(
         f"\n2. history per turn: {turns}-turn run ({TOOL_TURNS} tool turns), "
         f"{DELTAS} deltas = {len(PIECE) * DELTAS} chars of text per turn, one live reader"
     )
-    print(
-        "| {:<42} | {:>7} | {:>8} | {:>12} | {:>11} |".format(
-            "", "events", "bytes", "delta signals", "poll updates"
+    widths = (46, 7, 8, 13, 12, 14)
+    heads = ("", "events", "bytes", "delta signals", "poll updates", "stream bytes")
+    print("| " + " | ".join(f"{h:>{w}}" for h, w in zip(heads, widths, strict=True)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+
+    def row(name: str, runs: list[History]) -> float:
+        def median(field: str) -> float:
+            return statistics.median(getattr(r, field) for r in runs) / turns
+
+        cells = [median(f) for f in ("events", "size", "signals", "polls", "carried")]
+        print(
+            f"| {name:<46} | {cells[0]:7.1f} | {cells[1]:8.0f} | {cells[2]:13.1f} | "
+            f"{cells[3]:12.1f} | {cells[4]:14.0f} |"
         )
-    )
-    print("|" + "|".join("-" * (w + 2) for w in (42, 7, 8, 13, 12)) + "|")
+        return cells[4]
+
     plain_run = await many.start("go")
     await plain_run.result()
-    runs = [("durable run (no stream)", plain_run.run_id)]
-    for interval in INTERVALS:
-        stream = with_interval(interval, many.run_stream("go"))
-        await timed(stream)
-        runs.append((f"durable run_stream, batch {interval * 1000:.0f} ms", stream.run.run_id))
-    json_items = runs[-2][1]
-    wire_types, stream_wire.WIRE_TYPES = stream_wire.WIRE_TYPES, ()  # the contrib's own wire
-    try:
-        stream = with_interval(DEFAULT_INTERVAL, many.run_stream("go"))
-        await timed(stream)
-    finally:
-        stream_wire.WIRE_TYPES = wire_types
-    base64_items = stream.run.run_id
-    runs.append((f"  same, batch {DEFAULT_INTERVAL * 1000:.0f} ms, base64 items", base64_items))
-    sizes: dict[str, int] = {}
-    for name, run_id in runs:
-        events, size, signals, polls = await history_size(client, run_id)
-        sizes[run_id] = size
-        print(
-            f"| {name:<42} | {events / turns:7.1f} | {size / turns:8.0f} | "
-            f"{signals / turns:13.1f} | {polls / turns:12.1f} |"
+    row("durable run (no stream)", [await history_size(client, plain_run.run_id)])
+    for interval in (i for i in INTERVALS if i != DEFAULT_INTERVAL):
+        run_id = await streamed_run(many, interval)
+        row(
+            f"durable run_stream, batch {interval * 1000:.0f} ms",
+            [await history_size(client, run_id)],
         )
+    as_json: list[History] = []
+    as_base64: list[History] = []
+    for _ in range(HISTORY_REPEATS):
+        as_json.append(await history_size(client, await streamed_run(many, DEFAULT_INTERVAL)))
+        as_base64.append(
+            await history_size(client, await streamed_run(many, DEFAULT_INTERVAL, False))
+        )
+    batch = f"batch {DEFAULT_INTERVAL * 1000:.0f} ms"
+    json_carried = row(f"durable run_stream, {batch}, JSON items", as_json)
+    base64_carried = row(f"durable run_stream, {batch}, base64 items", as_base64)
     print(
-        f"JSON items / base64 items, bytes per streamed turn: "
-        f"{sizes[json_items] / sizes[base64_items]:.2f}x; "
-        f"streamed (JSON) / no stream: {sizes[json_items] / sizes[plain_run.run_id]:.2f}x"
+        f"stream bytes per turn, JSON items / base64 items (before): "
+        f"{json_carried / base64_carried:.2f}x; history bytes per turn: "
+        f"{statistics.median(r.size for r in as_json) / statistics.median(r.size for r in as_base64):.2f}x"
     )
 
 
