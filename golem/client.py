@@ -23,6 +23,7 @@ from temporalio.client import (
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.converter import DataConverter
@@ -160,6 +161,11 @@ class DurableRun(Generic[OutputT]):
         """Send ``update``; the paused ``Result`` it returns, or ``None`` once the run ended."""
         try:
             raw = await self.handle.execute_update(update, args=args)
+        except WorkflowUpdateRPCTimeoutOrCancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError from None  # our caller was cancelled (Ctrl-C)
+            raise
         except WorkflowUpdateFailedError as exc:
             cause = exc.cause
             if isinstance(cause, ApplicationError) and cause.type == "GolemNotPaused":

@@ -154,7 +154,9 @@ class RunStreamHost:
             # The run has ended: a cancel (or eviction) now only cuts the wait short.
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await workflow.wait_condition(
-                    lambda: not workflow.all_handlers_finished(), timeout=LINGER
+                    lambda: not workflow.all_handlers_finished(),
+                    timeout=LINGER,
+                    timeout_summary="stream: waiting for the reader's last poll",
                 )
         # Answer waiting polls now, so a subscriber gets `end` without a query replay.
         self.stream.detach_pollers()
