@@ -16,7 +16,7 @@ from test_durable_approvals import serve, transfer_agent
 from golem import Agent, Message, ToolCall
 from golem.client import ConversationClosedError, DurableAgent
 from golem.models import FunctionModel
-from golem.phases.batch import DENIED_RESULT
+from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT
 
 
 async def details(conv: object) -> str:
@@ -52,7 +52,7 @@ async def test_a_denied_call_in_a_conversation_never_runs_and_the_turn_ends(
     assert following.messages[: len(done.messages)] == done.messages
 
 
-async def test_the_approval_timeout_denies_and_the_conversation_takes_turns_again(
+async def test_the_approval_timeout_answers_no_decision_and_the_conversation_takes_turns_again(
     temporal_client: Client,
 ) -> None:
     executed: list[int] = []
@@ -68,7 +68,7 @@ async def test_the_approval_timeout_denies_and_the_conversation_takes_turns_agai
         following = await conv.send("next")
         transcript = await conv.messages()
     assert executed == []
-    assert timed_out.output == f"{DENIED_RESULT} | balance 100"
+    assert timed_out.output == f"{NO_DECISION_RESULT} | balance 100"
     assert transcript == following.messages
     assert transcript[: len(timed_out.messages)] == timed_out.messages  # the turn joined it
     assert [m.role for m in transcript][-2:] == ["user", "assistant"]
@@ -150,7 +150,7 @@ async def test_a_run_that_asks_again_after_the_timeout_waits_for_the_new_calls(
                 await asyncio.sleep(0.05)
         done = await conv.approve({"t2": True})
     assert paused.pending_approvals[0].id == "t1"
-    assert done.output == f"{DENIED_RESULT} | moved"
+    assert done.output == f"{NO_DECISION_RESULT} | moved"
 
 
 async def test_close_denies_every_call_a_waiting_run_asks_for_until_it_ends(

@@ -19,7 +19,7 @@ from golem import Agent, Message, ToolCall
 from golem.client import DurableAgent
 from golem.messages import ToolCall as Call
 from golem.models import FunctionModel
-from golem.phases.batch import DENIED_RESULT
+from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT
 from golem.worker import GolemPlugin
 
 
@@ -114,7 +114,9 @@ async def test_a_denied_call_is_closed_with_the_denied_result_and_never_runs(
     assert done.output == f"{DENIED_RESULT} | balance 100"
 
 
-async def test_the_approval_timeout_denies_what_is_still_pending(temporal_client: Client) -> None:
+async def test_the_approval_timeout_answers_what_is_still_pending_with_no_decision(
+    temporal_client: Client,
+) -> None:
     executed: list[int] = []
     agent = transfer_agent(executed, approval_timeout=timedelta(milliseconds=300))
     async with serve(temporal_client, agent) as tq:
@@ -123,7 +125,9 @@ async def test_the_approval_timeout_denies_what_is_still_pending(temporal_client
         done = await run.result(final=True)  # nobody answers: the timeout decides
     assert paused.paused and not done.paused
     assert executed == []
-    assert done.output == f"{DENIED_RESULT} | balance 100"
+    assert done.output == f"{NO_DECISION_RESULT} | balance 100"  # not read as a denial
+    late = next(m for m in done.messages if m.role == "tool" and m.tool_call_id == "t1")
+    assert late.failed and late.content == NO_DECISION_RESULT
 
 
 async def test_approving_a_call_that_is_not_pending_is_refused_and_nothing_changes(

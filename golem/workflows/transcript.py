@@ -73,6 +73,11 @@ class ConversationInput(BaseModel):
     """Turns the earlier workflow runs hold."""
     recent: list[str] = Field(default_factory=list)
     """Run ids of the latest of those turns."""
+    by_reference: bool | None = None
+    """Whether turns take the transcript by reference, decided when the conversation
+    started (``None``: a new conversation, which decides)."""
+    fingerprints: dict[str, str] = Field(default_factory=dict)
+    """Run id -> ``TurnInput.fingerprint()`` of the latest turns: a retry must match."""
 
 
 class Transcript:
