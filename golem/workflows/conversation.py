@@ -309,7 +309,7 @@ class ConversationWorkflow:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            transcript.runs.remove(run_id)  # the turn never ran
+            transcript.never_started(run_id)
             await self._perform(self._turns.start_failed(run_id, start_refusal(run_id, exc)))
             return
         self._spawn(self._watch(child))
