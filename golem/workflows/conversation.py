@@ -247,6 +247,8 @@ class ConversationWorkflow:
                     workflow.logger.info("turn %s ended before its decisions", effect.run_id)
             elif isinstance(effect, ArmTimer):
                 self._spawn(self._expire_after(effect))
+        queued = {run_id for _, run_id in self._turns.queue}
+        self._sent = {r: t for r, t in self._sent.items() if r in queued}  # drop refused ones
         self._details()
 
     def _answer(self, outcome: Outcome) -> TurnOutput | ConversationSummary | ApplicationError:
