@@ -212,6 +212,7 @@ class Conversation(RuleBasedStateMachine):
         self.asked: set[int] = set()
         self.answered: Counter[int] = Counter()
         self.running: str | None = None  # the child run in flight (started, not ended)
+        self.undecided: set[str] = set()  # the calls the child run waits for
         self.timers: list[tuple[float, ArmTimer]] = []  # (when it fires, what it calls)
         self.sent = 0
 
@@ -225,6 +226,7 @@ class Conversation(RuleBasedStateMachine):
                 self.running = effect.run_id
             elif isinstance(effect, Decide):
                 assert effect.run_id == self.running, "decisions for a run not in flight"
+                self.undecided -= set(effect.decisions)
             else:
                 self.timers.append((self.now + effect.seconds, effect))
 
@@ -240,18 +242,20 @@ class Conversation(RuleBasedStateMachine):
         run_id = f"r{self.sent}"
         self.apply(self.turns.send(self.ticket(), run_id, "fp" if same else "other"))
 
-    @precondition(lambda self: self.running is not None and self.turns.phase != "waiting")
+    @precondition(lambda self: self.running is not None and not self.undecided)
     @rule(
         calls=st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, unique=True),
         timeout=st.none() | st.floats(1, 10),
     )
     def child_pauses(self, calls: list[str], timeout: float | None) -> None:
         assert self.running is not None
+        self.undecided = set(calls)
         self.apply(self.turns.paused(self.running, tuple(calls), self.now, timeout))
 
-    @precondition(lambda self: self.running is not None)
+    @precondition(lambda self: self.running is not None and not self.undecided)
     @rule()
     def child_ends(self) -> None:
+        """A run ends once nothing it waits for is undecided."""
         run_id, self.running = self.running, None
         assert run_id is not None
         self.apply(self.turns.ended(run_id))
@@ -263,8 +267,15 @@ class Conversation(RuleBasedStateMachine):
         assert run_id is not None
         self.apply(self.turns.start_failed(run_id, Refusal("taken", "taken")))
 
-    @rule(decisions=st.dictionaries(st.sampled_from(["a", "b", "c", "x"]), st.booleans()))
-    def approve(self, decisions: dict[str, bool]) -> None:
+    @rule(data=st.data())
+    def approve(self, data: st.DataObject) -> None:
+        if self.turns.phase != "waiting" and data.draw(st.integers(0, 3)):
+            return  # mostly while a turn waits: elsewhere every approval is refused alike
+        pause = self.turns.pause
+        calls = list(pause.calls) if pause is not None else []
+        # Mostly calls of the pause (some, all, or decided already), else empty or unknown.
+        chosen = data.draw(st.lists(st.sampled_from([*calls, "x"]), unique=True))
+        decisions = {c: data.draw(st.booleans()) for c in chosen}
         self.apply(self.turns.approve(self.ticket(), decisions, self.now))
 
     @rule(seconds=st.floats(0, 5))
@@ -274,13 +285,23 @@ class Conversation(RuleBasedStateMachine):
             self.timers.remove((fires, timer))
             self.apply(self.turns.expire(timer.run_id, timer.pause))
 
-    @rule()
-    def close(self) -> None:
-        self.apply(self.turns.close(self.ticket()))
+    @rule(odds=st.integers(0, 4))
+    def close(self, odds: int) -> None:
+        if odds == 0:  # rarer than the rest: a closed conversation refuses everything
+            self.apply(self.turns.close(self.ticket()))
 
+    @rule(odds=st.integers(0, 4))
+    def suggest(self, odds: int) -> None:
+        if odds == 0:
+            self.apply(self.turns.suggest())
+
+    @precondition(lambda self: self.turns.phase == "continuing")
     @rule()
-    def suggest(self) -> None:
-        self.apply(self.turns.suggest())
+    def continue_as_new(self) -> None:
+        """The next workflow run: every update of this one was answered."""
+        assert set(self.answered) == self.asked
+        assert self.running is None
+        self.turns = Turns(self.turns.turns_per_run, self.turns.known)
 
     @invariant()
     def answered_at_most_once(self) -> None:
@@ -307,10 +328,10 @@ class Conversation(RuleBasedStateMachine):
             if turns.phase == "waiting":
                 answer = dict.fromkeys(turns.waiting, True)
                 self.apply(turns.approve(self.ticket(), answer, self.now))
-            elif self.running is not None:
+            elif self.running is not None and not self.undecided:
                 self.child_ends()
             else:
-                break
+                break  # nothing more happens: the run waits for decisions nobody can give
         if not turns.over:
             self.apply(turns.close(self.ticket()))
         assert turns.over and turns.current is None
