@@ -81,8 +81,10 @@ class Agent(Generic[DepsT, OutputT]):
         self.model_retry = model_retry or Retry()
         """The retry policy of model requests (in process and under Temporal)."""
         self.approval_timeout = approval_timeout
-        """Under Temporal: how long a run waits for approvals before denying what is still
-        pending (``None``: as long as it takes). In process a run pauses instead."""
+        """Under Temporal: how long a run waits for approvals; calls still undecided then
+        are not executed and the model is told no decision arrived in time (``None``: it
+        waits as long as it takes). A later approval is refused. In process a run pauses
+        instead."""
         self.tools: dict[str, Tool] = {}
         for item in tools:
             self._register(item if isinstance(item, Tool) else Tool.from_function(item))

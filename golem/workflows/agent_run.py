@@ -244,7 +244,7 @@ class TemporalExecutor:
 
     async def await_approvals(
         self, pending: list[ToolCall], ctx: RunContext[Any]
-    ) -> dict[str, bool] | None:
+    ) -> dict[str, bool | None] | None:
         # A run with a gate waits in its workflow; one without (inline), or one recorded
         # before runs waited (its history returned at the pause), pauses and returns.
         if self.gate is None or not workflow.patched(APPROVALS_PATCH):
@@ -473,8 +473,9 @@ class AgentRunWorkflow:
         self._gate.check(decisions)
 
     @workflow.signal(name="golem.decide")
-    def decide(self, decisions: dict[str, bool]) -> None:
-        """Decisions from a parent workflow (which cannot send updates)."""
+    def decide(self, decisions: dict[str, bool | None]) -> None:
+        """Decisions from a parent workflow (which cannot send updates); ``None``: the
+        parent's approval timeout ran out first."""
         if self._gate is not None:
             self._gate.decide(decisions)
 
