@@ -452,6 +452,11 @@ async def starting_history(client: Client, args: argparse.Namespace) -> list[Mes
     return None
 
 
+def live_output(args: argparse.Namespace) -> bool:
+    """Stream the answer only to a terminal: a stream costs history that nobody reads."""
+    return not args.json and sys.stdout.isatty()
+
+
 async def cmd_run(args: argparse.Namespace) -> int:
     name = agent_name(args.agent)
     client = await connect_args(args)
@@ -459,13 +464,14 @@ async def cmd_run(args: argparse.Namespace) -> int:
     if args.conversation_id and await conversation_workflow(client, args.conversation_id):
         return await run_turn(client, await durable.conversation(args.conversation_id), args)
     history = await starting_history(client, args)
+    live = live_output(args)
     started = await durable.start(
-        args.prompt, history=history, conversation_id=args.conversation_id, stream=not args.json
+        args.prompt, history=history, conversation_id=args.conversation_id, stream=live
     )
     streamed = False
     try:
         async with watching(client, args.task_queue, started.run_id):
-            if args.json:
+            if not live:
                 result = await started.result()
             else:
                 stream = started.stream()
@@ -492,7 +498,7 @@ async def run_turn(
     streamed = False
     try:
         async with watching(client, await queue_of(conversation), run_id):
-            if args.json:
+            if not live_output(args):
                 result = await conversation.send(args.prompt, run_id=run_id)
             else:
                 stream = conversation.send_stream(args.prompt, run_id=run_id)

@@ -23,6 +23,7 @@ from temporalio.client import (
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.converter import DataConverter
@@ -170,6 +171,11 @@ class DurableRun(Generic[OutputT]):
         """Send ``update``; the paused ``Result`` it returns, or ``None`` once the run ended."""
         try:
             raw = await self.handle.execute_update(update, args=args)
+        except WorkflowUpdateRPCTimeoutOrCancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError from None  # our caller was cancelled (Ctrl-C)
+            raise
         except WorkflowUpdateFailedError as exc:
             cause = exc.cause
             if isinstance(cause, ApplicationError) and cause.type == "GolemNotPaused":
@@ -531,7 +537,7 @@ class DurableConversation(Generic[OutputT]):
         while True:
             try:
                 out: TurnOutput = await self.handle.execute_update(
-                    "golem.send", turn, id=turn.run_id, result_type=TurnOutput
+                    "golem.send", turn, id=turn.update_id(), result_type=TurnOutput
                 )
                 return out
             except WorkflowUpdateFailedError as exc:

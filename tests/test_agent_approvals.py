@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agents import ask, call, scripted
+from agents import answered, ask, call, scripted
 from runners import Runner
 
 from golem.agent import Agent
@@ -45,7 +45,7 @@ async def test_a_tool_requiring_approval_pauses_the_run(runner: Runner) -> None:
     ids = (result.run_id, result.conversation_id)
     assert result.messages == [
         Message.user("pay 5").stamped(*ids),
-        ask(call("c1", "transfer", amount=5)).stamped(*ids),
+        answered(ask(call("c1", "transfer", amount=5))).stamped(*ids),
     ]
 
 
@@ -66,7 +66,7 @@ async def test_an_approved_call_runs_and_the_run_continues(runner: Runner) -> No
         *paused.messages,
         *[
             m.stamped(result.run_id, result.conversation_id)
-            for m in (Message.tool("c1", "transfer", "sent 5"), Message.assistant("done"))
+            for m in (Message.tool("c1", "transfer", "sent 5"), answered(Message.assistant("done")))
         ],
     ]
     assert model.requests[1].messages == result.messages[:-1]

@@ -4,12 +4,19 @@ one casing (camelCase), readable JSON in the Temporal UI and CLI.
 - ``golem.wire.runs``: a run's input, its activities' inputs, its outcome;
 - ``golem.wire.shipping``: how messages travel to a model call and in an outcome;
 - ``golem.wire.pages``: messages served page by page through queries;
-- ``golem.wire.conversations``: a conversation workflow's turns and state.
+- ``golem.wire.conversations``: a conversation workflow's turns and state;
+- ``golem.wire.streams``: a run's live-stream items.
 
 See docs/adr/0015-wire-format.md.
 """
 
 from golem.wire.base import Stamps, Tagged, Wire
+from golem.wire.conversations import (
+    ConversationInput,
+    ConversationSummary,
+    TurnInput,
+    TurnOutput,
+)
 from golem.wire.pages import (
     PAGE_BYTES,
     MessagesPage,
@@ -26,6 +33,7 @@ from golem.wire.runs import (
     Failed,
     InTranscript,
     Logged,
+    ModelFailure,
     OutcomeMemo,
     Paged,
     Paused,
@@ -53,6 +61,7 @@ from golem.wire.shipping import (
     derived,
     expand,
 )
+from golem.wire.streams import StreamEvent
 
 __all__ = [
     "PAGE_BYTES",
@@ -62,6 +71,8 @@ __all__ = [
     "Carried",
     "Compact",
     "Completed",
+    "ConversationInput",
+    "ConversationSummary",
     "Derived",
     "Failed",
     "HistoryBase",
@@ -71,6 +82,7 @@ __all__ = [
     "MessagesPage",
     "MessagesQuery",
     "ModelCall",
+    "ModelFailure",
     "NewMessages",
     "OutcomeMemo",
     "Paged",
@@ -83,8 +95,11 @@ __all__ = [
     "ShippingError",
     "Sources",
     "Stamps",
+    "StreamEvent",
     "Tagged",
     "ToolCallInput",
+    "TurnInput",
+    "TurnOutput",
     "Wire",
     "chain",
     "chain_all",

@@ -38,6 +38,7 @@ __all__ = [
     "Failed",
     "InTranscript",
     "Logged",
+    "ModelFailure",
     "OutcomeMemo",
     "Paged",
     "Paused",
@@ -75,6 +76,14 @@ class ToolCallInput(Wire):
     turn: int = 0
     usage: Usage = Field(default_factory=Usage)
     retries: dict[str, int] = Field(default_factory=dict)
+
+
+class ModelFailure(Wire):
+    """Details of a model activity's failure: whether the request moves on to the next model
+    of a ``FallbackModel`` (the model's ``fallback_on`` decided), and the model's own error."""
+
+    falls_over: bool = False
+    error: str = ""
 
 
 class PrepareInput(Wire):
@@ -248,6 +257,8 @@ class Paused(RunReport):
     kind: Literal["paused"] = "paused"
     first_keys: ClassVar[tuple[str, ...]] = ("pendingApprovals",)
     pending_approvals: list[ToolCall] = Field(default_factory=list)
+    approval_timeout: float | None = None
+    """Seconds the run waits for decisions (its agent's ``approval_timeout``)."""
 
     def result(self, messages: list[Message]) -> Result[Any]:
         return Result(

@@ -229,3 +229,5 @@ class ModelCall(Wire):
     """The run's history by reference: the request is ``[instructions] + base + own``."""
     stream: bool = False
     """Stream the answer, publishing its deltas to the run's stream."""
+    model_index: int = 0
+    """Which model of the agent's ``FallbackModel`` to call (0: the first, or the only one)."""

@@ -212,8 +212,9 @@ class AgentRunWorkflow:
         self._gate.check(decisions)
 
     @workflow.signal(name="golem.decide")
-    def decide(self, decisions: dict[str, bool]) -> None:
-        """Decisions from a parent workflow (which cannot send updates)."""
+    def decide(self, decisions: dict[str, bool | None]) -> None:
+        """Decisions from a parent workflow (which cannot send updates); ``None``: the
+        parent's approval timeout ran out first."""
         if self._gate is not None:
             self._gate.decide(decisions)
 

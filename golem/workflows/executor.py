@@ -12,7 +12,6 @@ with ``workflow.uuid7()`` (replay-safe). See docs/adr/0004-one-loop-two-executor
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -21,6 +20,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import (
     ActivityError,
+    ApplicationError,
     CancelledError,
     FailureError,
     TimeoutError,
@@ -32,20 +32,19 @@ with workflow.unsafe.imports_passed_through():
     from golem.loop import DeltaSink
     from golem.messages import Message, ToolCall
     from golem.models.base import ModelRequest, ModelResponse
+    from golem.models.fallback import move_on
     from golem.retry import Retry
     from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown
-    from golem.wire import HistoryBase, PrepareInput, Stamps, ToolCallInput
+    from golem.wire import HistoryBase, ModelFailure, PrepareInput, Stamps, ToolCallInput
     from golem.workflows import registry
     from golem.workflows.approvals import ApprovalGate
     from golem.workflows.report import Progress
     from golem.workflows.shipper import Shipper
 
-__all__ = ["ONCE_PER_OUTCOME", "TOOL_RETRY", "ActivityFailed", "TemporalExecutor"]
+__all__ = ["ONCE_PER_OUTCOME", "ActivityFailed", "TemporalExecutor"]
 
 T = TypeVar("T")
 
-#: A tool's activity retry policy unless it names its own.
-TOOL_RETRY = Retry(max_attempts=3)
 #: The once-per-run activities: their user errors are non-retryable, so only a worker that
 #: died mid-call (a timeout) runs them again.
 ONCE_PER_OUTCOME = RetryPolicy(maximum_attempts=3)
@@ -80,6 +79,18 @@ async def _activity(coro: Awaitable[T]) -> T:
             ) from exc
         message = cause.message if isinstance(cause, FailureError) else str(exc)
         raise ActivityFailed(message) from exc
+
+
+def _fallback_verdict(failed: ActivityFailed) -> ModelFailure | None:
+    """What a model's activity said of its failure (whether the request moves on to the next
+    model, and the model's own error text); a timed-out last attempt moves on, as a lost
+    connection would."""
+    cause = failed.__cause__.cause if isinstance(failed.__cause__, ActivityError) else None
+    if isinstance(cause, TimeoutError):
+        return ModelFailure(falls_over=True, error="")
+    if isinstance(cause, ApplicationError) and cause.details:
+        return ModelFailure.model_validate(cause.details[0])
+    return None
 
 
 class TemporalExecutor:
@@ -149,17 +160,28 @@ class TemporalExecutor:
         call = self.shipper.model_call(
             self.agent.name, ctx.turn, request.messages, stamps, self.stream
         )
-        response: ModelResponse = await _activity(
-            workflow.execute_activity(
-                "golem.model_request",
-                call,
-                result_type=ModelResponse,
-                start_to_close_timeout=timedelta(minutes=10),
-                heartbeat_timeout=self.heartbeat_timeout,
-                retry_policy=retry_policy(self.agent.model_retry),
-                summary=f"model: {self.agent.model_name} (turn {ctx.turn})",
-            )
-        )
+        # One activity per model of a fallback, each retried by its own policy (ADR 0017).
+        failures: list[tuple[str, str]] = []
+        models = self.agent.model_plan
+        for index, (name, policy) in enumerate(models):
+            try:
+                response: ModelResponse = await _activity(
+                    workflow.execute_activity(
+                        "golem.model_request",
+                        call.model_copy(update={"model_index": index}) if index else call,
+                        result_type=ModelResponse,
+                        start_to_close_timeout=timedelta(minutes=10),
+                        heartbeat_timeout=self.heartbeat_timeout,
+                        retry_policy=retry_policy(policy),
+                        summary=f"model: {name} (turn {ctx.turn})",
+                    )
+                )
+                break
+            except ActivityFailed as exc:
+                verdict = _fallback_verdict(exc)
+                falls_over = verdict is not None and verdict.falls_over
+                text = verdict.error if verdict is not None else None
+                move_on(failures, name, exc, falls_over and index + 1 < len(models), text)
         self.shipper.answered(response.message)
         return response
 
@@ -167,17 +189,13 @@ class TemporalExecutor:
 
     async def await_approvals(
         self, pending: list[ToolCall], ctx: RunContext[Any]
-    ) -> dict[str, bool] | None:
+    ) -> dict[str, bool | None] | None:
         # A run with a gate waits in its workflow; one without (inline) pauses and returns.
         return None if self.gate is None else await self.gate.wait(pending)
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
         tool = self.agent.tools[call.name]
-        policy = tool.retry or TOOL_RETRY
-        if tool.retry_attempts is not None:
-            policy = dataclasses.replace(policy, max_attempts=tool.retry_attempts)
-        if tool.at_most_once:
-            policy = dataclasses.replace(policy, max_attempts=1)
+        policy = tool.retry_policy
         self.progress.in_flight.append(call.name)
         self._on_change()
         try:

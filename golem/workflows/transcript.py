@@ -5,14 +5,15 @@ cannot drift apart.
 A workflow run holds its own messages (``own``) after the ones earlier runs hold
 (``earlier``: segments, read from their histories); only the part of the transcript no
 earlier run holds crosses continue-as-new by value, so a conversation has no turn limit.
-Every change is one of three steps, each deterministic:
+Every change is one of these steps, each deterministic:
 
 - ``begin``: a turn starts (its run id joins the run list); a turn that takes the history
   by reference first gets a repaired transcript (``repaired``, what its run's loop would
   do), so it never needs the history by value;
 - ``ended``: the turn's run completed; what it added (and, by value, what it repaired)
   joins the transcript;
-- ``failed``: the run failed; its partial evidence joins the transcript, unrepaired.
+- ``failed``: the run failed; its partial evidence joins the transcript, unrepaired;
+- ``never_started``: the run could not start (its run id is taken): it is no turn.
 
 See docs/adr/0012-transcript-by-reference.md.
 """
@@ -23,7 +24,6 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.converter import DataConverter
@@ -35,6 +35,7 @@ from golem.wire import (
     AgentRunInput,
     Carried,
     Completed,
+    ConversationInput,
     Failed,
     MessagesPage,
     MessagesQuery,
@@ -65,29 +66,6 @@ __all__ = [
 CARRY_BYTES = 256_000
 #: Run ids of the latest turns carried across continue-as-new (a retried send is one turn).
 RECENT_RUNS = 64
-
-
-class ConversationInput(BaseModel):
-    """Input of ``ConversationWorkflow``: a new conversation's seed, or what crosses
-    continue-as-new."""
-
-    model_config = ConfigDict(frozen=True)
-
-    agent: str
-    messages: list[Message] = Field(default_factory=list)
-    """The transcript this workflow run holds by value, after what ``earlier`` holds."""
-    runs: list[str] = Field(default_factory=list)
-    """Run ids of the turns this workflow run holds by value, in order."""
-    parent_run_id: str = ""
-    """For a fork: the run of another conversation this one continues from."""
-    turns_per_run: int = 500
-    """golem's own continue-as-new budget, beside the server's suggestion."""
-    earlier: list[Segment] = Field(default_factory=list)
-    """Earlier workflow runs holding the transcript's first messages (and turns), in order."""
-    turns: int = 0
-    """Turns the earlier workflow runs hold."""
-    recent: list[str] = Field(default_factory=list)
-    """Run ids of the latest of those turns."""
 
 
 class Transcript:
@@ -131,7 +109,7 @@ class Transcript:
     def knows(self, run_id: str) -> bool:
         return run_id in self.runs or run_id in self.recent
 
-    # -- the three steps -----------------------------------------------------------------
+    # -- the steps -----------------------------------------------------------------
 
     def begin(self, run_id: str, by_reference: bool) -> None:
         """A turn starts; by reference, it continues a repaired transcript."""
@@ -142,6 +120,10 @@ class Transcript:
             self.clean = self.length
         self.start = self.length
         self.based = by_reference
+
+    def never_started(self, run_id: str) -> None:
+        """The turn's run could not start (its run id is taken): it is no turn."""
+        self.runs.remove(run_id)
 
     def ended(self, output: Completed) -> bool:
         """The turn's run completed: its messages join (``False`` when it paged them)."""
@@ -274,6 +256,10 @@ async def read_transcript(
             initiated = event.start_child_workflow_execution_initiated_event_attributes
             [run] = await converter.decode(list(initiated.input.payloads), [AgentRunInput])
             transcript.begin(initiated.workflow_id, run.base is not None)
+        elif event.HasField("start_child_workflow_execution_failed_event_attributes"):
+            transcript.never_started(
+                event.start_child_workflow_execution_failed_event_attributes.workflow_id
+            )
         elif event.HasField("child_workflow_execution_completed_event_attributes"):
             completed = event.child_workflow_execution_completed_event_attributes
             [output] = await converter.decode(list(completed.result.payloads), [Completed])
