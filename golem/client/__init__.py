@@ -1,0 +1,35 @@
+"""Run agents durably from a Temporal client: re-exports only.
+
+    client = await Client.connect("localhost:7233", plugins=[GolemPlugin(agent)])
+    durable = DurableAgent(client, agent, task_queue="golem")
+    result = await durable.run("Plan my trip", history=previous.messages)
+
+``DurableAgent.run`` mirrors ``Agent.run``: same ``Result``, same ``golem.RunError``.
+Runs (golem.client.runs), agents (agents), conversations (conversations), reading runs
+back (records), checking what a caller sends (inputs) and golem's exceptions (errors).
+"""
+
+from golem.client.agents import DurableAgent
+from golem.client.conversations import DurableConversation
+from golem.client.errors import ConversationClosedError, RunIdInUseError, UnknownAgentError
+from golem.client.records import RunRecord, conversation_runs, fetch_run
+from golem.client.runs import DurableRun
+from golem.streaming import DurableRunStream
+from golem.workflows.lineage import AGENT, CONVERSATION_ID, PARENT_RUN_ID, SEARCH_ATTRIBUTES
+
+__all__ = [
+    "AGENT",
+    "CONVERSATION_ID",
+    "PARENT_RUN_ID",
+    "SEARCH_ATTRIBUTES",
+    "ConversationClosedError",
+    "DurableAgent",
+    "DurableConversation",
+    "DurableRun",
+    "DurableRunStream",
+    "RunIdInUseError",
+    "RunRecord",
+    "UnknownAgentError",
+    "conversation_runs",
+    "fetch_run",
+]
