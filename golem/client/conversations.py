@@ -1,8 +1,11 @@
 """A conversation held by its own workflow: each turn a child run, in arrival order.
 
-conv = await durable.conversation()                 # started when absent
-reply = await conv.send("Hello")                    # Result: the whole conversation
-later = await conv.fork(at_run_id=reply.run_id)     # a new conversation from that turn
+    conv = await durable.conversation()                 # started when absent
+    reply = await conv.send("Hello")                    # Result: the whole conversation
+    later = await conv.fork(at_run_id=reply.run_id)     # a new conversation from that turn
+
+Use it from any process with a client; a turn that waits for approvals is answered with
+``conv.approve``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """The exceptions a golem client raises besides ``golem.RunError``.
 
-try:
-    await durable.start("hi", run_id=run_id)
-except RunIdInUseError:                 # that id names a run already: pick another
-    ...
+    try:
+        await durable.start("hi", run_id=run_id)
+    except RunIdInUseError:                 # that id names a run already: pick another
+        ...
+
+Each names the run or conversation and what to do instead.
 """
 
 from __future__ import annotations

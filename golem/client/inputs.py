@@ -1,6 +1,8 @@
 """What a client sends a run, checked before anything starts.
 
-check_sendable("deps", deps)        # ValueError naming "deps" unless JSON keeps it whole
+    check_sendable("deps", deps)        # ValueError naming "deps" unless JSON keeps it whole
+
+Nothing that fails a check reaches Temporal.
 """
 
 from __future__ import annotations

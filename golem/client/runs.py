@@ -1,8 +1,10 @@
 """A started durable run: its ids at once, its ``Result`` when it ends or pauses.
 
-run = await durable.start("Refund order 42")
-result = await run.result()                    # final, or paused for approvals
-final = await run.approve({result.pending_approvals[0].id: True})
+    run = await durable.start("Refund order 42")
+    result = await run.result()                    # final, or paused for approvals
+    final = await run.approve({result.pending_approvals[0].id: True})
+
+The same run goes on after an approval: no new run, no new workflow.
 """
 
 from __future__ import annotations
