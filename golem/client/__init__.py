@@ -6,15 +6,20 @@
 
 ``DurableAgent.run`` mirrors ``Agent.run``: same ``Result``, same ``golem.RunError``.
 Runs (golem.client.runs), agents (agents), conversations (conversations), reading runs
-back (records), checking what a caller sends (inputs) and golem's exceptions (errors).
+back (records) and checking what a caller sends (inputs); golem.workflows.failures maps
+a Temporal failure to golem's exception, for the client and for ``run_agent`` alike.
 """
 
 from golem.client.agents import DurableAgent
 from golem.client.conversations import DurableConversation
-from golem.client.errors import ConversationClosedError, RunIdInUseError, UnknownAgentError
 from golem.client.records import RunRecord, conversation_runs, fetch_run
 from golem.client.runs import DurableRun
 from golem.streaming import DurableRunStream
+from golem.workflows.failures import (
+    ConversationClosedError,
+    RunIdInUseError,
+    UnknownAgentError,
+)
 from golem.workflows.lineage import AGENT, CONVERSATION_ID, PARENT_RUN_ID, SEARCH_ATTRIBUTES
 
 __all__ = [

@@ -19,7 +19,6 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from golem.agent import Agent
 from golem.client.conversations import DurableConversation, start_conversation
-from golem.client.errors import RunIdInUseError
 from golem.client.inputs import MAX_INPUT_BYTES, MESSAGE, PARTS, check_sendable
 from golem.client.records import fetch_run, input_history
 from golem.client.runs import DurableRun
@@ -31,6 +30,7 @@ from golem.streaming import DurableRunStream
 from golem.worker.converter import golem_data_converter
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.conversation import ConversationInput
+from golem.workflows.failures import RunIdInUseError
 from golem.workflows.lineage import CONVERSATION_ID, run_search_attributes, summary
 from golem.workflows.types import AgentRunInput
 

@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import ApplicationError, FailureError, WorkflowAlreadyStartedError
+from temporalio.exceptions import FailureError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from golem.client.errors import ConversationClosedError, UnknownAgentError
 from golem.client.records import history_reader, run_pager
 from golem.client.runs import DurableRun
 from golem.ids import new_id
@@ -28,18 +27,20 @@ from golem.messages import Message, Part
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream
 from golem.workflows.conversation import (
-    CLOSED,
-    CONTINUING,
-    RECORDED,
-    WAITING,
     ConversationInput,
     ConversationSummary,
     ConversationWorkflow,
     TurnInput,
     TurnOutput,
 )
+from golem.workflows.failures import (
+    ConversationClosedError,
+    TurnContinuing,
+    TurnRecorded,
+    golem_error,
+)
 from golem.workflows.lineage import run_search_attributes
-from golem.workflows.outcome import decode_result, run_failure
+from golem.workflows.outcome import RunSnapshot, decode_result
 from golem.workflows.pages import (
     MessagesPage,
     MessagesQuery,
@@ -48,7 +49,6 @@ from golem.workflows.pages import (
     read_pages,
     with_segments,
 )
-from golem.workflows.registry import UNKNOWN_AGENT
 from golem.workflows.transcript import CARRY_BYTES
 
 if TYPE_CHECKING:
@@ -152,8 +152,7 @@ class DurableConversation(Generic[OutputT]):
                 )
                 return out
             except WorkflowUpdateFailedError as exc:
-                cause = exc.cause
-                if not (isinstance(cause, ApplicationError) and cause.type == CONTINUING):
+                if not isinstance(await golem_error(exc.cause), TurnContinuing):
                     raise
             # The conversation finishes its turns in flight, then continues as new:
             # the same update, sent again, lands on the next run.
@@ -165,15 +164,15 @@ class DurableConversation(Generic[OutputT]):
         try:
             out = await sent
         except WorkflowUpdateFailedError as exc:
-            cause = exc.cause
-            if isinstance(cause, ApplicationError) and cause.type == RECORDED:
-                # A send retried after continue-as-new: the turn ran, so its run answers,
-                # with the conversation through that turn (a turn's run holds only its own).
-                result = await (await self.agent.attach(run_id)).result()
-                transcript = await read_pages(self._pager())
-                ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == run_id]
-                return replace(result, messages=transcript[: ends[-1]]) if ends else result
-            raise await self._turn_error(exc, run_id) from exc
+            error = await self._turn_error(exc, run_id)
+            if not isinstance(error, TurnRecorded):
+                raise error from exc
+            # A send retried after continue-as-new: the turn ran, so its run answers,
+            # with the conversation through that turn (a turn's run holds only its own).
+            result = await (await self.agent.attach(run_id)).result()
+            transcript = await read_pages(self._pager())
+            ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == run_id]
+            return replace(result, messages=transcript[: ends[-1]]) if ends else result
         except RPCError as exc:
             raise await self._closed_or(exc) from exc
         return await self._turn_result(out, run_id)
@@ -270,26 +269,20 @@ class DurableConversation(Generic[OutputT]):
         return await read_pages(self._pager(), 0, upto) if upto else []
 
     async def _turn_error(self, exc: WorkflowUpdateFailedError, run_id: str) -> Exception:
+        async def evidence(snapshot: RunSnapshot) -> list[Message]:
+            # The conversation appended the evidence before it refused the turn.
+            rid = run_id or snapshot.run_id
+            transcript = await read_pages(self._pager())
+            self._messages = transcript
+            ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == rid]
+            return transcript[: ends[-1] if ends else None]
+
+        error = await golem_error(exc.cause, run_id, evidence)
+        if isinstance(error, RunError) and error.partial is None:
+            self._messages = None
+        if error is not None:
+            return error
         cause = exc.cause
-        details = run_failure(cause)
-        if details is not None:
-            partial = None
-            if details.partial is not None:
-                # The conversation appended the evidence before it refused the turn.
-                rid = run_id or details.partial.run_id
-                transcript = await read_pages(self._pager())
-                self._messages = transcript
-                ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == rid]
-                partial = details.partial.to_partial(transcript[: ends[-1] if ends else None])
-            else:
-                self._messages = None
-            return RunError(details.stage, details.message, partial)
-        if isinstance(cause, ApplicationError) and cause.type == CLOSED:
-            return ConversationClosedError(cause.message)
-        if isinstance(cause, ApplicationError) and cause.type == WAITING:
-            return ValueError(cause.message)
-        if isinstance(cause, ApplicationError) and cause.type == UNKNOWN_AGENT:
-            return UnknownAgentError(cause.message)
         message = cause.message if isinstance(cause, FailureError) else str(exc)
         return ValueError(f"conversation {self.id} refused the turn: {message}")
 

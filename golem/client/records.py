@@ -18,17 +18,20 @@ from temporalio.client import (
     WorkflowHandle,
 )
 from temporalio.converter import DataConverter
+from temporalio.exceptions import ApplicationError, FailureError
 
 from golem.messages import Message
 from golem.models.base import ModelResponse
 from golem.results import RunError
 from golem.tools import ToolOutcome
+from golem.workflows.failures import golem_error
 from golem.workflows.outcome import (
     FAILURE_MEMO,
     Logged,
     Recorded,
+    RunSnapshot,
     content_digest,
-    decode_failure,
+    conversation,
     decode_result,
 )
 from golem.workflows.pages import MessagesPage, MessagesQuery, Pager, read_pages
@@ -218,9 +221,19 @@ def run_pager(handle: WorkflowHandle[Any, Any]) -> Pager:
 async def run_error(
     exc: WorkflowFailureError, handle: WorkflowHandle[Any, Any], history: list[Message]
 ) -> Exception:
-    """Rebuild the ``RunError`` a failed (or cancelled) workflow carries."""
+    """Rebuild the ``RunError`` (or ``UnknownAgentError``) a failed or cancelled run carries."""
+
+    async def evidence(snapshot: RunSnapshot) -> list[Message]:
+        return await conversation(snapshot, history, run_pager(handle))
 
     async def memo() -> Any:
         return await (await handle.describe()).memo_value(FAILURE_MEMO, None)
 
-    return await decode_failure(exc.cause, history, handle.id, memo, run_pager(handle))
+    error = await golem_error(exc.cause, handle.id, evidence, memo)
+    if error is not None:
+        return error
+    # Terminated or timed out from outside: the loop never got to say why.
+    cause = exc.cause
+    message = cause.message if isinstance(cause, FailureError) else str(cause)
+    kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
+    return RunError("canceled", f"run {handle.id} was stopped outside the loop ({kind}): {message}")

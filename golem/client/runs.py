@@ -23,15 +23,13 @@ from temporalio.client import (
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.converter import DataConverter
-from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
-from golem.client.errors import CannotPause
 from golem.client.records import recordings, run_error, run_pager
 from golem.messages import Message
-from golem.results import Result
+from golem.results import Result, RunError
 from golem.streaming import DurableRunStream
-from golem.workflows.approvals import CANNOT_PAUSE
+from golem.workflows.failures import CannotPause, golem_error
 from golem.workflows.outcome import decode_result
 
 __all__ = ["DurableRun"]
@@ -87,11 +85,9 @@ class DurableRun(Generic[OutputT]):
                 raise asyncio.CancelledError from None  # our caller was cancelled (Ctrl-C)
             raise
         except WorkflowUpdateFailedError as exc:
-            cause = exc.cause
-            if isinstance(cause, ApplicationError) and cause.type == "GolemNotPaused":
-                raise ValueError(cause.message) from None
-            if isinstance(cause, ApplicationError) and cause.type == CANNOT_PAUSE:
-                raise CannotPause from None
+            error = await golem_error(exc.cause, self.run_id)
+            if error is not None and not isinstance(error, RunError):
+                raise error from None  # refused: not waiting, or the agent never pauses
             await self._ended(update, exc)
             return None  # the run ended (failed) while the update waited: read its result
         except RPCError as exc:
