@@ -56,9 +56,7 @@ class DurableAgent(Generic[OutputT]):
         kind = output_type or (None if isinstance(agent, str) else agent.output_type)
         self.output_adapter = None if kind in (None, str) else TypeAdapter(kind)
         # Only a run that may wait for approvals needs the outcome update's round trip.
-        self.may_pause = isinstance(agent, str) or any(
-            tool.requires_approval for tool in agent.tools.values()
-        )
+        self.may_pause = isinstance(agent, str) or agent.may_pause
 
     def _never_pauses(self) -> None:
         """The worker says this agent has no tool that needs approval: later runs skip the
