@@ -19,14 +19,12 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError
 
 from golem.agent import Agent
+from golem.client.lookups import has_worker
 from golem.worker import golem_converter
 
 __all__ = [
@@ -134,24 +132,13 @@ def agent_name(spec: str) -> str:
 # -- the no-worker watch ---------------------------------------------------------------------
 
 
-async def has_pollers(client: Client, task_queue: str) -> bool:
-    response = await client.workflow_service.describe_task_queue(
-        DescribeTaskQueueRequest(
-            namespace=client.namespace,
-            task_queue=TaskQueue(name=task_queue),
-            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-        )
-    )
-    return len(response.pollers) > 0
-
-
 async def warn_without_worker(
     client: Client, task_queue: str, run_id: str, after: float = NO_WORKER_AFTER
 ) -> None:
     """Say so, once, when no worker polls ``task_queue``; the run keeps waiting for one."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + after
-    while not await has_pollers(client, task_queue):
+    while not await has_worker(client, task_queue):
         if loop.time() >= deadline:
             print(
                 f"golem: no worker polls task queue {task_queue!r} on "

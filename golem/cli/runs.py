@@ -19,14 +19,13 @@ from temporalio.client import Client
 
 from golem.cli.connect import CliError, agent_name, connect_args, watching
 from golem.cli.output import echo, print_failure, print_result
-from golem.cli.show import conversation_workflow, resolve_run_id, runs_query
+from golem.cli.show import resolve_run_id
 from golem.client import (
-    AGENT,
-    CONVERSATION_ID,
     DurableAgent,
     DurableConversation,
     fetch_run,
 )
+from golem.client.lookups import is_conversation, newest_run, run_info
 from golem.ids import new_id
 from golem.messages import HistoryError, Message, ToolCall, load_messages
 from golem.results import RunError
@@ -37,17 +36,15 @@ __all__ = ["cmd_chat", "cmd_resume", "cmd_run"]
 
 async def conversation_history(client: Client, conversation_id: str) -> list[Message] | None:
     """The conversation as its newest run left it, or None when it has no runs."""
-    runs = [run async for run in client.list_workflows(runs_query(conversation_id))]
-    if not runs:
+    newest = await newest_run(client, conversation_id)
+    if newest is None:
         return None
-    newest = max(runs, key=lambda run: run.start_time)
-    record = await fetch_run(client, newest.id)
-    if record.status == "running":
+    if newest.status == "running":
         raise CliError(
-            f"conversation {conversation_id}'s newest run {newest.id} is still running: "
-            f"wait for it (`golem show {newest.id}`), then continue"
+            f"conversation {conversation_id}'s newest run {newest.run_id} is still running: "
+            f"wait for it (`golem show {newest.run_id}`), then continue"
         )
-    return record.messages
+    return newest.messages
 
 
 async def open_conversation(
@@ -55,7 +52,7 @@ async def open_conversation(
 ) -> DurableConversation[Any]:
     """``--conversation-id``'s conversation workflow (started when absent), else a new one;
     a new one is seeded from ``--history`` or from the runs chained under that id."""
-    if args.conversation_id and await conversation_workflow(client, args.conversation_id):
+    if args.conversation_id and await is_conversation(client, args.conversation_id):
         if args.history:
             print(
                 f"golem: conversation {args.conversation_id} exists: --history is ignored",
@@ -97,7 +94,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
     name = agent_name(args.agent)
     client = await connect_args(args)
     durable: DurableAgent[Any] = DurableAgent(client, name, task_queue=args.task_queue)
-    if args.conversation_id and await conversation_workflow(client, args.conversation_id):
+    if args.conversation_id and await is_conversation(client, args.conversation_id):
         return await run_turn(client, await durable.conversation(args.conversation_id), args)
     history = await starting_history(client, args)
     live = live_output(args)
@@ -148,38 +145,32 @@ async def run_turn(
 
 async def queue_of(conversation: DurableConversation[Any]) -> str:
     """The task queue a conversation's turns run on (its workflow's, not ``--task-queue``)."""
-    return (await conversation.handle.describe()).task_queue
+    return (await run_info(conversation.agent.client, conversation.id)).task_queue
 
 
 async def cmd_resume(args: argparse.Namespace) -> int:
     client = await connect_args(args)
     run_id = await resolve_run_id(client, args.run_id)
-    description = await client.get_workflow_handle(run_id).describe()
-    name = description.typed_search_attributes.get(AGENT)
-    if name is None:
+    info = await run_info(client, run_id)
+    if not info.agent:
         raise CliError(f"{run_id} is not a golem run (it has no GolemAgent search attribute)")
-    task_queue = args.task_queue or description.task_queue
-    durable: DurableAgent[Any] = DurableAgent(client, name, task_queue=task_queue)
+    task_queue = args.task_queue or info.task_queue
+    durable: DurableAgent[Any] = DurableAgent(client, info.agent, task_queue=task_queue)
     record = await fetch_run(client, run_id)
     if not isinstance(record.error, RunError):
-        conversation = description.typed_search_attributes.get(CONVERSATION_ID) or "ID"
         raise CliError(
             f"run {run_id} is {record.status}, not failed: continue its conversation with "
-            f"`golem run --agent {name} --conversation-id {conversation} PROMPT`"
+            f"`golem run --agent {info.agent} --conversation-id {info.conversation_id or 'ID'} "
+            "PROMPT`"
         )
     if record.error.partial is None:
         raise CliError(f"run {run_id} failed before it did anything: start anew with `golem run`")
-    started = await durable.start(
-        args.prompt,
-        history=record.error.partial.messages,
-        conversation_id=record.error.partial.conversation_id,
-        parent_run_id=run_id,
-    )
+    resumed = new_id()
     try:
-        async with watching(client, task_queue, started.run_id):
-            result = await started.result()
+        async with watching(client, task_queue, resumed):
+            result = await durable.resume(record.error, args.prompt, run_id=resumed)
     except RunError as exc:
-        return print_failure(client, exc, started.run_id)
+        return print_failure(client, exc, resumed)
     print(f"resumed {run_id} as run {result.run_id}", file=sys.stderr)
     print_result(client, result, args.json)
     return 0

@@ -6,8 +6,9 @@
 
 ``DurableAgent.run`` mirrors ``Agent.run``: same ``Result``, same ``golem.RunError``.
 Runs (golem.client.runs), agents (agents), conversations (conversations), reading runs
-back (records) and checking what a caller sends (inputs); golem.workflows.failures maps
-a Temporal failure to golem's exception, for the client and for ``run_agent`` alike.
+back (records), finding runs by id or conversation (lookups) and checking what a caller
+sends (inputs); golem.workflows.failures maps a Temporal failure to golem's exception,
+for the client and for ``run_agent`` alike.
 """
 
 from golem.client.agents import DurableAgent

@@ -238,9 +238,11 @@ class DurableAgent(Generic[OutputT]):
         prompt: str | None = "continue",
         *,
         deps: Any = None,
+        run_id: str | None = None,
     ) -> Result[OutputT]:
         """Continue a failed run in its conversation: from its ``RunError``, its
-        ``PartialResult``, or its run id (the partial evidence is read from Temporal)."""
+        ``PartialResult``, or its run id (the partial evidence is read from Temporal).
+        ``run_id`` names the new run, as for ``run``."""
         if isinstance(failed, str):
             failed = await self._failure_of(failed)
         partial = failed.partial if isinstance(failed, RunError) else failed
@@ -251,6 +253,7 @@ class DurableAgent(Generic[OutputT]):
                 prompt,
                 history=partial.messages,
                 deps=deps,
+                run_id=run_id,
                 conversation_id=partial.conversation_id,
                 parent_run_id=partial.run_id,
             )
