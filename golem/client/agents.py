@@ -19,15 +19,14 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from golem.agent import Agent
 from golem.client.conversations import DurableConversation, start_conversation
-from golem.client.inputs import MAX_INPUT_BYTES, MESSAGE, PARTS, check_sendable
+from golem.client.inputs import HistoryItem, check_not_waiting, check_size, checked
 from golem.client.records import fetch_run, input_history
 from golem.client.runs import DurableRun
 from golem.ids import new_id
 from golem.loop import RunInput, resolve_conversation_id
-from golem.messages import HistoryError, Message, Part, validate_history
+from golem.messages import Part
 from golem.results import PartialResult, Result, RunError
 from golem.streaming import DurableRunStream
-from golem.worker.converter import golem_data_converter
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.conversation import ConversationInput
 from golem.workflows.failures import RunIdInUseError
@@ -67,7 +66,7 @@ class DurableAgent(Generic[OutputT]):
         self,
         prompt: str | None = None,
         *,
-        history: Sequence[Message] | None = None,
+        history: Sequence[HistoryItem] | None = None,
         parts: Sequence[Part] = (),
         deps: Any = None,
         run_id: str | None = None,
@@ -77,23 +76,16 @@ class DurableAgent(Generic[OutputT]):
         stream: bool = False,
     ) -> DurableRun[OutputT]:
         """Start a run and return at once. The run id is minted here, so it is the
-        workflow id before the run starts."""
-        history = list(history or ())
-        try:
-            validate_history(history)
-        except HistoryError as exc:
-            raise RunError("history", str(exc)) from exc
+        workflow id before the run starts. ``history`` holds ``Message``s or dicts of them
+        (as ``dump_messages`` writes them)."""
+        sent = checked(prompt, parts=parts, deps=deps, history=history)
+        history = sent.history
         run_id = run_id or new_id()
         conversation_id = resolve_conversation_id(history, conversation_id) or new_id()
         parent = parent_run_id or next((m.run_id for m in reversed(history) if m.run_id), "")
-        check_sendable("prompt", prompt)
-        check_sendable("parts", list(parts), PARTS)
-        check_sendable("deps", deps)
-        for index, message in enumerate(history):
-            check_sendable(f"history message {index}", message, MESSAGE)
         run = RunInput(
             prompt=prompt,
-            parts=list(parts),
+            parts=sent.parts,
             history=history,
             deps=deps,
             run_id=run_id,
@@ -101,13 +93,8 @@ class DurableAgent(Generic[OutputT]):
             approvals=dict(approvals or {}),
         )
         payload = AgentRunInput(agent=self.agent_name, run=run, parent_run_id=parent, stream=stream)
-        size = len(golem_data_converter.payload_converter.to_payloads([payload])[0].data)
-        if size > MAX_INPUT_BYTES:
-            raise RunError(
-                "history",
-                f"the run's input is {size} bytes, over the {MAX_INPUT_BYTES}-byte limit of "
-                "one Temporal payload; trim the history (trim_history / budget_history)",
-            )
+        check_size(payload)
+        await check_not_waiting(self.client, history)
         try:
             handle = await self._start(payload, run_id, parent, prompt)
         except WorkflowAlreadyStartedError:
@@ -151,7 +138,7 @@ class DurableAgent(Generic[OutputT]):
         self,
         prompt: str | None = None,
         *,
-        history: Sequence[Message] | None = None,
+        history: Sequence[HistoryItem] | None = None,
         parts: Sequence[Part] = (),
         deps: Any = None,
         run_id: str | None = None,
@@ -174,7 +161,7 @@ class DurableAgent(Generic[OutputT]):
         self,
         prompt: str | None = None,
         *,
-        history: Sequence[Message] | None = None,
+        history: Sequence[HistoryItem] | None = None,
         parts: Sequence[Part] = (),
         deps: Any = None,
         run_id: str | None = None,
@@ -217,16 +204,13 @@ class DurableAgent(Generic[OutputT]):
         self,
         conversation_id: str | None = None,
         *,
-        history: Sequence[Message] | None = None,
+        history: Sequence[HistoryItem] | None = None,
         parent_run_id: str = "",
     ) -> DurableConversation[OutputT]:
         """A durable conversation (a ``ConversationWorkflow``): started when absent, attached
         when it runs already. ``history`` seeds a new conversation only."""
-        seed = list(history or ())
-        try:
-            validate_history(seed)
-        except HistoryError as exc:
-            raise RunError("history", str(exc)) from exc
+        seed = checked(history=history).history
+        await check_not_waiting(self.client, seed)
         conversation_id = conversation_id or resolve_conversation_id(seed, None) or new_id()
         parent = parent_run_id or next((m.run_id for m in reversed(seed) if m.run_id), "")
         input = ConversationInput(agent=self.agent_name, messages=seed, parent_run_id=parent)

@@ -20,6 +20,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import FailureError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from golem.client.inputs import checked
 from golem.client.records import history_reader, run_pager
 from golem.client.runs import DurableRun
 from golem.ids import new_id
@@ -101,8 +102,9 @@ class DurableConversation(Generic[OutputT]):
     ) -> Result[OutputT]:
         """Run one turn (a child run of the conversation) and return its ``Result``, whose
         ``messages`` are the whole conversation. ``run_id`` makes a retried send one turn."""
+        given = checked(prompt, parts=parts, deps=deps)
         run_id = run_id or new_id()
-        turn = TurnInput(run_id=run_id, prompt=prompt, parts=list(parts), deps=deps)
+        turn = TurnInput(run_id=run_id, prompt=prompt, parts=given.parts, deps=deps)
         return await self._finish(self._update(turn), run_id)
 
     def send_stream(
@@ -116,8 +118,9 @@ class DurableConversation(Generic[OutputT]):
         """One turn, yielding its run's events as they happen (the turn starts when
         iterated); once exhausted, ``.result`` is what ``send`` returns, or it raises
         ``send``'s ``RunError``."""
+        given = checked(prompt, parts=parts, deps=deps)
         run_id = run_id or new_id()  # minted here: the stream is the child's, by this id
-        turn = TurnInput(run_id=run_id, prompt=prompt, parts=list(parts), deps=deps, stream=True)
+        turn = TurnInput(run_id=run_id, prompt=prompt, parts=given.parts, deps=deps, stream=True)
         sent: list[asyncio.Task[TurnOutput]] = []
 
         async def start() -> DurableRun[OutputT]:

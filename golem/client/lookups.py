@@ -29,6 +29,7 @@ __all__ = [
     "RunInfo",
     "chained_runs",
     "conversation_info",
+    "existing_run",
     "find_run",
     "has_worker",
     "is_conversation",
@@ -50,6 +51,8 @@ class RunInfo:
     """The agent it runs (``GolemAgent``); empty when it is not golem's."""
     conversation_id: str
     parent_run_id: str
+    parent_workflow_id: str
+    """The workflow that started it as a child (a conversation, a user's workflow), or ""."""
     start_time: datetime | None
     description: WorkflowExecutionDescription = field(repr=False)
 
@@ -72,15 +75,26 @@ async def run_info(client: Client, run_id: str) -> RunInfo:
         agent=attributes.get(AGENT) or "",
         conversation_id=attributes.get(CONVERSATION_ID) or "",
         parent_run_id=attributes.get(PARENT_RUN_ID) or "",
+        parent_workflow_id=description.parent_id or "",
         start_time=description.start_time,
         description=description,
     )
 
 
+async def existing_run(client: Client, workflow_id: str) -> RunInfo | None:
+    """``run_info``, or ``None`` when no workflow has that id (a missing namespace raises)."""
+    try:
+        return await run_info(client, workflow_id)
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND or "namespace" in exc.message.lower():
+            raise
+        return None
+
+
 async def find_run(client: Client, given: str) -> str | None:
     """golem's run id (the Temporal Workflow ID) for ``given``, a run id or the UI's Run ID;
     ``None`` when it is neither."""
-    if await _described(client, given):
+    if await existing_run(client, given):
         return given
     with contextlib.suppress(RPCError):  # not a UUID: no such Run ID either
         async for run in client.list_workflows(f'RunId = "{_quoted(given)}"', limit=1):
@@ -90,7 +104,7 @@ async def find_run(client: Client, given: str) -> str | None:
 
 async def conversation_info(client: Client, conversation_id: str) -> RunInfo | None:
     """The ``ConversationWorkflow`` by that id (running or closed), or ``None``."""
-    info = await _described(client, conversation_id)
+    info = await existing_run(client, conversation_id)
     return (
         info if info is not None and info.workflow_type == ConversationWorkflow.__name__ else None
     )
@@ -129,16 +143,6 @@ async def has_worker(client: Client, task_queue: str) -> bool:
         )
     )
     return len(response.pollers) > 0
-
-
-async def _described(client: Client, workflow_id: str) -> RunInfo | None:
-    """``run_info``, or ``None`` when no workflow has that id (a missing namespace raises)."""
-    try:
-        return await run_info(client, workflow_id)
-    except RPCError as exc:
-        if exc.status != RPCStatusCode.NOT_FOUND or "namespace" in exc.message.lower():
-            raise
-        return None
 
 
 def _quoted(value: str) -> str:
