@@ -168,6 +168,11 @@ class Agent(Generic[DepsT, OutputT]):
         adapter = self.output_adapter
         return None if adapter is None else adapter.json_schema()
 
+    @property
+    def may_pause(self) -> bool:
+        """Some tool needs a person's approval, so a run of this agent may pause for it."""
+        return any(tool.requires_approval for tool in self.tools.values())
+
     # -- running --------------------------------------------------------------------
 
     async def run(

@@ -33,6 +33,14 @@ def transfer_agent(*answers: Message) -> tuple[Agent[Any, Any], ScriptedModel, l
     return agent, model, sent
 
 
+def test_an_agent_may_pause_once_it_has_a_tool_that_needs_approval() -> None:
+    agent, _ = scripted([])
+    agent.tool(name="balance")(lambda: "100")
+    assert not agent.may_pause
+    agent.tool(name="transfer", requires_approval=True)(lambda: "sent")
+    assert agent.may_pause
+
+
 async def test_a_tool_requiring_approval_pauses_the_run(runner: Runner) -> None:
     agent, _, sent = transfer_agent(ask(call("c1", "transfer", amount=5)))
 

@@ -1,6 +1,6 @@
 """A run's outcome without a server: what the workflow reports (golem.workflows.report) is
 round-tripped through golem's data and failure converters, then decoded as the client does
-(golem.records), one variant of where the conversation is at a time."""
+(golem.client), one variant of where the conversation is at a time."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from temporalio.api.failure.v1 import Failure
 from temporalio.exceptions import ApplicationError, CancelledError, TerminatedError
 
+from golem.client.history import decode_result
+from golem.client.records import failure_of
 from golem.messages import Message, ToolCall, Usage
-from golem.records import UnknownAgentError, decode_failure, decode_result
 from golem.results import PartialResult, Result, RunError
 from golem.wire import (
     Carried,
@@ -27,6 +28,7 @@ from golem.wire import (
     content_digest,
 )
 from golem.worker.converter import golem_data_converter
+from golem.workflows.failures import UnknownAgentError
 from golem.workflows.registry import UNKNOWN_AGENT
 from golem.workflows.report import FAILURE_MEMO, RUN_ERROR, Reporter, failure_error
 
@@ -88,6 +90,12 @@ def added(n: int, size: int = 10) -> list[Message]:
             )
         ),
     ]
+
+
+async def decode_failure(
+    cause: BaseException | None, sources: Sources, run_id: str, memo: Any
+) -> Exception:
+    return await failure_of(cause, run_id, sources, memo)
 
 
 def sources(given: list[Message], pages: Pager | None = None, **loaders: Any) -> Sources:

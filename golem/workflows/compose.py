@@ -18,17 +18,23 @@ from collections.abc import Sequence
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError, CancelledError, ChildWorkflowError
+from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from golem.loop import RunInput, RunLoop, resolve_conversation_id
     from golem.messages import HistoryError, Message, Part, validate_history
     from golem.results import Result, RunError
-    from golem.wire import AgentRunInput, Carried, Completed, MessagesPage, MessagesQuery
+    from golem.wire import (
+        AgentRunInput,
+        Carried,
+        Completed,
+        MessagesPage,
+        MessagesQuery,
+        RunReport,
+    )
     from golem.workflows import lineage, registry
     from golem.workflows.agent_run import AgentRunWorkflow
     from golem.workflows.executor import TemporalExecutor
-    from golem.workflows.report import run_failure
 
 __all__ = ["run_agent"]
 
@@ -80,7 +86,7 @@ async def _child(agent_name: str, run: RunInput) -> Result[Any]:
             parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
         )
     except ChildWorkflowError as exc:
-        raise _run_error(exc, run) from None
+        raise await _run_error(exc, run) from None
     carried = output.messages
     if not isinstance(carried, Carried):
         raise RunError(
@@ -128,17 +134,21 @@ def _agent(name: str) -> Any:
         return None
 
 
-def _run_error(exc: ChildWorkflowError, run: RunInput) -> RunError:
+async def _run_error(exc: ChildWorkflowError, run: RunInput) -> RunError:
     """The ``RunError`` a failed child run carries (the same one ``agent.run`` raises)."""
+    # Imported here: the table imports golem.worker, which imports this package.
+    from golem.workflows.failures import golem_error
+
+    async def evidence(report: RunReport) -> list[Message] | None:
+        # A paged conversation stays in the child: workflow code cannot query it.
+        carried = report.messages
+        if not isinstance(carried, Carried):
+            return None
+        return carried.after(list(run.history), report.stamps)
+
+    error = await golem_error(exc.cause, run.run_id, evidence)
+    if isinstance(error, RunError):
+        return error
     cause = exc.cause
-    details = run_failure(cause)
-    if details is not None:
-        partial = None
-        evidence = details.evidence
-        if evidence is not None and isinstance(evidence.messages, Carried):
-            partial = evidence.partial(evidence.messages.after(list(run.history), evidence.stamps))
-        return RunError(details.stage, details.message, partial)
-    if isinstance(cause, CancelledError):
-        return RunError("canceled", f"run {run.run_id} was cancelled")
     message = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
     return RunError("loop", f"run {run.run_id} failed: {message}")

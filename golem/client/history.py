@@ -1,8 +1,9 @@
-"""Reading runs back, the client side: a run's outcome decoded, its conversation rebuilt
-from what its history holds (no worker needed for a closed run).
+"""A run's history read back, the client side of message shipping: its outcome decoded, its
+conversation rebuilt from what its history holds (no worker needed for a closed run).
 
     history = await RunHistory.read(handle.fetch_history_events(), converter)
-    result = await decode_result(raw, history.sources(pager), output_validator)
+    sources = run_sources(run_id, given, lead, pager, load=lambda: history)
+    result = await decode_result(raw, sources, output_validator)
 
 A run's history holds its input (the history it was given), every model call's input and
 every activity's result. ``RunHistory`` reads them in one pass: the contents the run's
@@ -20,17 +21,15 @@ from typing import Annotated, Any
 from pydantic import Field, TypeAdapter
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.converter import DataConverter
-from temporalio.exceptions import ApplicationError, CancelledError, FailureError
 
 from golem.activities.cache import MessageCache
 from golem.messages import Message, ToolCall
 from golem.models.base import ModelResponse
-from golem.results import Result, RunError
+from golem.results import Result
 from golem.tools import ToolOutcome
 from golem.wire import (
     AgentRunInput,
     Completed,
-    Failed,
     MessagesPage,
     MessagesQuery,
     ModelCall,
@@ -41,22 +40,8 @@ from golem.wire import (
     ToolCallInput,
     content_digest,
 )
-from golem.workflows.registry import UNKNOWN_AGENT
-from golem.workflows.report import RUN_ERROR
 
-__all__ = [
-    "RequestLog",
-    "RunHistory",
-    "UnknownAgentError",
-    "decode_failure",
-    "decode_outcome",
-    "decode_result",
-    "run_sources",
-]
-
-
-class UnknownAgentError(LookupError):
-    """The worker serves no agent by that name (the message lists the ones it has)."""
+__all__ = ["RequestLog", "RunHistory", "decode_outcome", "decode_result", "run_sources"]
 
 
 async def _unreadable(query: MessagesQuery) -> MessagesPage:
@@ -196,40 +181,3 @@ async def decode_result(
     if output is not None and value is not None:
         value = output(value)
     return outcome.result(messages, value)
-
-
-async def decode_failure(
-    cause: BaseException | None,
-    sources: Sources,
-    run_id: str,
-    memo: Callable[[], Awaitable[Any]],
-) -> Exception:
-    """The ``RunError`` (or ``UnknownAgentError``) a failed or cancelled workflow stands for.
-
-    ``cause`` is ``WorkflowFailureError.cause``; ``memo`` reads a cancelled run's raw
-    ``Failed`` memo."""
-    # Imported here: golem.worker imports golem.workflows, which must not need this first.
-    from golem.worker.converter import BAD_PAYLOAD
-
-    if isinstance(cause, ApplicationError) and cause.type == UNKNOWN_AGENT:
-        return UnknownAgentError(cause.message)
-    if isinstance(cause, ApplicationError) and cause.type == BAD_PAYLOAD:
-        return RunError("history", f"run {run_id} could not read its input: {cause.message}")
-    raw: Any = None
-    if isinstance(cause, ApplicationError) and cause.type == RUN_ERROR and cause.details:
-        raw = cause.details[0]
-    if isinstance(cause, CancelledError):
-        raw = await memo()
-        if raw is None:
-            return RunError("canceled", f"run {run_id} was cancelled before it started")
-    if raw is not None:
-        details = Failed.model_validate(raw)
-        evidence = details.evidence
-        partial = None
-        if evidence is not None:
-            partial = evidence.partial(await evidence.conversation(sources))
-        return RunError(details.stage, details.message, partial)
-    # Terminated or timed out from outside: the loop never got to say why.
-    message = cause.message if isinstance(cause, FailureError) else str(cause)
-    kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
-    return RunError("canceled", f"run {run_id} was stopped outside the loop ({kind}): {message}")
