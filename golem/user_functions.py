@@ -18,7 +18,13 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["UserCodeError", "call_user_function", "describe", "is_async_callable"]
+__all__ = [
+    "UserCodeError",
+    "call_instructions_function",
+    "call_user_function",
+    "describe",
+    "is_async_callable",
+]
 
 #: Threads for sync user functions; created on demand, so an idle worker holds none.
 _MAX_THREADS = 64
@@ -87,3 +93,14 @@ async def call_user_function(fn: Any, *args: Any, what: str = "") -> Any:
     except BaseException as exc:
         # Converted here, in the caller's coroutine: a task would re-raise it into the loop.
         raise UserCodeError(f"{what or describe(fn)} raised {type(exc).__name__}: {exc}") from exc
+
+
+async def call_instructions_function(fn: Any, ctx: Any, what: str = "") -> str:
+    """Call an instructions function: its text, ``""`` for ``None``; anything else is a
+    :class:`UserCodeError` naming the function (``42`` is no system prompt)."""
+    value = await call_user_function(fn, ctx, what=what)
+    if value is None or isinstance(value, str):
+        return value or ""
+    raise UserCodeError(
+        f"{what or describe(fn)} returned {type(value).__name__}, not a string: {value!r:.60}"
+    )
