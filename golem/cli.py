@@ -62,6 +62,7 @@ from golem.results import Result, RunError
 from golem.streaming import write_text
 from golem.testing import DEV_SERVER_ARGS, temporal_cli
 from golem.worker import GolemPlugin, golem_converter
+from golem.worker.converter import codec_problem
 from golem.worker.logs import configure_logging
 from golem.workflows.agent_run import OUTCOME_MEMO, AgentRunWorkflow
 from golem.workflows.conversation import ConversationWorkflow
@@ -188,6 +189,8 @@ def describe_error(exc: BaseException) -> str:
     """One line naming a problem and its fix."""
     if isinstance(exc, CliError):
         return str(exc)
+    if (problem := codec_problem(exc)) is not None:
+        return problem
     if isinstance(exc, UnknownAgentError):
         return f"{exc}; fix --agent, or start a worker that serves it ({WORKER_HINT})"
     if isinstance(exc, HistoryError):
