@@ -44,6 +44,7 @@ from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
+from golem import codec_server
 from golem.agent import Agent
 from golem.client import (
     AGENT,
@@ -352,6 +353,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     ]
     for key in SEARCH_ATTRIBUTES:
         command += ["--search-attribute", f"{key.name}=Keyword"]
+    (state / "ui-url").write_text(f"http://localhost:{ui_port}\n")  # the codec server's origin
     print(f"golem dev: Temporal on localhost:{args.port}, UI on http://localhost:{ui_port}")
     sys.stdout.flush()
     # Become the server, so a signal to `golem dev` reaches it and nothing is orphaned.
@@ -747,28 +749,7 @@ async def cmd_setup(args: argparse.Namespace) -> int:
 
 
 def cmd_codec_server(args: argparse.Namespace) -> int:
-    try:
-        import uvicorn
-
-        from golem.codec_server import DEFAULT_ORIGINS, codec_app
-        from golem.worker.codec import ENV_VAR, EncryptionCodec
-    except ImportError as exc:
-        raise SystemExit(
-            f"golem codec-server needs: pip install 'golem-temporal[codec-server]' ({exc})"
-        ) from None
-    codec = EncryptionCodec.from_env()
-    if codec is None:
-        raise SystemExit(f"golem codec-server: set {ENV_VAR} to the key(s) the workers use")
-    token = os.environ.get("GOLEM_CODEC_TOKEN") or None
-    origins = args.origin or list(DEFAULT_ORIGINS)
-    app = codec_app(codec, origins=origins, token=token)
-    print(
-        f"golem codec-server: http://{args.host}:{args.port} for {', '.join(origins)}"
-        f" (keys {', '.join(codec.key_ids)}; bearer token {'required' if token else 'off'})",
-        flush=True,
-    )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
-    return 0
+    return codec_server.serve(args)
 
 
 # -- arguments -------------------------------------------------------------------------------
@@ -862,12 +843,10 @@ def parser() -> argparse.ArgumentParser:
     command("setup", "register golem's search attributes on the namespace", server)
     codec = command(
         "codec-server",
-        "serve /encode and /decode for the Temporal UI (keys from GOLEM_ENCRYPTION_KEY, "
-        "optional bearer token from GOLEM_CODEC_TOKEN)",
+        "serve /encode and /decode for the Temporal UI (keys from GOLEM_ENCRYPTION_KEY; "
+        "the UI's OIDC tokens or a bearer token from GOLEM_CODEC_TOKEN)",
     )
-    codec.add_argument("--host", default="127.0.0.1", help="interface to listen on")
-    codec.add_argument("--port", type=int, default=8081, help="port to listen on")
-    codec.add_argument("--origin", action="append", help="a UI origin to allow (repeatable)")
+    codec_server.add_arguments(codec)
     return top
 
 

@@ -400,7 +400,9 @@ async def test_golem_codec_server_serves_the_ui_over_http_on_loopback() -> None:
     try:
         assert server.stdout is not None
         banner = server.stdout.readline().decode()
-        assert f"127.0.0.1:{port}" in banner and "keys ui" in banner and "required" in banner
+        assert (
+            f"127.0.0.1:{port}" in banner and "keys ui" in banner and "auth: bearer token" in banner
+        )
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
             answer = None
             async with asyncio.timeout(30):
