@@ -9,6 +9,8 @@ import uuid
 
 import pytest
 from agents import ask, call, scripted
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from runners import Runner
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
@@ -44,6 +46,27 @@ def test_json_at_the_nesting_limit_is_read_and_one_level_more_is_not() -> None:
     assert not is_json_object(nested(MAX_DEPTH + 1))
     brackets_in_a_string = json.dumps({"text": "[" * 5000})  # not nesting: read as usual
     assert loads_strict(brackets_in_a_string) == {"text": "[" * 5000}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    shape=st.lists(st.booleans(), min_size=1, max_size=600),
+    filler=st.text(alphabet='[]{}"\\ab', max_size=12),
+)
+def test_any_nesting_is_read_up_to_the_limit_and_refused_past_it_never_overflowing(
+    shape: list[bool], filler: str
+) -> None:
+    """Arrays and objects in any order, a string of brackets and quotes at the bottom:
+    read when at most MAX_DEPTH deep, a TooDeep naming the depth otherwise."""
+    text = json.dumps(filler)
+    for is_object in reversed(shape):
+        text = f'{{"k": {text}}}' if is_object else f"[{text}]"
+    if len(shape) <= MAX_DEPTH:
+        assert loads_strict(text) is not None
+    else:
+        with pytest.raises(TooDeep) as refused:
+            loads_strict(text)
+        assert refused.value.depth == len(shape)
 
 
 async def test_arguments_past_the_nesting_limit_answer_the_call_as_failed_and_the_run_goes_on(
