@@ -72,6 +72,8 @@ class Kind:
     """``RunError(stage)``, an exception's class name, ``completed`` or ``HTTP <status>``."""
     culprit: str
     durable: bool = False
+    known: str = ""
+    """Not handled yet: the issue item that tracks it (the test expects it to fail)."""
 
 
 @dataclass
@@ -412,6 +414,9 @@ MESSAGE_LOAD = [
     ("history tool call args nested 5,000 deep", json.dumps([{"role": "assistant", "toolCalls": [{"id": "d", "name": "x", "args": DEEP}]}]), "limit of 256"),
     ("history content is a number", '[{"role":"user","content":5}]', "content"),
     ("history message is a string", '["hello"]', "message"),
+    ("history tool call without a name", '[{"role":"assistant","toolCalls":[{"id":"x"}]}]', "toolCalls.0.name"),
+    ("history bytes that are not UTF-8", b'[{"role":"user","content":"\xff"}]', "invalid unicode"),
+    ("history thinking that is a string", '[{"role":"assistant","thinking":"hmm"}]', "thinking"),
 ]  # fmt: skip
 
 STRUCTURE = [
@@ -516,6 +521,21 @@ def kinds() -> list[Kind]:
         Kind("a tool taking *args", "in process", _varargs_tool(), "TypeError", "*args/**kwargs cannot be described"),
         Kind("max_concurrent_tools of 0", "in process", sync(lambda: answers(max_concurrent_tools=0)), "ValueError", "max_concurrent_tools must be at least 1"),
         Kind("JSON holding Infinity", "in process", sync(lambda: loads_strict('{"a": Infinity}')), "ValueError", "Infinity is not JSON"),
+        Kind("a tool returning an object JSON cannot hold", "in process", run(tool_agent(returns(object()), calls=1)), "RunError(tool)", "Unable to serialize unknown type"),
+        Kind("durable: a tool returning an object JSON cannot hold", "durable", durable(tool_agent(returns(object()), calls=1, retry_attempts=1)), "RunError(tool)", "Unable to serialize unknown type", durable=True),
+        Kind("durable: a model answer of 3 MB", "durable", durable(answers(Message.assistant("x" * 3_000_000))), "RunError(model)", "over Temporal's payload limit", durable=True),
+        Kind("durable: an instructions function that raises", "durable", durable(instructed(raising(LookupError("no profile")))), "RunError(instructions)", "no profile", durable=True),
+        Kind("durable: a history processor that raises", "durable", durable(processed(raising(ValueError("cannot trim")))), "RunError(history)", "cannot trim", durable=True),
+        Kind("durable: the model keeps calling tools past max_iterations", "durable", durable(echoing(answers(*[ask(call(f"c{i}", "echo")) for i in range(5)], max_iterations=2))), "RunError(loop)", "max_iterations=2", durable=True),
+        Kind("durable: a batch over tool_calls_limit", "durable", durable(echoing(answers(ask(*(call(f"c{i}", "echo") for i in range(3))), usage_limits=UsageLimits(tool_calls_limit=2)))), "RunError(usage)", "tool_calls_limit", durable=True),
+        Kind("durable: output of the wrong shape", "durable", durable(answers(*[Message.assistant('{"id": "x"}')] * 4, output_type=Order, output_retries=1)), "RunError(decode)", "id: Input should be a valid integer", durable=True),
+        Kind("durable: a tool that cancels the run", "durable", durable(tool_agent(raises(Canceled("the user left")))), "RunError(canceled)", "the user left", durable=True),
+        Kind("a usage limit on output tokens", "in process", run(answers(*[Message.assistant("x")] * 2, usage_limits=UsageLimits(output_tokens_limit=0))), "completed", "x"),
+        Kind("a plugin given a 5-byte encryption key", "worker", sync(lambda: GolemPlugin(answers(), encryption_key=b"short")), "ValueError", "is 5 bytes"),
+        Kind("an encrypting key id not among the keys", "client", sync(lambda: EncryptionCodec({"a": KEY}, key_id="z")), "ValueError", "key_id 'z' is not among the keys"),
+        Kind("an encryption codec without keys", "client", sync(lambda: EncryptionCodec({})), "ValueError", "needs at least one key"),
+        Kind("max_concurrent_tools of -5", "in process", sync(lambda: answers(max_concurrent_tools=-5)), "ValueError", "got -5"),
+        Kind("history given as dicts", "in process", run(answers(Message.assistant("x")), history=[{"role": "user", "content": "hi"}]), "RunError(history)", "Message", known="issue 18 item 10"),
         Kind("JSON nested 5,000 deep", "in process", sync(lambda: loads_strict("[" * 5000 + "]" * 5000)), "TooDeep", "limit of 256"),
     ]  # fmt: skip
     return table

@@ -67,7 +67,7 @@ def table(request: pytest.FixtureRequest) -> Iterator[None]:
         reporter.write_line(f"{'kind'.ljust(width)}  {'where':<12}  {'outcome':<24}  seconds")
         for kind, where, outcome, seconds in _table:
             reporter.write_line(f"{kind.ljust(width)}  {where:<12}  {outcome:<24}  {seconds:7.3f}")
-        reporter.write_line(f"{len(_table)} kinds of bad input, each ended naming its culprit")
+        reporter.write_line(f"{len(_table)} kinds of bad input")
 
 
 def outcome_of(exc: BaseException) -> str:
@@ -87,7 +87,8 @@ async def attempt(kind: Kind, env: Env) -> None:
         except Exception as exc:
             outcome, text = outcome_of(exc), str(exc)
     seconds = time.perf_counter() - began
-    _table.append((kind.name, kind.where, outcome, seconds))
+    shown = f"{outcome} (open: {kind.known})" if kind.known else outcome
+    _table.append((kind.name, kind.where, shown, seconds))
     assert (outcome, kind.culprit in text) == (kind.outcome, True), text[:500]
 
 
@@ -95,18 +96,28 @@ def _no_client() -> Client:
     raise AssertionError("an in-process kind asked for Temporal: mark it durable")
 
 
-LOCAL = [k for k in KINDS if not k.durable]
-DURABLE = [k for k in KINDS if k.durable]
+def params(kinds: list[Kind]) -> list[Any]:
+    """Each kind a case; one not handled yet is expected to fail, naming its issue item."""
+    return [
+        pytest.param(
+            k, id=k.name, marks=[pytest.mark.xfail(strict=True, reason=k.known)] * bool(k.known)
+        )
+        for k in kinds
+    ]
 
 
-@pytest.mark.parametrize("kind", LOCAL, ids=[k.name for k in LOCAL])
+LOCAL = params([k for k in KINDS if not k.durable])
+DURABLE = params([k for k in KINDS if k.durable])
+
+
+@pytest.mark.parametrize("kind", LOCAL)
 async def test_a_bad_input_ends_in_bounded_time_naming_its_culprit(
     kind: Kind, canned: CannedProvider
 ) -> None:
     await attempt(kind, Env(_no_client, canned))
 
 
-@pytest.mark.parametrize("kind", DURABLE, ids=[k.name for k in DURABLE])
+@pytest.mark.parametrize("kind", DURABLE)
 async def test_a_bad_durable_input_ends_in_bounded_time_naming_its_culprit(
     kind: Kind, canned: CannedProvider, temporal_client: Client
 ) -> None:
