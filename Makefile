@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: demo test lint bench mutate clean
+.PHONY: demo test lint bench mutate clean browser
 
 $(VENV)/.installed: pyproject.toml
 	@echo "installing dependencies, first run only (into $(VENV))"
@@ -15,7 +15,20 @@ $(VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed
 	$(PY) examples/demo.py
 
-test: $(VENV)/.installed
+# The browser tests (tests/ui/, the SSE relay's page) drive Debian's chromium through
+# playwright-core, installed here from tests/ui/package-lock.json; without npm or chromium
+# they skip, naming the install step (under CI they fail: .ci/run runs `make browser`).
+UI_DEPS := tests/ui/node_modules/.package-lock.json
+$(UI_DEPS): tests/ui/package.json tests/ui/package-lock.json
+	@if command -v npm >/dev/null; then npm ci --prefix tests/ui --no-audit --no-fund; \
+	else echo "no npm: the browser tests will skip (install Node.js 20+)"; fi
+
+# Chromium for the browser tests, from Debian (needs root); skipped when it is there.
+browser: $(UI_DEPS)
+	@test -x /usr/bin/chromium || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+test: $(VENV)/.installed $(UI_DEPS)
 	$(PY) -m pytest -q
 
 lint: $(VENV)/.installed

@@ -28,6 +28,7 @@ from golem.local import LocalExecutor
 from golem.loop import RunInput, RunLoop
 from golem.messages import Message, Part
 from golem.models.base import Model, ModelSettings, ToolDefinition
+from golem.models.fallback import plan
 from golem.results import Result, RunError
 from golem.retry import Retry
 from golem.tools import RunContext, Tool
@@ -83,8 +84,10 @@ class Agent(Generic[DepsT, OutputT]):
         self.model_retry = model_retry or Retry()
         """The retry policy of model requests (in process and under Temporal)."""
         self.approval_timeout = approval_timeout
-        """Under Temporal: how long a run waits for approvals before denying what is still
-        pending (``None``: as long as it takes). In process a run pauses instead."""
+        """Under Temporal: how long a run waits for approvals; calls still undecided then
+        are not executed and the model is told no decision arrived in time (``None``: it
+        waits as long as it takes). A later approval is refused. In process a run pauses
+        instead."""
         self.max_concurrent_tools = max_concurrent_tools
         """The most calls of one batch in flight at once (under Temporal, activities: it
         keeps a wide batch under Temporal's 2,000 pending activities); the rest wait their
@@ -110,6 +113,12 @@ class Agent(Generic[DepsT, OutputT]):
     def model_name(self) -> str:
         return self._model if isinstance(self._model, str) else self._model.model_name
 
+    @property
+    def model_plan(self) -> list[tuple[str, Retry]]:
+        """Each model a request may go to (a ``FallbackModel``'s, in order), by name, with the
+        retry policy of its attempts."""
+        return plan(self._model, self.model_retry)
+
     @overload
     def tool(self, function: F, /) -> F: ...
 
@@ -133,10 +142,10 @@ class Agent(Generic[DepsT, OutputT]):
         """Register a function as a tool (``@agent.tool`` or ``@agent.tool(sequential=True)``).
 
         A first parameter typed ``RunContext`` receives the run's context. A sync function
-        runs in a thread, an async one on the event loop. ``timeout`` bounds a call in process
-        and under Temporal. Only under Temporal (ignored in process, where a tool runs once):
-        ``retry`` (or just ``retry_attempts``) shapes the tool's activity retries, and
-        ``at_most_once`` means a crash is reported, never repeated.
+        runs in a thread, an async one on the event loop. ``timeout`` bounds an attempt and
+        ``retry`` (or just ``retry_attempts``; default ``golem.retry.TOOL_RETRY``) says how a
+        failed one is tried again, in process and under Temporal alike; ``at_most_once``
+        means one attempt, and a crash is reported, never repeated.
         """
         if options.get("max_retries") is None:
             options.pop("max_retries", None)
@@ -165,6 +174,11 @@ class Agent(Generic[DepsT, OutputT]):
     def output_schema(self) -> dict[str, Any] | None:
         adapter = self.output_adapter
         return None if adapter is None else adapter.json_schema()
+
+    @property
+    def may_pause(self) -> bool:
+        """Some tool needs a person's approval, so a run of this agent may pause for it."""
+        return any(tool.requires_approval for tool in self.tools.values())
 
     # -- running --------------------------------------------------------------------
 

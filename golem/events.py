@@ -43,5 +43,8 @@ class RunEvent:
     reason: str = ""
     """For ``canceled``: why."""
     attempt: int = 0
-    """For ``turn_restarted``: the model call's new attempt (2, 3, ...); drop the turn's
-    earlier deltas (a durable run's model call was retried, e.g. on another worker)."""
+    """For ``turn_restarted``: the new attempt on its model (2, 3, ...; 1 when a fallback
+    switched models); drop the turn's earlier deltas (the model call was retried, e.g. on
+    another worker, or the next model of a ``FallbackModel`` took over)."""
+    model: str = ""
+    """For ``turn_restarted``: the model the turn restarts on."""

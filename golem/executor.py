@@ -6,6 +6,7 @@ effects in process; ``TemporalExecutor`` (golem.workflows) runs each as an activ
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from golem.messages import Message, ToolCall
@@ -39,10 +40,11 @@ class Executor(Protocol):
 
     async def await_approvals(
         self, pending: list[ToolCall], ctx: RunContext[Any]
-    ) -> dict[str, bool] | None:
-        """Wait for a person's decisions on ``pending`` (``{call_id: approved}``). ``None``:
-        the run pauses instead and returns a ``Result`` with ``pending_approvals`` (in
-        process, continued by a new run with ``approvals=``)."""
+    ) -> Mapping[str, bool | None] | None:
+        """Wait for a person's decisions on ``pending`` (``{call_id: approved}``; ``None`` for
+        a call no decision arrived for in time). ``None``: the run pauses instead and
+        returns a ``Result`` with ``pending_approvals`` (in process, continued by a new run
+        with ``approvals=``)."""
         ...
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:

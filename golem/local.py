@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel
 
 from golem.ids import new_id
 from golem.messages import Message, ToolCall
 from golem.models.base import Model, ModelError, ModelRequest, ModelResponse, StreamDelta
+from golem.models.fallback import chain, falls_over, move_on, stamp
 from golem.retry import Retry
 from golem.run_state import AgentSpec, DeltaSink
-from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown
+from golem.tools import RunContext, Tool, ToolOutcome, ToolOutcomeUnknown
 from golem.user_functions import call_instructions_function, call_user_function, describe
 
 
@@ -23,11 +27,14 @@ class LocalAgent(AgentSpec, Protocol):
     def model(self) -> Model: ...
 
 
-__all__ = ["LocalExecutor", "call_user_function"]
+__all__ = ["LocalExecutor", "call_user_function", "retrying"]
+
+T = TypeVar("T")
 
 
 class LocalExecutor:
-    """Runs every effect in process; retries retryable model errors with bounded backoff."""
+    """Runs every effect in process: model requests and tool calls retried by their policies
+    (``golem.Retry``), a ``FallbackModel``'s models tried in order."""
 
     def __init__(self, agent: LocalAgent) -> None:
         self.agent = agent
@@ -54,54 +61,76 @@ class LocalExecutor:
     async def request(
         self, request: ModelRequest, ctx: RunContext[Any], on_delta: DeltaSink | None
     ) -> ModelResponse:
-        policy = self.agent.model_retry
-        attempt = 1
-        while True:
-            try:
-                return await self._request_once(request, on_delta)
-            except ModelError as exc:
-                if not exc.retryable or attempt >= policy.max_attempts:
-                    raise
-                delay = policy.delay(attempt, exc.retry_after)
-                if delay > policy.max_interval:
-                    raise  # the provider asks for a longer wait than this run may take
-                await asyncio.sleep(delay)
-                attempt += 1
-
-    async def _request_once(
-        self, request: ModelRequest, on_delta: DeltaSink | None
-    ) -> ModelResponse:
         model = self.agent.model
-        if on_delta is None:
-            return await model.request(request)
-        response: ModelResponse | None = None
-        async for item in model.request_stream(request):
-            if isinstance(item, StreamDelta):
-                on_delta(item)
-            else:
-                response = item
-        if response is None:
-            raise ModelError(
-                "the stream ended without a complete response", provider=model.model_name
-            )
-        return response
+        failures: list[tuple[str, str]] = []
+        for index, (link, policy) in enumerate(chain(model, self.agent.model_retry)):
+
+            async def attempt(number: int, link: Model = link, index: int = index) -> ModelResponse:
+                if on_delta is not None and (number > 1 or index > 0):
+                    on_delta.restarted(number, link.model_name)
+                return await _request_once(link, request, on_delta)
+
+            try:
+                return stamp(await retrying(policy, ModelError, attempt), link)
+            except Exception as exc:
+                move_on(failures, link.model_name, exc, falls_over(model, index, exc))
+        raise AssertionError("unreachable: the last model of a chain never moves on")
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
         tool = self.agent.tools[call.name]
         args = call.args if ctx.tool_args is None else ctx.tool_args  # validated once
-        if tool.timeout is None:
+        return await retrying(tool.retry_policy, Exception, lambda _: _call_once(tool, ctx, args))
+
+
+async def _call_once(tool: Tool, ctx: RunContext[Any], args: str | BaseModel) -> ToolOutcome:
+    """One attempt of a tool call, bounded by the tool's timeout."""
+    if tool.timeout is None:
+        return await tool.execute(ctx, args)
+    seconds = tool.timeout.total_seconds()
+    try:
+        async with asyncio.timeout(seconds) as deadline:
             return await tool.execute(ctx, args)
-        seconds = tool.timeout.total_seconds()
+    except TimeoutError:
+        if not deadline.expired():
+            raise  # the tool's own TimeoutError
+        # A sync tool's thread cannot be stopped: whether it took effect is unknown.
+        raise ToolOutcomeUnknown(
+            f"timed out after {seconds:g} s (the tool's timeout); its outcome is unknown"
+        ) from None
+
+
+async def _request_once(
+    model: Model, request: ModelRequest, on_delta: DeltaSink | None
+) -> ModelResponse:
+    """One attempt of a model request, streamed to ``on_delta`` when there is one."""
+    if on_delta is None:
+        return await model.request(request)
+    response: ModelResponse | None = None
+    async for item in model.request_stream(request):
+        if isinstance(item, StreamDelta):
+            on_delta(item)
+        else:
+            response = item
+    if response is None:
+        raise ModelError("the stream ended without a complete response", provider=model.model_name)
+    return response
+
+
+async def retrying(
+    policy: Retry, retry_on: type[Exception], attempt: Callable[[int], Awaitable[T]]
+) -> T:
+    """``attempt(1)``, ``attempt(2)``, ... until one returns or ``policy`` ends the tries
+    (only ``retry_on`` errors are considered; the last error is raised)."""
+    number = 1
+    while True:
         try:
-            async with asyncio.timeout(seconds) as deadline:
-                return await tool.execute(ctx, args)
-        except TimeoutError:
-            if not deadline.expired():
-                raise  # the tool's own TimeoutError
-            # A sync tool's thread cannot be stopped: whether it took effect is unknown.
-            raise ToolOutcomeUnknown(
-                f"timed out after {seconds:g} s (the tool's timeout); its outcome is unknown"
-            ) from None
+            return await attempt(number)
+        except retry_on as exc:
+            delay = policy.wait_after(number, exc)
+            if delay is None:
+                raise
+        await asyncio.sleep(delay)
+        number += 1
 
 
 def _named(role: str, fn: Any) -> str:

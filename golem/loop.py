@@ -13,15 +13,14 @@ module runs them in order and keeps the one checkpoint partial evidence slices.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from golem.events import RunEvent
 from golem.executor import DeltaSink, Executor
 from golem.messages import Message, ToolCall
-from golem.models.base import StreamDelta
 from golem.phases import Stop, prepare, turn
-from golem.phases.batch import DENIED_RESULT, BatchOutcome, ToolBatch
+from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT, BatchOutcome, ToolBatch
 from golem.phases.finish import Decoder, partial, result
 from golem.phases.prepare import resolve_conversation_id
 from golem.results import Result, RunError
@@ -30,6 +29,7 @@ from golem.tools import RunContext
 
 __all__ = [
     "DENIED_RESULT",
+    "NO_DECISION_RESULT",
     "Checkpoint",
     "DeltaSink",
     "Executor",
@@ -75,12 +75,12 @@ class RunLoop:
         state.messages = history
         if inputs.approvals:
             plan = prepare.plan_approvals(agent, history, inputs.approvals)
-            await self._run_batch(plan.decided, denied=plan.denied)
+            await self._run_batch(plan.decided, dict.fromkeys(plan.denied, False))
             if plan.still:
-                decisions = await executor.await_approvals(list(plan.still), self._ctx())
-                if decisions is None:
+                given = await executor.await_approvals(list(plan.still), self._ctx())
+                if given is None:
                     return result(state, None, pending=list(plan.still))  # still waiting
-                await self._run_batch(plan.still, denied=_denied(decisions))
+                await self._run_batch(plan.still, given)
         state.messages = prepare.repaired(state.messages)
         state.commit()
         state.instructions = await prepare.instructions(agent, executor, self._ctx())
@@ -92,13 +92,13 @@ class RunLoop:
             answer = await self._model_turn()
             if answer.tool_calls:
                 waiting = [c for c in answer.tool_calls if self._needs_approval(c)]
-                denied: frozenset[str] = frozenset()
+                decisions: Mapping[str, bool | None] = {}
                 if waiting:
-                    decisions = await executor.await_approvals(waiting, self._ctx())
-                    if decisions is None:
+                    answered = await executor.await_approvals(waiting, self._ctx())
+                    if answered is None:
                         return result(state, None, pending=waiting)
-                    denied = _denied(decisions)
-                await self._run_batch(answer.tool_calls, denied=denied)
+                    decisions = answered
+                await self._run_batch(answer.tool_calls, decisions)
                 continue
             done, value = decoder.decode(answer.content)
             if done:
@@ -114,7 +114,7 @@ class RunLoop:
         state.requests += 1
         number = state.turn + 1
         self._event("model_start", turn=number)
-        on_delta = self._on_delta if self.emit is not None else None
+        on_delta = turn.TurnDeltas(self._event, number) if self.emit is not None else None
         response = await turn.request(
             self.executor, request, self._ctx(turn=number), on_delta, state.requests
         )
@@ -126,11 +126,19 @@ class RunLoop:
         return message
 
     async def _run_batch(
-        self, calls: list[ToolCall] | tuple[ToolCall, ...], denied: frozenset[str] = frozenset()
+        self,
+        calls: list[ToolCall] | tuple[ToolCall, ...],
+        decisions: Mapping[str, bool | None] | None = None,
     ) -> None:
-        """Run a batch, record every result it gives, commit; stop if it says so."""
+        """Run a batch, record every result it gives, commit; stop if it says so.
+        ``decisions``: a person's (``False``: denied; ``None``: none arrived in time)."""
+        decisions = decisions or {}
         outcome = await self._batch.run(
-            calls, retries=self._retries, tool_calls=self.state.tool_calls, denied=denied
+            calls,
+            retries=self._retries,
+            tool_calls=self.state.tool_calls,
+            denied={c for c, approved in decisions.items() if approved is False},
+            expired={c for c, approved in decisions.items() if approved is None},
         )
         self._record(outcome)
         if outcome.stop is not None:
@@ -176,12 +184,6 @@ class RunLoop:
     def _flight(self, names: list[str]) -> None:
         self.state.tools_in_flight = names
 
-    def _on_delta(self, delta: StreamDelta) -> None:
-        kind = {"text": "text_delta", "thinking": "thinking_delta"}.get(
-            delta.kind, "tool_call_delta"
-        )
-        self._event(kind, turn=self.state.turn + 1, delta=delta)
-
     def _event(self, kind: str, **fields: Any) -> None:
         if self.emit is None:
             return
@@ -194,7 +196,3 @@ class RunLoop:
                 **fields,
             )
         )
-
-
-def _denied(decisions: dict[str, bool]) -> frozenset[str]:
-    return frozenset(call_id for call_id, approved in decisions.items() if not approved)

@@ -168,6 +168,9 @@ class Message(_Wire):
     """The run that added this message (empty for history it did not author)."""
     conversation_id: str = ""
     """The conversation the adding run belonged to."""
+    model: str = ""
+    """On an assistant message: the model that answered (its ``model_name``), e.g. the one
+    of a ``FallbackModel`` that did."""
 
     @classmethod
     def system(cls, text: str) -> Message:

@@ -51,6 +51,15 @@ class Result(Generic[OutputT]):
     def paused(self) -> bool:
         return bool(self.pending_approvals)
 
+    @property
+    def model(self) -> str:
+        """The model that gave this run's last answer (with a ``FallbackModel``, the one of
+        its models that did); empty when this run made no model turn."""
+        for message in reversed(self.messages):
+            if message.role == "assistant" and message.run_id == self.run_id:
+                return message.model
+        return ""
+
 
 @dataclass(frozen=True)
 class PartialResult:

@@ -7,7 +7,6 @@ one thing partial evidence slices.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -21,7 +20,16 @@ from golem.usage import UsageLimits
 
 __all__ = ["AgentSpec", "Checkpoint", "DeltaSink", "RunInput", "RunState"]
 
-DeltaSink = Callable[[StreamDelta], None]
+
+class DeltaSink(Protocol):
+    """Where a streamed model call's pieces go, as they arrive."""
+
+    def __call__(self, delta: StreamDelta) -> None: ...
+
+    def restarted(self, attempt: int, model: str) -> None:
+        """The turn starts over: attempt ``attempt`` (1-based) on ``model`` (a retry, or a
+        switch to the next model of a fallback); drop what the turn streamed so far."""
+        ...
 
 
 class AgentSpec(Protocol):

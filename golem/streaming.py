@@ -109,7 +109,7 @@ class DurableRunStream(Generic[OutputT]):
             self._run = await self._start()
         run = self._run
         converter = golem_data_converter.payload_converter
-        attempts: dict[int, int] = {}  # turn -> its newest model call attempt
+        attempts: dict[int, tuple[int, int]] = {}  # turn -> its newest (model, attempt)
         items = cast(  # an async generator: closed at once when we stop at `end`
             AsyncGenerator[WorkflowStreamItem[RawValue], None],
             WorkflowStreamClient(run.handle).subscribe(
@@ -122,9 +122,12 @@ class DurableRunStream(Generic[OutputT]):
                 wire = converter.from_payload(item.data.payload, StreamEvent)
                 if wire.kind == "end":
                     break
+                turn = wire.turn
                 if wire.kind == "turn_restarted":
-                    attempts[wire.turn] = wire.attempt
-                elif wire.delta is not None and max(wire.attempt, 1) < attempts.get(wire.turn, 1):
+                    attempts[turn] = wire.attempt_order
+                elif wire.delta is not None and wire.attempt_order < attempts.get(
+                    wire.turn, (0, 1)
+                ):
                     continue  # a late piece of an attempt that was already given up on
                 yield wire.to_event(run.run_id, run.conversation_id)
 
@@ -174,6 +177,8 @@ async def write_text(stream: AsyncIterable[RunEvent], write: Callable[[str], obj
         if event.kind == "model_start" and wrote:
             write("\n")
             wrote = False
+        elif event.kind == "turn_restarted" and event.attempt == 1:
+            write(f"\n[{event.model} takes over from a model that failed: its answer restarts]\n")
         elif event.kind == "turn_restarted":
             write(
                 f"\n[the model call was retried (attempt {event.attempt}): its answer restarts]\n"

@@ -19,6 +19,7 @@ on the loop.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import json
@@ -34,7 +35,7 @@ from pydantic.alias_generators import to_camel
 
 from golem.messages import Message, Part, ToolCall, Usage
 from golem.models.base import ToolDefinition
-from golem.retry import Retry
+from golem.retry import TOOL_RETRY, Retry
 from golem.strict_json import TooDeep, loads_strict
 from golem.user_functions import call_user_function
 
@@ -177,18 +178,18 @@ class Tool:
     """Retries the model gets (bad arguments, ``ModelRetry``; ``ToolFailed`` does not count)
     before the run ends at stage ``tool``."""
     timeout: timedelta | None = None
-    """Longest one call may take. In process: past it the run ends at stage ``tool`` and the
-    call's outcome is unknown (a sync tool's thread cannot be stopped and runs on). Under
-    Temporal: the tool activity's start-to-close timeout (default five minutes)."""
+    """Longest one attempt may take (in process and as the tool activity's start-to-close
+    timeout; default: none in process, five minutes under Temporal). A timed-out attempt is
+    retried like a failed one; past the last, the run ends at stage ``tool`` and the call's
+    outcome is unknown (a sync tool's thread cannot be stopped and runs on)."""
     retry: Retry | None = None
-    """Only under Temporal: the tool activity's retry policy (``None``: three attempts). In
-    process a tool is never re-executed, so this is ignored."""
+    """How a call that raised (or timed out) is tried again, in process and under Temporal
+    alike (``None``: ``TOOL_RETRY``, three attempts)."""
     retry_attempts: int | None = None
-    """Only under Temporal: shorthand that sets only the maximum attempts (ignored in
-    process)."""
+    """Shorthand that sets only the maximum attempts."""
     at_most_once: bool = False
-    """Only under Temporal: never re-execute after a worker crash; the run fails with partial
-    evidence instead. In process a tool runs at most once anyway."""
+    """Never execute a call twice: one attempt, and under Temporal a worker that dies mid-call
+    fails the run with partial evidence instead of re-running it."""
 
     @classmethod
     def from_function(
@@ -218,6 +219,16 @@ class Tool:
             args_model=model,
             **options,
         )
+
+    @property
+    def retry_policy(self) -> Retry:
+        """The policy both executors apply to this tool's calls."""
+        policy = self.retry or TOOL_RETRY
+        if self.retry_attempts is not None:
+            policy = dataclasses.replace(policy, max_attempts=self.retry_attempts)
+        if self.at_most_once:
+            policy = dataclasses.replace(policy, max_attempts=1)
+        return policy
 
     @property
     def definition(self) -> ToolDefinition:

@@ -51,6 +51,11 @@ def scripted(
     return Agent(model, **agent_options), model
 
 
+def answered(message: Message, model: str = "scripted") -> Message:
+    """An assistant message as a run records it: naming the model that answered."""
+    return message.model_copy(update={"model": model})
+
+
 def stamped(messages: Sequence[Message], run_id: str, conversation_id: str) -> list[Message]:
     return [m.stamped(run_id, conversation_id) for m in messages]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from golem import Message, ToolCall
 from golem.agent import Agent
-from golem.models import FunctionModel, ModelResponse, StreamDelta
+from golem.models import FallbackModel, FunctionModel, ModelHTTPError, ModelResponse, StreamDelta
 from golem.retry import Retry
 from golem.tools import RunContext
 
@@ -150,7 +150,29 @@ stream_crash = Agent(
     model_retry=Retry(initial_interval=0.1),
 )
 
+
+async def _primary_down(messages: list[Message], tools: Any) -> Message:
+    with (_dir() / "executions").open("a") as log:
+        log.write("primary\n")
+    raise ModelHTTPError(503, "the primary is down")
+
+
+async def _backup(messages: list[Message], tools: Any) -> Message:
+    await _record_and_maybe_hang("backup")
+    return Message.assistant("the backup answered")
+
+
+fallback_crash = Agent(
+    FallbackModel(
+        FunctionModel(_primary_down, model_name="crash-primary"),
+        FunctionModel(_backup, model_name="crash-backup"),
+        retry=[Retry(max_attempts=1), Retry(initial_interval=0.1)],
+    ),
+    name="fallback_crash",
+)
+
 AGENTS = [
+    fallback_crash,
     idempotent,
     at_most_once,
     model_crash,

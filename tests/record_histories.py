@@ -67,9 +67,16 @@ async def record_runs(client: Client, tq: str) -> dict[str, str]:
         runs["tool_canceled"] = exc.partial.run_id
 
     approvals = DurableAgent(client, approval_agent, task_queue=tq)
-    paused = await approvals.run("pay 5")
+    waiting = await approvals.start("pay 5")
+    paused = await waiting.result()
     assert paused.paused
     runs["approval_paused"] = paused.run_id
+    # A new run may continue a paused run's history once that run no longer waits.
+    await waiting.cancel()
+    try:
+        await waiting.result(final=True)
+    except RunError as exc:
+        assert exc.stage == "canceled"
     approved = await approvals.run(history=paused.messages, approvals={"t1": True})
     assert approved.output == "transfer: sent 5", approved.output
     runs["approval_approved"] = approved.run_id

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agents import ask, call, scripted
+from agents import answered, ask, call, scripted
 from runners import Runner
 
 from golem.agent import Agent
@@ -33,6 +33,14 @@ def transfer_agent(*answers: Message) -> tuple[Agent[Any, Any], ScriptedModel, l
     return agent, model, sent
 
 
+def test_an_agent_may_pause_once_it_has_a_tool_that_needs_approval() -> None:
+    agent, _ = scripted([])
+    agent.tool(name="balance")(lambda: "100")
+    assert not agent.may_pause
+    agent.tool(name="transfer", requires_approval=True)(lambda: "sent")
+    assert agent.may_pause
+
+
 async def test_a_tool_requiring_approval_pauses_the_run(runner: Runner) -> None:
     agent, _, sent = transfer_agent(ask(call("c1", "transfer", amount=5)))
 
@@ -45,7 +53,7 @@ async def test_a_tool_requiring_approval_pauses_the_run(runner: Runner) -> None:
     ids = (result.run_id, result.conversation_id)
     assert result.messages == [
         Message.user("pay 5").stamped(*ids),
-        ask(call("c1", "transfer", amount=5)).stamped(*ids),
+        answered(ask(call("c1", "transfer", amount=5))).stamped(*ids),
     ]
 
 
@@ -66,7 +74,7 @@ async def test_an_approved_call_runs_and_the_run_continues(runner: Runner) -> No
         *paused.messages,
         *[
             m.stamped(result.run_id, result.conversation_id)
-            for m in (Message.tool("c1", "transfer", "sent 5"), Message.assistant("done"))
+            for m in (Message.tool("c1", "transfer", "sent 5"), answered(Message.assistant("done")))
         ],
     ]
     assert model.requests[1].messages == result.messages[:-1]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from agents import ask, call, reply, scripted
+from agents import FAST_RETRY, answered, ask, call, reply, scripted
 from runners import Runner
 
 from golem.history.repair import (
@@ -64,7 +64,7 @@ async def test_a_model_error_after_a_completed_turn_carries_the_evidence(runner:
     ids = (partial.run_id, partial.conversation_id)
     assert partial.messages == [
         Message.user("go").stamped(*ids),
-        ask(call("c1", "ping")).stamped(*ids),
+        answered(ask(call("c1", "ping"))).stamped(*ids),
         Message.tool("c1", "ping", "pong").stamped(*ids),
     ]
     assert partial.usage == Usage(input_tokens=7, output_tokens=2)
@@ -151,7 +151,7 @@ async def test_an_unexpected_tool_exception_keeps_finished_results_and_names_the
     agent, model = scripted([tool_turn(("c1", "ok"), ("c2", "boom")), Message.assistant("never")])
     agent.tool(name="ok")(lambda: "fine")
 
-    @agent.tool
+    @agent.tool(retry=FAST_RETRY)  # retried in both executors: quickly
     def boom() -> str:
         """Explodes."""
         raise RuntimeError("disk on fire")
@@ -168,7 +168,7 @@ async def test_an_unexpected_tool_exception_keeps_finished_results_and_names_the
     ids = (partial.run_id, partial.conversation_id)
     assert partial.messages[:3] == [
         Message.user("go").stamped(*ids),
-        ask(call("c1", "ok"), call("c2", "boom")).stamped(*ids),
+        answered(ask(call("c1", "ok"), call("c2", "boom"))).stamped(*ids),
         Message.tool("c1", "ok", "fine").stamped(*ids),
     ]
     failure = partial.messages[3]
@@ -188,7 +188,7 @@ async def test_resuming_a_failed_batch_needs_no_repair_and_completes_in_the_same
     )
     agent.tool(name="ok")(lambda: "fine")
 
-    @agent.tool
+    @agent.tool(retry=FAST_RETRY)  # retried in both executors: quickly
     def boom() -> str:
         """Explodes."""
         raise RuntimeError("disk on fire")
@@ -234,7 +234,7 @@ async def test_a_deliberate_cancel_keeps_earlier_results_and_closes_every_unansw
     ids = (partial.run_id, partial.conversation_id)
     assert partial.messages == [
         Message.user("go").stamped(*ids),
-        ask(call("c1", "ok"), call("c2", "stop"), call("c3", "ok")).stamped(*ids),
+        answered(ask(call("c1", "ok"), call("c2", "stop"), call("c3", "ok"))).stamped(*ids),
         Message.tool("c1", "ok", "fine").stamped(*ids),
         Message.tool("c2", "stop", INTERRUPTED_RESULT).stamped(*ids),
         Message.tool("c3", "ok", INTERRUPTED_RESULT).stamped(*ids),
@@ -452,7 +452,7 @@ async def test_cancelling_the_callers_task_ends_in_a_run_error_with_the_evidence
     # The finished call keeps its result; the running one may have taken effect.
     assert partial.messages == [
         Message.user("go").stamped(*ids),
-        ask(call("c1", "ok"), call("c2", "hang")).stamped(*ids),
+        answered(ask(call("c1", "ok"), call("c2", "hang"))).stamped(*ids),
         Message.tool("c1", "ok", "fine").stamped(*ids),
         Message.tool("c2", "hang", OUTCOME_UNKNOWN_RESULT).stamped(*ids),
     ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from agents import ask, call, scripted
+from agents import answered, ask, call, scripted
 from runners import Runner
 
 from golem.history.processors import trim_history
@@ -204,7 +204,7 @@ async def test_the_prompt_joins_after_the_repaired_history(runner: Runner) -> No
         Message.tool("c1", "echo", INTERRUPTED_RESULT),
         *[
             m.stamped(result.run_id, result.conversation_id)
-            for m in (Message.user("b"), Message.assistant("ok"))
+            for m in (Message.user("b"), answered(Message.assistant("ok")))
         ],
     ]
     assert model.requests[0].messages == result.messages[:-1]

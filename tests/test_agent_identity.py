@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agents import Deps, ask, call, is_uuid7, scripted, stamped
+from agents import Deps, answered, ask, call, is_uuid7, scripted, stamped
 from runners import Runner
 
 from golem.history.repair import INTERRUPTED_RESULT
@@ -36,9 +36,9 @@ async def test_every_message_the_run_adds_is_stamped_with_its_ids(runner: Runner
     assert result.messages == stamped(
         [
             Message.user("go"),
-            ask(call("c1", "echo", text="x")),
+            answered(ask(call("c1", "echo", text="x"))),
             Message.tool("c1", "echo", "x"),
-            Message.assistant("done"),
+            answered(Message.assistant("done")),
         ],
         run_id,
         "conv-1",
@@ -96,7 +96,7 @@ async def test_an_explicit_conversation_id_wins_over_the_history_and_forks(
     assert fork.conversation_id == fork_id
     assert fork.messages[:2] == first.messages  # the forked history keeps its old stamps
     assert fork.messages[2:] == stamped(
-        [Message.user("fork"), Message.assistant("two")], fork.run_id, fork_id
+        [Message.user("fork"), answered(Message.assistant("two"))], fork.run_id, fork_id
     )
 
 
@@ -127,7 +127,7 @@ async def test_supplied_history_keeps_its_stamps_and_only_added_messages_are_sta
 
     assert result.messages == [
         *history,
-        *stamped([Message.user("f"), Message.assistant("e")], run_id, "conv-x"),
+        *stamped([Message.user("f"), answered(Message.assistant("e"))], run_id, "conv-x"),
     ]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from agents import scripted
+from agents import answered, scripted
 from pydantic import BaseModel
 from runners import Runner
 
@@ -119,9 +119,9 @@ async def test_exhausted_output_retries_end_the_run_at_stage_decode(runner: Runn
         m.stamped(*ids)
         for m in (
             Message.user("go"),
-            Message.assistant('{"name": "Paris"}'),
+            answered(Message.assistant('{"name": "Paris"}')),
             Message.user(CORRECTION.format(problems="population: Field required")),
-            Message.assistant('{"name": "Paris"}'),
+            answered(Message.assistant('{"name": "Paris"}')),
         )
     ]
     assert partial.requests == 2

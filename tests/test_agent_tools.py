@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Literal
 
 import pytest
-from agents import Deps, ask, call, scripted
+from agents import FAST_RETRY, Deps, answered, ask, call, scripted
 from runners import Runner
 
 from golem.history.repair import OUTCOME_UNKNOWN_RESULT
@@ -105,7 +105,7 @@ async def test_tool_results_are_sent_back_as_tool_messages(runner: Runner) -> No
     assert model.requests[1].messages == [
         Message.system("Add."),
         Message.user("2+3?").stamped(*ids),
-        ask(call("c1", "add", a=2, b=3)).stamped(*ids),
+        answered(ask(call("c1", "add", a=2, b=3))).stamped(*ids),
         Message.tool("c1", "add", "5").stamped(*ids),
     ]
 
@@ -463,12 +463,12 @@ async def test_nan_arguments_are_not_valid_json_and_say_so(runner: Runner) -> No
 async def test_a_tool_past_its_timeout_ends_the_run_with_its_outcome_unknown(
     local_runner: Runner,
 ) -> None:
-    # In process only: under Temporal the timeout is the activity's (retried by its policy).
+    # In process only: under Temporal the timeout is the activity's (retried by the same policy).
     never = asyncio.Event()
     agent, _ = scripted([ask(call("c1", "slow"), call("c2", "quick")), Message.assistant("never")])
     agent.tool(name="quick")(lambda: "quick done")
 
-    @agent.tool(timeout=timedelta(milliseconds=20))
+    @agent.tool(timeout=timedelta(milliseconds=20), retry=FAST_RETRY)
     async def slow() -> str:
         """Slow."""
         await never.wait()

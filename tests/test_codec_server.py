@@ -250,8 +250,8 @@ def test_default_origins_are_the_uis_a_user_runs(tmp_path: Path) -> None:
 def test_golem_dev_records_its_ui_for_the_codec_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import golem.cli as cli
+    import golem.cli.server as server
 
-    monkeypatch.setattr(cli.os, "execv", lambda *args: None)  # not become the server
+    monkeypatch.setattr(server.os, "execv", lambda *args: None)  # not become the server
     assert run_command(["dev", "--dir", str(tmp_path), "--port", "1", "--ui-port", "9234"]) == 0
     assert (tmp_path / "ui-url").read_text() == "http://localhost:9234\n"

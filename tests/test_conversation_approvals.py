@@ -1,22 +1,26 @@
-"""Approvals in a durable conversation: deny, the approval timeout, close while a turn waits,
-a send while it waits, what the UI shows, and no continue-as-new while a turn waits."""
+"""Approvals in a durable conversation: deny, partial and empty approvals, the approval
+timeout and late approvals, close while a turn waits, a send while it waits, what the UI
+shows, and no continue-as-new while a turn waits."""
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.worker import Worker
 from test_conversation_boundaries import budgeted, continued
-from test_durable_approvals import serve, transfer_agent
+from test_durable_approvals import asks_two, held_agent, serve, timer_fired, transfer_agent
 
 from golem import Agent, Message, ToolCall
 from golem.client import ConversationClosedError, DurableAgent
 from golem.models import FunctionModel
-from golem.phases.batch import DENIED_RESULT
+from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT
+from golem.worker import GolemPlugin
 
 
 async def details(conv: object) -> str:
@@ -52,7 +56,7 @@ async def test_a_denied_call_in_a_conversation_never_runs_and_the_turn_ends(
     assert following.messages[: len(done.messages)] == done.messages
 
 
-async def test_the_approval_timeout_denies_and_the_conversation_takes_turns_again(
+async def test_the_approval_timeout_answers_no_decision_and_the_conversation_takes_turns_again(
     temporal_client: Client,
 ) -> None:
     executed: list[int] = []
@@ -68,7 +72,7 @@ async def test_the_approval_timeout_denies_and_the_conversation_takes_turns_agai
         following = await conv.send("next")
         transcript = await conv.messages()
     assert executed == []
-    assert timed_out.output == f"{DENIED_RESULT} | balance 100"
+    assert timed_out.output == f"{NO_DECISION_RESULT} | balance 100"
     assert transcript == following.messages
     assert transcript[: len(timed_out.messages)] == timed_out.messages  # the turn joined it
     assert [m.role for m in transcript][-2:] == ["user", "assistant"]
@@ -150,7 +154,7 @@ async def test_a_run_that_asks_again_after_the_timeout_waits_for_the_new_calls(
                 await asyncio.sleep(0.05)
         done = await conv.approve({"t2": True})
     assert paused.pending_approvals[0].id == "t1"
-    assert done.output == f"{DENIED_RESULT} | moved"
+    assert done.output == f"{NO_DECISION_RESULT} | moved"
 
 
 async def test_close_denies_every_call_a_waiting_run_asks_for_until_it_ends(
@@ -168,3 +172,97 @@ async def test_close_denies_every_call_a_waiting_run_asks_for_until_it_ends(
         transcript = await conv.messages()
     assert child.output == f"{DENIED_RESULT} | {DENIED_RESULT}"
     assert transcript == child.messages
+
+
+async def test_a_partial_approval_returns_with_the_rest_pending_and_the_conversation_goes_on(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = asks_two(executed)
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        paused = await conv.send("pay")
+        async with asyncio.timeout(20):  # it used to freeze the conversation for good
+            partial = await conv.approve({"t1": True})
+            waiting = await details(conv)
+            before = list(executed)
+            done = await conv.approve({"t2": False})
+            following = await conv.send("next")
+            await conv.close()
+    assert [c.id for c in paused.pending_approvals] == ["t1", "t2"]
+    assert partial.paused and [c.id for c in partial.pending_approvals] == ["t2"]
+    assert partial.run_id == paused.run_id and before == []
+    assert "waiting for approval** transfer (t2)" in waiting
+    assert done.output == f"moved 1 | {DENIED_RESULT}" and executed == [1]
+    assert following.messages[: len(done.messages)] == done.messages
+
+
+async def test_an_empty_or_unknown_approval_is_refused_and_the_turn_still_waits(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = asks_two(executed)
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        await conv.send("pay")
+        async with asyncio.timeout(20):
+            with pytest.raises(
+                ValueError, match=r"approvals name no call; pending: \['t1', 't2'\]"
+            ):
+                await conv.approve({})
+            with pytest.raises(ValueError, match=r"not pending: \['nope'\]"):
+                await conv.approve({"nope": True})
+            waiting = await details(conv)
+            done = await conv.approve({"t1": True, "t2": True})
+            await conv.close()
+    assert "transfer (t1), transfer (t2)" in waiting
+    assert done.output == "moved 1 | moved 2" and executed == [1, 2]
+
+
+async def test_a_late_approval_in_a_conversation_is_refused_naming_the_timeout(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    release = asyncio.Event()
+    agent = held_agent(executed, release, timedelta(milliseconds=300))
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        paused = await conv.send("pay")
+        await timer_fired(temporal_client, conv.id)  # the conversation keeps its turn's timeout
+        with pytest.raises(ValueError, match=r"approval timeout \(0.3 s\) ran out.*\['t1'\]"):
+            await conv.approve({"t1": True})
+        release.set()
+        await conv.close()  # once the turn ends
+        transcript = await conv.messages()
+    assert executed == []
+    late = next(m for m in transcript if m.role == "tool")
+    assert late.failed and late.content == NO_DECISION_RESULT
+    assert transcript[-1].content == NO_DECISION_RESULT and paused.pending_approvals
+
+
+async def test_a_conversations_approval_sent_while_no_worker_ran_past_the_timeout_loses(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    release = asyncio.Event()
+    agent = held_agent(executed, release, timedelta(seconds=1))
+    task_queue = f"approve-{uuid.uuid4().hex[:12]}"
+    durable = DurableAgent(temporal_client, agent, task_queue=task_queue)
+
+    def worker() -> Worker:
+        plugin = GolemPlugin(agent, heartbeat_timeout=timedelta(seconds=5))
+        return Worker(temporal_client, task_queue=task_queue, plugins=[plugin])
+
+    async with worker():
+        conv = await durable.conversation()
+        await conv.send("pay")
+    await timer_fired(temporal_client, conv.id)  # no worker: the server fired it
+    late = asyncio.ensure_future(conv.approve({"t1": True}))
+    async with worker():
+        with pytest.raises(ValueError, match=r"approval timeout \(1 s\) ran out"):
+            await late
+        release.set()
+        await conv.close()
+        transcript = await conv.messages()
+    assert executed == []
+    assert [m.content for m in transcript if m.role == "tool"] == [NO_DECISION_RESULT]

@@ -3,6 +3,7 @@ and the same run goes on when they arrive (standalone or as a conversation's tur
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,7 +20,7 @@ from golem import Agent, Message, ToolCall
 from golem.client import DurableAgent
 from golem.messages import ToolCall as Call
 from golem.models import FunctionModel
-from golem.phases.batch import DENIED_RESULT
+from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT
 from golem.worker import GolemPlugin
 
 
@@ -56,6 +57,42 @@ def transfer_agent(
         return "balance 100"
 
     return agent
+
+
+def held_agent(
+    executed: list[int], release: asyncio.Event, approval_timeout: timedelta | None
+) -> Agent[Any, str]:
+    """``transfer_agent`` whose answer after the calls waits for ``release``: the run is
+    still going when a late approval arrives."""
+
+    async def answer(messages: list[Message], tools: Any) -> Message:
+        results = [m for m in messages if m.role == "tool"]
+        if not results:
+            return Message.assistant("", [ToolCall(id="t1", name="transfer", args='{"amount": 5}')])
+        await release.wait()
+        return Message.assistant(" | ".join(m.content for m in results))
+
+    agent: Agent[Any, str] = Agent(
+        FunctionModel(answer), name="held", approval_timeout=approval_timeout
+    )
+
+    @agent.tool(requires_approval=True)
+    def transfer(amount: int) -> str:
+        """Move money."""
+        executed.append(amount)
+        return f"moved {amount}"
+
+    return agent
+
+
+async def timer_fired(client: Client, workflow_id: str) -> None:
+    """Until the workflow's history records a fired timer (the server fires it, worker
+    or not)."""
+    handle = client.get_workflow_handle(workflow_id)
+    kind = EventType.EVENT_TYPE_TIMER_FIRED
+    async with asyncio.timeout(30):
+        while not [e async for e in handle.fetch_history_events() if e.event_type == kind]:
+            await asyncio.sleep(0.05)
 
 
 @asynccontextmanager
@@ -114,7 +151,9 @@ async def test_a_denied_call_is_closed_with_the_denied_result_and_never_runs(
     assert done.output == f"{DENIED_RESULT} | balance 100"
 
 
-async def test_the_approval_timeout_denies_what_is_still_pending(temporal_client: Client) -> None:
+async def test_the_approval_timeout_answers_what_is_still_pending_with_no_decision(
+    temporal_client: Client,
+) -> None:
     executed: list[int] = []
     agent = transfer_agent(executed, approval_timeout=timedelta(milliseconds=300))
     async with serve(temporal_client, agent) as tq:
@@ -123,7 +162,9 @@ async def test_the_approval_timeout_denies_what_is_still_pending(temporal_client
         done = await run.result(final=True)  # nobody answers: the timeout decides
     assert paused.paused and not done.paused
     assert executed == []
-    assert done.output == f"{DENIED_RESULT} | balance 100"
+    assert done.output == f"{NO_DECISION_RESULT} | balance 100"  # not read as a denial
+    late = next(m for m in done.messages if m.role == "tool" and m.tool_call_id == "t1")
+    assert late.failed and late.content == NO_DECISION_RESULT
 
 
 async def test_approving_a_call_that_is_not_pending_is_refused_and_nothing_changes(
@@ -186,3 +227,91 @@ async def test_an_agent_known_by_name_records_no_outcome_update_unless_it_can_pa
     assert await updates_accepted(temporal_client, second.run_id) == 0
     assert by_name.may_pause is False  # learnt from the first run: the second asked nothing
     assert paused.pending_approvals and paused.pending_approvals[0].name == "transfer"
+
+
+async def test_a_partial_approval_returns_with_the_rest_pending_and_an_empty_one_is_refused(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = asks_two(executed)
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("pay")
+        paused = await run.result()
+        with pytest.raises(ValueError, match=r"approvals name no call; pending: \['t1', 't2'\]"):
+            await run.approve({})
+        partial = await run.approve({"t1": True})
+        before = list(executed)  # a partial approval runs nothing yet
+        with pytest.raises(ValueError, match=r"calls \['t1'\] are decided already"):
+            await run.approve({"t1": False})
+        done = await run.approve({"t2": False})
+    assert [c.id for c in paused.pending_approvals] == ["t1", "t2"]
+    assert [c.id for c in partial.pending_approvals] == ["t2"] and before == []
+    assert done.output == f"moved 1 | {DENIED_RESULT}" and executed == [1]
+
+
+def asks_two(executed: list[int]) -> Agent[Any, str]:
+    """Asks to approve two transfers at once."""
+
+    def answer(messages: list[Message], tools: Any) -> Message:
+        results = [m for m in messages if m.role == "tool"]
+        if results:
+            return Message.assistant(" | ".join(m.content for m in results))
+        calls = [ToolCall(id=f"t{n}", name="transfer", args=f'{{"amount": {n}}}') for n in (1, 2)]
+        return Message.assistant("", calls)
+
+    agent: Agent[Any, str] = Agent(FunctionModel(answer), name="two")
+
+    @agent.tool(requires_approval=True)
+    def transfer(amount: int) -> str:
+        """Move money."""
+        executed.append(amount)
+        return f"moved {amount}"
+
+    return agent
+
+
+async def test_an_approval_after_the_timeout_is_refused_naming_it_and_the_call_never_runs(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    release = asyncio.Event()
+    agent = held_agent(executed, release, timedelta(milliseconds=300))
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("pay")
+        await run.result()
+        await timer_fired(temporal_client, run.run_id)
+        with pytest.raises(ValueError, match=r"approval timeout \(0.3 s\) ran out.*\['t1'\]"):
+            await run.approve({"t1": True})
+        release.set()
+        done = await run.result(final=True)
+    assert executed == []
+    assert done.output == NO_DECISION_RESULT
+
+
+async def test_an_approval_sent_while_no_worker_ran_past_the_timeout_loses_to_it(
+    temporal_client: Client,
+) -> None:
+    """The timeout elapsed while no worker ran; the approval arrives with the restarted
+    worker: the workflow's clock has passed the deadline, so the timeout wins."""
+    executed: list[int] = []
+    release = asyncio.Event()
+    agent = held_agent(executed, release, timedelta(seconds=1))
+    task_queue = f"approve-{uuid.uuid4().hex[:12]}"
+    durable = DurableAgent(temporal_client, agent, task_queue=task_queue)
+
+    def worker() -> Worker:
+        plugin = GolemPlugin(agent, heartbeat_timeout=timedelta(seconds=5))
+        return Worker(temporal_client, task_queue=task_queue, plugins=[plugin])
+
+    async with worker():
+        run = await durable.start("pay")
+        await run.result()
+    await timer_fired(temporal_client, run.run_id)  # no worker: the server fired it
+    late = asyncio.ensure_future(run.approve({"t1": True}))
+    async with worker():
+        with pytest.raises(ValueError, match=r"approval timeout \(1 s\) ran out"):
+            await late
+        release.set()
+        done = await run.result(final=True)
+    assert executed == []
+    assert done.output == NO_DECISION_RESULT

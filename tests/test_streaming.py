@@ -4,9 +4,12 @@ each once and in order, for late subscribers, reconnects, crashes and cancellati
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 import json
+import os
+import pty
 import signal
-import sys
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -14,17 +17,19 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from agents import ask, call, scripted
+from cli_agents import echo
 from crash_agents import AGENTS as CRASH_AGENTS
 from crash_agents import stream_crash
 from hypothesis import given
 from hypothesis import strategies as st
+from temporalio.api.common.v1 import Payload
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.workflow_streams import WorkflowStreamClient
+from temporalio.contrib.workflow_streams import PublishEntry, PublishInput, WorkflowStreamClient
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
+from test_cli import GOLEM
 from test_crash import crash_dir, doomed_worker
 
 from golem.activities.streams import coalesce
@@ -37,6 +42,7 @@ from golem.models.function import FunctionModel
 from golem.results import RunError
 from golem.streaming import write_text
 from golem.worker import GolemPlugin
+from golem.worker.converter import golem_data_converter
 from golem.workflows.streams import TOPIC, StreamEvent
 
 DEADLINE = 60.0
@@ -143,6 +149,84 @@ def test_coalescing_merges_a_burst_of_text_into_one_piece() -> None:
         StreamDelta(kind="text", text="abc"),
         StreamDelta(kind="tool_call", index=0, call_id="c1", name="f", text="{}"),
     ]
+
+
+# -- the wire: items readable in the UI ----------------------------------------------
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+items = st.lists(
+    st.one_of(
+        json_values.map(lambda v: golem_data_converter.payload_converter.to_payload(v)),
+        st.binary().map(lambda b: Payload(metadata={"encoding": b"binary/plain"}, data=b)),
+    ),
+    max_size=4,
+)
+
+
+def wire(payload: Payload) -> str:
+    return base64.b64encode(payload.SerializeToString()).decode()
+
+
+def unwire(data: str) -> Payload:
+    payload = Payload()
+    payload.ParseFromString(base64.b64decode(data))
+    return payload
+
+
+@given(items, st.text(max_size=8), st.integers(0, 2**31))
+def test_a_published_batch_reads_back_with_every_item_equal(
+    payloads: list[Payload], publisher: str, sequence: int
+) -> None:
+    sent = PublishInput([PublishEntry(TOPIC, wire(p)) for p in payloads], publisher, sequence)
+    converter = golem_data_converter.payload_converter
+    back = converter.from_payload(converter.to_payload(sent), PublishInput)
+
+    assert (back.publisher_id, back.sequence) == (publisher, sequence)
+    decode = golem_data_converter.payload_converter.from_payload
+    for original, entry in zip(payloads, back.items, strict=True):
+        echoed = unwire(entry.data)
+        assert echoed.metadata == original.metadata
+        if original.metadata["encoding"] == b"json/plain":
+            assert decode(echoed) == decode(original)
+        else:
+            assert echoed.data == original.data  # not JSON: its base64 stays as it was
+
+
+async def test_a_streamed_runs_history_holds_its_items_as_json(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    async with serving(temporal_env, echo_agent()) as durable:
+        stream = durable.run_stream("go")
+        events = await collect(stream)
+        history = await stream.run.handle.fetch_history()
+
+    published = [
+        json.loads(e.workflow_execution_signaled_event_attributes.input.payloads[0].data)
+        for e in history.events
+        if e.HasField(SIGNALED)
+    ]
+    polled = [
+        json.loads(
+            e.workflow_execution_update_completed_event_attributes.outcome.success.payloads[0].data
+        )
+        for e in history.events
+        if e.HasField("workflow_execution_update_completed_event_attributes")
+    ]
+    written = [item for batch in published + polled for item in batch["items"]]
+    assert published and polled
+    assert all("data" not in item for item in written), written
+    kinds = {item["json"]["kind"] for item in written}
+    assert kinds >= {"model_start", "tool_call_delta", "text_delta", "end"}
+    assert texts(events) == "done"
 
 
 # -- live runs ---------------------------------------------------------------------
@@ -426,45 +510,6 @@ async def test_a_worker_killed_mid_stream_yields_a_marked_restart_and_the_retrie
     assert (crash_dir / "executions").read_text().split() == ["stream", "stream"]
 
 
-async def test_the_sse_relay_streams_a_run_and_resumes_from_last_event_id(
-    temporal_env: WorkflowEnvironment,
-) -> None:
-    sys.path.insert(0, str(Path(__file__).parents[1]))
-    from examples.sse_relay import make_app
-
-    def parse(body: str) -> list[dict[str, str]]:
-        return [
-            dict(line.split(": ", 1) for line in block.splitlines())
-            for block in body.strip().split("\n\n")
-        ]
-
-    async with serving(temporal_env, echo_agent()) as durable:
-        transport = httpx.ASGITransport(app=make_app(durable))
-        async with httpx.AsyncClient(transport=transport, base_url="http://relay") as http:
-            started = (await http.post("/runs", json={"prompt": "go"})).json()
-            url = f"/runs/{started['run_id']}/events"
-            events = parse((await http.get(url)).text)
-            rest = parse((await http.get(url, headers={"Last-Event-ID": events[2]["id"]})).text)
-            refused = await http.get(url, headers={"Last-Event-ID": "soon"})
-
-    assert [e["event"] for e in events] == [
-        "model_start",
-        "tool_call_delta",
-        "model_end",
-        "tool_start",
-        "tool_end",
-        "model_start",
-        "text_delta",
-        "model_end",
-        "result",
-    ]
-    assert json.loads(events[-1]["data"])["output"] == "done"
-    assert json.loads(events[0]["data"])["run_id"] == started["run_id"]
-    assert rest == events[3:]
-    assert refused.status_code == 400
-    assert "soon" in refused.json()["error"]
-
-
 async def test_write_text_prints_each_turn_on_its_line_and_marks_a_restart() -> None:
     def event(kind: str, text: str = "", attempt: int = 0) -> RunEvent:
         delta = StreamDelta(kind="text", text=text) if text else None
@@ -488,3 +533,56 @@ async def test_write_text_prints_each_turn_on_its_line_and_marks_a_restart() -> 
     assert "".join(written) == (
         "Let me look.\nHal\n[the model call was retried (attempt 2): its answer restarts]\nHello\n"
     )
+
+
+# -- who streams -------------------------------------------------------------------
+
+
+async def golem_run_to(terminal: bool, task_queue: str) -> tuple[str, str]:
+    """``golem run`` writing to a terminal (a pty) or a pipe: its output and run id."""
+    master, slave = pty.openpty() if terminal else os.pipe()
+    proc = await asyncio.create_subprocess_exec(
+        GOLEM,
+        *("run", "--agent", "echo", "--task-queue", task_queue, "hi"),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=slave,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    os.close(slave)
+
+    def read_all() -> bytes:
+        chunks = []
+        with contextlib.suppress(OSError):  # a pty whose writer has gone reads EIO
+            while chunk := os.read(master, 4096):
+                chunks.append(chunk)
+        os.close(master)
+        return b"".join(chunks)
+
+    async with asyncio.timeout(120):
+        out, (_, err) = await asyncio.gather(asyncio.to_thread(read_all), proc.communicate())
+    text = out.decode().replace("\r\n", "\n")
+    assert proc.returncode == 0, err.decode()
+    run_id = next(line.split()[-1] for line in text.splitlines() if line.startswith("run id:"))
+    return text, run_id
+
+
+async def test_golem_run_streams_to_a_terminal_and_not_into_a_pipe(
+    temporal_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_env.client.service_client.config.target_host)
+    task_queue = f"who-{uuid.uuid4().hex[:8]}"
+    async with Worker(temporal_env.client, task_queue=task_queue, plugins=[GolemPlugin(echo)]):
+        piped, piped_run = await golem_run_to(False, task_queue)
+        shown, shown_run = await golem_run_to(True, task_queue)
+
+    async def polls(run_id: str) -> int:
+        history = await temporal_env.client.get_workflow_handle(run_id).fetch_history()
+        return sum(
+            1
+            for e in history.events
+            if e.HasField("workflow_execution_update_accepted_event_attributes")
+        )
+
+    assert piped.startswith("echo: hi (LOUD)\n") and shown.startswith("echo: hi (LOUD)\n")
+    assert await polls(piped_run) == 0  # nobody read a stream: the run kept none
+    assert await polls(shown_run) > 0

@@ -281,25 +281,41 @@ async def test_tracing_and_encryption_together(
     ]
 
 
-def test_tracing_from_the_environment_exports_to_an_otlp_collector(httpserver: HTTPServer) -> None:
+@pytest.mark.parametrize(
+    ("plugin", "environ", "service"),
+    [
+        ("GolemPlugin(Agent(ScriptedModel([]), name='x'))", {}, "golem-worker"),
+        ("GolemPlugin()", {}, "golem-client"),
+        ("GolemPlugin(Agent(ScriptedModel([]), name='x'))", {"OTEL_SERVICE_NAME": "bill"}, "bill"),
+        ("GolemPlugin()", {"OTEL_RESOURCE_ATTRIBUTES": "service.name=shop,team=a"}, "shop"),
+    ],
+)
+def test_tracing_from_the_environment_exports_to_an_otlp_collector_naming_the_service(
+    httpserver: HTTPServer, plugin: str, environ: dict[str, str], service: str
+) -> None:
     httpserver.expect_request("/v1/traces", method="POST").respond_with_data("")
     script = (
         "from opentelemetry import trace\n"
         "from golem import Agent\n"
         "from golem.models import ScriptedModel\n"
         "from golem.worker import GolemPlugin\n"
-        "assert GolemPlugin(Agent(ScriptedModel([]), name='x')).tracing\n"
+        f"assert {plugin}.tracing\n"
         "with trace.get_tracer('t').start_as_current_span('hello collector'):\n"
         "    pass\n"
         "assert trace.get_tracer_provider().force_flush()\n"
     )
-    env = {**os.environ, "GOLEM_TRACING": "1"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(GOLEM_TRACING="1", **environ)
     env["OTEL_EXPORTER_OTLP_ENDPOINT"] = httpserver.url_for("/").rstrip("/")
     subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=120)
     request, _ = httpserver.log[0]
     exported = ExportTraceServiceRequest.FromString(request.get_data())
     names = [s.name for r in exported.resource_spans for ss in r.scope_spans for s in ss.spans]
     assert names == ["hello collector"]
+    resource = {
+        a.key: a.value.string_value for r in exported.resource_spans for a in r.resource.attributes
+    }
+    assert resource["service.name"] == service
 
 
 def test_tracing_is_on_when_asked_by_argument_environment_or_provider(

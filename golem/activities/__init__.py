@@ -25,6 +25,7 @@ from golem.activities.streams import request_or_stream
 from golem.agent import Agent
 from golem.messages import Message
 from golem.models.base import ModelError, ModelRequest, ModelResponse
+from golem.models.fallback import chain, falls_over, stamp
 from golem.tools import RunContext, ToolOutcome, validation_problems
 from golem.user_functions import (
     UserCodeError,
@@ -174,6 +175,13 @@ class ModelActivity:
     async def model_request(self, input: ModelCallInput) -> ModelResponse:
         """Send one request to the agent's model; provider retries are the activity's."""
         agent = _agent(input.agent)
+        links = chain(agent.model, agent.model_retry)
+        if not 0 <= input.model_index < len(links):
+            raise ApplicationError(
+                f"agent {agent.name!r} has no model {input.model_index} (it has {len(links)})",
+                non_retryable=True,
+            )
+        model, policy = links[input.model_index]
         messages = await self._messages(input)
         request = ModelRequest.model_construct(
             messages=messages,
@@ -181,28 +189,29 @@ class ModelActivity:
             output_schema=agent.output_schema,
             settings=agent.model_settings,
         )
-        what = f"model {agent.model_name}"
+        what = f"model {model.model_name}"
         try:
-            response = await _heartbeating(request_or_stream(agent.model, request, input), what)
-        except ModelError as exc:
-            delay = timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None
-            # A provider asking for a longer wait than the agent allows ends the run, as in process.
-            too_long = (
-                exc.retry_after is not None and exc.retry_after > agent.model_retry.max_interval
-            )
-            raise ApplicationError(
-                f"{what}: {exc}",
-                type=type(exc).__name__,
-                non_retryable=not exc.retryable or too_long,
-                next_retry_delay=None if too_long else delay,
-            ) from exc
+            response = await _heartbeating(request_or_stream(model, request, input), what)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            # Only a ModelError says a retry may help; anything else is a bug, not a blip.
+            # Only a ModelError the policy retries may help; anything else is a bug, not a blip.
+            retryable = isinstance(exc, ModelError) and policy.retryable(exc)
+            after = exc.retry_after if isinstance(exc, ModelError) else None
+            verdict = {
+                "fallsOver": falls_over(agent.model, input.model_index, exc),
+                "error": str(exc),
+            }
             raise ApplicationError(
-                _failure(what, exc), type=type(exc).__name__, non_retryable=True
+                f"{what}: {exc}" if isinstance(exc, ModelError) else _failure(what, exc),
+                verdict,
+                type=type(exc).__name__,
+                non_retryable=not retryable,
+                next_retry_delay=timedelta(seconds=after)
+                if retryable and after is not None
+                else None,
             ) from exc
+        response = stamp(response, model)
         checked = _checked(response, ModelResponse, f"{what} (turn {input.turn})")
         self.cache.keep(checked.message.content)  # the next call names it by digest
         self.cache.answered(_run_key(), checked.message)  # ... or makes it itself
@@ -294,8 +303,8 @@ async def _call_tool(input: ToolCallInput) -> ToolOutcome:
         raise ApplicationError(
             f"{_failure(f'tool {call.name!r}', exc)} (call {call.id})",
             type=TOOL_ERROR,
-            # SystemExit and the like are not blips: retrying them only repeats the exit.
-            non_retryable=isinstance(exc, UserCodeError),
+            # The tool's policy decides, as in process (SystemExit and the like: never).
+            non_retryable=not tool.retry_policy.retryable(exc),
         ) from exc
     return _checked(outcome, ToolOutcome, f"tool {call.name!r} (call {call.id})")
 

@@ -4,8 +4,9 @@
 
 The first delta of a call is sent at once (time to first token is what a user feels);
 after it, at most one batch per ``BATCH_INTERVAL``, its adjacent pieces merged, so history
-grows by one signal per interval, never one per token. A retried attempt first publishes
-``turn_restarted`` so a subscriber drops the turn's partial text. See
+grows by one signal per interval, never one per token. A retried attempt, or the next
+model of a fallback, first publishes ``turn_restarted`` so a subscriber drops the turn's
+partial text. See
 docs/adr/0007-live-streams.md.
 """
 
@@ -63,9 +64,14 @@ class DeltaPublisher:
         *,
         interval: timedelta = BATCH_INTERVAL,
         client: WorkflowStreamClient | None = None,
+        model: str = "",
+        model_index: int = 0,
     ) -> None:
         self.turn = turn
         self.attempt = attempt
+        self.model = model
+        self.model_index = model_index
+        """Which model of a fallback answers: past the first, the turn restarts on it."""
         self.interval = interval
         self._client = client or WorkflowStreamClient.from_within_activity(batch_interval=interval)
         self._topic: TopicHandle[StreamEvent] = self._client.topic(TOPIC, type=StreamEvent)
@@ -74,8 +80,14 @@ class DeltaPublisher:
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> DeltaPublisher:
-        if self.attempt > 1:
-            event = StreamEvent(kind="turn_restarted", turn=self.turn, attempt=self.attempt)
+        if self.attempt > 1 or self.model_index > 0:
+            event = StreamEvent(
+                kind="turn_restarted",
+                turn=self.turn,
+                attempt=self.attempt,
+                model=self.model,
+                model_index=self.model_index,
+            )
             self._topic.publish(event)
             self._wake.set()
         self._task = asyncio.create_task(self._batches())
@@ -103,7 +115,9 @@ class DeltaPublisher:
     def _buffer_pending(self) -> None:
         pieces, self._pending = coalesce(self._pending), []
         for piece in pieces:
-            self._topic.publish(StreamEvent.of_delta(piece, self.turn, self.attempt))
+            self._topic.publish(
+                StreamEvent.of_delta(piece, self.turn, self.attempt, self.model_index)
+            )
 
     async def __aexit__(
         self,
@@ -126,10 +140,14 @@ class DeltaPublisher:
             log.warning("could not publish the last deltas of a failing model call", exc_info=True)
 
 
-async def stream_request(model: Model, request: ModelRequest, turn: int) -> ModelResponse:
+async def stream_request(
+    model: Model, request: ModelRequest, turn: int, model_index: int = 0
+) -> ModelResponse:
     """``model.request_stream``, its deltas published live; the complete response."""
     response: ModelResponse | None = None
-    publisher = DeltaPublisher(turn, activity.info().attempt, interval=BATCH_INTERVAL)
+    publisher = DeltaPublisher(
+        turn, activity.info().attempt, model=model.model_name, model_index=model_index
+    )
     async with publisher:
         async for item in model.request_stream(request):
             if isinstance(item, StreamDelta):
@@ -146,5 +164,5 @@ def request_or_stream(
 ) -> Awaitable[ModelResponse]:
     """The model call ``call`` asks for: streamed live when its run is (``run_stream``)."""
     if call.stream:
-        return stream_request(model, request, call.turn)
+        return stream_request(model, request, call.turn, call.model_index)
     return model.request(request)

@@ -14,6 +14,7 @@ from golem.models.base import (
     StreamDelta,
     ToolDefinition,
 )
+from golem.models.fallback import FallbackError, FallbackModel
 from golem.models.function import FunctionModel, ScriptedModel
 from golem.models.gemini import GeminiModel
 from golem.models.infer import infer_model
@@ -21,6 +22,8 @@ from golem.models.openai import OpenAIChatModel
 
 __all__ = [
     "AnthropicModel",
+    "FallbackError",
+    "FallbackModel",
     "FinishReason",
     "FunctionModel",
     "GeminiModel",

@@ -36,10 +36,15 @@ from golem.phases import Stop
 from golem.run_state import AgentSpec
 from golem.tools import RunContext, Tool, ToolOutcome, ToolOutcomeUnknown, tool_message
 
-__all__ = ["DENIED_RESULT", "BatchOutcome", "CallResult", "ToolBatch"]
+__all__ = ["DENIED_RESULT", "NO_DECISION_RESULT", "BatchOutcome", "CallResult", "ToolBatch"]
 
 #: The failed result a denied approval leaves.
 DENIED_RESULT = "the user denied this tool call; it was not executed"
+#: The failed result of a call that needed approval and got no decision before the agent's
+#: ``approval_timeout`` ran out.
+NO_DECISION_RESULT = (
+    "no decision on this tool call arrived before the approval timeout; it was not executed"
+)
 
 ContextFn = Callable[[ToolCall, Mapping[str, int], BaseModel | None], RunContext[Any]]
 EmitFn = Callable[..., None]
@@ -105,10 +110,12 @@ class ToolBatch:
         retries: Mapping[str, int],
         tool_calls: int,
         denied: Collection[str] = (),
+        expired: Collection[str] = (),
     ) -> BatchOutcome:
-        """Check, run and close ``calls``; ``denied`` names calls a person refused."""
+        """Check, run and close ``calls``; ``denied`` names calls a person refused,
+        ``expired`` calls no decision arrived for in time."""
         run = _BatchRun(self, dict(retries))
-        runnable = run.check(calls, denied)
+        runnable = run.check(calls, denied, expired)
         if run.stop is None and runnable:
             limit = self.agent.usage_limits.before_tools(tool_calls, len(runnable))
             if limit:
@@ -134,15 +141,18 @@ class _BatchRun:
     # -- before dispatch ----------------------------------------------------------------
 
     def check(
-        self, calls: Sequence[ToolCall], denied: Collection[str]
+        self, calls: Sequence[ToolCall], denied: Collection[str], expired: Collection[str]
     ) -> list[tuple[int, ToolCall, Tool, BaseModel]]:
-        """Answer denied and invalid calls; the rest, validated, to run."""
+        """Answer denied, undecided and invalid calls; the rest, validated, to run."""
         runnable: list[tuple[int, ToolCall, Tool, BaseModel]] = []
         for index, call in enumerate(calls):
             if self.stop is not None:
                 break  # the rest is never dispatched
             if call.id in denied:
                 self._answer(index, call, ToolOutcome(status="failed", content=DENIED_RESULT))
+                continue
+            if call.id in expired:
+                self._answer(index, call, ToolOutcome(status="failed", content=NO_DECISION_RESULT))
                 continue
             tool, problem, args, limit = self._validate(call)
             if tool is not None and args is not None:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from golem.executor import Executor
-from golem.models.base import ModelRequest, ModelResponse
+from golem.models.base import ModelRequest, ModelResponse, StreamDelta
 from golem.phases import Stop
 from golem.run_state import AgentSpec, DeltaSink, RunState
 from golem.tools import RunContext
 
-__all__ = ["build_request", "check_limits", "request"]
+__all__ = ["TurnDeltas", "build_request", "check_limits", "request"]
+
+_DELTA_EVENTS = {"text": "text_delta", "thinking": "thinking_delta", "tool_call": "tool_call_delta"}
 
 
 def build_request(agent: AgentSpec, state: RunState) -> ModelRequest:
@@ -51,3 +54,17 @@ async def request(
         # Converted here: past this coroutine a task would re-raise it into the event loop.
         message = f"model request {attempt} raised {type(exc).__name__}: {exc}"
         raise Stop("model", message) from exc
+
+
+class TurnDeltas:
+    """A streamed turn's pieces and restarts, as run events (``emit(kind, **fields)``)."""
+
+    def __init__(self, emit: Callable[..., None], turn: int) -> None:
+        self.emit = emit
+        self.turn = turn
+
+    def __call__(self, delta: StreamDelta) -> None:
+        self.emit(_DELTA_EVENTS[delta.kind], turn=self.turn, delta=delta)
+
+    def restarted(self, attempt: int, model: str) -> None:
+        self.emit("turn_restarted", turn=self.turn, attempt=attempt, model=model)

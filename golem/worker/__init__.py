@@ -74,7 +74,7 @@ def _codec(encryption_key: EncryptionKey | None) -> PayloadCodec | None:
     return EncryptionCodec.parse(encryption_key)
 
 
-def _tracing_interceptors(setting: bool | None) -> list[Any]:
+def _tracing_interceptors(setting: bool | None, serves_agents: bool) -> list[Any]:
     if setting is False:
         return []
     try:
@@ -88,7 +88,9 @@ def _tracing_interceptors(setting: bool | None) -> list[Any]:
         return []
     if not tracing.tracing_wanted(setting):
         return []
-    tracing.ensure_tracer_provider()
+    tracing.ensure_tracer_provider(
+        tracing.WORKER_SERVICE if serves_agents else tracing.CLIENT_SERVICE
+    )
     return tracing.interceptors()
 
 
@@ -132,7 +134,7 @@ class GolemPlugin(SimplePlugin):
         #: This worker's own cache of running workflows' model-request messages.
         self.message_cache = message_cache if message_cache is not None else MessageCache()
         self.converter = golem_converter(encryption_key)
-        tracing_interceptors = _tracing_interceptors(tracing)
+        tracing_interceptors = _tracing_interceptors(tracing, bool(agents))
         self.tracing = bool(tracing_interceptors)
         passthrough = (
             (*PASSTHROUGH_MODULES, "opentelemetry") if self.tracing else PASSTHROUGH_MODULES

@@ -1,6 +1,7 @@
 """The data converter golem runs with: pydantic JSON, camelCase, empty fields omitted.
 
-Payloads stay readable JSON in the Temporal UI, and omitting empty fields keeps every
+Payloads stay readable JSON in the Temporal UI (a live stream's items too:
+golem.worker.stream_wire), and omitting empty fields keeps every
 message, call and result as small in history as in ``dump_messages``.
 """
 
@@ -24,6 +25,8 @@ from temporalio.converter import (
     JSONPlainPayloadConverter,
 )
 from temporalio.exceptions import ApplicationError
+
+from golem.worker import stream_wire
 
 __all__ = ["BAD_PAYLOAD", "DECRYPTION_ERROR", "codec_problem", "golem_data_converter"]
 
@@ -49,6 +52,8 @@ class CompactJSONPayloadConverter(PydanticJSONPlainPayloadConverter):
     _serializer = SchemaSerializer(any_schema())
 
     def to_payload(self, value: Any) -> temporalio.api.common.v1.Payload | None:
+        if isinstance(value, stream_wire.WIRE_TYPES):
+            value = stream_wire.readable(value)  # a live stream's items, readable in the UI
         data = self._serializer.to_json(value, by_alias=True, exclude_defaults=True)
         return temporalio.api.common.v1.Payload(
             metadata={"encoding": self.encoding.encode()}, data=data
@@ -58,6 +63,8 @@ class CompactJSONPayloadConverter(PydanticJSONPlainPayloadConverter):
         self, payload: temporalio.api.common.v1.Payload, type_hint: type | None = None
     ) -> Any:
         try:
+            if type_hint in stream_wire.WIRE_TYPES:
+                return stream_wire.load(payload.data, type_hint)
             return super().from_payload(payload, type_hint)
         except ValidationError as exc:
             # A FailureError fails the workflow (or activity) instead of its task, which

@@ -1,6 +1,6 @@
 """OpenTelemetry traces of durable runs: one span per run, per model request, per tool call.
 
-    provider = create_tracer_provider()          # temporalio.contrib.opentelemetry: replay-safe
+    provider = create_tracer_provider(resource=service_resource("golem-worker"))  # replay-safe
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
     client = await Client.connect("localhost:7233", plugins=[GolemPlugin(agent, tracing=True)])
@@ -12,6 +12,10 @@ interceptors add spans named and attributed after the OpenTelemetry GenAI semant
 conventions. The run span lives in workflow code: the replay-safe tracer provider gives it
 an id from the workflow's deterministic random and drops it while history replays, so a
 replayed run neither changes ids nor emits a second span.
+
+A provider golem installs itself (``GOLEM_TRACING=1``) names its service ``golem-worker``
+(a plugin that serves agents) or ``golem-client`` (``GolemPlugin()`` with none), unless
+``OTEL_SERVICE_NAME`` or ``OTEL_RESOURCE_ATTRIBUTES`` names one.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 
 import opentelemetry.context
 from opentelemetry import baggage, trace
+from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from temporalio import activity, workflow
 from temporalio.contrib.opentelemetry import (
@@ -43,16 +48,22 @@ from temporalio.worker import (
 from golem.workflows import registry
 
 __all__ = [
+    "CLIENT_SERVICE",
     "ENV_VAR",
+    "WORKER_SERVICE",
     "GolemTracingInterceptor",
     "ensure_tracer_provider",
     "interceptors",
+    "service_resource",
     "tracing_wanted",
 ]
 
 #: ``1``/``true`` turns tracing on, ``0``/``false`` off; unset: on when a provider is set.
 ENV_VAR = "GOLEM_TRACING"
 TRACER = "golem"
+#: ``service.name`` of a worker's spans (a plugin serving agents) and of a client's.
+WORKER_SERVICE = "golem-worker"
+CLIENT_SERVICE = "golem-client"
 
 # GenAI semantic conventions (https://opentelemetry.io/docs/specs/semconv/gen-ai/).
 OPERATION = "gen_ai.operation.name"
@@ -88,11 +99,20 @@ def tracing_wanted(setting: bool | None, environ: Mapping[str, str] | None = Non
     return isinstance(trace.get_tracer_provider(), ReplaySafeTracerProvider)
 
 
-def ensure_tracer_provider() -> None:
+def service_resource(service_name: str) -> Resource:
+    """The resource of ``OTEL_RESOURCE_ATTRIBUTES`` / ``OTEL_SERVICE_NAME``; its
+    ``service.name`` is ``service_name`` when neither names one."""
+    if OTELResourceDetector().detect().attributes.get(SERVICE_NAME):
+        return Resource.create()
+    return Resource.create({SERVICE_NAME: service_name})
+
+
+def ensure_tracer_provider(service_name: str = WORKER_SERVICE) -> None:
     """Make sure the global tracer provider is one Temporal workflows can use.
 
-    None set yet: install ``create_tracer_provider()``, exporting over OTLP/HTTP when
-    ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``..._TRACES_ENDPOINT``) names a collector.
+    None set yet: install ``create_tracer_provider()`` for ``service_resource(service_name)``,
+    exporting over OTLP/HTTP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``..._TRACES_ENDPOINT``)
+    names a collector.
     """
     current = trace.get_tracer_provider()
     if isinstance(current, ReplaySafeTracerProvider):
@@ -103,7 +123,7 @@ def ensure_tracer_provider() -> None:
             "replay-safe one: build it with temporalio.contrib.opentelemetry."
             "create_tracer_provider() and add your span processors to it"
         )
-    provider = create_tracer_provider()
+    provider = create_tracer_provider(resource=service_resource(service_name))
     if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get(
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
     ):

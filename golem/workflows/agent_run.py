@@ -8,7 +8,6 @@ activities, so their results are recorded and replay never re-evaluates them.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -33,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.loop import DeltaSink, RunLoop, RunState
     from golem.messages import Message, ToolCall
     from golem.models.base import ModelRequest, ModelResponse
+    from golem.models.fallback import move_on
     from golem.phases import finish
     from golem.results import RunError
     from golem.retry import Retry
@@ -70,8 +70,6 @@ OUTCOME_PATCH = "golem-outcome-memo"
 CONTENT_REFS_PATCH = "golem-content-refs"
 #: Runs recorded before approvals waited in the workflow replay as paused-and-returned.
 APPROVALS_PATCH = "golem-approvals-wait"
-#: A tool's activity retry policy unless it names its own.
-TOOL_RETRY = Retry(max_attempts=3)
 #: The once-per-run activities: their user errors are non-retryable, so only a worker that
 #: died mid-call (a timeout) runs them again.
 ONCE_PER_OUTCOME = RetryPolicy(maximum_attempts=3)
@@ -106,6 +104,20 @@ async def _activity(coro: Awaitable[T]) -> T:
             ) from exc
         message = cause.message if isinstance(cause, FailureError) else str(exc)
         raise ActivityFailed(message) from exc
+
+
+def _fallback_verdict(failed: ActivityFailed) -> tuple[bool, str | None]:
+    """Whether a model's activity failure moves the request on (the activity asked the
+    model's ``fallback_on``; a timed-out last attempt does, as a lost connection would), and
+    the model's own error text."""
+    cause = failed.__cause__.cause if isinstance(failed.__cause__, ActivityError) else None
+    if isinstance(cause, TimeoutError):
+        return True, None
+    if isinstance(cause, ApplicationError) and cause.details:
+        verdict = cause.details[0]
+        if isinstance(verdict, dict):
+            return bool(verdict.get("fallsOver")), str(verdict.get("error", failed))
+    return False, None
 
 
 class TemporalExecutor:
@@ -187,18 +199,26 @@ class TemporalExecutor:
             (ctx.run_id, ctx.conversation_id),
             self._derivable(ctx),
         )
-        policy = self.agent.model_retry
-        response: ModelResponse = await _activity(
-            workflow.execute_activity(
-                "golem.model_request",
-                call,
-                result_type=ModelResponse,
-                start_to_close_timeout=timedelta(minutes=10),
-                heartbeat_timeout=self.heartbeat_timeout,
-                retry_policy=_retry_policy(policy),
-                summary=f"model: {self.agent.model_name} (turn {ctx.turn})",
-            )
-        )
+        # One activity per model of a fallback, each retried by its own policy (ADR 0017).
+        failures: list[tuple[str, str]] = []
+        models = self.agent.model_plan
+        for index, (name, policy) in enumerate(models):
+            try:
+                response: ModelResponse = await _activity(
+                    workflow.execute_activity(
+                        "golem.model_request",
+                        call.model_copy(update={"model_index": index}) if index else call,
+                        result_type=ModelResponse,
+                        start_to_close_timeout=timedelta(minutes=10),
+                        heartbeat_timeout=self.heartbeat_timeout,
+                        retry_policy=_retry_policy(policy),
+                        summary=f"model: {name} (turn {ctx.turn})",
+                    )
+                )
+                break
+            except ActivityFailed as exc:
+                falls_over, text = _fallback_verdict(exc)
+                move_on(failures, name, exc, falls_over and index + 1 < len(models), text)
         self._record(response.message.content)
         self._answer, self._outcomes = response.message, {}
         return response
@@ -224,7 +244,7 @@ class TemporalExecutor:
 
     async def await_approvals(
         self, pending: list[ToolCall], ctx: RunContext[Any]
-    ) -> dict[str, bool] | None:
+    ) -> dict[str, bool | None] | None:
         # A run with a gate waits in its workflow; one without (inline), or one recorded
         # before runs waited (its history returned at the pause), pauses and returns.
         if self.gate is None or not workflow.patched(APPROVALS_PATCH):
@@ -244,11 +264,7 @@ class TemporalExecutor:
 
     async def _call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
         tool = self.agent.tools[call.name]
-        policy = tool.retry or TOOL_RETRY
-        if tool.retry_attempts is not None:
-            policy = dataclasses.replace(policy, max_attempts=tool.retry_attempts)
-        if tool.at_most_once:
-            policy = dataclasses.replace(policy, max_attempts=1)
+        policy = tool.retry_policy
         self.tools_in_flight.append(call.name)
         self._on_change()
         try:
@@ -457,8 +473,9 @@ class AgentRunWorkflow:
         self._gate.check(decisions)
 
     @workflow.signal(name="golem.decide")
-    def decide(self, decisions: dict[str, bool]) -> None:
-        """Decisions from a parent workflow (which cannot send updates)."""
+    def decide(self, decisions: dict[str, bool | None]) -> None:
+        """Decisions from a parent workflow (which cannot send updates); ``None``: the
+        parent's approval timeout ran out first."""
         if self._gate is not None:
             self._gate.decide(decisions)
 

@@ -11,20 +11,25 @@ never refused for want of one) and hands them to the gate:
   ends (``None``: read the workflow's result). ``DurableRun.result`` uses it. Its
   validator refuses it (``CANNOT_PAUSE``, nothing recorded) when the agent has no tool
   that needs approval, so a client that knows the agent only by name learns it.
-- update ``golem.approve`` (``{call_id: approved}``): records decisions, then returns like
-  ``golem.outcome`` once the run pauses again or ends. Its validator refuses decisions
-  when nothing is pending or for calls that are not, before anything is recorded.
+- update ``golem.approve`` (``{call_id: approved}``): records decisions, then returns the
+  paused output with the calls still undecided (a partial approval), or like
+  ``golem.outcome`` once the run pauses again or ends. Its validator refuses, before
+  anything is recorded, decisions when nothing is pending, an empty or already-decided
+  set, calls that are not pending, and any that arrive once the approval timeout ran out.
 - signal ``golem.decide``: the same decisions, for a parent workflow (a conversation),
-  which cannot send updates.
+  which cannot send updates; ``None`` marks a call no decision arrived for in time.
 - query ``golem.pending``: the calls waiting now.
 
-An agent's ``approval_timeout`` denies what is still pending when it runs out.
+An agent's ``approval_timeout`` answers what is still undecided when it runs out with
+``NO_DECISION_RESULT``. The deadline is the workflow's clock when the run began to wait
+plus the timeout: an approval recorded before it wins, one that arrives later (even one
+that was sent while no worker ran) is refused, naming the timeout. A conversation's turn
+leaves its timeout to the conversation (``PausedRun.timeout``), whose history decides.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 
 from temporalio import workflow
@@ -33,20 +38,30 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from golem.messages import ToolCall
     from golem.workflows.outcome import AgentRunOutput
+    from golem.workflows.turns import Pause, timed_out
 
-__all__ = ["CANNOT_PAUSE", "PAUSED_SIGNAL", "ApprovalGate", "PausedRun"]
+__all__ = ["CANNOT_PAUSE", "NOT_PAUSED", "PAUSED_SIGNAL", "ApprovalGate", "PausedRun"]
 
 #: Signal a run sends its parent (a conversation) when it starts waiting for approvals.
 PAUSED_SIGNAL = "golem.paused"
 #: ``ApplicationError.type`` of a ``golem.outcome`` update refused (nothing recorded)
 #: because the run's agent has no tool that needs approval: read the result instead.
 CANNOT_PAUSE = "GolemCannotPause"
+#: ``ApplicationError.type`` of an approval refused (nothing recorded): nothing waits, the
+#: calls are not pending or decided already, or the approval timeout ran out first.
+NOT_PAUSED = "GolemNotPaused"
 
 
 class PausedRun(AgentRunOutput):
     """What a run that waits for approvals tells its parent: its paused output."""
 
     run_id: str
+    timeout: float | None = None
+    """The agent's approval timeout in seconds: the parent (a conversation) keeps it."""
+
+
+def _not_paused(message: str) -> ApplicationError:
+    return ApplicationError(message, type=NOT_PAUSED, non_retryable=True)
 
 
 class ApprovalGate:
@@ -59,40 +74,54 @@ class ApprovalGate:
         notify_parent: bool = False,
     ) -> None:
         self._paused = paused
-        self._timeout = timeout
+        self._timeout = timeout.total_seconds() if timeout is not None else None
         self._notify_parent = notify_parent
-        self.pending: list[ToolCall] = []
-        self.decisions: dict[str, bool] = {}
+        self.calls: list[ToolCall] = []
+        self.pause: Pause | None = None
+        self.late: dict[str, float | None] = {}
+        """Calls the approval timeout answered, so a late approval is told so."""
         self.finished = False
         self._pauses = 0  # counts pauses, so an approval can wait for the next one
 
-    async def wait(self, pending: list[ToolCall]) -> dict[str, bool]:
-        """Wait until every pending call is decided (or the timeout denies the rest)."""
-        self.pending = list(pending)
+    @property
+    def pending(self) -> list[ToolCall]:
+        """The calls still waiting for a decision."""
+        remaining = set(self.pause.remaining) if self.pause else set()
+        return [c for c in self.calls if c.id in remaining]
+
+    async def wait(self, pending: list[ToolCall]) -> dict[str, bool | None]:
+        """Wait until every pending call is decided (or the timeout answers the rest)."""
+        parent = workflow.info().parent if self._notify_parent else None
+        # A conversation's turn: the conversation keeps the timeout, its history decides.
+        timeout = self._timeout if parent is None else None
+        now = workflow.now().timestamp()
+        pause = Pause(
+            tuple(c.id for c in pending), timeout, None if timeout is None else now + timeout
+        )
+        self.calls, self.pause = list(pending), pause
         self._pauses += 1
-        calls = ", ".join(f"{c.name} ({c.id})" for c in self.pending)
+        calls = ", ".join(f"{c.name} ({c.id})" for c in pending)
         details = workflow.get_current_details().split("\n\n**waiting for approval**")[0]
         workflow.set_current_details(f"{details}\n\n**waiting for approval** {calls}".strip())
-        if self._notify_parent and (parent := workflow.info().parent) is not None:
-            paused = self._paused(self.pending)
+        if parent is not None:
+            paused = self._paused(self.calls)
             handle = workflow.get_external_workflow_handle(parent.workflow_id)
             await handle.signal(
                 PAUSED_SIGNAL,
-                PausedRun(**paused.model_dump(), run_id=workflow.info().workflow_id),
+                PausedRun(
+                    **paused.model_dump(), run_id=workflow.info().workflow_id, timeout=self._timeout
+                ),
             )
-        with contextlib.suppress(TimeoutError):  # what is still undecided is denied below
-            await workflow.wait_condition(self._all_decided, timeout=self._timeout)
-        decided = {c.id: self.decisions.get(c.id, False) for c in self.pending}
-        self.pending = []
-        self.decisions = {}
-        return decided
+        try:
+            await workflow.wait_condition(lambda: not pause.remaining, timeout=timeout)
+        except TimeoutError:
+            self.late = dict.fromkeys(pause.expire(), timeout)
+        self.calls, self.pause = [], None
+        return dict(pause.decided)
 
     def finish(self) -> None:
         """The run ended: waiting handlers answer ``None``."""
         self.finished = True
-
-    def _all_decided(self) -> bool:
-        return all(c.id in self.decisions for c in self.pending)
 
     # -- handlers ------------------------------------------------------------------------
 
@@ -101,31 +130,31 @@ class ApprovalGate:
         return None if self.finished else self._paused(self.pending)
 
     def check(self, decisions: dict[str, bool]) -> None:
-        if not self.pending:
-            raise ApplicationError(
-                f"run {workflow.info().workflow_id} is not waiting for approvals",
-                type="GolemNotPaused",
-                non_retryable=True,
+        late = sorted(set(decisions) & set(self.late))
+        if late and not set(late) & {c.id for c in self.pending}:
+            raise _not_paused(
+                f"run {workflow.info().workflow_id}: " + timed_out(self._timeout, late)
             )
-        unknown = sorted(set(decisions) - {c.id for c in self.pending})
-        if unknown:
-            raise ApplicationError(
-                f"approvals name calls that are not pending: {unknown}; pending: "
-                f"{[c.id for c in self.pending]}",
-                type="GolemNotPaused",
-                non_retryable=True,
-            )
+        if self.pause is None or not self.pause.remaining:
+            raise _not_paused(f"run {workflow.info().workflow_id} is not waiting for approvals")
+        problem = self.pause.refusal(decisions, workflow.now().timestamp())
+        if problem is not None:
+            raise _not_paused(f"run {workflow.info().workflow_id}: {problem}")
 
     async def approve(self, decisions: dict[str, bool]) -> AgentRunOutput | None:
         pauses = self._pauses
         self.decide(decisions)
-        if not self._all_decided():
-            return self._paused([c for c in self.pending if c.id not in self.decisions])
+        if self.pending:
+            return self._paused(self.pending)
         await workflow.wait_condition(
             lambda: self.finished or (self._pauses > pauses and bool(self.pending))
         )
         return None if self.finished else self._paused(self.pending)
 
-    def decide(self, decisions: dict[str, bool]) -> None:
-        pending = {c.id for c in self.pending}
-        self.decisions.update({k: v for k, v in decisions.items() if k in pending})
+    def decide(self, decisions: Mapping[str, bool | None]) -> None:
+        """Record decisions on calls still undecided (a parent's ``None``: none in time)."""
+        if self.pause is None:
+            return
+        remaining = set(self.pause.remaining)
+        self.pause.decide({k: v for k, v in decisions.items() if k in remaining})
+        self.late.update({k: self._timeout for k, v in decisions.items() if v is None})

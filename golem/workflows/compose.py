@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError, CancelledError, ChildWorkflowError
+from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from golem.loop import RunInput, RunLoop, resolve_conversation_id
@@ -26,7 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.results import Result, RunError
     from golem.workflows import lineage, registry
     from golem.workflows.agent_run import AgentRunWorkflow, TemporalExecutor
-    from golem.workflows.outcome import AgentRunOutput, run_failure
+    from golem.workflows.outcome import AgentRunOutput, RunSnapshot
     from golem.workflows.pages import MessagesPage, MessagesQuery
     from golem.workflows.types import AgentRunInput
 
@@ -80,7 +80,7 @@ async def _child(agent_name: str, run: RunInput) -> Result[Any]:
             parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
         )
     except ChildWorkflowError as exc:
-        raise _run_error(exc, run) from None
+        raise await _run_error(exc, run) from None
     snapshot = output.snapshot
     if snapshot.paged:
         raise RunError(
@@ -128,16 +128,18 @@ def _agent(name: str) -> Any:
         return None
 
 
-def _run_error(exc: ChildWorkflowError, run: RunInput) -> RunError:
+async def _run_error(exc: ChildWorkflowError, run: RunInput) -> RunError:
     """The ``RunError`` a failed child run carries (the same one ``agent.run`` raises)."""
+    # Imported here: the table imports golem.worker, which imports this package.
+    from golem.workflows.failures import golem_error
+
+    async def evidence(snapshot: RunSnapshot) -> list[Message] | None:
+        # A paged conversation stays in the child: workflow code cannot query it.
+        return None if snapshot.paged else snapshot.messages(list(run.history))
+
+    error = await golem_error(exc.cause, run.run_id, evidence)
+    if isinstance(error, RunError):
+        return error
     cause = exc.cause
-    details = run_failure(cause)
-    if details is not None:
-        partial = None
-        if details.partial is not None and not details.partial.paged:
-            partial = details.partial.to_partial(details.partial.messages(list(run.history)))
-        return RunError(details.stage, details.message, partial)
-    if isinstance(cause, CancelledError):
-        return RunError("canceled", f"run {run.run_id} was cancelled")
     message = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
     return RunError("loop", f"run {run.run_id} failed: {message}")

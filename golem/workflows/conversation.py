@@ -10,40 +10,73 @@ transcript by reference (``AgentRunInput.base``: this workflow's id, a count, a 
 read by its model activity through ``golem.conversation``, so no run records it again
 (a failed turn's evidence is repaired first, as the next run's loop would); a turn of an
 agent with a history processor or a per-request token limit gets it by value (its loop
-needs it whole). Turns are serialized in arrival order. The workflow continues as new
-when the server suggests it (or after ``turns_per_run`` turns), once no turn is in flight
-and none waits for approvals, carrying the transcript and the run list: by value while
-small, else by reference to the workflow runs that hold them (``golem.workflows.transcript``,
-docs/adr/0012-transcript-by-reference.md). Meanwhile new turns are refused (``CONTINUING``) and
-``DurableConversation.send`` sends them again, to the next run. A send retried after the
-switch is refused as ``RECORDED`` (Temporal dedups update ids per run only) and the client
-answers with that turn's run. It has no execution timeout: ``close()`` ends it (denying
-what a waiting turn asks for). See docs/adr/0009-conversations.md.
+needs it whole). Which way turns get it is decided when the
+conversation starts (and carried across continue-as-new); an agent the worker does not
+serve fails the conversation at once.
+
+Turns and approvals are a pure state machine (``golem.workflows.turns.Turns``): this
+workflow only translates updates, signals, child results and timers into its transitions
+and performs the effects it asks for. Turns are serialized in arrival order. The workflow
+continues as new when the server suggests it (or after ``turns_per_run`` turns), once no
+turn is in flight and none waits for approvals, carrying the transcript and the run list:
+by value while small, else by reference to the workflow runs that hold them
+(``golem.workflows.transcript``, docs/adr/0012-transcript-by-reference.md). Meanwhile new
+turns are refused (``CONTINUING``) and ``DurableConversation.send`` sends them again, to
+the next run. A send retried after the switch is refused as ``RECORDED`` (Temporal dedups
+update ids per run only) and the client answers with that turn's run; a turn whose run id
+is taken by another workflow, or that reuses a run id with another prompt, is refused. It
+has no execution timeout: ``close()`` ends it (denying what a waiting turn asks for). See
+docs/adr/0009-conversations.md and docs/adr/0014-turns-state-machine.md.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from dataclasses import dataclass
-from functools import partial
+from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError, ChildWorkflowError
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from golem.loop import RunInput
-    from golem.messages import HistoryError, Message, Part, ToolCall, validate_history
+    from golem.messages import HistoryError, Message, validate_history
     from golem.workflows import lineage, registry
-    from golem.workflows.agent_run import RUN_ERROR, AgentRunWorkflow
+    from golem.workflows.agent_run import AgentRunWorkflow
     from golem.workflows.approvals import PAUSED_SIGNAL, PausedRun
-    from golem.workflows.outcome import AgentRunOutput, run_failure
-    from golem.workflows.pages import PAGE_BYTES, MessagesPage, MessagesQuery
-    from golem.workflows.shipping import HistoryBase
-    from golem.workflows.transcript import ConversationInput, Transcript
-    from golem.workflows.types import AgentRunInput
+    from golem.workflows.pages import MessagesPage, MessagesQuery
+    from golem.workflows.transcript import RECENT_RUNS, ConversationInput, Transcript
+    from golem.workflows.turn_runs import (
+        CLOSED,
+        CONTINUING,
+        RECORDED,
+        SEGMENTS_PATCH,
+        WAITING,
+        ConversationSummary,
+        TurnInput,
+        TurnOutput,
+        by_reference,
+        child_input,
+        details,
+        paused_output,
+        refused,
+        start_refusal,
+        turn_outcome,
+    )
+    from golem.workflows.turns import (
+        Answer,
+        ArmTimer,
+        Closed,
+        Decide,
+        Effect,
+        Ended,
+        Outcome,
+        Paused,
+        Refusal,
+        StartChild,
+        Turns,
+    )
 
 __all__ = [
     "CLOSED",
@@ -57,65 +90,9 @@ __all__ = [
     "TurnOutput",
 ]
 
-#: ``ApplicationError.type`` of a turn refused because the conversation is closed.
-CLOSED = "GolemConversationClosed"
-#: ``ApplicationError.type`` of a turn refused while the conversation drains its turns in
-#: flight before it continues as new; the client sends it again, to the next run.
-CONTINUING = "GolemConversationContinuing"
-#: ``ApplicationError.type`` of a turn whose run id is already a turn of this conversation
-#: (a send retried after continue-as-new: Temporal dedups update ids per workflow run only).
-RECORDED = "GolemTurnRecorded"
-#: ``ApplicationError.type`` of a refusal about approvals (a turn waits, or none does).
-WAITING = "GolemApprovalsWaiting"
-#: Patch: a failed turn's evidence is repaired by the conversation, and the transcript may
-#: cross continue-as-new by reference (runs recorded before it replay unchanged).
-SEGMENTS_PATCH = "golem-transcript-segments"
-#: Patch: a completed turn's update result leaves its messages to the transcript.
-SLIM_PATCH = "golem-slim-turns"
 
-
-@dataclass(frozen=True)
-class _Waiting:
-    """A turn whose run waits for a person's decisions."""
-
-    run_id: str
-    child: workflow.ChildWorkflowHandle[Any, Any]
-    start: int
-    pending: list[ToolCall]
-
-
-class _Payload(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class TurnInput(_Payload):
-    """One turn: an update whose id is ``run_id``, so a retried send is one turn."""
-
-    run_id: str
-    prompt: str | None = None
-    parts: list[Part] = Field(default_factory=list)
-    deps: Any = None
-    stream: bool = False
-    """The turn's run publishes its deltas live (``DurableConversation.send_stream``)."""
-
-
-class TurnOutput(_Payload):
-    """What a turn returns: the run's output and only what it added to the transcript."""
-
-    run: AgentRunOutput
-    start: int
-    """Where the run's messages begin in the transcript (its length before the turn)."""
-    count: int = 0
-    """When non-zero: the run's messages are not carried here (the transcript has them,
-    ``[start, start + count)``; the child's result and history do too)."""
-
-
-class ConversationSummary(_Payload):
-    """Result of a closed conversation."""
-
-    turns: int = 0
-    messages: int = 0
-    last_run: str = ""
+def _now() -> float:
+    return workflow.now().timestamp()
 
 
 @workflow.defn(name="ConversationWorkflow")
@@ -127,37 +104,57 @@ class ConversationWorkflow:
         self._agent = input.agent
         self._transcript = Transcript(input)
         self._turns_per_run = input.turns_per_run
-        self._turns = 0  # turns in this workflow run (since the last continue-as-new)
-        self._closed = False
-        self._draining = False  # continue-as-new is due: no new turn starts in this run
-        self._lock = asyncio.Lock()  # turns run one at a time, in arrival order
-        self._waiting: _Waiting | None = None  # a turn whose run waits for approvals
-        self._paused: dict[str, PausedRun] = {}
-        self._watch: asyncio.Task[None] | None = None  # settles a waiting turn nobody answers
+        known = {run: input.fingerprints.get(run, "") for run in [*input.recent, *input.runs]}
+        self._turns = Turns(input.turns_per_run, known)
+        self._unknown = ""  # why the worker cannot serve the agent
+        self._reference = input.by_reference
+        if self._reference is None:  # a new conversation: decided once, carried from then on
+            try:
+                self._reference = by_reference(
+                    registry.lookup(workflow.info().task_queue, input.agent)
+                )
+            except LookupError as exc:
+                self._unknown = str(exc)
+        self._tickets = 0
+        self._answers: dict[int, TurnOutput | ConversationSummary | ApplicationError] = {}
+        self._sent: dict[str, TurnInput] = {}  # accepted turns whose runs have not started
+        self._start = 0  # where the turn in flight begins in the transcript
+        self._paused: PausedRun | None = None  # the turn in flight's latest pause
+        self._outcome: TurnOutput | ApplicationError | None = None  # of the turn that ended
+        self._tasks: set[asyncio.Task[None]] = set()  # held: the loop keeps weak references
 
     @workflow.run
     async def run(self, input: ConversationInput) -> ConversationSummary:
-        await workflow.wait_condition(lambda: self._closed or self._should_continue())
-        # Without this, sends from several clients, each arriving while another's turn runs,
-        # would keep every handler busy and put the switch off forever.
-        self._draining = not self._closed
-        # A turn in flight finishes here (and any that arrived meanwhile), never vanishes;
-        # nor does a turn that waits for approvals (its child would be lost to the next run).
-        await workflow.wait_condition(
-            lambda: workflow.all_handlers_finished() and (self._closed or self._waiting is None)
-        )
-        if self._closed:
+        if self._unknown:
+            raise ApplicationError(self._unknown, type=registry.UNKNOWN_AGENT, non_retryable=True)
+        turns = self._turns
+        while not turns.over:
+            # Without the machine's due flag, sends from several clients, each arriving while
+            # another's turn runs, would put the switch off forever.
+            await workflow.wait_condition(
+                lambda: (
+                    turns.over or (not turns.due and workflow.info().is_continue_as_new_suggested())
+                )
+            )
+            await self._perform(turns.suggest() if not turns.over else [])
+        # Every update admitted before the switch is answered in this run.
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        if turns.phase == "closed":
             return self._summary()
         info = workflow.info()
         transcript = self._transcript
         # Runs recorded before the transcript could go by reference carry it by value.
-        by_reference = workflow.patched(SEGMENTS_PATCH) and self._by_reference()
+        by_reference = workflow.patched(SEGMENTS_PATCH) and bool(self._reference)
+        carried = transcript.carry(info.workflow_id, info.run_id, by_reference)
+        recent = [*carried.get("recent", []), *carried.get("runs", [])][-RECENT_RUNS:]
         workflow.continue_as_new(
             ConversationInput(
                 agent=self._agent,
                 parent_run_id=transcript.parent_run_id,
                 turns_per_run=self._turns_per_run,
-                **transcript.carry(info.workflow_id, info.run_id, by_reference),
+                by_reference=self._reference,
+                fingerprints={r: turns.known[r] for r in recent if turns.known.get(r)},
+                **carried,
             )
         )
 
@@ -167,46 +164,28 @@ class ConversationWorkflow:
             turns=transcript.turns, messages=transcript.length, last_run=transcript.last_run
         )
 
-    def _should_continue(self) -> bool:
-        if self._waiting is not None:  # its run and its approve update belong to this run
-            return False
-        return self._turns >= self._turns_per_run or (
-            workflow.info().is_continue_as_new_suggested() and not self._lock.locked()
-        )
-
-    # -- turns ---------------------------------------------------------------------------
+    # -- updates and signals: each one transition ----------------------------------------
 
     @workflow.update(name="golem.send")
     async def send(self, turn: TurnInput) -> TurnOutput:
-        async with self._lock:
-            return await self._turn(turn)
+        fingerprint = turn.fingerprint()
+        if self._turns.check_send(turn.run_id, fingerprint) is None:
+            self._sent[turn.run_id] = turn
+        answer = await self._ask(lambda ticket: self._turns.send(ticket, turn.run_id, fingerprint))
+        assert isinstance(answer, TurnOutput)
+        return answer
 
     @send.validator
     def _validate_send(self, turn: TurnInput) -> None:
-        self._check_open()
-        if self._waiting is not None:
-            raise ApplicationError(
-                f"turn {self._waiting.run_id} waits for approvals of "
-                f"{[c.id for c in self._waiting.pending]}: approve or deny them first",
-                type=WAITING,
-                non_retryable=True,
-            )
-        if self._draining:
-            raise ApplicationError(
-                "the conversation is continuing as new; send the turn again",
-                type=CONTINUING,
-                non_retryable=True,
-            )
-        if not (turn.prompt or "").strip() and not turn.parts:
-            raise ApplicationError("a turn needs a prompt or parts", non_retryable=True)
+        if self._unknown:
+            raise ApplicationError(self._unknown, type=registry.UNKNOWN_AGENT, non_retryable=True)
         if not turn.run_id:
             raise ApplicationError("a turn needs a run id", non_retryable=True)
-        if self._transcript.knows(turn.run_id):
-            raise ApplicationError(
-                f"run {turn.run_id} is already a turn of this conversation",
-                type=RECORDED,
-                non_retryable=True,
-            )
+        refusal = self._turns.check_send(turn.run_id, turn.fingerprint())
+        if refusal is not None:
+            raise refused(refusal)
+        if not (turn.prompt or "").strip() and not turn.parts:
+            raise ApplicationError("a turn needs a prompt or parts", non_retryable=True)
         try:
             validate_history([Message.user(turn.prompt or "", turn.parts)])
         except HistoryError as exc:
@@ -214,226 +193,138 @@ class ConversationWorkflow:
 
     @workflow.update(name="golem.approve")
     async def approve(self, decisions: dict[str, bool]) -> TurnOutput:
-        """Answer the turn that waits for approvals; returns it once it ends or waits again."""
-        async with self._lock:
-            waiting = self._waiting
-            if waiting is None:  # the approval timeout decided since the validator ran
-                raise ApplicationError(
-                    "no turn of this conversation waits for approvals",
-                    type=WAITING,
-                    non_retryable=True,
-                )
-            self._waiting = None
-            self._paused.pop(waiting.run_id, None)
-            if not waiting.child.done():
-                await workflow.get_external_workflow_handle(waiting.run_id).signal(
-                    "golem.decide", decisions
-                )
-            return await self._outcome(waiting.run_id, waiting.child, waiting.start)
+        """Answer the turn that waits for approvals: returns at once with the calls still
+        pending after a partial approval, else once the turn ends or waits again."""
+        answer = await self._ask(lambda ticket: self._turns.approve(ticket, decisions, _now()))
+        assert isinstance(answer, TurnOutput)
+        return answer
 
     @approve.validator
     def _validate_approve(self, decisions: dict[str, bool]) -> None:
-        self._check_open()
-        if self._waiting is None:
-            raise ApplicationError(
-                "no turn of this conversation waits for approvals", type=WAITING, non_retryable=True
-            )
-        unknown = sorted(set(decisions) - {c.id for c in self._waiting.pending})
-        if unknown:
-            raise ApplicationError(
-                f"approvals name calls that are not pending: {unknown}", non_retryable=True
-            )
+        refusal = self._turns.check_approve(decisions, _now())
+        if refusal is not None:
+            raise refused(refusal)
+
+    @workflow.update(name="golem.close")
+    async def close(self) -> ConversationSummary:
+        """Close once the turn in flight ends (a waiting turn's calls are denied)."""
+        answer = await self._ask(self._turns.close)
+        assert isinstance(answer, ConversationSummary)
+        return answer
 
     @workflow.signal(name=PAUSED_SIGNAL)
-    def _on_paused(self, paused: PausedRun) -> None:
-        self._paused[paused.run_id] = paused
+    async def _on_paused(self, paused: PausedRun) -> None:
+        if self._turns.current is not None and self._turns.current.run_id == paused.run_id:
+            self._paused = paused
+        calls = [c.id for c in paused.pending_approvals]
+        await self._perform(self._turns.paused(paused.run_id, calls, _now(), paused.timeout))
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ApplicationError(
-                f"conversation {workflow.info().workflow_id} is closed; fork it to go on",
-                type=CLOSED,
-                non_retryable=True,
+    async def _ask(self, event: Callable[[int], list[Effect]]) -> TurnOutput | ConversationSummary:
+        """Feed one update's transition; its answer once the machine gives it."""
+        self._tickets += 1
+        ticket = self._tickets
+        await self._perform(event(ticket))
+        await workflow.wait_condition(lambda: ticket in self._answers)
+        answer = self._answers.pop(ticket)
+        if isinstance(answer, ApplicationError):
+            raise answer
+        return answer
+
+    # -- effects -------------------------------------------------------------------------
+
+    async def _perform(self, effects: list[Effect]) -> None:
+        for effect in effects:
+            if isinstance(effect, Answer):
+                self._answers[effect.ticket] = self._answer(effect.outcome)
+            elif isinstance(effect, StartChild):
+                await self._start_turn(effect.run_id)
+            elif isinstance(effect, Decide):
+                # A run that ended meanwhile takes no signal: its end settles the turn anyway.
+                handle = workflow.get_external_workflow_handle(effect.run_id)
+                try:
+                    await handle.signal("golem.decide", dict(effect.decisions))
+                except Exception:
+                    workflow.logger.info("turn %s ended before its decisions", effect.run_id)
+            elif isinstance(effect, ArmTimer):
+                self._spawn(self._expire_after(effect))
+        queued = {run_id for _, run_id in self._turns.queue}
+        self._sent = {r: t for r, t in self._sent.items() if r in queued}  # drop refused ones
+        self._details()
+
+    def _answer(self, outcome: Outcome) -> TurnOutput | ConversationSummary | ApplicationError:
+        if isinstance(outcome, Refusal):
+            return refused(outcome)
+        if isinstance(outcome, Closed):
+            return self._summary()
+        if isinstance(outcome, Ended):
+            assert self._outcome is not None
+            return self._outcome
+        assert isinstance(outcome, Paused) and self._paused is not None
+        return paused_output(self._paused, outcome.pending, self._start)
+
+    def _spawn(self, work: Any) -> None:
+        task: asyncio.Task[None] = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _expire_after(self, arm: ArmTimer) -> None:
+        turns = self._turns
+        try:
+            await workflow.wait_condition(
+                lambda: turns.pauses != arm.pause or turns.phase != "waiting",
+                timeout=timedelta(seconds=arm.seconds),
             )
+        except TimeoutError:
+            await self._perform(turns.expire(arm.run_id, arm.pause))
 
-    def _by_reference(self) -> bool:
-        """Whether the next turn can take the transcript by reference: the agent has no
-        history processor or per-request token limit (both need the whole history in the
-        run's loop, so those turns get it by value). A failed turn's evidence is repaired
-        first, as the turn's loop would."""
+    def _turn_by_reference(self) -> bool:
+        """Whether the next turn takes the transcript by reference. Once earlier workflow
+        runs hold its start, every turn does (an agent that needs the history by value
+        fails in its run, saying so). A failed turn's evidence is repaired first."""
         transcript = self._transcript
+        if transcript.offset > 0:
+            return True
         if transcript.clean < transcript.length and not workflow.patched(SEGMENTS_PATCH):
             return False  # recorded when the next run repaired the evidence itself, by value
-        try:
-            agent = registry.lookup(workflow.info().task_queue, self._agent)
-        except LookupError:
-            return False  # the run reports the unknown agent
-        limits = agent.usage_limits
-        return agent.history_processor is None and (
-            limits is None or limits.request_input_tokens_limit is None
-        )
+        return bool(self._reference)
 
-    async def _turn(self, turn: TurnInput) -> TurnOutput:
-        conversation_id = workflow.info().workflow_id
+    async def _start_turn(self, run_id: str) -> None:
+        turn = self._sent.pop(run_id)
         transcript = self._transcript
-        # Once earlier workflow runs hold its start, every turn is by reference (an agent that
-        # needs the history by value fails in its run, saying so): no command depends on
-        # what the worker's agent registry says.
-        by_reference = transcript.offset > 0 or self._by_reference()
         parent = transcript.last_run
-        transcript.begin(turn.run_id, by_reference)
-        start = transcript.length
-        base = None
-        history: list[Message] = []
-        if by_reference:
-            base = HistoryBase(conversation=conversation_id, count=start, digest=transcript.digest)
-        else:
-            history = transcript.messages()
-        run = RunInput(
-            prompt=turn.prompt,
-            parts=turn.parts,
-            history=history,
-            deps=turn.deps,
-            run_id=turn.run_id,
-            conversation_id=conversation_id,
-        )
-        self._turns += 1
-        self._details()
+        payload, start = child_input(transcript, self._agent, turn, self._turn_by_reference())
+        self._start, self._paused, self._outcome = start, None, None
         try:
             child = await workflow.start_child_workflow(
                 AgentRunWorkflow.run,
-                AgentRunInput(
-                    agent=self._agent,
-                    run=run,
-                    parent_run_id=parent,
-                    notify_parent=True,
-                    stream=turn.stream,
-                    base=base,
-                ),
-                id=turn.run_id,
+                payload,
+                id=run_id,
                 search_attributes=lineage.run_search_attributes(
-                    conversation_id, self._agent, parent
+                    workflow.info().workflow_id, self._agent, parent
                 ),
                 static_summary=lineage.summary(self._agent, turn.prompt),
                 # Closing (or terminating) the conversation stops its turn with evidence.
                 parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
+                # A run id names one run, ever: a closed workflow's id is not reused either.
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             )
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            # Raised from an update handler this would fail the workflow task, and retry it.
-            raise ApplicationError(
-                f"turn {turn.run_id} could not start: {exc}", non_retryable=True
-            ) from None
-        return await self._outcome(turn.run_id, child, start)
+            transcript.never_started(run_id)
+            await self._perform(self._turns.start_failed(run_id, start_refusal(run_id, exc)))
+            return
+        self._spawn(self._watch(child))
 
-    async def _outcome(
-        self, run_id: str, child: workflow.ChildWorkflowHandle[Any, Any], start: int
-    ) -> TurnOutput:
-        """Wait until the turn's run ends (its messages join the transcript) or pauses."""
-        await workflow.wait_condition(lambda: child.done() or run_id in self._paused)
-        if not child.done():
-            paused = self._paused.pop(run_id)  # a later entry is the run's next pause
-            waiting = _Waiting(run_id, child, start, paused.pending_approvals)
-            self._waiting = waiting
-            self._details()
-            # Held, so the task lives until it settles (the loop keeps only weak references).
-            self._watch = asyncio.create_task(self._unanswered(waiting))
-            return TurnOutput(run=AgentRunOutput.model_validate(paused.model_dump()), start=start)
-        return self._ended(child, start)
-
-    async def _unanswered(self, waiting: _Waiting) -> None:
-        """A waiting turn that ends without an ``approve`` (the approval timeout denied it, or
-        ``close`` did) still joins the transcript, and the conversation takes turns again."""
-        run_id = waiting.run_id
-        while True:
-            await workflow.wait_condition(partial(self._settled, waiting))
-            if self._waiting is not waiting:
-                return  # approved: the approve update takes the turn's outcome
-            if waiting.child.done():
-                break
-            # The run asks again after the timeout's (or close's) denials.
-            pending = self._paused.pop(run_id).pending_approvals
-            if self._closed:  # nobody can answer: deny that too, so the run ends
-                await workflow.get_external_workflow_handle(run_id).signal(
-                    "golem.decide", {c.id: False for c in pending}
-                )
-            else:  # it waits for these now
-                waiting = _Waiting(run_id, waiting.child, waiting.start, pending)
-                self._waiting = waiting
-                self._details()
-        self._waiting = None
-        with contextlib.suppress(ApplicationError):  # a failure's evidence was appended
-            self._ended(waiting.child, waiting.start)
-
-    def _settled(self, waiting: _Waiting) -> bool:
-        """The waiting turn ended, was answered, or asks again."""
-        return (
-            waiting.child.done() or self._waiting is not waiting or waiting.run_id in self._paused
-        )
-
-    def _ended(self, child: workflow.ChildWorkflowHandle[Any, Any], start: int) -> TurnOutput:
-        """The ended run's messages join the transcript; its output, or its error raised."""
-        try:
-            output = AgentRunOutput.model_validate(child.result())
-        except ChildWorkflowError as exc:
-            # The failed turn's evidence joins the transcript: the next turn resumes it,
-            # repaired first.
-            self._transcript.failed(run_failure(exc.cause))
-            self._details()
-            cause = exc.cause
-            if isinstance(cause, ApplicationError):
-                raise ApplicationError(
-                    cause.message, *cause.details, type=cause.type, non_retryable=True
-                ) from None
-            raise ApplicationError(str(cause or exc), type=RUN_ERROR, non_retryable=True) from None
-        if not self._transcript.ended(output):
-            # Workflow code cannot read pages; one turn adding ~1 MB of messages is refused.
-            raise ApplicationError(
-                f"turn {child.id} added more than {PAGE_BYTES} bytes of messages, too many for "
-                "the conversation to take in; return references (URLs, ids) from tools",
-                non_retryable=True,
-            )
-        self._details()
-        snapshot = output.snapshot
-        if not (workflow.patched(SLIM_PATCH) and snapshot.based and snapshot.base is None):
-            return TurnOutput(run=output, start=start)
-        # Recorded once more here it would be the turn's fourth copy (the tool's result, the
-        # child's result, its completion here): the client reads it from the transcript. A
-        # client that predates ``count`` reads the child's pages, as for a paged result.
-        count = len(snapshot.added)
-        slim = snapshot.model_copy(update={"added": [], "refs": {}, "paged": count})
-        return TurnOutput(
-            run=output.model_copy(update={"snapshot": slim}), start=start, count=count
-        )
+    async def _watch(self, child: workflow.ChildWorkflowHandle[Any, Any]) -> None:
+        await workflow.wait_condition(child.done)
+        self._outcome = turn_outcome(self._transcript, child, self._start)
+        await self._perform(self._turns.ended(child.id))
 
     def _details(self) -> None:
-        waiting = self._waiting
-        pending = ", ".join(f"{c.name} ({c.id})" for c in waiting.pending) if waiting else "none"
-        transcript = self._transcript
-        workflow.set_current_details(
-            f"**turns** {transcript.turns} · **messages** {transcript.length}\n\n"
-            f"**last run** {transcript.last_run or 'none'}\n\n"
-            f"**waiting for approval** {pending}"
-        )
+        workflow.set_current_details(details(self._transcript, self._paused, self._turns.waiting))
 
-    # -- closing and reading -------------------------------------------------------------
-
-    @workflow.update(name="golem.close")
-    async def close(self) -> ConversationSummary:
-        self._closed = True
-        waiting = self._waiting
-        if waiting is not None:
-            # Nobody can approve once the conversation is closed: deny, so the run ends
-            # (and joins the transcript) rather than being cancelled when this workflow ends.
-            if not waiting.child.done():
-                decisions = {c.id: False for c in waiting.pending}
-                await workflow.get_external_workflow_handle(waiting.run_id).signal(
-                    "golem.decide", decisions
-                )
-            await workflow.wait_condition(lambda: self._waiting is None)
-        async with self._lock:  # the turn in flight finishes first
-            return self._summary()
+    # -- reading -------------------------------------------------------------------------
 
     @workflow.query(name="golem.conversation")
     def conversation(self, query: MessagesQuery) -> MessagesPage:

@@ -192,6 +192,8 @@ class ModelCallInput(BaseModel):
     calls it asked for, in order, stamped with the run's stamps: a worker that ran those
     activities makes them itself (``MessageCache.answered``/``called``), another reads them
     by query; ``messages`` is then empty."""
+    model_index: int = 0
+    """Which model of the agent's ``FallbackModel`` to call (0: the first, or the only one)."""
 
 
 class ShippingError(Exception):

@@ -50,6 +50,10 @@ class StreamEvent(BaseModel):
     attempt: int = 0
     """For a delta: the model call attempt that produced it (0 for the first); for
     ``turn_restarted``: the new attempt."""
+    model_index: int = 0
+    """For a delta or ``turn_restarted``: which model of a fallback (0: the first)."""
+    model: str = ""
+    """For ``turn_restarted``: the model the turn restarts on."""
     delta: StreamDelta | None = None
     call: ToolCall | None = None
     message: Message | None = None
@@ -73,13 +77,22 @@ class StreamEvent(BaseModel):
             response=event.response,
             reason=event.reason,
             attempt=event.attempt,
+            model=event.model,
         )
 
     @classmethod
-    def of_delta(cls, delta: StreamDelta, turn: int, attempt: int) -> StreamEvent:
+    def of_delta(
+        cls, delta: StreamDelta, turn: int, attempt: int, model_index: int = 0
+    ) -> StreamEvent:
         """A model call's piece; ``attempt`` is Temporal's (1 for the first)."""
         kind: EventKind = _DELTA_KINDS[delta.kind]  # type: ignore[assignment]
-        return cls(kind=kind, turn=turn, delta=delta, attempt=attempt if attempt > 1 else 0)
+        attempt = attempt if attempt > 1 else 0
+        return cls(kind=kind, turn=turn, delta=delta, attempt=attempt, model_index=model_index)
+
+    @property
+    def attempt_order(self) -> tuple[int, int]:
+        """Where this event's model call comes in its turn: by model, then attempt."""
+        return self.model_index, max(self.attempt, 1)
 
     def to_event(self, run_id: str, conversation_id: str) -> RunEvent:
         """The ``RunEvent`` in-process ``run_stream`` would have yielded."""
@@ -99,6 +112,7 @@ class StreamEvent(BaseModel):
             response=self.response,
             reason=self.reason,
             attempt=self.attempt if self.kind == "turn_restarted" else 0,
+            model=self.model,
         )
 
 
@@ -140,7 +154,9 @@ class RunStreamHost:
             # The run has ended: a cancel (or eviction) now only cuts the wait short.
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await workflow.wait_condition(
-                    lambda: not workflow.all_handlers_finished(), timeout=LINGER
+                    lambda: not workflow.all_handlers_finished(),
+                    timeout=LINGER,
+                    timeout_summary="stream: waiting for the reader's last poll",
                 )
         # Answer waiting polls now, so a subscriber gets `end` without a query replay.
         self.stream.detach_pollers()

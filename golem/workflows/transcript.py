@@ -5,14 +5,15 @@ cannot drift apart.
 A workflow run holds its own messages (``own``) after the ones earlier runs hold
 (``earlier``: segments, read from their histories); only the part of the transcript no
 earlier run holds crosses continue-as-new by value, so a conversation has no turn limit.
-Every change is one of three steps, each deterministic:
+Every change is one of these steps, each deterministic:
 
 - ``begin``: a turn starts (its run id joins the run list); a turn that takes the history
   by reference first gets a repaired transcript (``repaired``, what its run's loop would
   do), so it never needs the history by value;
 - ``ended``: the turn's run completed; what it added (and, by value, what it repaired)
   joins the transcript;
-- ``failed``: the run failed; its partial evidence joins the transcript, unrepaired.
+- ``failed``: the run failed; its partial evidence joins the transcript, unrepaired;
+- ``never_started``: the run could not start (its run id is taken): it is no turn.
 
 See docs/adr/0012-transcript-by-reference.md.
 """
@@ -73,6 +74,11 @@ class ConversationInput(BaseModel):
     """Turns the earlier workflow runs hold."""
     recent: list[str] = Field(default_factory=list)
     """Run ids of the latest of those turns."""
+    by_reference: bool | None = None
+    """Whether turns take the transcript by reference, decided when the conversation
+    started (``None``: a new conversation, which decides)."""
+    fingerprints: dict[str, str] = Field(default_factory=dict)
+    """Run id -> ``TurnInput.fingerprint()`` of the latest turns: a retry must match."""
 
 
 class Transcript:
@@ -115,7 +121,7 @@ class Transcript:
     def knows(self, run_id: str) -> bool:
         return run_id in self.runs or run_id in self.recent
 
-    # -- the three steps -----------------------------------------------------------------
+    # -- the steps -----------------------------------------------------------------
 
     def begin(self, run_id: str, by_reference: bool) -> None:
         """A turn starts; by reference, it continues a repaired transcript."""
@@ -125,6 +131,10 @@ class Transcript:
             self._set(repaired(self.own[cut:]), since=cut)
             self.clean = self.length
         self.start = self.length
+
+    def never_started(self, run_id: str) -> None:
+        """The turn's run could not start (its run id is taken): it is no turn."""
+        self.runs.remove(run_id)
 
     def ended(self, output: AgentRunOutput) -> bool:
         """The turn's run completed: its messages join (``False`` when it paged them)."""
@@ -257,6 +267,10 @@ async def read_transcript(
             initiated = event.start_child_workflow_execution_initiated_event_attributes
             [run] = await converter.decode(list(initiated.input.payloads), [AgentRunInput])
             transcript.begin(initiated.workflow_id, run.base is not None)
+        elif event.HasField("start_child_workflow_execution_failed_event_attributes"):
+            transcript.never_started(
+                event.start_child_workflow_execution_failed_event_attributes.workflow_id
+            )
         elif event.HasField("child_workflow_execution_completed_event_attributes"):
             completed = event.child_workflow_execution_completed_event_attributes
             [output] = await converter.decode(list(completed.result.payloads), [AgentRunOutput])

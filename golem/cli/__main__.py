@@ -1,0 +1,5 @@
+"""``python -m golem.cli``: the ``golem`` command."""
+
+from golem.cli.app import main
+
+main()

@@ -1,0 +1,217 @@
+"""``golem``: the command line.
+
+    golem dev                                   # Temporal dev server, UI on :8233, data in .golem/
+    golem worker --agent myapp.agents:support   # serve agents
+    golem run --agent support "Where is my order?"
+    golem resume <run-id> ["try again"]         # continue a failed run in its conversation
+    golem chat --agent support                  # a conversation workflow: each turn a child run
+    golem conversation <conversation-id>        # the runs of a conversation, in order
+    golem show <run-id>                         # one run's conversation (--json: a history file)
+    golem setup                                 # register golem's search attributes on a cluster
+    golem codec-server                          # decrypt payloads for the Temporal UI
+
+``--agent`` is ``module:attribute`` everywhere; ``run`` and ``chat`` also take the bare
+name a worker serves. Against a real cluster or Temporal Cloud, ``--address``,
+``--namespace`` and the usual TEMPORAL_* settings apply. Errors are one line; ``--debug``
+prints the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, NoReturn
+
+from temporalio.service import RPCError, RPCStatusCode
+
+from golem import codec_server
+from golem.cli.connect import DEFAULT_ADDRESS, DEFAULT_TASK_QUEUE, WORKER_HINT, CliError
+from golem.cli.runs import cmd_chat, cmd_resume, cmd_run
+from golem.cli.server import cmd_codec_server, cmd_dev, cmd_setup, cmd_worker
+from golem.cli.show import cmd_conversation, cmd_show
+from golem.client import UnknownAgentError
+from golem.messages import HistoryError
+from golem.results import RunError
+from golem.worker.converter import codec_problem
+from golem.worker.logs import configure_logging
+
+__all__ = ["COMMANDS", "describe_error", "main", "parser", "run_command"]
+
+QUEUE_HELP = "the task queue golem workers poll"
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line naming a problem and its fix."""
+    if isinstance(exc, CliError):
+        return str(exc)
+    if (problem := codec_problem(exc)) is not None:
+        return problem
+    if isinstance(exc, UnknownAgentError):
+        return f"{exc}; fix --agent, or start a worker that serves it ({WORKER_HINT})"
+    if isinstance(exc, HistoryError):
+        return f"the history is not valid: {exc}"
+    if isinstance(exc, RunError):
+        return f"run failed at stage {exc.stage}: {exc.detail}"
+    if isinstance(exc, RPCError):
+        if exc.status == RPCStatusCode.NOT_FOUND and "namespace" in exc.message.lower():
+            return f"{exc.message}: pass --namespace (or TEMPORAL_NAMESPACE) naming one that exists"
+        return f"Temporal answered {exc.status.name if exc.status else 'an error'}: {exc.message}"
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {first} (--debug prints the traceback)"
+
+
+# -- arguments -------------------------------------------------------------------------------
+
+
+class _Help(argparse.HelpFormatter):
+    """Show each option's default, when it has a meaningful one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            "%(default)" not in text
+            and default not in (None, False, argparse.SUPPRESS)
+            and action.option_strings
+        ):
+            text += " (default: %(default)s)"
+        return text
+
+
+def package_version() -> str:
+    try:
+        return version("golem-temporal")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="golem", description="Durable agents on Temporal.", formatter_class=_Help
+    )
+    top.add_argument("--version", action="version", version=f"golem {package_version()}")
+    common = argparse.ArgumentParser(add_help=False, formatter_class=_Help)
+    common.add_argument("--debug", action="store_true", help="print tracebacks and debug logs")
+    server = argparse.ArgumentParser(add_help=False, formatter_class=_Help)
+    server.add_argument(
+        "--address",
+        help=f"Temporal's host:port (default: TEMPORAL_ADDRESS, a profile's, or {DEFAULT_ADDRESS})",
+    )
+    server.add_argument(
+        "--namespace", help="Temporal namespace (default: TEMPORAL_NAMESPACE or default)"
+    )
+    agent_help = "the agent: module:attribute, or the name a worker serves"
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help: str, *parents: argparse.ArgumentParser) -> Any:
+        return sub.add_parser(
+            name, help=help, description=help, parents=[common, *parents], formatter_class=_Help
+        )
+
+    dev = command("dev", "start the Temporal dev server tuned for agents")
+    dev.add_argument("--dir", default=".golem", help="where the SQLite file lives")
+    dev.add_argument("--port", type=int, default=7233, help="gRPC port")
+    dev.add_argument("--ui-port", type=int, help="UI port (default: --port + 1000)")
+    dev.add_argument(
+        "--log-level",
+        default="error",
+        choices=["debug", "info", "warn", "error"],
+        help="the server's log level",
+    )
+    worker = command("worker", "run a worker serving agents", server)
+    worker.add_argument(
+        "--agent", action="append", required=True, help="module:attribute (repeatable)"
+    )
+    worker.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE, help=QUEUE_HELP)
+    run = command("run", "start a run, wait, print the answer and ids", server)
+    run.add_argument("--agent", required=True, help=agent_help)
+    run.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE, help=QUEUE_HELP)
+    run.add_argument("--history", help="a JSON history to continue (`golem show --json`)")
+    run.add_argument(
+        "--conversation-id", help="continue this conversation from its newest run (or start it)"
+    )
+    run.add_argument("--json", action="store_true", help="print the result as JSON")
+    run.add_argument("prompt")
+    resume = command("resume", "continue a failed run in its conversation", server)
+    resume.add_argument("run_id", help="the failed run's id (or the UI's Run ID)")
+    resume.add_argument("prompt", nargs="?", default="continue", help="the next user message")
+    resume.add_argument("--task-queue", help="default: the failed run's task queue")
+    resume.add_argument("--json", action="store_true", help="print the result as JSON")
+    chat = command("chat", "talk with an agent; each turn is a durable run", server)
+    chat.add_argument("--agent", required=True, help=agent_help)
+    chat.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE, help=QUEUE_HELP)
+    chat.add_argument("--history", help="a JSON history to continue (`golem show --json`)")
+    chat.add_argument("--conversation-id", help="continue this conversation (or start it)")
+    show = command("show", "print one run's conversation", server)
+    show.add_argument("run_id", help="golem's run id (the Workflow ID) or the UI's Run ID")
+    show.add_argument("--json", action="store_true", help="print the history as JSON")
+    conversation = command("conversation", "list a conversation's runs in order", server)
+    conversation.add_argument("conversation_id")
+    conversation.add_argument("--json", action="store_true", help="print the runs as JSON")
+    command("setup", "register golem's search attributes on the namespace", server)
+    codec = command(
+        "codec-server",
+        "serve /encode and /decode for the Temporal UI (keys from GOLEM_ENCRYPTION_KEY; "
+        "the UI's OIDC tokens or a bearer token from GOLEM_CODEC_TOKEN)",
+    )
+    codec_server.add_arguments(codec)
+    return top
+
+
+COMMANDS = {
+    "worker": cmd_worker,
+    "run": cmd_run,
+    "resume": cmd_resume,
+    "chat": cmd_chat,
+    "show": cmd_show,
+    "conversation": cmd_conversation,
+    "setup": cmd_setup,
+}
+
+
+def run_command(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return its exit code. Problems are one line on stderr."""
+    args = parser().parse_args(argv)
+    configure_logging(debug=args.debug)
+    try:
+        if args.command == "dev":
+            return cmd_dev(args)
+        if args.command == "codec-server":
+            return cmd_codec_server(args)
+        return asyncio.run(COMMANDS[args.command](args))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader stopped reading (`golem show RUN | head`): nothing to say, and nowhere
+        # to say it; the shell's code for SIGPIPE.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except SystemExit as exc:
+        if isinstance(exc.code, str):
+            print(f"golem {args.command}: {exc.code}", file=sys.stderr)
+            return 2
+        return exc.code or 0
+    except Exception as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"golem {args.command}: {describe_error(exc)}", file=sys.stderr)
+        return 1
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """The ``golem`` entry point. It ends with ``os._exit``: the Temporal core runtime's
+    threads can abort the interpreter's teardown (exit 134/139) after all work is done."""
+    code = run_command(argv)
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)

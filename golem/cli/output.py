@@ -1,0 +1,79 @@
+"""What the user reads: one line per message, a result with its ids, a failure with its
+next steps.
+
+    print(format_message(0, message))      # "  0  user    Where is my order?"
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from temporalio.client import Client
+
+from golem.cli.connect import client_link
+from golem.messages import Message
+from golem.results import Result, RunError
+
+__all__ = ["echo", "format_message", "print_failure", "print_result"]
+
+
+def format_message(index: int, message: Message) -> str:
+    """One readable line per message."""
+    text = " ".join(message.content.split())
+    if len(text) > 100:
+        text = text[:97] + "..."
+    calls = ", ".join(f"{c.name}({c.args[:60]}) #{c.id}" for c in message.tool_calls)
+    who: str = message.role
+    if message.role == "tool":
+        who = f"tool {message.tool_name} #{message.tool_call_id}" + (
+            " FAILED" if message.failed else ""
+        )
+    line = f"{index:>3}  {who:<28} {text}"
+    if calls:
+        line += f"  -> {calls}"
+    return line
+
+
+def print_result(
+    client: Client, result: Result[Any], as_json: bool, *, streamed: bool = False
+) -> None:
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "output": result.output,
+                    "runId": result.run_id,
+                    "conversationId": result.conversation_id,
+                    "ui": client_link(client, result.run_id),
+                },
+                default=str,
+            )
+        )
+        return
+    if not streamed:  # streamed: the answer is out already, its line ended
+        print(result.output)
+    print()
+    print(f"run id:          {result.run_id}")
+    print(f"conversation id: {result.conversation_id}")
+    print(f"UI:              {client_link(client, result.run_id)}")
+
+
+def print_failure(client: Client, exc: RunError, run_id: str, conversation: str = "") -> int:
+    """``conversation``: the run was a turn of that conversation workflow."""
+    print(f"run failed at stage {exc.stage}: {exc.detail}", file=sys.stderr)
+    print(f"run id:          {run_id}", file=sys.stderr)
+    if conversation:  # the conversation kept the evidence: its next turn resumes it
+        print(
+            f"resume with:     golem run --conversation-id {conversation} PROMPT", file=sys.stderr
+        )
+    elif exc.partial:
+        print(f"resume with:     golem resume {run_id} [PROMPT]", file=sys.stderr)
+    print(f"inspect with:    golem show {run_id}", file=sys.stderr)
+    print(f"UI:              {client_link(client, run_id)}", file=sys.stderr)
+    return 1
+
+
+def echo(text: str) -> None:
+    print(text, end="", flush=True)

@@ -1,0 +1,237 @@
+"""The commands that run agents: ``golem run``, ``resume`` and ``chat``.
+
+    golem run --agent support "Where is my order?"
+    golem resume <run-id> ["try again"]         # continue a failed run in its conversation
+    golem chat --agent support                  # a conversation workflow: each turn a child run
+
+Each prints the answer as it streams, then the run and conversation ids.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+
+from golem.cli.connect import CliError, agent_name, connect_args, watching
+from golem.cli.output import echo, print_failure, print_result
+from golem.cli.show import resolve_run_id
+from golem.client import (
+    DurableAgent,
+    DurableConversation,
+    fetch_run,
+)
+from golem.client.lookups import is_conversation, newest_run, run_info
+from golem.ids import new_id
+from golem.messages import HistoryError, Message, ToolCall, load_messages
+from golem.results import RunError
+from golem.streaming import write_text
+
+__all__ = ["cmd_chat", "cmd_resume", "cmd_run"]
+
+
+async def conversation_history(client: Client, conversation_id: str) -> list[Message] | None:
+    """The conversation as its newest run left it, or None when it has no runs."""
+    newest = await newest_run(client, conversation_id)
+    if newest is None:
+        return None
+    if newest.status == "running":
+        raise CliError(
+            f"conversation {conversation_id}'s newest run {newest.run_id} is still running: "
+            f"wait for it (`golem show {newest.run_id}`), then continue"
+        )
+    return newest.messages
+
+
+async def open_conversation(
+    client: Client, durable: DurableAgent[Any], args: argparse.Namespace
+) -> DurableConversation[Any]:
+    """``--conversation-id``'s conversation workflow (started when absent), else a new one;
+    a new one is seeded from ``--history`` or from the runs chained under that id."""
+    if args.conversation_id and await is_conversation(client, args.conversation_id):
+        if args.history:
+            print(
+                f"golem: conversation {args.conversation_id} exists: --history is ignored",
+                file=sys.stderr,
+            )
+        return await durable.conversation(args.conversation_id)
+    seed = await starting_history(client, args)
+    return await durable.conversation(args.conversation_id, history=seed)
+
+
+async def starting_history(client: Client, args: argparse.Namespace) -> list[Message] | None:
+    if args.history:
+        try:
+            return load_messages(Path(args.history).read_bytes())
+        except OSError as exc:
+            raise CliError(f"--history {args.history}: {exc.strerror}") from exc
+        except HistoryError as exc:
+            raise CliError(
+                f"--history {args.history} is not a golem history ({exc}); "
+                "write one with `golem show RUN_ID --json`"
+            ) from exc
+    if args.conversation_id:
+        history = await conversation_history(client, args.conversation_id)
+        if history is None:
+            print(
+                f"golem: conversation {args.conversation_id} has no runs yet: starting it",
+                file=sys.stderr,
+            )
+        return history
+    return None
+
+
+def live_output(args: argparse.Namespace) -> bool:
+    """Stream the answer only to a terminal: a stream costs history that nobody reads."""
+    return not args.json and sys.stdout.isatty()
+
+
+async def cmd_run(args: argparse.Namespace) -> int:
+    name = agent_name(args.agent)
+    client = await connect_args(args)
+    durable: DurableAgent[Any] = DurableAgent(client, name, task_queue=args.task_queue)
+    if args.conversation_id and await is_conversation(client, args.conversation_id):
+        return await run_turn(client, await durable.conversation(args.conversation_id), args)
+    history = await starting_history(client, args)
+    live = live_output(args)
+    started = await durable.start(
+        args.prompt, history=history, conversation_id=args.conversation_id, stream=live
+    )
+    streamed = False
+    try:
+        async with watching(client, args.task_queue, started.run_id):
+            if not live:
+                result = await started.result()
+            else:
+                stream = started.stream()
+                streamed = await write_text(stream, echo)  # the answer as it streams
+                result = stream.result
+    except RunError as exc:
+        return print_failure(client, exc, started.run_id)
+    except asyncio.CancelledError:  # Ctrl-C: stop waiting, not the run
+        print(
+            f"golem run: stopped waiting; run {started.run_id} goes on "
+            f"(`golem show {started.run_id}`)",
+            file=sys.stderr,
+        )
+        raise
+    print_result(client, result, args.json, streamed=streamed)
+    return 0
+
+
+async def run_turn(
+    client: Client, conversation: DurableConversation[Any], args: argparse.Namespace
+) -> int:
+    """``golem run`` into a conversation workflow: the prompt is its next turn."""
+    run_id = new_id()
+    streamed = False
+    try:
+        async with watching(client, await queue_of(conversation), run_id):
+            if not live_output(args):
+                result = await conversation.send(args.prompt, run_id=run_id)
+            else:
+                stream = conversation.send_stream(args.prompt, run_id=run_id)
+                streamed = await write_text(stream, echo)
+                result = stream.result
+    except RunError as exc:
+        return print_failure(client, exc, run_id, conversation.id)
+    print_result(client, result, args.json, streamed=streamed)
+    return 0
+
+
+async def queue_of(conversation: DurableConversation[Any]) -> str:
+    """The task queue a conversation's turns run on (its workflow's, not ``--task-queue``)."""
+    return (await run_info(conversation.agent.client, conversation.id)).task_queue
+
+
+async def cmd_resume(args: argparse.Namespace) -> int:
+    client = await connect_args(args)
+    run_id = await resolve_run_id(client, args.run_id)
+    info = await run_info(client, run_id)
+    if not info.agent:
+        raise CliError(f"{run_id} is not a golem run (it has no GolemAgent search attribute)")
+    task_queue = args.task_queue or info.task_queue
+    durable: DurableAgent[Any] = DurableAgent(client, info.agent, task_queue=task_queue)
+    record = await fetch_run(client, run_id)
+    if not isinstance(record.error, RunError):
+        raise CliError(
+            f"run {run_id} is {record.status}, not failed: continue its conversation with "
+            f"`golem run --agent {info.agent} --conversation-id {info.conversation_id or 'ID'} "
+            "PROMPT`"
+        )
+    if record.error.partial is None:
+        raise CliError(f"run {run_id} failed before it did anything: start anew with `golem run`")
+    resumed = new_id()
+    try:
+        async with watching(client, task_queue, resumed):
+            result = await durable.resume(record.error, args.prompt, run_id=resumed)
+    except RunError as exc:
+        return print_failure(client, exc, resumed)
+    print(f"resumed {run_id} as run {result.run_id}", file=sys.stderr)
+    print_result(client, result, args.json)
+    return 0
+
+
+def read_line(prompt: str) -> str:
+    """One line from the person at the terminal."""
+    return input(prompt)
+
+
+async def cmd_chat(args: argparse.Namespace) -> int:
+    name = agent_name(args.agent)
+    client = await connect_args(args)
+    durable: DurableAgent[Any] = DurableAgent(client, name, task_queue=args.task_queue)
+    conversation: DurableConversation[Any] | None = None  # opened by the first turn
+    interactive = sys.stdin.isatty()
+    print(f"chatting with {name!r}; an empty line or end of input stops.", flush=True)
+    while True:
+        try:
+            prompt = (await asyncio.to_thread(read_line, "you> " if interactive else "")).strip()
+        except EOFError:
+            prompt = ""
+        if not prompt:
+            if conversation is not None:
+                print(f"conversation id: {conversation.id}")
+            return 0
+        if conversation is None:
+            conversation = await open_conversation(client, durable, args)
+            task_queue = await queue_of(conversation)
+        if not interactive:
+            print(f"you> {prompt}")  # piped input: show the turn, on its own line
+        run_id = new_id()
+        stream = conversation.send_stream(prompt, run_id=run_id)
+        try:
+            echo(f"{name}> ")
+            async with watching(client, task_queue, run_id):
+                if not await write_text(stream, echo):  # it ends the line it wrote
+                    paused = stream.result.paused
+                    print("(waits for your approval)" if paused else stream.result.output)
+                result = stream.result
+                while result.pending_approvals:  # the run waits in its workflow for us
+                    decisions = {
+                        c.id: await ask_approval(c, interactive) for c in result.pending_approvals
+                    }
+                    result = await conversation.approve(decisions)
+                    print(f"{name}> {result.output or ''}")
+        except RunError as exc:
+            print(f"run failed at stage {exc.stage}: {exc.detail}")
+            # The conversation keeps the failed turn's evidence: the next turn resumes it.
+            print(f"      run {run_id} (failed; the next turn resumes from it)", flush=True)
+            continue
+        print(f"      run {run_id}", flush=True)
+
+
+async def ask_approval(call: ToolCall, interactive: bool) -> bool:
+    """The person's decision on one call (end of input denies)."""
+    question = f"approve {call.name}({call.args})? [y/N] "
+    try:
+        answer = (await asyncio.to_thread(read_line, question if interactive else "")).strip()
+    except EOFError:
+        answer = ""
+    if not interactive:
+        print(f"{question}{answer}")  # piped input: show the decision
+    return answer.lower() in ("y", "yes")

@@ -1,0 +1,140 @@
+"""The commands that serve: ``golem dev``, ``worker``, ``setup`` and ``codec-server``.
+
+    golem dev                                   # Temporal dev server, UI on :8233
+    golem worker --agent myapp.agents:support   # serve agents
+    golem setup                                 # register golem's search attributes
+    golem codec-server                          # decrypt payloads for the Temporal UI
+
+``dev`` becomes the server process, so a signal to it reaches the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
+from temporalio.worker import Worker
+
+from golem import codec_server
+from golem.cli.connect import CliError, connect_args, load_agent
+from golem.client import SEARCH_ATTRIBUTES
+from golem.testing import DEV_SERVER_ARGS, temporal_cli
+from golem.worker import GolemPlugin
+
+__all__ = ["cmd_codec_server", "cmd_dev", "cmd_setup", "cmd_worker", "port_holder"]
+
+
+def port_holder(port: int) -> str | None:
+    """Which process listens on ``port`` (from /proc on Linux), or None when free."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+            return None
+        except OSError:
+            pass
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(f"socket:[{fields[9]}]")
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if any(os.readlink(fd) in inodes for fd in (proc / "fd").iterdir()):
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                return f"pid {proc.name} ({cmdline[:120].strip()})"
+    return "a process you cannot inspect (another user's?)"
+
+
+def cmd_dev(args: argparse.Namespace) -> int:
+    try:
+        binary = temporal_cli()
+    except FileNotFoundError as exc:
+        raise CliError(str(exc)) from exc
+    ui_port = args.ui_port or args.port + 1000
+    for port, flag in ((args.port, "--port"), (ui_port, "--ui-port")):
+        holder = port_holder(port)
+        if holder is not None:
+            raise CliError(
+                f"port {port} is busy, held by {holder}: stop it "
+                f"(is `golem dev` already running?) or pick another with {flag}"
+            )
+    state = Path(args.dir)
+    state.mkdir(parents=True, exist_ok=True)
+    command = [
+        binary,
+        "server",
+        "start-dev",
+        "--db-filename",
+        str(state / "temporal.sqlite"),
+        "--port",
+        str(args.port),
+        "--ui-port",
+        str(ui_port),
+        # The server's WARN lines are mostly noise (poll errors while it stops).
+        "--log-level",
+        args.log_level,
+        *DEV_SERVER_ARGS,
+    ]
+    for key in SEARCH_ATTRIBUTES:
+        command += ["--search-attribute", f"{key.name}=Keyword"]
+    (state / "ui-url").write_text(f"http://localhost:{ui_port}\n")  # the codec server's origin
+    print(f"golem dev: Temporal on localhost:{args.port}, UI on http://localhost:{ui_port}")
+    sys.stdout.flush()
+    # Become the server, so a signal to `golem dev` reaches it and nothing is orphaned.
+    os.execv(command[0], command)
+    return 0  # not reached
+
+
+async def cmd_worker(args: argparse.Namespace) -> int:
+    agents = [load_agent(spec) for spec in args.agent]
+    client = await connect_args(args)
+    names = ", ".join(a.name for a in agents)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        async with Worker(client, task_queue=args.task_queue, plugins=[GolemPlugin(*agents)]):
+            print(
+                f"golem worker: serving {names} on task queue {args.task_queue!r} "
+                f"({client.service_client.config.target_host}, namespace {client.namespace}); "
+                "Ctrl-C stops",
+                flush=True,
+            )
+            await stop.wait()
+            print("golem worker: stopping", flush=True)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    return 0
+
+
+async def cmd_setup(args: argparse.Namespace) -> int:
+    client = await connect_args(args)
+    await client.operator_service.add_search_attributes(
+        AddSearchAttributesRequest(
+            namespace=client.namespace,
+            search_attributes={
+                key.name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for key in SEARCH_ATTRIBUTES
+            },
+        )
+    )
+    print("registered:", ", ".join(key.name for key in SEARCH_ATTRIBUTES))
+    return 0
+
+
+def cmd_codec_server(args: argparse.Namespace) -> int:
+    return codec_server.serve(args)

@@ -1,0 +1,127 @@
+"""The commands that read: ``golem show`` and ``golem conversation``.
+
+    golem show <run-id>                         # one run's conversation (--json: a history file)
+    golem conversation <conversation-id>        # the runs of a conversation, in order
+
+A closed run is read from its history, no worker needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+from golem.cli.connect import WORKER_HINT, CliError, client_link, connect_args
+from golem.cli.output import format_message
+from golem.client import conversation_runs, fetch_run
+from golem.client.lookups import chained_runs, conversation_info, find_run, run_info
+from golem.messages import dump_messages
+from golem.workflows.shipping import ShippingError
+
+__all__ = ["cmd_conversation", "cmd_show", "describe_run", "resolve_run_id"]
+
+
+async def resolve_run_id(client: Client, given: str) -> str:
+    """golem's run id (the Temporal Workflow ID) for ``given``: a run id, or the UI's Run ID."""
+    run_id = await find_run(client, given)
+    if run_id is None:
+        raise CliError(
+            f"no run {given!r} in namespace {client.namespace!r} at "
+            f"{client.service_client.config.target_host}: it is neither a golem run id (the "
+            "Temporal Workflow ID) nor a Temporal Run ID; `golem conversation ID` lists the "
+            "runs of a conversation"
+        )
+    if run_id != given:
+        print(
+            f"golem: {given} is a Temporal Run ID; golem's run id (the Workflow ID) is {run_id}",
+            file=sys.stderr,
+        )
+    return run_id
+
+
+async def cmd_show(args: argparse.Namespace) -> int:
+    client = await connect_args(args)
+    run_id = await resolve_run_id(client, args.run_id)
+    try:
+        record = await fetch_run(client, run_id)
+    except RPCError as exc:
+        if exc.status not in (RPCStatusCode.CANCELLED, RPCStatusCode.DEADLINE_EXCEEDED):
+            raise
+        queue = (await run_info(client, run_id)).task_queue
+        raise CliError(
+            f"run {run_id} is running and no worker answered for it: start one "
+            f"(`{WORKER_HINT} --task-queue {queue}`), then ask again"
+        ) from exc
+    if args.json:
+        # Exactly a history: `golem run --history FILE` continues from it.
+        sys.stdout.write(dump_messages(record.messages).decode() + "\n")
+        return 0
+    failure = f" ({record.error})" if record.error else ""
+    print(f"run {run_id}: {record.status}{failure}")
+    for index, message in enumerate(record.messages):
+        print(format_message(index, message))
+    print(f"UI: {client_link(client, run_id)}")
+    return 0
+
+
+async def cmd_conversation(args: argparse.Namespace) -> int:
+    client = await connect_args(args)
+    conversation_id = args.conversation_id
+    heading = f"conversation {conversation_id}"
+    run_ids = await chained_runs(client, conversation_id)
+    workflow = await conversation_info(client, conversation_id)
+    if workflow is not None:
+        heading += f" ({workflow.workflow_type}, {workflow.status})"
+        try:  # from its history (no worker needed), across continue-as-new
+            turns = await conversation_runs(client, conversation_id)
+        except ShippingError as exc:  # an earlier workflow run is gone (retention)
+            print(f"golem: {exc}; listing the runs visibility still has instead", file=sys.stderr)
+        else:
+            # Runs chained under this id before the workflow came first; then its turns.
+            run_ids = [r for r in run_ids if r not in set(turns)] + turns
+    if not run_ids:
+        raise CliError(
+            f"no runs found for conversation {conversation_id} in namespace "
+            f"{client.namespace!r}: check the id (`golem run` and `golem chat` print it)"
+        )
+    listed = [await describe_run(client, run_id) for run_id in run_ids]
+    if args.json:
+        print(json.dumps({"conversationId": conversation_id, "runs": listed}))
+        return 0
+    print(f"{heading}: {len(listed)} run(s)")
+    for entry in listed:
+        print(
+            f"  {entry['startTime'][:19].replace('T', ' ')}  {entry['runId']}  "
+            f"{entry['status']:<10} parent={entry['parentRunId'] or '-'}"
+        )
+        if entry["answer"]:
+            print(f"      answer: {entry['answer']}")
+        elif entry["outcome"] and entry["status"] != "completed":
+            print(f"      outcome: {entry['outcome']}")
+    return 0
+
+
+async def describe_run(client: Client, run_id: str) -> dict[str, Any]:
+    """One run's line of ``golem conversation``: its status, parent and answer."""
+    info = await run_info(client, run_id)
+    outcome = await info.outcome()
+    answer = ""
+    if info.status == "completed":
+        # The run's outcome memo holds its answer; runs older than the memo are read whole.
+        output = outcome.get("output")
+        if output is None:
+            output = (await fetch_run(client, run_id, base=False)).output
+        answer = " ".join(str(output or "").split())[:80]
+    return {
+        "runId": run_id,
+        "status": info.status,
+        "parentRunId": info.parent_run_id,
+        "startTime": info.start_time.isoformat() if info.start_time else "",
+        "answer": answer,
+        "outcome": str(outcome.get("stopReason") or ""),
+    }

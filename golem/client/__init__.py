@@ -1,0 +1,41 @@
+"""Run agents durably from a Temporal client: re-exports only.
+
+    client = await Client.connect("localhost:7233", plugins=[GolemPlugin(agent)])
+    durable = DurableAgent(client, agent, task_queue="golem")
+    result = await durable.run("Plan my trip", history=previous.messages)
+
+``DurableAgent.run`` mirrors ``Agent.run``: same ``Result``, same ``golem.RunError``.
+Runs (golem.client.runs), agents (agents), conversations (conversations), reading runs
+back (records), finding runs by id or conversation (lookups) and checking what a caller
+sends (inputs); golem.workflows.failures maps a Temporal failure to golem's exception,
+for the client and for ``run_agent`` alike.
+"""
+
+from golem.client.agents import DurableAgent
+from golem.client.conversations import DurableConversation
+from golem.client.records import RunRecord, conversation_runs, fetch_run
+from golem.client.runs import DurableRun
+from golem.streaming import DurableRunStream
+from golem.workflows.failures import (
+    ConversationClosedError,
+    RunIdInUseError,
+    UnknownAgentError,
+)
+from golem.workflows.lineage import AGENT, CONVERSATION_ID, PARENT_RUN_ID, SEARCH_ATTRIBUTES
+
+__all__ = [
+    "AGENT",
+    "CONVERSATION_ID",
+    "PARENT_RUN_ID",
+    "SEARCH_ATTRIBUTES",
+    "ConversationClosedError",
+    "DurableAgent",
+    "DurableConversation",
+    "DurableRun",
+    "DurableRunStream",
+    "RunIdInUseError",
+    "RunRecord",
+    "UnknownAgentError",
+    "conversation_runs",
+    "fetch_run",
+]

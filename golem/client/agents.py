@@ -1,0 +1,252 @@
+"""Run agents durably from a Temporal client.
+
+    client = await Client.connect("localhost:7233", plugins=[GolemPlugin(agent)])
+    durable = DurableAgent(client, agent, task_queue="golem")
+    result = await durable.run("Plan my trip", history=previous.messages)
+
+``DurableAgent.run`` mirrors ``Agent.run``: same ``Result``, same ``golem.RunError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Generic, TypeVar
+
+from pydantic import TypeAdapter
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from golem.agent import Agent
+from golem.client.conversations import DurableConversation, start_conversation
+from golem.client.inputs import HistoryItem, check_not_waiting, check_size, checked
+from golem.client.records import fetch_run, input_history
+from golem.client.runs import DurableRun
+from golem.ids import new_id
+from golem.loop import RunInput, resolve_conversation_id
+from golem.messages import Part
+from golem.results import PartialResult, Result, RunError
+from golem.streaming import DurableRunStream
+from golem.workflows.agent_run import AgentRunWorkflow
+from golem.workflows.conversation import ConversationInput
+from golem.workflows.failures import RunIdInUseError
+from golem.workflows.lineage import CONVERSATION_ID, run_search_attributes, summary
+from golem.workflows.types import AgentRunInput
+
+__all__ = ["DurableAgent"]
+
+OutputT = TypeVar("OutputT")
+
+
+class DurableAgent(Generic[OutputT]):
+    """Start runs of an agent that a golem worker serves on ``task_queue``."""
+
+    def __init__(
+        self,
+        client: Client,
+        agent: Agent[Any, OutputT] | str,
+        *,
+        task_queue: str = "golem",
+        output_type: type[OutputT] | None = None,
+    ) -> None:
+        self.client = client
+        self.agent_name = agent if isinstance(agent, str) else agent.name
+        self.task_queue = task_queue
+        kind = output_type or (None if isinstance(agent, str) else agent.output_type)
+        self.output_adapter = None if kind in (None, str) else TypeAdapter(kind)
+        # Only a run that may wait for approvals needs the outcome update's round trip.
+        self.may_pause = isinstance(agent, str) or agent.may_pause
+
+    def _never_pauses(self) -> None:
+        """The worker says this agent has no tool that needs approval: later runs skip the
+        outcome update."""
+        self.may_pause = False
+
+    async def start(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Sequence[HistoryItem] | None = None,
+        parts: Sequence[Part] = (),
+        deps: Any = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+        approvals: dict[str, bool] | None = None,
+        parent_run_id: str | None = None,
+        stream: bool = False,
+    ) -> DurableRun[OutputT]:
+        """Start a run and return at once. The run id is minted here, so it is the
+        workflow id before the run starts. ``history`` holds ``Message``s or dicts of them
+        (as ``dump_messages`` writes them)."""
+        sent = checked(prompt, parts=parts, deps=deps, history=history)
+        history = sent.history
+        run_id = run_id or new_id()
+        conversation_id = resolve_conversation_id(history, conversation_id) or new_id()
+        parent = parent_run_id or next((m.run_id for m in reversed(history) if m.run_id), "")
+        run = RunInput(
+            prompt=prompt,
+            parts=sent.parts,
+            history=history,
+            deps=deps,
+            run_id=run_id,
+            conversation_id=conversation_id,
+            approvals=dict(approvals or {}),
+        )
+        payload = AgentRunInput(agent=self.agent_name, run=run, parent_run_id=parent, stream=stream)
+        check_size(payload)
+        await check_not_waiting(self.client, history)
+        try:
+            handle = await self._start(payload, run_id, parent, prompt)
+        except WorkflowAlreadyStartedError:
+            raise RunIdInUseError(
+                f"run id {run_id!r} is taken: a run by that id exists already (running or "
+                "closed); pass a new run id, or none to get one"
+            ) from None
+        return DurableRun(
+            run_id,
+            conversation_id,
+            handle,
+            history,
+            self.output_adapter,
+            self.may_pause,
+            self.client.data_converter,
+            self._never_pauses,
+        )
+
+    async def _start(
+        self, payload: AgentRunInput, run_id: str, parent: str, prompt: str | None
+    ) -> WorkflowHandle[Any, Any]:
+        return await self.client.start_workflow(
+            AgentRunWorkflow.run,
+            payload,
+            id=run_id,
+            task_queue=self.task_queue,
+            search_attributes=run_search_attributes(
+                payload.run.conversation_id, self.agent_name, parent
+            ),
+            static_summary=summary(self.agent_name, prompt),
+            # The UI shows Temporal's Run ID beside the Workflow ID: say which one is golem's.
+            static_details=(
+                f"**golem run id** {run_id} (the Workflow ID; the Run ID is Temporal's)\n\n"
+                f"**conversation** {payload.run.conversation_id} · **agent** {self.agent_name}"
+            ),
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+        )
+
+    async def run(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Sequence[HistoryItem] | None = None,
+        parts: Sequence[Part] = (),
+        deps: Any = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+        approvals: dict[str, bool] | None = None,
+    ) -> Result[OutputT]:
+        """Run durably and wait: the same ``Result`` and ``RunError`` as ``Agent.run``."""
+        started = await self.start(
+            prompt,
+            history=history,
+            parts=parts,
+            deps=deps,
+            run_id=run_id,
+            conversation_id=conversation_id,
+            approvals=approvals,
+        )
+        return await started.result()
+
+    def run_stream(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Sequence[HistoryItem] | None = None,
+        parts: Sequence[Part] = (),
+        deps: Any = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+        approvals: dict[str, bool] | None = None,
+    ) -> DurableRunStream[OutputT]:
+        """Run durably, yielding ``agent.run_stream``'s events as they happen (the run
+        starts when iterated); once exhausted, ``.result`` is what ``run`` returns."""
+        return DurableRunStream(
+            lambda: self.start(
+                prompt,
+                history=history,
+                parts=parts,
+                deps=deps,
+                run_id=run_id,
+                conversation_id=conversation_id,
+                approvals=approvals,
+                stream=True,
+            )
+        )
+
+    async def attach(self, run_id: str) -> DurableRun[OutputT]:
+        """A handle on a run started earlier, e.g. by a client that has since restarted."""
+        handle = self.client.get_workflow_handle(run_id)
+        description = await handle.describe()
+        conversation_id = description.typed_search_attributes.get(CONVERSATION_ID) or ""
+        history = await input_history(self.client, handle)
+        return DurableRun(
+            run_id,
+            conversation_id,
+            handle,
+            history,
+            self.output_adapter,
+            self.may_pause,
+            self.client.data_converter,
+            self._never_pauses,
+        )
+
+    async def conversation(
+        self,
+        conversation_id: str | None = None,
+        *,
+        history: Sequence[HistoryItem] | None = None,
+        parent_run_id: str = "",
+    ) -> DurableConversation[OutputT]:
+        """A durable conversation (a ``ConversationWorkflow``): started when absent, attached
+        when it runs already. ``history`` seeds a new conversation only."""
+        seed = checked(history=history).history
+        await check_not_waiting(self.client, seed)
+        conversation_id = conversation_id or resolve_conversation_id(seed, None) or new_id()
+        parent = parent_run_id or next((m.run_id for m in reversed(seed) if m.run_id), "")
+        input = ConversationInput(agent=self.agent_name, messages=seed, parent_run_id=parent)
+        return await start_conversation(self, conversation_id, input)
+
+    async def resume(
+        self,
+        failed: RunError | PartialResult | str,
+        prompt: str | None = "continue",
+        *,
+        deps: Any = None,
+        run_id: str | None = None,
+    ) -> Result[OutputT]:
+        """Continue a failed run in its conversation: from its ``RunError``, its
+        ``PartialResult``, or its run id (the partial evidence is read from Temporal).
+        ``run_id`` names the new run, as for ``run``."""
+        if isinstance(failed, str):
+            failed = await self._failure_of(failed)
+        partial = failed.partial if isinstance(failed, RunError) else failed
+        if partial is None:
+            raise ValueError("the run completed nothing, so there is nothing to resume: start anew")
+        return await (
+            await self.start(
+                prompt,
+                history=partial.messages,
+                deps=deps,
+                run_id=run_id,
+                conversation_id=partial.conversation_id,
+                parent_run_id=partial.run_id,
+            )
+        ).result()
+
+    async def _failure_of(self, run_id: str) -> RunError:
+        record = await fetch_run(self.client, run_id)
+        if isinstance(record.error, RunError):
+            return record.error
+        if record.error is not None:
+            raise record.error
+        raise ValueError(f"run {run_id} did not fail ({record.status}); continue it with run()")

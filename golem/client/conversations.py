@@ -1,0 +1,328 @@
+"""A conversation held by its own workflow: each turn a child run, in arrival order.
+
+    conv = await durable.conversation()                 # started when absent
+    reply = await conv.send("Hello")                    # Result: the whole conversation
+    later = await conv.fork(at_run_id=reply.run_id)     # a new conversation from that turn
+
+Use it from any process with a client; a turn that waits for approvals is answered with
+``conv.approve``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import FailureError, WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from golem.client.inputs import checked
+from golem.client.records import history_reader, run_pager
+from golem.client.runs import DurableRun
+from golem.ids import new_id
+from golem.messages import Message, Part
+from golem.results import Result, RunError
+from golem.streaming import DurableRunStream
+from golem.workflows.conversation import (
+    ConversationInput,
+    ConversationSummary,
+    ConversationWorkflow,
+    TurnInput,
+    TurnOutput,
+)
+from golem.workflows.failures import (
+    ConversationClosedError,
+    TurnContinuing,
+    TurnRecorded,
+    golem_error,
+)
+from golem.workflows.lineage import run_search_attributes
+from golem.workflows.outcome import RunSnapshot, decode_result
+from golem.workflows.pages import (
+    MessagesPage,
+    MessagesQuery,
+    Pager,
+    message_size,
+    read_pages,
+    with_segments,
+)
+from golem.workflows.transcript import CARRY_BYTES
+
+if TYPE_CHECKING:
+    from golem.client.agents import DurableAgent
+
+__all__ = ["DurableConversation", "start_conversation"]
+
+OutputT = TypeVar("OutputT")
+
+
+async def start_conversation(
+    agent: DurableAgent[OutputT], conversation_id: str, input: ConversationInput
+) -> DurableConversation[OutputT]:
+    """Start conversation workflow ``conversation_id`` (attach when it runs already)."""
+    parent = input.parent_run_id
+    try:
+        handle = await agent.client.start_workflow(
+            ConversationWorkflow.run,
+            input,
+            id=conversation_id,
+            task_queue=agent.task_queue,
+            search_attributes=run_search_attributes(conversation_id, agent.agent_name, parent),
+            static_summary=f"{agent.agent_name}: conversation",
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        )
+    except WorkflowAlreadyStartedError:
+        handle = agent.client.get_workflow_handle(conversation_id)  # closed: readable only
+    return DurableConversation(agent, handle)
+
+
+class DurableConversation(Generic[OutputT]):
+    """A conversation held by its own workflow; ``id`` is the conversation id. Use it from
+    any process with a client: turns are serialized in arrival order."""
+
+    def __init__(self, agent: DurableAgent[OutputT], handle: WorkflowHandle[Any, Any]) -> None:
+        self.agent = agent
+        self.handle = handle
+        self.id = handle.id
+        self._messages: list[Message] | None = None  # what this handle has seen of the transcript
+        self._histories = history_reader(agent.client)
+
+    async def send(
+        self,
+        prompt: str | None = None,
+        *,
+        parts: Sequence[Part] = (),
+        deps: Any = None,
+        run_id: str | None = None,
+    ) -> Result[OutputT]:
+        """Run one turn (a child run of the conversation) and return its ``Result``, whose
+        ``messages`` are the whole conversation. ``run_id`` makes a retried send one turn."""
+        given = checked(prompt, parts=parts, deps=deps)
+        run_id = run_id or new_id()
+        turn = TurnInput(run_id=run_id, prompt=prompt, parts=given.parts, deps=deps)
+        return await self._finish(self._update(turn), run_id)
+
+    def send_stream(
+        self,
+        prompt: str | None = None,
+        *,
+        parts: Sequence[Part] = (),
+        deps: Any = None,
+        run_id: str | None = None,
+    ) -> DurableRunStream[OutputT]:
+        """One turn, yielding its run's events as they happen (the turn starts when
+        iterated); once exhausted, ``.result`` is what ``send`` returns, or it raises
+        ``send``'s ``RunError``."""
+        given = checked(prompt, parts=parts, deps=deps)
+        run_id = run_id or new_id()  # minted here: the stream is the child's, by this id
+        turn = TurnInput(run_id=run_id, prompt=prompt, parts=given.parts, deps=deps, stream=True)
+        sent: list[asyncio.Task[TurnOutput]] = []
+
+        async def start() -> DurableRun[OutputT]:
+            sent.append(asyncio.ensure_future(self._update(turn)))
+            child = self.agent.client.get_workflow_handle(run_id)
+            if not await turn_started(child, sent[0], self.id):
+                await self._finish(sent[0], run_id)  # raises the refusal, as send would
+            agent = self.agent
+            return DurableRun(run_id, self.id, child, [], agent.output_adapter, agent.may_pause)
+
+        async def outcome() -> Result[OutputT]:
+            return await self._finish(sent[0], run_id)
+
+        async def paused() -> None:
+            try:  # shielded: a stream that stops waiting must not cancel the turn's update
+                out: TurnOutput | None = await asyncio.shield(sent[0])
+            except Exception:
+                out = None  # the turn failed: its run has ended, and so does its stream
+            if out is None or not out.run.pending_approvals:
+                await asyncio.Event().wait()  # the run ended: its stream ends by itself
+
+        return DurableRunStream(
+            start, outcome=outcome, on_close=lambda: sent and sent[0].cancel(), paused=paused
+        )
+
+    async def _update(self, turn: TurnInput) -> TurnOutput:
+        delay = 0.02
+        while True:
+            try:
+                out: TurnOutput = await self.handle.execute_update(
+                    "golem.send", turn, id=turn.run_id, result_type=TurnOutput
+                )
+                return out
+            except WorkflowUpdateFailedError as exc:
+                if not isinstance(await golem_error(exc.cause), TurnContinuing):
+                    raise
+            # The conversation finishes its turns in flight, then continues as new:
+            # the same update, sent again, lands on the next run.
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+    async def _finish(self, sent: Awaitable[TurnOutput], run_id: str) -> Result[OutputT]:
+        """The turn's ``Result`` once its update returns, or its ``RunError``."""
+        try:
+            out = await sent
+        except WorkflowUpdateFailedError as exc:
+            error = await self._turn_error(exc, run_id)
+            if not isinstance(error, TurnRecorded):
+                raise error from exc
+            # A send retried after continue-as-new: the turn ran, so its run answers,
+            # with the conversation through that turn (a turn's run holds only its own).
+            result = await (await self.agent.attach(run_id)).result()
+            transcript = await read_pages(self._pager())
+            ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == run_id]
+            return replace(result, messages=transcript[: ends[-1]]) if ends else result
+        except RPCError as exc:
+            raise await self._closed_or(exc) from exc
+        return await self._turn_result(out, run_id)
+
+    async def approve(self, decisions: dict[str, bool]) -> Result[OutputT]:
+        """Answer the turn that waits for approvals (``{call_id: approved}``); returns that
+        turn's next ``Result``: final, or waiting again."""
+        try:
+            out: TurnOutput = await self.handle.execute_update(
+                "golem.approve", decisions, result_type=TurnOutput
+            )
+        except WorkflowUpdateFailedError as exc:
+            raise await self._turn_error(exc, "") from exc
+        except RPCError as exc:
+            raise await self._closed_or(exc) from exc
+        return await self._turn_result(out, out.run.snapshot.run_id)
+
+    async def _turn_result(self, out: TurnOutput, run_id: str) -> Result[OutputT]:
+        history = await self._transcript(out.start)
+        handle = self.agent.client.get_workflow_handle(run_id)
+        adapter = self.agent.output_adapter
+        validate = adapter.validate_python if adapter is not None else None
+        pager = run_pager(handle)
+        if out.count:  # the turn's messages: from the transcript, which holds them already
+            pager = shifted(self._pager(), out.start)
+        result: Result[OutputT] = await decode_result(out.run, history, pager, validate)
+        if not result.paused:  # a paused turn is not in the transcript yet
+            self._messages = result.messages
+        return result
+
+    async def messages(self) -> list[Message]:
+        """The whole conversation so far (a query: a worker must be up)."""
+        self._messages = await read_pages(self._pager())
+        return list(self._messages)
+
+    async def runs(self) -> list[str]:
+        """The run id of every turn, in order, across continue-as-new (read from the
+        conversation's history: no worker needed; earlier workflow runs are read once per
+        handle)."""
+        histories = self._histories
+        return await histories.runs(await histories.transcript(self.id))
+
+    async def fork(self, at_run_id: str | None = None) -> DurableConversation[OutputT]:
+        """A new conversation that continues this one from the end of run ``at_run_id``
+        (default: the newest); its first run names that run as its parent. Read from the
+        conversation's history (no worker needed); a long transcript is shared by reference
+        to the workflow runs that hold it, not copied."""
+        description = await self.handle.describe()
+        histories = self._histories
+        source = await histories.transcript(self.id, description.run_id or "")
+        messages = await histories.messages(source)
+        runs = await histories.runs(source)
+        ends = {m.run_id: i + 1 for i, m in enumerate(messages) if m.run_id}
+        if at_run_id is None:  # the newest turn in the transcript (not one in flight or waiting)
+            at = next((run for run in reversed(runs) if run in ends), "")
+        elif at_run_id not in runs:
+            raise ValueError(f"run {at_run_id} is not a turn of conversation {self.id}")
+        elif at_run_id not in ends:
+            raise ValueError(
+                f"run {at_run_id} added nothing to conversation {self.id} (it is in flight, "
+                "waits for approvals, or ended before it recorded anything): fork at another run"
+            )
+        else:
+            at = at_run_id
+        end = ends[at] if at else len(messages)
+        input = ConversationInput(
+            agent=self.agent.agent_name, messages=messages[:end], parent_run_id=at
+        )
+        if sum(map(message_size, messages[:end])) > CARRY_BYTES:
+            # By reference up to the forked turn (what its run added goes by value: the new
+            # conversation repairs it if it failed), so no open call is shared unrepaired.
+            begins = next(i for i, m in enumerate(messages) if m.run_id == at) if at else end
+            earlier, cut = source.fork_point(self.id, description.run_id or "", begins, messages)
+            input = input.model_copy(update={"messages": messages[cut:end], "earlier": earlier})
+        return await start_conversation(self.agent, new_id(), input)
+
+    def _pager(self) -> Pager:
+        """Pages of the transcript; what earlier workflow runs hold is read from their histories."""
+        return with_segments(run_pager(self.handle), self._histories.segment)
+
+    async def close(self) -> None:
+        """End the conversation once the turn in flight (if any) finishes."""
+        try:
+            await self.handle.execute_update("golem.close", result_type=ConversationSummary)
+        except (WorkflowUpdateFailedError, RPCError) as exc:
+            error = await self._closed_or(exc)
+            if not isinstance(error, ConversationClosedError):
+                raise error from exc
+
+    async def _transcript(self, upto: int) -> list[Message]:
+        """The first ``upto`` messages: what this handle saw, else read by query."""
+        if self._messages is not None and len(self._messages) == upto:
+            return self._messages
+        return await read_pages(self._pager(), 0, upto) if upto else []
+
+    async def _turn_error(self, exc: WorkflowUpdateFailedError, run_id: str) -> Exception:
+        async def evidence(snapshot: RunSnapshot) -> list[Message]:
+            # The conversation appended the evidence before it refused the turn.
+            rid = run_id or snapshot.run_id
+            transcript = await read_pages(self._pager())
+            self._messages = transcript
+            ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == rid]
+            return transcript[: ends[-1] if ends else None]
+
+        error = await golem_error(exc.cause, run_id, evidence)
+        if isinstance(error, RunError) and error.partial is None:
+            self._messages = None
+        if error is not None:
+            return error
+        cause = exc.cause
+        message = cause.message if isinstance(cause, FailureError) else str(exc)
+        return ValueError(f"conversation {self.id} refused the turn: {message}")
+
+    async def _closed_or(self, exc: Exception) -> Exception:
+        description = await self.handle.describe()
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            status = description.status.name.lower() if description.status else "closed"
+            return ConversationClosedError(f"conversation {self.id} is {status}; fork it to go on")
+        return exc
+
+
+async def turn_started(
+    child: WorkflowHandle[Any, Any], sent: asyncio.Future[TurnOutput], conversation_id: str
+) -> bool:
+    """Wait until the turn's child run exists (a turn may queue behind the one in flight):
+    ``True`` then, ``False`` when the update ended first without a child (refused)."""
+    pause = 0.02
+    while True:
+        try:
+            # A workflow by that id that is not this conversation's child is not the turn.
+            if (await child.describe()).parent_id == conversation_id:
+                return True
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                raise
+        if sent.done():
+            return sent.cancelled() or sent.exception() is None  # a turn that ran has a child
+        await asyncio.wait([sent], timeout=pause)
+        pause = min(pause * 2, 0.5)
+
+
+def shifted(pager: Pager, start: int) -> Pager:
+    """``pager`` read from ``start`` on, as if that were its beginning."""
+
+    async def page(query: MessagesQuery) -> MessagesPage:
+        upto = query.upto + start if query.upto else 0
+        served = await pager(MessagesQuery(since=query.since + start, upto=upto))
+        return MessagesPage(messages=served.messages, next=served.next - start)
+
+    return page

@@ -1,0 +1,150 @@
+"""Finding runs: what Temporal says of one, which id a user meant, a conversation's runs.
+
+    info = await run_info(client, run_id)                  # status, agent, task queue, ...
+    run_id = await find_run(client, "0196...")             # a run id, or the UI's Run ID
+    runs = await chained_runs(client, conversation_id)     # oldest first (visibility)
+
+Each reads Temporal's description or its visibility store: no worker needed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client, WorkflowExecutionDescription
+from temporalio.service import RPCError, RPCStatusCode
+
+from golem.client.records import RunRecord, fetch_run
+from golem.workflows.agent_run import OUTCOME_MEMO, AgentRunWorkflow
+from golem.workflows.conversation import ConversationWorkflow
+from golem.workflows.lineage import AGENT, CONVERSATION_ID, PARENT_RUN_ID
+
+__all__ = [
+    "RunInfo",
+    "chained_runs",
+    "conversation_info",
+    "existing_run",
+    "find_run",
+    "has_worker",
+    "is_conversation",
+    "newest_run",
+    "run_info",
+]
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What Temporal's description of a run (or a conversation workflow) says."""
+
+    run_id: str
+    status: str
+    """running, completed, failed, canceled, terminated, timed_out, ... (unknown)"""
+    workflow_type: str
+    task_queue: str
+    agent: str
+    """The agent it runs (``GolemAgent``); empty when it is not golem's."""
+    conversation_id: str
+    parent_run_id: str
+    parent_workflow_id: str
+    """The workflow that started it as a child (a conversation, a user's workflow), or ""."""
+    start_time: datetime | None
+    description: WorkflowExecutionDescription = field(repr=False)
+
+    async def outcome(self) -> dict[str, Any]:
+        """A closed run's outcome memo (``stopReason``, ``output`` shortened, counts); empty
+        while it runs."""
+        memo = await self.description.memo_value(OUTCOME_MEMO, None)
+        return memo if isinstance(memo, dict) else {}
+
+
+async def run_info(client: Client, run_id: str) -> RunInfo:
+    """Temporal's description of workflow ``run_id`` (``RPCError`` NOT_FOUND when none)."""
+    description = await client.get_workflow_handle(run_id).describe()
+    attributes = description.typed_search_attributes
+    return RunInfo(
+        run_id=run_id,
+        status=description.status.name.lower() if description.status else "unknown",
+        workflow_type=description.workflow_type,
+        task_queue=description.task_queue,
+        agent=attributes.get(AGENT) or "",
+        conversation_id=attributes.get(CONVERSATION_ID) or "",
+        parent_run_id=attributes.get(PARENT_RUN_ID) or "",
+        parent_workflow_id=description.parent_id or "",
+        start_time=description.start_time,
+        description=description,
+    )
+
+
+async def existing_run(client: Client, workflow_id: str) -> RunInfo | None:
+    """``run_info``, or ``None`` when no workflow has that id (a missing namespace raises)."""
+    try:
+        return await run_info(client, workflow_id)
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND or "namespace" in exc.message.lower():
+            raise
+        return None
+
+
+async def find_run(client: Client, given: str) -> str | None:
+    """golem's run id (the Temporal Workflow ID) for ``given``, a run id or the UI's Run ID;
+    ``None`` when it is neither."""
+    if await existing_run(client, given):
+        return given
+    with contextlib.suppress(RPCError):  # not a UUID: no such Run ID either
+        async for run in client.list_workflows(f'RunId = "{_quoted(given)}"', limit=1):
+            return run.id
+    return None
+
+
+async def conversation_info(client: Client, conversation_id: str) -> RunInfo | None:
+    """The ``ConversationWorkflow`` by that id (running or closed), or ``None``."""
+    info = await existing_run(client, conversation_id)
+    return (
+        info if info is not None and info.workflow_type == ConversationWorkflow.__name__ else None
+    )
+
+
+async def is_conversation(client: Client, conversation_id: str) -> bool:
+    """Whether ``conversation_id`` names a ``ConversationWorkflow`` (running or closed)."""
+    return await conversation_info(client, conversation_id) is not None
+
+
+async def chained_runs(client: Client, conversation_id: str) -> list[str]:
+    """The runs started under ``conversation_id`` (each with the history of the one before,
+    not a ``ConversationWorkflow``'s turns), oldest first, from the visibility store."""
+    query = (
+        f'GolemConversationId = "{_quoted(conversation_id)}" '
+        f'AND WorkflowType = "{AgentRunWorkflow.__name__}"'
+    )
+    runs = [run async for run in client.list_workflows(query)]
+    runs.sort(key=lambda run: run.start_time)
+    return [run.id for run in runs]
+
+
+async def newest_run(client: Client, conversation_id: str) -> RunRecord | None:
+    """The newest run chained under ``conversation_id``, read back (``None``: it has none)."""
+    runs = await chained_runs(client, conversation_id)
+    return await fetch_run(client, runs[-1]) if runs else None
+
+
+async def has_worker(client: Client, task_queue: str) -> bool:
+    """Whether a worker polls ``task_queue`` for workflow tasks now."""
+    response = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=client.namespace,
+            task_queue=TaskQueue(name=task_queue),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        )
+    )
+    return len(response.pollers) > 0
+
+
+def _quoted(value: str) -> str:
+    """A value safe inside a visibility query's double quotes."""
+    return value.replace("\\", "").replace('"', "")

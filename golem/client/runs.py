@@ -1,0 +1,128 @@
+"""A started durable run: its ids at once, its ``Result`` when it ends or pauses.
+
+    run = await durable.start("Refund order 42")
+    result = await run.result()                    # final, or paused for approvals
+    final = await run.approve({result.pending_approvals[0].id: True})
+
+The same run goes on after an approval: no new run, no new workflow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import TypeAdapter
+from temporalio.client import (
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.converter import DataConverter
+from temporalio.service import RPCError
+
+from golem.client.records import recordings, run_error, run_pager
+from golem.messages import Message
+from golem.results import Result, RunError
+from golem.streaming import DurableRunStream
+from golem.workflows.failures import CannotPause, golem_error
+from golem.workflows.outcome import decode_result
+
+__all__ = ["DurableRun"]
+
+OutputT = TypeVar("OutputT")
+
+
+@dataclass
+class DurableRun(Generic[OutputT]):
+    """A started run: its ids at once, its ``Result`` (or ``RunError``) when it ends."""
+
+    run_id: str
+    conversation_id: str
+    handle: WorkflowHandle[Any, Any]
+    history: list[Message] = field(repr=False)
+    output_adapter: TypeAdapter[Any] | None = field(default=None, repr=False)
+    may_pause: bool = field(default=True, repr=False)
+    """The agent has tools that need approval (or is unknown here): the run may wait."""
+    converter: DataConverter | None = field(default=None, repr=False)
+    """The client's data converter: reads what the run's activities recorded."""
+    on_cannot_pause: Callable[[], None] | None = field(default=None, repr=False)
+    """Called when the worker says the run's agent never pauses."""
+
+    async def result(self, *, final: bool = False) -> Result[OutputT]:
+        """The run's ``Result`` once it ends, or once it waits for approvals (then
+        ``pending_approvals`` is set; answer with ``approve``). ``final=True`` waits through
+        any approvals (and an approval timeout) for the end."""
+        if self.may_pause and not final:
+            try:
+                paused = await self._paused("golem.outcome")
+            except CannotPause:
+                self.may_pause = False
+                if self.on_cannot_pause is not None:
+                    self.on_cannot_pause()
+                paused = None
+            if paused is not None:
+                return paused
+        return await self._final()
+
+    async def approve(self, decisions: dict[str, bool]) -> Result[OutputT]:
+        """Approve (``True``) or deny (``False``) the pending calls, by call id; the same run
+        goes on. Returns its next ``Result``: final, or paused again."""
+        paused = await self._paused("golem.approve", decisions)
+        return paused if paused is not None else await self._final()
+
+    async def _paused(self, update: str, *args: Any) -> Result[OutputT] | None:
+        """Send ``update``; the paused ``Result`` it returns, or ``None`` once the run ended."""
+        try:
+            raw = await self.handle.execute_update(update, args=args)
+        except WorkflowUpdateRPCTimeoutOrCancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError from None  # our caller was cancelled (Ctrl-C)
+            raise
+        except WorkflowUpdateFailedError as exc:
+            error = await golem_error(exc.cause, self.run_id)
+            if error is not None and not isinstance(error, RunError):
+                raise error from None  # refused: not waiting, or the agent never pauses
+            await self._ended(update, exc)
+            return None  # the run ended (failed) while the update waited: read its result
+        except RPCError as exc:
+            await self._ended(update, exc)
+            return None  # the run ended before the update arrived: read its result
+        if raw is None:
+            return None
+        return await self._decode(raw)
+
+    async def _ended(self, update: str, exc: Exception) -> None:
+        """Re-raise ``exc`` unless the run has ended (then an approval has nothing to do)."""
+        if (await self.handle.describe()).status == WorkflowExecutionStatus.RUNNING:
+            raise exc
+        if update == "golem.approve":
+            raise ValueError(f"run {self.run_id} has ended: nothing to approve") from None
+
+    async def _final(self) -> Result[OutputT]:
+        try:
+            output = await self.handle.result()
+        except WorkflowFailureError as exc:
+            raise await run_error(exc, self.handle, self.history) from exc
+        return await self._decode(output)
+
+    async def _decode(self, raw: Any) -> Result[OutputT]:
+        adapter = self.output_adapter
+        validate = adapter.validate_python if adapter is not None else None
+        recorded, logged = recordings(self.converter or DataConverter.default, self.handle)
+        return await decode_result(
+            raw, self.history, run_pager(self.handle), validate, recorded, logged
+        )
+
+    async def cancel(self) -> None:
+        """Ask the run to stop; ``result()`` then raises a ``RunError`` (stage ``canceled``)."""
+        await self.handle.cancel()
+
+    def stream(self, from_offset: int = 0) -> DurableRunStream[OutputT]:
+        """The run's events from ``from_offset`` (live, or replayed once it has ended)."""
+        return DurableRunStream(self, from_offset)

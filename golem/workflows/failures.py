@@ -1,0 +1,119 @@
+"""One table from a Temporal failure to golem's exception, for everyone who reads one.
+
+    error = await golem_error(exc.cause, run_id, evidence)   # None: not a failure golem set
+    if error is not None:
+        raise error from None
+
+``FAILURES`` maps the ``ApplicationError`` types golem's workflows and converter set to the
+exception a caller gets; a failed run's ``GolemRunError`` (and a cancelled run's memo)
+becomes its ``RunError``, with the evidence the reader can rebuild. Three readers share it:
+the client's runs (``DurableRun``, ``fetch_run``), a conversation's turns and updates
+(``DurableConversation``) and ``run_agent``'s child runs (workflow code: this module imports
+no client). What golem did not set (a termination, a timeout, an update refused by a
+validator without a type) is the reader's to word, for it knows what failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from temporalio.exceptions import ApplicationError, CancelledError
+
+from golem.messages import Message
+from golem.results import RunError
+from golem.worker.converter import BAD_PAYLOAD
+from golem.workflows.approvals import CANNOT_PAUSE
+from golem.workflows.conversation import CLOSED, CONTINUING, RECORDED, WAITING
+from golem.workflows.outcome import FailureDetails, RunSnapshot, UnknownAgentError, run_failure
+from golem.workflows.registry import UNKNOWN_AGENT
+
+__all__ = [
+    "FAILURES",
+    "NOT_PAUSED",
+    "CannotPause",
+    "ConversationClosedError",
+    "Evidence",
+    "RunIdInUseError",
+    "TurnContinuing",
+    "TurnRecorded",
+    "UnknownAgentError",
+    "golem_error",
+]
+
+#: ``ApplicationError.type`` of an approval refused: the run waits for none, or not for
+#: those calls (set by golem/workflows/approvals.py).
+NOT_PAUSED = "GolemNotPaused"
+
+
+class RunIdInUseError(ValueError):
+    """A run by that id exists already (running or closed): a run id names one run, ever."""
+
+
+class ConversationClosedError(RuntimeError):
+    """The conversation was closed: nothing more can be sent to it (fork it to go on)."""
+
+
+class CannotPause(Exception):
+    """The worker refused ``golem.outcome``: the run's agent never pauses."""
+
+
+class TurnContinuing(Exception):
+    """The conversation drains its turns before it continues as new: send the turn again."""
+
+
+class TurnRecorded(Exception):
+    """A turn by that run id ran already (a send retried after continue-as-new)."""
+
+
+def _plain(kind: Callable[[str], Exception]) -> Callable[[str, str], Exception]:
+    return lambda message, _run_id: kind(message)
+
+
+#: ``ApplicationError.type`` -> golem's exception, given the failure's message and run id.
+FAILURES: dict[str, Callable[[str, str], Exception]] = {
+    UNKNOWN_AGENT: _plain(UnknownAgentError),
+    BAD_PAYLOAD: lambda message, run_id: RunError(
+        "history", f"run {run_id} could not read its input: {message}"
+    ),
+    CLOSED: _plain(ConversationClosedError),
+    WAITING: _plain(ValueError),
+    NOT_PAUSED: _plain(ValueError),
+    CANNOT_PAUSE: _plain(CannotPause),
+    CONTINUING: _plain(TurnContinuing),
+    RECORDED: _plain(TurnRecorded),
+}
+
+#: Rebuilds a failed run's evidence (its messages) from what its failure carries, as far as
+#: the reader can (``None``: it cannot, e.g. the evidence is paged and no query reaches it).
+Evidence = Callable[[RunSnapshot], Awaitable[list[Message] | None]]
+
+
+async def golem_error(
+    cause: BaseException | None,
+    run_id: str = "",
+    evidence: Evidence | None = None,
+    memo: Callable[[], Awaitable[Any]] | None = None,
+) -> Exception | None:
+    """golem's exception for ``cause`` (a ``WorkflowFailureError``'s, a
+    ``ChildWorkflowError``'s or a ``WorkflowUpdateFailedError``'s), or ``None`` when golem
+    did not set it. ``memo`` reads a cancelled run's failure memo, where the client can."""
+    if isinstance(cause, CancelledError):
+        raw = await memo() if memo is not None else None
+        if raw is None:
+            when = " before it started" if memo is not None else ""
+            return RunError("canceled", f"run {run_id} was cancelled{when}")
+        return await _run_error(FailureDetails.model_validate(raw), evidence)
+    details = run_failure(cause)
+    if details is not None:
+        return await _run_error(details, evidence)
+    if isinstance(cause, ApplicationError) and cause.type in FAILURES:
+        return FAILURES[cause.type](cause.message, run_id)
+    return None
+
+
+async def _run_error(details: FailureDetails, evidence: Evidence | None) -> RunError:
+    snapshot = details.partial
+    messages = await evidence(snapshot) if snapshot and evidence else None
+    partial = snapshot.to_partial(messages) if snapshot and messages is not None else None
+    return RunError(details.stage, details.message, partial)

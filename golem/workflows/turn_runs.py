@@ -1,0 +1,240 @@
+"""A conversation turn's run, the workflow side: its payloads, its input built from the
+transcript, and its outcome taken into the transcript.
+
+    turn = TurnInput(run_id=new_id(), prompt="Hello")   # the golem.send update's argument
+    run, start = child_input(transcript, agent, turn, by_reference)
+    out = turn_outcome(transcript, child, start)        # TurnOutput, or the ApplicationError
+
+``ConversationWorkflow`` (golem.workflows.conversation) starts and watches the runs; each
+step here is deterministic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError, ChildWorkflowError, WorkflowAlreadyStartedError
+
+with workflow.unsafe.imports_passed_through():
+    from golem.agent import Agent
+    from golem.loop import RunInput
+    from golem.messages import Message, Part
+    from golem.workflows.agent_run import RUN_ERROR
+    from golem.workflows.approvals import PausedRun
+    from golem.workflows.outcome import AgentRunOutput, run_failure
+    from golem.workflows.pages import PAGE_BYTES
+    from golem.workflows.shipping import HistoryBase
+    from golem.workflows.transcript import Transcript
+    from golem.workflows.turns import Refusal
+    from golem.workflows.types import AgentRunInput
+
+__all__ = [
+    "CLOSED",
+    "CONTINUING",
+    "RECORDED",
+    "RUN_ID_IN_USE",
+    "TURN_DIFFERS",
+    "WAITING",
+    "ConversationSummary",
+    "TurnInput",
+    "TurnOutput",
+    "by_reference",
+    "child_input",
+    "details",
+    "paused_output",
+    "refused",
+    "start_refusal",
+    "turn_outcome",
+]
+
+#: ``ApplicationError.type`` of a turn refused because the conversation is closed.
+CLOSED = "GolemConversationClosed"
+#: ``ApplicationError.type`` of a turn refused while the conversation drains its turns in
+#: flight before it continues as new; the client sends it again, to the next run.
+CONTINUING = "GolemConversationContinuing"
+#: ``ApplicationError.type`` of a turn whose run id is already a turn of this conversation
+#: (a send retried after continue-as-new: Temporal dedups update ids per workflow run only).
+RECORDED = "GolemTurnRecorded"
+#: ``ApplicationError.type`` of a refusal about approvals: a turn waits, none does, the
+#: decisions name no call, calls not pending or decided already, or came after the timeout.
+WAITING = "GolemApprovalsWaiting"
+#: ``ApplicationError.type`` of a turn whose run id names another workflow already (a
+#: standalone run, another conversation's turn): a run id names one run, ever.
+RUN_ID_IN_USE = "GolemRunIdInUse"
+#: ``ApplicationError.type`` of a turn whose run id is a turn of this conversation already,
+#: with another prompt, parts or deps: a retry is only a retry when it is the same turn.
+TURN_DIFFERS = "GolemTurnDiffers"
+_TYPES: dict[str, str | None] = {
+    "closed": CLOSED,
+    "waiting": WAITING,
+    "approvals": WAITING,
+    "continuing": CONTINUING,
+    "recorded": RECORDED,
+    "differs": TURN_DIFFERS,
+    "taken": RUN_ID_IN_USE,
+    "failed": None,
+}
+#: Patch: a failed turn's evidence is repaired by the conversation, and the transcript may
+#: cross continue-as-new by reference (runs recorded before it replay unchanged).
+SEGMENTS_PATCH = "golem-transcript-segments"
+#: Patch: a completed turn's update result leaves its messages to the transcript.
+SLIM_PATCH = "golem-slim-turns"
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class TurnInput(_Payload):
+    """One turn: an update whose id is ``update_id()``, so a retried send is one turn."""
+
+    run_id: str
+    prompt: str | None = None
+    parts: list[Part] = Field(default_factory=list)
+    deps: Any = None
+    stream: bool = False
+    """The turn's run publishes its deltas live (``DurableConversation.send_stream``)."""
+
+    def fingerprint(self) -> str:
+        """What makes two sends the same turn: the prompt, the parts and the deps."""
+        text = self.model_dump_json(include={"prompt", "parts", "deps"})
+        return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+    def update_id(self) -> str:
+        """The send's update id: the same turn sent again is deduplicated by Temporal, and
+        another one under the same run id reaches the workflow, which refuses it."""
+        return f"{self.run_id}:{self.fingerprint()}"
+
+
+class TurnOutput(_Payload):
+    """What a turn returns: the run's output and only what it added to the transcript."""
+
+    run: AgentRunOutput
+    start: int
+    """Where the run's messages begin in the transcript (its length before the turn)."""
+    count: int = 0
+    """When non-zero: the run's messages are not carried here (the transcript has them,
+    ``[start, start + count)``; the child's result and history do too)."""
+
+
+class ConversationSummary(_Payload):
+    """Result of a closed conversation."""
+
+    turns: int = 0
+    messages: int = 0
+    last_run: str = ""
+
+
+def refused(refusal: Refusal) -> ApplicationError:
+    """The machine's refusal as the error an update fails with."""
+    return ApplicationError(refusal.message, type=_TYPES[refusal.kind], non_retryable=True)
+
+
+def child_input(
+    transcript: Transcript, agent: str, turn: TurnInput, by_reference: bool
+) -> tuple[AgentRunInput, int]:
+    """The turn's run input and where its messages begin in the transcript; the turn
+    joins the transcript's run list (a by-reference turn continues it repaired)."""
+    conversation_id = workflow.info().workflow_id
+    parent = transcript.last_run
+    transcript.begin(turn.run_id, by_reference)
+    start = transcript.length
+    base = None
+    history: list[Message] = []
+    if by_reference:
+        base = HistoryBase(conversation=conversation_id, count=start, digest=transcript.digest)
+    else:
+        history = transcript.messages()
+    run = RunInput(
+        prompt=turn.prompt,
+        parts=turn.parts,
+        history=history,
+        deps=turn.deps,
+        run_id=turn.run_id,
+        conversation_id=conversation_id,
+    )
+    child = AgentRunInput(
+        agent=agent,
+        run=run,
+        parent_run_id=parent,
+        notify_parent=True,
+        stream=turn.stream,
+        base=base,
+    )
+    return child, start
+
+
+def turn_outcome(
+    transcript: Transcript, child: workflow.ChildWorkflowHandle[Any, Any], start: int
+) -> TurnOutput | ApplicationError:
+    """The ended run's messages join the transcript; its output, or its error."""
+    try:
+        output = AgentRunOutput.model_validate(child.result())
+    except ChildWorkflowError as exc:
+        # The failed turn's evidence joins the transcript: the next turn resumes it,
+        # repaired first.
+        transcript.failed(run_failure(exc.cause))
+        cause = exc.cause
+        if isinstance(cause, ApplicationError):
+            return ApplicationError(
+                cause.message, *cause.details, type=cause.type, non_retryable=True
+            )
+        return ApplicationError(str(cause or exc), type=RUN_ERROR, non_retryable=True)
+    if not transcript.ended(output):
+        # Workflow code cannot read pages; one turn adding ~1 MB of messages is refused.
+        return ApplicationError(
+            f"turn {child.id} added more than {PAGE_BYTES} bytes of messages, too many for "
+            "the conversation to take in; return references (URLs, ids) from tools",
+            non_retryable=True,
+        )
+    snapshot = output.snapshot
+    if not (workflow.patched(SLIM_PATCH) and snapshot.based and snapshot.base is None):
+        return TurnOutput(run=output, start=start)
+    # Recorded once more here it would be the turn's fourth copy (the tool's result, the
+    # child's result, its completion here): the client reads it from the transcript. A
+    # client that predates ``count`` reads the child's pages, as for a paged result.
+    count = len(snapshot.added)
+    slim = snapshot.model_copy(update={"added": [], "refs": {}, "paged": count})
+    return TurnOutput(run=output.model_copy(update={"snapshot": slim}), start=start, count=count)
+
+
+def by_reference(agent: Agent[Any, Any]) -> bool:
+    """Whether the agent's turns can take the transcript by reference: it has no history
+    processor or per-request token limit (both need the whole history in the run's loop,
+    so those turns get it by value)."""
+    limits = agent.usage_limits
+    return agent.history_processor is None and (
+        limits is None or limits.request_input_tokens_limit is None
+    )
+
+
+def start_refusal(run_id: str, exc: Exception) -> Refusal:
+    """Why the turn's run could not start, as the send's refusal."""
+    if isinstance(exc, WorkflowAlreadyStartedError):
+        return Refusal(
+            "taken",
+            f"run id {run_id!r} is taken: a workflow by that id exists already (a run, or "
+            "another conversation's turn); pass a new run id, or none to get one",
+        )
+    return Refusal("failed", f"turn {run_id} could not start: {exc}")
+
+
+def paused_output(paused: PausedRun, pending: tuple[str, ...], start: int) -> TurnOutput:
+    """A waiting turn's output, with the calls still undecided."""
+    calls = [c for c in paused.pending_approvals if c.id in pending]
+    run = AgentRunOutput.model_validate(paused.model_dump(exclude={"run_id", "timeout"}))
+    return TurnOutput(run=run.model_copy(update={"pending_approvals": calls}), start=start)
+
+
+def details(transcript: Transcript, paused: PausedRun | None, waiting: tuple[str, ...]) -> str:
+    """What the UI shows for a conversation."""
+    calls = paused.pending_approvals if paused is not None else []
+    pending = ", ".join(f"{c.name} ({c.id})" for c in calls if c.id in waiting) or "none"
+    return (
+        f"**turns** {transcript.turns} · **messages** {transcript.length}\n\n"
+        f"**last run** {transcript.last_run or 'none'}\n\n"
+        f"**waiting for approval** {pending}"
+    )

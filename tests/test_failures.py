@@ -1,0 +1,146 @@
+"""The one table from a Temporal failure to golem's exception (golem.workflows.failures),
+read without a server: each failure crosses golem's failure converter first, as it reaches
+a client, a conversation handle or ``run_agent``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from temporalio.api.failure.v1 import Failure
+from temporalio.exceptions import ApplicationError, CancelledError, TerminatedError
+
+from golem.messages import Message, Usage
+from golem.results import PartialResult, RunError
+from golem.worker.converter import BAD_PAYLOAD, golem_data_converter
+from golem.workflows.approvals import CANNOT_PAUSE
+from golem.workflows.conversation import CLOSED, CONTINUING, RECORDED, WAITING
+from golem.workflows.failures import (
+    FAILURES,
+    NOT_PAUSED,
+    CannotPause,
+    ConversationClosedError,
+    TurnContinuing,
+    TurnRecorded,
+    UnknownAgentError,
+    golem_error,
+)
+from golem.workflows.outcome import RunSnapshot, cancel_memo, encode_failure, failure_error
+from golem.workflows.registry import UNKNOWN_AGENT
+
+CONVERTER = golem_data_converter.payload_converter
+HISTORY = [Message.user("hi").stamped("run-1", "conv")]
+EVIDENCE = [*HISTORY, Message.assistant("half an answer").stamped("run-2", "conv")]
+
+
+def over_the_wire(exc: BaseException) -> BaseException:
+    """The exception a client's (or a parent workflow's) failure holds."""
+    proto = Failure()
+    golem_data_converter.failure_converter.to_failure(exc, CONVERTER, proto)
+    proto = Failure.FromString(proto.SerializeToString())
+    return golem_data_converter.failure_converter.from_failure(proto, CONVERTER)
+
+
+def failed_run() -> RunError:
+    partial = PartialResult(
+        messages=EVIDENCE,
+        usage=Usage(input_tokens=5, output_tokens=3),
+        requests=1,
+        tool_calls=0,
+        run_id="run-2",
+        conversation_id="conv",
+    )
+    return RunError("model", "HTTP 500", partial)
+
+
+async def rebuilt(snapshot: RunSnapshot) -> list[Message]:
+    return snapshot.messages(HISTORY)
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        (UNKNOWN_AGENT, UnknownAgentError),
+        (BAD_PAYLOAD, RunError),
+        (CLOSED, ConversationClosedError),
+        (WAITING, ValueError),
+        (NOT_PAUSED, ValueError),
+        (CANNOT_PAUSE, CannotPause),
+        (CONTINUING, TurnContinuing),
+        (RECORDED, TurnRecorded),
+    ],
+)
+async def test_each_type_golem_sets_becomes_its_exception_with_the_message(
+    kind: str, expected: type[Exception]
+) -> None:
+    cause = over_the_wire(ApplicationError("the reason", type=kind, non_retryable=True))
+    error = await golem_error(cause, "run-2")
+    assert type(error) is expected
+    assert "the reason" in str(error)
+
+
+def test_every_type_in_the_table_is_pinned_above() -> None:
+    pinned = {UNKNOWN_AGENT, BAD_PAYLOAD, CLOSED, WAITING, NOT_PAUSED, CANNOT_PAUSE}
+    assert set(FAILURES) == pinned | {CONTINUING, RECORDED}
+
+
+async def test_a_payload_that_does_not_decode_is_a_history_error_naming_the_run() -> None:
+    cause = over_the_wire(ApplicationError("not an AgentRunInput", type=BAD_PAYLOAD))
+    error = await golem_error(cause, "run-2")
+    assert isinstance(error, RunError) and error.stage == "history"
+    assert error.detail == "run run-2 could not read its input: not an AgentRunInput"
+
+
+async def test_a_failed_run_carries_the_evidence_its_reader_rebuilds() -> None:
+    sent = failed_run()
+    cause = over_the_wire(failure_error(sent, encode_failure(sent, HISTORY)))
+    error = await golem_error(cause, "run-2", rebuilt)
+    assert isinstance(error, RunError)
+    assert (error.stage, error.detail, error.partial) == (sent.stage, sent.detail, sent.partial)
+
+
+async def test_evidence_the_reader_cannot_rebuild_leaves_the_error_without_partial() -> None:
+    sent = failed_run()
+    cause = over_the_wire(failure_error(sent, encode_failure(sent, HISTORY)))
+
+    async def unreachable(snapshot: RunSnapshot) -> list[Message] | None:
+        return None
+
+    for evidence in (unreachable, None):
+        error = await golem_error(cause, "run-2", evidence)
+        assert isinstance(error, RunError) and error.partial is None
+        assert (error.stage, error.detail) == ("model", "HTTP 500")
+
+
+async def test_a_cancelled_run_reads_its_memo_or_says_it_never_started() -> None:
+    sent = RunError("canceled", "the run was cancelled by its caller", failed_run().partial)
+    memo = cancel_memo(encode_failure(sent, HISTORY))
+    stored = CONVERTER.from_payloads(CONVERTER.to_payloads(list(memo.values())))[0]
+    cause = over_the_wire(CancelledError("cancelled"))
+
+    async def read(value: Any) -> Any:
+        return value
+
+    error = await golem_error(cause, "run-2", rebuilt, lambda: read(stored))
+    assert isinstance(error, RunError) and error.partial == sent.partial
+    never = await golem_error(cause, "run-2", rebuilt, lambda: read(None))
+    assert isinstance(never, RunError) and never.partial is None
+    assert never.detail == "run run-2 was cancelled before it started"
+    # A workflow reading its child cannot read a memo: it says only what it knows.
+    blind = await golem_error(cause, "run-2", rebuilt)
+    assert isinstance(blind, RunError) and blind.detail == "run run-2 was cancelled"
+
+
+@pytest.mark.parametrize(
+    "cause",
+    [
+        TerminatedError("by an operator"),
+        ApplicationError("a turn needs a prompt or parts"),
+        ApplicationError("boom", type="SomethingElse"),
+        None,
+    ],
+    ids=["terminated", "untyped", "foreign-type", "none"],
+)
+async def test_what_golem_did_not_set_is_left_to_the_reader(cause: Exception | None) -> None:
+    arrived = over_the_wire(cause) if cause is not None else None
+    assert await golem_error(arrived, "run-2", rebuilt) is None

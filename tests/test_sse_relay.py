@@ -1,0 +1,239 @@
+"""examples/sse_relay.py, served by uvicorn on 127.0.0.1 against the dev server: its status
+codes and CORS through httpx, its page and a bare EventSource in headless Chromium."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from agents import FAST_RETRY, ask, call, scripted
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+from uicheck import Page, free_port, snap
+
+from golem.agent import Agent
+from golem.client import DurableAgent
+from golem.messages import Message
+from golem.models.base import ModelHTTPError, ModelResponse, StreamDelta, ToolDefinition
+from golem.models.function import FunctionModel
+from golem.worker import GolemPlugin
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from examples.sse_relay import make_app
+
+DEADLINE = 60.0
+PAGE_ORIGIN = "http://localhost:{port}"  # the page's origin; the relay is http://127.0.0.1:PORT
+
+
+@dataclass
+class Relay:
+    url: str
+    port: int
+    requests: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+
+@asynccontextmanager
+async def relay_for(
+    env: WorkflowEnvironment, agent: Agent[Any, Any], origins: Sequence[str] = ()
+) -> AsyncIterator[Relay]:
+    """A worker for ``agent`` and the relay for it, on a free port; requests counted."""
+    port = free_port()
+    relay = Relay(f"http://127.0.0.1:{port}", port)
+    task_queue = f"relay-{uuid.uuid4().hex[:8]}"
+    durable = DurableAgent(env.client, agent, task_queue=task_queue)
+    app = make_app(durable, allow_origins=[o.format(port=port) for o in origins])
+
+    async def counted(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            relay.requests[(scope["method"], scope["path"])] += 1
+        await app(scope, receive, send)
+
+    plugin = GolemPlugin(agent, heartbeat_timeout=timedelta(seconds=5))
+    config = uvicorn.Config(counted, host="127.0.0.1", port=port, log_config=None)
+    server = uvicorn.Server(config)
+    async with Worker(env.client, task_queue=task_queue, plugins=[plugin]):
+        serving = asyncio.create_task(server.serve())
+        try:
+            async with asyncio.timeout(DEADLINE):
+                while not server.started:
+                    await asyncio.sleep(0.01)
+            yield relay
+        finally:
+            server.should_exit = True
+            await serving
+
+
+def echo_agent() -> Agent[Any, Any]:
+    agent, _ = scripted([ask(call("c1", "echo", text="x")), Message.assistant("done")], name="echo")
+    agent.tool(name="echo")(lambda text: text)
+    return agent
+
+
+def parse(body: str) -> list[dict[str, str]]:
+    return [
+        dict(line.split(": ", 1) for line in block.splitlines())
+        for block in body.strip().split("\n\n")
+    ]
+
+
+async def test_the_relay_streams_a_run_resumes_from_last_event_id_and_ends_with_204(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    async with (
+        relay_for(temporal_env, echo_agent()) as relay,
+        httpx.AsyncClient(base_url=relay.url, timeout=DEADLINE) as http,
+    ):
+        started = (await http.post("/runs", json={"prompt": "go"})).json()
+        url = f"/runs/{started['run_id']}/events"
+        events = parse((await http.get(url)).text)
+        rest = parse((await http.get(url, headers={"Last-Event-ID": events[2]["id"]})).text)
+        past_the_end = await http.get(url, headers={"Last-Event-ID": events[-1]["id"]})
+
+    assert [e["event"] for e in events] == [
+        "model_start",
+        "tool_call_delta",
+        "model_end",
+        "tool_start",
+        "tool_end",
+        "model_start",
+        "text_delta",
+        "model_end",
+        "result",
+    ]
+    assert json.loads(events[-1]["data"])["output"] == "done"
+    assert json.loads(events[0]["data"])["run_id"] == started["run_id"]
+    assert [e["id"] for e in events[:-1]] == sorted(e["id"] for e in events[:-1])
+    assert events[-1]["id"] == "end"
+    assert rest == events[3:]
+    assert (past_the_end.status_code, past_the_end.text) == (204, "")
+
+
+async def test_bad_requests_get_a_status_and_a_reason_never_a_500(
+    temporal_env: WorkflowEnvironment, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with (
+        relay_for(temporal_env, echo_agent()) as relay,
+        httpx.AsyncClient(base_url=relay.url, timeout=DEADLINE) as http,
+    ):
+        run_id = (await http.post("/runs", json={"prompt": "go"})).json()["run_id"]
+        url = f"/runs/{run_id}/events"
+        assert (await http.get(url)).status_code == 200  # the whole run: it has ended
+        unknown = await http.get("/runs/no-such-run/events")
+        not_json = await http.post("/runs", content=b"prompt=hi")
+        no_prompt = await http.post("/runs", json={"prompt": ""})
+        bogus = await http.get(url, headers={"Last-Event-ID": "999"})
+        not_an_offset = await http.get(url, headers={"Last-Event-ID": "soon"})
+
+    assert (unknown.status_code, unknown.json()) == (404, {"error": "no run 'no-such-run'"})
+    assert not_json.status_code == 400 and "not JSON" in not_json.json()["error"]
+    assert no_prompt.status_code == 400 and "prompt" in no_prompt.json()["error"]
+    assert bogus.status_code == 400
+    assert bogus.json() == {"error": f"Last-Event-ID 999 is past the end of run {run_id}'s stream"}
+    assert not_an_offset.status_code == 400 and "'soon'" in not_an_offset.json()["error"]
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+async def test_cors_answers_preflights_for_the_allowed_origins_only(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    allowed = "https://app.example"
+    preflight = {"Access-Control-Request-Method": "POST"}
+    async with (
+        relay_for(temporal_env, echo_agent(), origins=[allowed]) as relay,
+        httpx.AsyncClient(base_url=relay.url, timeout=DEADLINE) as http,
+    ):
+        ok = await http.options("/runs", headers={"Origin": allowed, **preflight})
+        refused = await http.options(
+            "/runs", headers={"Origin": "https://evil.example", **preflight}
+        )
+        started = await http.post("/runs", json={"prompt": "go"}, headers={"Origin": allowed})
+
+    assert ok.status_code == 200
+    assert ok.headers["access-control-allow-origin"] == allowed
+    assert "POST" in ok.headers["access-control-allow-methods"]
+    assert refused.status_code == 400
+    assert "access-control-allow-origin" not in refused.headers
+    assert started.headers["access-control-allow-origin"] == allowed
+
+
+def retrying_agent() -> Agent[Any, Any]:
+    """Its first model call streams a few words, then fails with a 503; the retry answers."""
+    attempts: list[int] = []
+    answer = "Sunny in Paris."
+
+    async def stream(
+        messages: list[Message], tools: list[ToolDefinition]
+    ) -> AsyncIterator[StreamDelta | ModelResponse]:
+        attempts.append(1)
+        if len(attempts) == 1:
+            yield StreamDelta(kind="text", text="Let me thi")
+            raise ModelHTTPError(503, "overloaded", provider="test")
+        for word in answer.split(" "):
+            yield StreamDelta(kind="text", text=word + " ")
+        yield ModelResponse(message=Message.assistant(answer))
+
+    model = FunctionModel(lambda m, t: Message.assistant(answer), stream_fn=stream)
+    return Agent(model, name="retrying", model_retry=FAST_RETRY)
+
+
+def bare_eventsource(url: str) -> str:
+    """JS: an EventSource on ``url`` that never calls close(); what it saw once it stopped."""
+    return f"""new Promise((resolve) => {{
+  const seen = [];
+  const es = new EventSource({json.dumps(url)});
+  es.addEventListener('result', () => seen.push('result'));
+  es.onerror = () => {{
+    seen.push(es.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting');
+    if (es.readyState === EventSource.CLOSED) resolve(seen);
+  }};
+  setTimeout(() => resolve([...seen, 'still open after 30 s']), 30000);
+}})"""
+
+
+async def test_a_page_on_another_origin_shows_the_run_with_its_restart_and_stops_at_result(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    async with relay_for(temporal_env, retrying_agent(), origins=[PAGE_ORIGIN]) as relay:
+        page = f"{PAGE_ORIGIN.format(port=relay.port)}/?relay={relay.url}"
+        seen = await snap(
+            "sse_relay_page",
+            [Page("page", page, wait=["Ask something"], clicks=[("Ask", ["completed"])])],
+        )
+        shown = seen["page_1"]
+        assert not shown.missing, shown.text
+        run_id = shown.text.split("run ")[1].split(":")[0]
+        events = f"/runs/{run_id}/events"
+        # The same run shown again (?run=), then an EventSource that never calls close().
+        bare = await snap(
+            "sse_relay_bare_eventsource",
+            [
+                Page(
+                    "bare",
+                    f"{page}&run={run_id}",
+                    until="document.body.dataset.state === 'completed'",
+                    evaluate=bare_eventsource(relay.url + events),
+                )
+            ],
+        )
+
+    assert "Let me thi" in shown.text  # the abandoned partial answer, struck out
+    assert "↻ the model call was retried (attempt 2): its answer restarts" in shown.text
+    assert shown.text.index("Let me thi") < shown.text.index("↻") < shown.text.index("Sunny in")
+    assert "Sunny in Paris." in shown.text.split("↻")[1]
+    assert shown.console == []
+    assert bare["bare"].value == ["result", "reconnecting", "closed"]
+    # The page: one stream, closed on result. The bare EventSource: one, then one 204.
+    assert relay.requests[("GET", events)] == 1 + 1 + 2

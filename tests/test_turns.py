@@ -1,0 +1,342 @@
+"""The conversation's turns and approvals as a pure state machine (golem.workflows.turns),
+driven without Temporal: each transition's effects, and random sequences of events in
+which every update is answered exactly once and the conversation never wedges."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from golem.workflows.turns import (
+    Answer,
+    ArmTimer,
+    Closed,
+    Decide,
+    Effect,
+    Ended,
+    Pause,
+    Paused,
+    Refusal,
+    StartChild,
+    Turns,
+)
+
+
+def answers(effects: list[Effect]) -> dict[int, object]:
+    return {e.ticket: e.outcome for e in effects if isinstance(e, Answer)}
+
+
+def waiting_turn(timeout: float | None = None) -> Turns:
+    """A conversation whose turn ``r1`` (ticket 1) waits for ``c1`` and ``c2``."""
+    turns = Turns()
+    assert turns.send(1, "r1", "fp") == [StartChild("r1")]
+    effects = turns.paused("r1", ("c1", "c2"), now=100.0, timeout=timeout)
+    assert answers(effects) == {1: Paused("r1", ("c1", "c2"))}
+    return turns
+
+
+def test_a_send_starts_its_run_and_a_second_one_waits_for_the_first_to_end() -> None:
+    turns = Turns()
+    assert turns.send(1, "r1", "a") == [StartChild("r1")]
+    assert turns.send(2, "r2", "b") == []
+    assert turns.phase == "running"
+    assert turns.ended("r1") == [Answer(1, Ended("r1")), StartChild("r2")]
+    assert turns.ended("r2") == [Answer(2, Ended("r2"))]
+    assert turns.phase == "idle"
+
+
+def test_a_partial_approval_answers_at_once_with_the_calls_still_pending() -> None:
+    turns = waiting_turn()
+    effects = turns.approve(2, {"c1": True}, now=101.0)
+    assert effects == [Decide("r1", {"c1": True}), Answer(2, Paused("r1", ("c2",)))]
+    assert turns.phase == "waiting" and turns.waiting == ("c2",)
+    assert turns.approve(3, {"c2": False}, now=102.0) == [Decide("r1", {"c2": False})]
+    assert turns.phase == "settling"
+    assert turns.ended("r1") == [Answer(3, Ended("r1"))]  # the last approval gets the end
+
+
+def test_an_empty_unknown_or_repeated_approval_is_refused_and_changes_nothing() -> None:
+    turns = waiting_turn()
+    turns.approve(2, {"c1": True}, now=101.0)
+    for decisions, reason in [
+        ({}, "approvals name no call; pending: ['c2']"),
+        ({"nope": True}, "approvals name calls that are not pending: ['nope']; pending: ['c2']"),
+        ({"c1": False}, "calls ['c1'] are decided already; pending: ['c2']"),
+    ]:
+        assert turns.check_approve(decisions, now=102.0) == Refusal("approvals", reason)
+        assert turns.approve(9, decisions, now=102.0) == [Answer(9, Refusal("approvals", reason))]
+    assert turns.phase == "waiting" and turns.waiting == ("c2",)
+
+
+def test_the_timeout_answers_what_is_undecided_and_a_late_approval_is_told_so() -> None:
+    turns = Turns()
+    turns.send(1, "r1", "fp")
+    effects = turns.paused("r1", ("c1", "c2"), now=100.0, timeout=30.0)
+    assert ArmTimer("r1", 1, 30.0) in effects
+    turns.approve(2, {"c1": True}, now=110.0)
+    late = turns.check_approve({"c2": True}, now=130.0)  # at the deadline: too late
+    assert late is not None and late.kind == "approvals"
+    assert "approval timeout (30 s) ran out" in late.message and "['c2']" in late.message
+    assert turns.expire("r1", 1) == [Decide("r1", {"c2": None})]
+    assert turns.phase == "settling"
+    after = turns.check_approve({"c2": True}, now=131.0)
+    assert after is not None and "approval timeout (30 s) ran out" in after.message
+    assert turns.expire("r1", 1) == []  # a timer fires once
+
+
+def test_a_stale_timer_is_ignored() -> None:
+    turns = Turns()
+    turns.send(1, "r1", "fp")
+    turns.paused("r1", ("c1",), now=0.0, timeout=5.0)
+    turns.approve(2, {"c1": True}, now=1.0)
+    turns.paused("r1", ("c2",), now=2.0, timeout=5.0)  # the run asks again
+    assert turns.expire("r1", 1) == []
+    assert turns.waiting == ("c2",)
+
+
+def test_sends_are_refused_while_a_turn_waits_and_queued_ones_when_it_starts_waiting() -> None:
+    turns = Turns()
+    turns.send(1, "r1", "a")
+    turns.send(2, "r2", "b")  # queued behind r1
+    effects = turns.paused("r1", ("c1",), now=0.0, timeout=None)
+    refused = answers(effects)[2]
+    assert isinstance(refused, Refusal) and refused.kind == "waiting"
+    assert "turn r1 waits for approvals of ['c1']" in refused.message
+    assert turns.check_send("r3", "c") == refused
+    assert turns.check_send("r2", "b") == refused  # r2 never ran: it may be sent again
+
+
+def test_close_while_a_turn_waits_denies_its_calls_and_answers_when_it_ends() -> None:
+    turns = waiting_turn()
+    turns.approve(2, {"c1": True}, now=101.0)
+    assert turns.close(3) == [Decide("r1", {"c2": False})]
+    closed = turns.check_approve({"c2": True}, now=102.0)
+    assert closed is not None and closed.kind == "closed"
+    assert turns.paused("r1", ("c3",), now=103.0, timeout=None) == [
+        Decide("r1", {"c3": False})  # asked again: nobody can answer, denied too
+    ]
+    assert turns.ended("r1") == [Answer(3, Closed())]
+    assert turns.phase == "closed" and turns.over
+
+
+def test_close_refuses_turns_that_have_not_started() -> None:
+    turns = Turns()
+    turns.send(1, "r1", "a")
+    turns.send(2, "r2", "b")
+    effects = turns.close(3)
+    refused = answers(effects)[2]
+    assert isinstance(refused, Refusal) and refused.kind == "closed"
+    assert turns.ended("r1") == [Answer(1, Ended("r1")), Answer(3, Closed())]
+
+
+def test_continue_as_new_waits_for_the_turn_in_flight_and_for_approvals() -> None:
+    turns = Turns(turns_per_run=1)
+    turns.send(1, "r1", "a")
+    assert turns.due and turns.check_send("r2", "b") == Refusal(
+        "continuing", "the conversation is continuing as new; send the turn again"
+    )
+    turns.paused("r1", ("c1",), now=0.0, timeout=None)
+    waiting = turns.check_send("r2", "b")
+    assert waiting is not None and waiting.kind == "waiting"  # not a retry loop on the client
+    assert not turns.over
+    turns.approve(2, {"c1": True}, now=1.0)
+    turns.ended("r1")
+    assert turns.phase == "continuing" and turns.over
+
+
+def test_the_servers_suggestion_applies_once_no_turn_is_in_flight() -> None:
+    turns = Turns()
+    turns.send(1, "r1", "a")
+    turns.suggest()
+    assert turns.phase == "running"
+    turns.ended("r1")
+    assert turns.phase == "continuing"
+
+
+def test_a_run_id_already_a_turn_is_recorded_when_the_same_and_refused_when_not() -> None:
+    turns = Turns(known={"old": "fp-old", "older": ""})
+    assert turns.check_send("old", "fp-old") == Refusal(
+        "recorded", "run old is already a turn of this conversation"
+    )
+    differs = turns.check_send("old", "fp-other")
+    assert differs is not None and differs.kind == "differs"
+    assert "another prompt, parts or deps" in differs.message
+    recorded = turns.check_send("older", "anything")  # no fingerprint kept: a retry
+    assert recorded is not None and recorded.kind == "recorded"
+
+
+def test_a_run_that_cannot_start_refuses_its_send_and_the_next_turn_starts() -> None:
+    turns = Turns()
+    turns.send(1, "taken", "a")
+    turns.send(2, "r2", "b")
+    refusal = Refusal("taken", "run id 'taken' is taken")
+    assert turns.start_failed("taken", refusal) == [Answer(1, refusal), StartChild("r2")]
+    assert turns.check_send("taken", "a") is None  # not a turn of this conversation
+
+
+@given(
+    st.lists(st.sampled_from(["c1", "c2", "c3"]), min_size=1, max_size=3, unique=True),
+    st.dictionaries(st.sampled_from(["c1", "c2", "c3", "x"]), st.booleans(), max_size=4),
+    st.floats(0, 100),
+)
+def test_a_pause_refuses_exactly_what_it_cannot_record(
+    calls: list[str], decisions: dict[str, bool], now: float
+) -> None:
+    pause = Pause(tuple(calls), 50.0, 50.0)
+    problem = pause.refusal(decisions, now)
+    valid = bool(decisions) and set(decisions) <= set(calls) and now < 50.0
+    assert (problem is None) == valid
+    if valid:
+        pause.decide(decisions)
+        assert set(pause.remaining) == set(calls) - set(decisions)
+
+
+class Conversation(RuleBasedStateMachine):
+    """Random sends, pauses, approvals (partial, empty, unknown, twice), timeouts, closes,
+    ends and continue-as-new suggestions; the environment plays the child runs."""
+
+    @initialize(per_run=st.integers(1, 4))
+    def start(self, per_run: int) -> None:
+        self.turns = Turns(turns_per_run=per_run)
+        self.now = 0.0
+        self.tickets = 0
+        self.asked: set[int] = set()
+        self.answered: Counter[int] = Counter()
+        self.running: str | None = None  # the child run in flight (started, not ended)
+        self.undecided: set[str] = set()  # the calls the child run waits for
+        self.timers: list[tuple[float, ArmTimer]] = []  # (when it fires, what it calls)
+        self.sent = 0
+
+    def apply(self, effects: list[Effect]) -> None:
+        for effect in effects:
+            if isinstance(effect, Answer):
+                assert effect.ticket in self.asked
+                self.answered[effect.ticket] += 1
+            elif isinstance(effect, StartChild):
+                assert self.running is None, "two turns in flight"
+                self.running = effect.run_id
+            elif isinstance(effect, Decide):
+                assert effect.run_id == self.running, "decisions for a run not in flight"
+                self.undecided -= set(effect.decisions)
+            else:
+                self.timers.append((self.now + effect.seconds, effect))
+
+    def ticket(self) -> int:
+        self.tickets += 1
+        self.asked.add(self.tickets)
+        return self.tickets
+
+    @rule(again=st.booleans(), same=st.booleans())
+    def send(self, again: bool, same: bool) -> None:
+        if not again or not self.sent:
+            self.sent += 1
+        run_id = f"r{self.sent}"
+        self.apply(self.turns.send(self.ticket(), run_id, "fp" if same else "other"))
+
+    @precondition(lambda self: self.running is not None and not self.undecided)
+    @rule(
+        calls=st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, unique=True),
+        timeout=st.none() | st.floats(1, 10),
+    )
+    def child_pauses(self, calls: list[str], timeout: float | None) -> None:
+        assert self.running is not None
+        self.undecided = set(calls)
+        self.apply(self.turns.paused(self.running, tuple(calls), self.now, timeout))
+
+    @precondition(lambda self: self.running is not None and not self.undecided)
+    @rule()
+    def child_ends(self) -> None:
+        """A run ends once nothing it waits for is undecided."""
+        run_id, self.running = self.running, None
+        assert run_id is not None
+        self.apply(self.turns.ended(run_id))
+
+    @precondition(lambda self: self.running is not None and self.turns.phase == "running")
+    @rule()
+    def child_cannot_start(self) -> None:
+        run_id, self.running = self.running, None
+        assert run_id is not None
+        self.apply(self.turns.start_failed(run_id, Refusal("taken", "taken")))
+
+    @rule(data=st.data())
+    def approve(self, data: st.DataObject) -> None:
+        if self.turns.phase != "waiting" and data.draw(st.integers(0, 3)):
+            return  # mostly while a turn waits: elsewhere every approval is refused alike
+        pause = self.turns.pause
+        calls = list(pause.calls) if pause is not None else []
+        # Mostly calls of the pause (some, all, or decided already), else empty or unknown.
+        chosen = data.draw(st.lists(st.sampled_from([*calls, "x"]), unique=True))
+        decisions = {c: data.draw(st.booleans()) for c in chosen}
+        self.apply(self.turns.approve(self.ticket(), decisions, self.now))
+
+    @rule(seconds=st.floats(0, 5))
+    def time_passes(self, seconds: float) -> None:
+        self.now += seconds
+        for fires, timer in [t for t in self.timers if t[0] <= self.now]:
+            self.timers.remove((fires, timer))
+            self.apply(self.turns.expire(timer.run_id, timer.pause))
+
+    @rule(odds=st.integers(0, 4))
+    def close(self, odds: int) -> None:
+        if odds == 0:  # rarer than the rest: a closed conversation refuses everything
+            self.apply(self.turns.close(self.ticket()))
+
+    @rule(odds=st.integers(0, 4))
+    def suggest(self, odds: int) -> None:
+        if odds == 0:
+            self.apply(self.turns.suggest())
+
+    @precondition(lambda self: self.turns.phase == "continuing")
+    @rule()
+    def continue_as_new(self) -> None:
+        """The next workflow run: every update of this one was answered."""
+        assert set(self.answered) == self.asked
+        assert self.running is None
+        self.turns = Turns(self.turns.turns_per_run, self.turns.known)
+
+    @invariant()
+    def answered_at_most_once(self) -> None:
+        assert all(count == 1 for count in self.answered.values())
+
+    @invariant()
+    def phase_matches_the_run_in_flight(self) -> None:
+        turns = self.turns
+        in_flight = turns.phase in ("running", "waiting", "settling")
+        assert in_flight == (turns.current is not None)
+        assert (turns.current is None) or (turns.current.run_id == self.running)
+        if turns.phase == "waiting":
+            assert turns.waiting, "waiting with nothing to decide"
+        if turns.over:
+            assert not turns.queue and turns.current is None
+
+    def teardown(self) -> None:
+        """Whatever happened, a person who answers and runs that end leave no update
+        unanswered: the conversation never wedges."""
+        turns = self.turns
+        for _ in range(50):
+            if turns.phase == "waiting":
+                self.time_passes(0)  # a timer due fires first
+            if turns.phase == "waiting":
+                answer = dict.fromkeys(turns.waiting, True)
+                self.apply(turns.approve(self.ticket(), answer, self.now))
+            elif self.running is not None and not self.undecided:
+                self.child_ends()
+            else:
+                break  # nothing more happens: the run waits for decisions nobody can give
+        if not turns.over:
+            self.apply(turns.close(self.ticket()))
+        assert turns.over and turns.current is None
+        assert set(self.answered) == self.asked, "an update was never answered"
+
+
+Conversation.TestCase.settings = settings(max_examples=200, stateful_step_count=30)
+test_random_sequences_answer_every_update_once_and_never_wedge = Conversation.TestCase
