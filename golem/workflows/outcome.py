@@ -311,10 +311,8 @@ async def decode_failure(
     ``cause`` is ``WorkflowFailureError.cause``; ``memo`` reads the raw ``FAILURE_MEMO``."""
     # Imported here: golem.worker imports this module, so `import golem.workflows` first
     # (examples/support_ticket.py) would otherwise meet a half-initialized module.
-    from golem.worker.converter import BAD_PAYLOAD, DECRYPTION_ERROR
+    from golem.worker.converter import BAD_PAYLOAD
 
-    if isinstance(cause, ApplicationError) and cause.type == DECRYPTION_ERROR:
-        return RunError("codec", f"run {run_id} could not be read by its worker: {cause.message}")
     if isinstance(cause, ApplicationError) and cause.type == UNKNOWN_AGENT:
         return UnknownAgentError(cause.message)
     if isinstance(cause, ApplicationError) and cause.type == BAD_PAYLOAD:
