@@ -22,7 +22,7 @@ from temporalio.exceptions import ApplicationError, CancelledError
 
 from golem.messages import Message
 from golem.results import RunError
-from golem.worker.converter import BAD_PAYLOAD
+from golem.worker.converter import BAD_PAYLOAD, DECRYPTION_ERROR
 from golem.workflows.approvals import CANNOT_PAUSE
 from golem.workflows.conversation import CLOSED, CONTINUING, RECORDED, WAITING
 from golem.workflows.outcome import FailureDetails, RunSnapshot, UnknownAgentError, run_failure
@@ -75,6 +75,9 @@ FAILURES: dict[str, Callable[[str, str], Exception]] = {
     UNKNOWN_AGENT: _plain(UnknownAgentError),
     BAD_PAYLOAD: lambda message, run_id: RunError(
         "history", f"run {run_id} could not read its input: {message}"
+    ),
+    DECRYPTION_ERROR: lambda message, run_id: RunError(
+        "codec", f"run {run_id} could not be read by its worker: {message}"
     ),
     CLOSED: _plain(ConversationClosedError),
     WAITING: _plain(ValueError),
