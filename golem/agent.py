@@ -65,7 +65,10 @@ class Agent(Generic[DepsT, OutputT]):
         output_retries: int = 2,
         model_retry: Retry | None = None,
         approval_timeout: timedelta | None = None,
+        max_concurrent_tools: int = 100,
     ) -> None:
+        if max_concurrent_tools < 1:
+            raise ValueError(f"max_concurrent_tools must be at least 1, got {max_concurrent_tools}")
         self._model = model
         self.name = name
         self.instructions = instructions
@@ -85,6 +88,10 @@ class Agent(Generic[DepsT, OutputT]):
         are not executed and the model is told no decision arrived in time (``None``: it
         waits as long as it takes). A later approval is refused. In process a run pauses
         instead."""
+        self.max_concurrent_tools = max_concurrent_tools
+        """The most calls of one batch in flight at once (under Temporal, activities: it
+        keeps a wide batch under Temporal's 2,000 pending activities); the rest wait their
+        turn in call order."""
         self.tools: dict[str, Tool] = {}
         for item in tools:
             self._register(item if isinstance(item, Tool) else Tool.from_function(item))

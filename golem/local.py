@@ -15,7 +15,7 @@ from golem.models.fallback import chain, falls_over, move_on, stamp
 from golem.retry import Retry
 from golem.run_state import AgentSpec, DeltaSink
 from golem.tools import RunContext, Tool, ToolOutcome, ToolOutcomeUnknown
-from golem.user_functions import call_user_function, describe
+from golem.user_functions import call_instructions_function, call_user_function, describe
 
 
 class LocalAgent(AgentSpec, Protocol):
@@ -51,8 +51,7 @@ class LocalExecutor:
 
     async def resolve_instructions(self, ctx: RunContext[Any]) -> str:
         fn = self.agent.instructions_fn
-        result = await call_user_function(fn, ctx, what=_named("instructions function", fn))
-        return str(result or "")
+        return await call_instructions_function(fn, ctx, what=_named("instructions function", fn))
 
     async def await_approvals(
         self, pending: list[ToolCall], ctx: RunContext[Any]

@@ -26,6 +26,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from golem.strict_json import TooDeep, check_depth
+
 __all__ = [
     "PART_KINDS",
     "HistoryError",
@@ -236,7 +238,8 @@ def _history_error(exc: ValidationError) -> HistoryError:
 
 
 def validate_history(history: Sequence[Message]) -> None:
-    """Check the contract's structural rules; raise :class:`HistoryError` naming the message."""
+    """Check the contract's structural rules (call arguments nested past golem's JSON limit
+    included); raise :class:`HistoryError` naming the message."""
     for index, message in enumerate(history):
         problem = _message_problem(message)
         if problem:
@@ -257,6 +260,11 @@ def _message_problem(message: Message) -> str:
             return f"part {i}: needs exactly one of url or data"
         if part.data and not part.media_type:
             return f"part {i}: inline data needs a media type"
+    for i, call in enumerate(message.tool_calls):
+        try:
+            check_depth(call.args)
+        except TooDeep as exc:
+            return f"tool call {i} ({call.id or call.name}): its arguments are {exc}"
     for i, block in enumerate(message.thinking):
         if bool(block.text) == bool(block.redacted):
             return f"thinking {i}: needs exactly one of text or redacted"

@@ -11,8 +11,11 @@ __all__ = ["STAGES", "PartialResult", "Result", "RunError", "Stage"]
 
 OutputT = TypeVar("OutputT")
 
-#: Where a run can fail. ``history`` and ``instructions`` fail before any model call.
-Stage = Literal["history", "instructions", "model", "tool", "canceled", "usage", "loop", "decode"]
+#: Where a run can fail. ``history`` and ``instructions`` fail before any model call;
+#: ``codec``: a durable run's payloads could not be decrypted (a key is missing or wrong).
+Stage = Literal[
+    "history", "instructions", "model", "tool", "canceled", "usage", "loop", "decode", "codec"
+]
 STAGES: tuple[Stage, ...] = (
     "history",
     "instructions",
@@ -22,6 +25,7 @@ STAGES: tuple[Stage, ...] = (
     "usage",
     "loop",
     "decode",
+    "codec",
 )
 
 

@@ -40,6 +40,7 @@ class AgentSpec(Protocol):
     retries: int
     output_retries: int
     max_iterations: int
+    max_concurrent_tools: int
     usage_limits: UsageLimits
     model_settings: ModelSettings
     instructions: str | None

@@ -22,6 +22,7 @@ from contextlib import aclosing
 from datetime import timedelta
 from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
+from temporalio.client import WorkflowExecutionStatus, WorkflowQueryFailedError
 from temporalio.common import RawValue
 from temporalio.contrib.workflow_streams import WorkflowStreamClient, WorkflowStreamItem
 
@@ -88,9 +89,15 @@ class DurableRunStream(Generic[OutputT]):
 
     async def __aiter__(self) -> AsyncIterator[RunEvent]:
         try:
-            async with aclosing(self._events()) as events:
-                async for event in events:
-                    yield event
+            try:
+                async with aclosing(self._events()) as events:
+                    async for event in events:
+                        yield event
+            except WorkflowQueryFailedError:
+                # A run its worker cannot read (an input it cannot decrypt) answers no
+                # query; once it has ended, its outcome says why.
+                if self._run is None or await _running(self._run):
+                    raise
             outcome = self._outcome or self.run.result
             self._result = await outcome()
         finally:
@@ -157,6 +164,10 @@ class DurableRunStream(Generic[OutputT]):
                 step.cancel()  # a poll in flight: end it before the subscription closes
                 with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
                     await step
+
+
+async def _running(run: DurableRun[OutputT]) -> bool:
+    return (await run.handle.describe()).status == WorkflowExecutionStatus.RUNNING
 
 
 async def write_text(stream: AsyncIterable[RunEvent], write: Callable[[str], object]) -> bool:

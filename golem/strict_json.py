@@ -6,16 +6,55 @@
 Python's ``json`` accepts ``NaN``, ``Infinity`` and ``-Infinity``; no provider does, so a
 lenient reader would let a model's broken arguments through to a request that is then
 rejected. Every place golem reads JSON that came from a model or a user uses this one.
+
+Nothing nested deeper than :data:`MAX_DEPTH` levels is JSON to golem (:class:`TooDeep`,
+a ``ValueError``): a recursive reader would otherwise exhaust the stack on 5,000 brackets
+(docs/adr/0001-message-contract.md).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from typing import Any
 
 from pydantic_core import from_json
 
-__all__ = ["dumps_strict", "is_json_object", "loads_strict"]
+__all__ = [
+    "MAX_DEPTH",
+    "TooDeep",
+    "check_depth",
+    "dumps_strict",
+    "is_json_object",
+    "loads_strict",
+]
+
+#: The deepest nesting of arrays and objects golem reads (as common JSON parsers do).
+MAX_DEPTH = 256
+
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+class TooDeep(ValueError):
+    """JSON nested deeper than :data:`MAX_DEPTH` levels."""
+
+    def __init__(self, depth: int) -> None:
+        self.depth = depth
+        super().__init__(f"JSON nested {depth} levels deep, past golem's limit of {MAX_DEPTH}")
+
+
+def check_depth(text: str) -> None:
+    """Raise :class:`TooDeep` when arrays and objects in ``text`` nest deeper than
+    :data:`MAX_DEPTH` (brackets inside strings aside); cheap for text that cannot."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return
+    brackets = _NOT_BRACKETS.sub("", _STRINGS.sub("", text))
+    depth = max(itertools.accumulate((_STEP[c] for c in brackets), initial=0))
+    if depth > MAX_DEPTH:
+        raise TooDeep(depth)
 
 
 def _reject_constant(name: str) -> None:
@@ -26,8 +65,8 @@ _STRICT = json.JSONDecoder(parse_constant=_reject_constant)
 
 
 def loads_strict(text: str | bytes) -> Any:
-    """Parse one JSON value strictly; ``ValueError`` (a ``json.JSONDecodeError`` for syntax)
-    otherwise."""
+    """Parse one JSON value strictly; ``ValueError`` otherwise (a ``json.JSONDecodeError``
+    for syntax, :class:`TooDeep` past :data:`MAX_DEPTH`)."""
     try:
         return from_json(
             text,
@@ -40,7 +79,11 @@ def loads_strict(text: str | bytes) -> Any:
     # its messages lack positions: the stdlib decides, and explains.
     if isinstance(text, bytes):
         text = text.decode("utf-8")
-    return _STRICT.decode(text)
+    check_depth(text)
+    try:
+        return _STRICT.decode(text)
+    except RecursionError:  # a caller already deep in its own stack
+        raise TooDeep(MAX_DEPTH + 1) from None
 
 
 def is_json_object(text: str) -> bool:

@@ -36,7 +36,7 @@ from pydantic.alias_generators import to_camel
 from golem.messages import Message, Part, ToolCall, Usage
 from golem.models.base import ToolDefinition
 from golem.retry import TOOL_RETRY, Retry
-from golem.strict_json import loads_strict
+from golem.strict_json import TooDeep, loads_strict
 from golem.user_functions import call_user_function
 
 __all__ = [
@@ -250,6 +250,8 @@ class Tool:
                 f"arguments are not valid JSON ({exc.msg} at position {exc.pos}); "
                 "they may have been cut off. Send the complete arguments as a JSON object."
             ) from None
+        except TooDeep as exc:
+            raise ValueError(f"arguments are {exc}: send a flatter JSON object") from None
         except ValueError as exc:
             raise ValueError(
                 f"arguments are not valid JSON ({exc}); send numbers as finite JSON numbers "

@@ -11,14 +11,23 @@ which fails only that call.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import inspect
 import os
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["UserCodeError", "call_user_function", "describe", "is_async_callable"]
+__all__ = [
+    "UserCodeError",
+    "call_instructions_function",
+    "call_user_function",
+    "describe",
+    "is_async_callable",
+    "running_on_loop",
+]
 
 #: Threads for sync user functions; created on demand, so an idle worker holds none.
 _MAX_THREADS = 64
@@ -59,6 +68,32 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which cannot fork
     os.register_at_fork(after_in_child=_forget_threads)
 
 
+_on_loop: dict[asyncio.Task[Any], str] = {}  # task -> the async user function it runs
+
+
+@contextlib.contextmanager
+def _on_the_loop(what: str) -> Iterator[None]:
+    """Name the user function the current task runs (a loop watchdog reads it)."""
+    task = asyncio.current_task()
+    if task is None:
+        yield
+        return
+    outer = _on_loop.get(task)
+    _on_loop[task] = what
+    try:
+        yield
+    finally:
+        if outer is None:
+            _on_loop.pop(task, None)
+        else:
+            _on_loop[task] = outer
+
+
+def running_on_loop(task: asyncio.Task[Any] | None) -> str | None:
+    """The async user function ``task`` is running (``tool 'name'``), if any."""
+    return None if task is None else _on_loop.get(task)
+
+
 async def call_user_function(fn: Any, *args: Any, what: str = "") -> Any:
     """Call a sync (in a thread) or async (on the loop) user function and return its value.
 
@@ -68,7 +103,8 @@ async def call_user_function(fn: Any, *args: Any, what: str = "") -> Any:
     """
     try:
         if is_async_callable(fn):
-            value = await fn(*args)
+            with _on_the_loop(what or describe(fn)):
+                value = await fn(*args)
         else:
             context = contextvars.copy_context()
             value = await asyncio.get_running_loop().run_in_executor(
@@ -87,3 +123,14 @@ async def call_user_function(fn: Any, *args: Any, what: str = "") -> Any:
     except BaseException as exc:
         # Converted here, in the caller's coroutine: a task would re-raise it into the loop.
         raise UserCodeError(f"{what or describe(fn)} raised {type(exc).__name__}: {exc}") from exc
+
+
+async def call_instructions_function(fn: Any, ctx: Any, what: str = "") -> str:
+    """Call an instructions function: its text, ``""`` for ``None``; anything else is a
+    :class:`UserCodeError` naming the function (``42`` is no system prompt)."""
+    value = await call_user_function(fn, ctx, what=what)
+    if value is None or isinstance(value, str):
+        return value or ""
+    raise UserCodeError(
+        f"{what or describe(fn)} returned {type(value).__name__}, not a string: {value!r:.60}"
+    )

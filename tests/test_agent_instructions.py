@@ -182,3 +182,31 @@ async def test_a_failing_instructions_function_fails_the_run_before_any_model_ca
     assert caught.value.partial is None
     assert "no profile for this user" in str(caught.value)
     assert model.requests == []
+
+
+@pytest.mark.parametrize("value", [42, ["Be brief."], b"Be brief."])
+async def test_an_instructions_function_returning_a_non_string_fails_naming_it(
+    runner: Runner, value: object
+) -> None:
+    def answer_of_the_universe(ctx: RunContext[None]) -> object:
+        return value
+
+    agent, model = scripted([Message.assistant("never")], instructions_fn=answer_of_the_universe)
+
+    with pytest.raises(RunError) as caught:
+        await runner(agent, "go")
+
+    assert caught.value.stage == "instructions"
+    assert "answer_of_the_universe" in caught.value.detail
+    assert f"returned {type(value).__name__}, not a string" in caught.value.detail
+    assert model.requests == []
+
+
+async def test_an_instructions_function_returning_none_contributes_nothing(
+    runner: Runner,
+) -> None:
+    agent, model = scripted(
+        [Message.assistant("hi")], instructions="Be brief.", instructions_fn=lambda ctx: None
+    )
+    await runner(agent, "hello")
+    assert model.requests[0].messages[0] == Message.system("Be brief.")

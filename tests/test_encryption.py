@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -224,7 +225,7 @@ async def test_a_worker_with_the_wrong_key_fails_the_run_at_once_naming_the_key(
     assert isinstance(cause, ApplicationError) and cause.type == "GolemDecryptionError"
     key_a, key_b = EncryptionCodec.key_fingerprint(KEY_A), EncryptionCodec.key_fingerprint(KEY_B)
     assert cause.message == (
-        f"payload encrypted with key id {key_a!r}, which is not held here (held: {key_b}); "
+        f"cannot decrypt: key id {key_a!r} is not among this client's keys ({key_b}); "
         "add that key to GOLEM_ENCRYPTION_KEY or GolemPlugin(encryption_key=...)"
     )
     events = [
@@ -234,8 +235,65 @@ async def test_a_worker_with_the_wrong_key_fails_the_run_at_once_naming_the_key(
     assert EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED not in kinds  # failed, not retried
     assert kinds[-1] == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED
     # The starter, holding only key A, is told plainly which key it lacks.
-    with pytest.raises(DecryptionError, match=f"key id {key_b!r}, which is not held here"):
+    with pytest.raises(DecryptionError, match=f"key id {key_b!r} is not among this client's"):
         await starter.get_workflow_handle(run.run_id).result()
+    # Read through golem, the run fails at stage codec (or the failure itself is sealed).
+    with pytest.raises(DecryptionError, match="cannot decrypt"):
+        await (await DurableAgent(starter, agent, task_queue=tq).attach(run.run_id)).result()
+
+
+async def test_a_worker_without_any_key_fails_the_run_at_stage_codec_naming_the_key_id(
+    temporal_env: WorkflowEnvironment, caplog: pytest.LogCaptureFixture
+) -> None:
+    agent = secret_agent("nokey")
+    key_id = f"sealed-{uuid.uuid4().hex[:6]}"
+    spec = f"{key_id}:{base64.b64encode(KEY_A).decode()}"
+    starter = await connect(temporal_env, GolemPlugin(agent, encryption_key=spec))
+    task_queue = f"nokey-{uuid.uuid4().hex[:8]}"
+    worker_client = await connect(temporal_env, GolemPlugin(agent))
+    with caplog.at_level(logging.ERROR, logger="golem.worker"):
+        async with Worker(worker_client, task_queue=task_queue):
+            with pytest.raises(RunError) as failure:
+                await asyncio.wait_for(
+                    DurableAgent(starter, agent, task_queue=task_queue).run(PROMPT), 60
+                )
+    assert failure.value.stage == "codec"
+    assert f"sealed with encryption key id {key_id!r}" in failure.value.detail
+    assert "set GOLEM_ENCRYPTION_KEY" in failure.value.detail
+    logged = [r.getMessage() for r in caplog.records if key_id in r.getMessage()]
+    assert len(logged) == 1 and "set GOLEM_ENCRYPTION_KEY" in logged[0]  # once, on the worker
+
+
+async def test_golem_run_names_the_codec_stage_and_the_key_a_worker_lacks(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """The CLI's `golem run` against a worker without the key, then with a key of its own
+    that is not the worker's (whose failure it cannot read)."""
+    agent = secret_agent("clinokey")
+    client_key = f"cli:{base64.b64encode(KEY_A).decode()}"
+    worker_key = f"wk:{base64.b64encode(KEY_B).decode()}"
+    address = temporal_env.client.service_client.config.target_host
+    env = {**os.environ, "TEMPORAL_ADDRESS": address, "GOLEM_ENCRYPTION_KEY": client_key}
+    answers = []
+    for key in (None, worker_key):
+        task_queue = f"clikey-{uuid.uuid4().hex[:8]}"
+        plugin = GolemPlugin(agent, encryption_key=key) if key else GolemPlugin(agent)
+        async with Worker(await connect(temporal_env, plugin), task_queue=task_queue):
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "golem.cli", "run", "--agent", agent.name,
+                "--task-queue", task_queue, PROMPT,
+                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )  # fmt: skip
+            async with asyncio.timeout(120):
+                _, err = await proc.communicate()
+        answers.append((proc.returncode, err.decode()))
+    (code, no_key), (code_wrong, wrong_key) = answers
+    assert code == 1 and "run failed at stage codec" in no_key
+    assert "sealed with encryption key id 'cli'" in no_key and "GOLEM_ENCRYPTION_KEY" in no_key
+    assert "Python SDK bug" not in no_key
+    assert code_wrong == 1
+    assert "cannot decrypt: key id 'wk' is not among this client's keys (cli)" in wrong_key
+    assert "Encoded failure" not in wrong_key
 
 
 async def test_a_rotated_key_reads_old_runs_and_seals_new_ones_with_the_new_id(
@@ -342,7 +400,9 @@ async def test_golem_codec_server_serves_the_ui_over_http_on_loopback() -> None:
     try:
         assert server.stdout is not None
         banner = server.stdout.readline().decode()
-        assert f"127.0.0.1:{port}" in banner and "keys ui" in banner and "required" in banner
+        assert (
+            f"127.0.0.1:{port}" in banner and "keys ui" in banner and "auth: bearer token" in banner
+        )
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
             answer = None
             async with asyncio.timeout(30):

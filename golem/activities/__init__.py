@@ -28,7 +28,12 @@ from golem.messages import Message
 from golem.models.base import ModelError, ModelRequest, ModelResponse
 from golem.models.fallback import chain, falls_over, stamp
 from golem.tools import RunContext, ToolOutcome, validation_problems
-from golem.user_functions import UserCodeError, call_user_function, describe
+from golem.user_functions import (
+    UserCodeError,
+    call_instructions_function,
+    call_user_function,
+    describe,
+)
 from golem.wire import (
     MessagesPage,
     MessagesQuery,
@@ -346,7 +351,8 @@ async def resolve_instructions(input: PrepareInput) -> str:
     )
     fn = agent.instructions_fn
     what = f"instructions function {describe(fn)} of agent {agent.name!r}"
-    return _checked(str(await _once(what, fn, ctx) or ""), str, what)
+    text: str = await _once(what, call_instructions_function, fn, ctx, what)
+    return _checked(text, str, what)
 
 
 def activities(cache: MessageCache | None = None) -> list[Callable[..., Any]]:

@@ -31,6 +31,7 @@ from typing import Any, NoReturn
 
 from temporalio.service import RPCError, RPCStatusCode
 
+from golem import codec_server
 from golem.cli.connect import DEFAULT_ADDRESS, DEFAULT_TASK_QUEUE, WORKER_HINT, CliError
 from golem.cli.runs import cmd_chat, cmd_resume, cmd_run
 from golem.cli.server import cmd_codec_server, cmd_dev, cmd_setup, cmd_worker
@@ -38,6 +39,7 @@ from golem.cli.show import cmd_conversation, cmd_show
 from golem.client import UnknownAgentError
 from golem.messages import HistoryError
 from golem.results import RunError
+from golem.worker.converter import codec_problem
 from golem.worker.logs import configure_logging
 
 __all__ = ["COMMANDS", "describe_error", "main", "parser", "run_command"]
@@ -49,6 +51,8 @@ def describe_error(exc: BaseException) -> str:
     """One line naming a problem and its fix."""
     if isinstance(exc, CliError):
         return str(exc)
+    if (problem := codec_problem(exc)) is not None:
+        return problem
     if isinstance(exc, UnknownAgentError):
         return f"{exc}; fix --agent, or start a worker that serves it ({WORKER_HINT})"
     if isinstance(exc, HistoryError):
@@ -154,12 +158,10 @@ def parser() -> argparse.ArgumentParser:
     command("setup", "register golem's search attributes on the namespace", server)
     codec = command(
         "codec-server",
-        "serve /encode and /decode for the Temporal UI (keys from GOLEM_ENCRYPTION_KEY, "
-        "optional bearer token from GOLEM_CODEC_TOKEN)",
+        "serve /encode and /decode for the Temporal UI (keys from GOLEM_ENCRYPTION_KEY; "
+        "the UI's OIDC tokens or a bearer token from GOLEM_CODEC_TOKEN)",
     )
-    codec.add_argument("--host", default="127.0.0.1", help="interface to listen on")
-    codec.add_argument("--port", type=int, default=8081, help="port to listen on")
-    codec.add_argument("--origin", action="append", help="a UI origin to allow (repeatable)")
+    codec_server.add_arguments(codec)
     return top
 
 

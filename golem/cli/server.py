@@ -23,6 +23,7 @@ from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.worker import Worker
 
+from golem import codec_server
 from golem.cli.connect import CliError, connect_args, load_agent
 from golem.client import SEARCH_ATTRIBUTES
 from golem.testing import DEV_SERVER_ARGS, temporal_cli
@@ -89,6 +90,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     ]
     for key in SEARCH_ATTRIBUTES:
         command += ["--search-attribute", f"{key.name}=Keyword"]
+    (state / "ui-url").write_text(f"http://localhost:{ui_port}\n")  # the codec server's origin
     print(f"golem dev: Temporal on localhost:{args.port}, UI on http://localhost:{ui_port}")
     sys.stdout.flush()
     # Become the server, so a signal to `golem dev` reaches it and nothing is orphaned.
@@ -135,25 +137,4 @@ async def cmd_setup(args: argparse.Namespace) -> int:
 
 
 def cmd_codec_server(args: argparse.Namespace) -> int:
-    try:
-        import uvicorn
-
-        from golem.codec_server import DEFAULT_ORIGINS, codec_app
-        from golem.worker.codec import ENV_VAR, EncryptionCodec
-    except ImportError as exc:
-        raise SystemExit(
-            f"golem codec-server needs: pip install 'golem-temporal[codec-server]' ({exc})"
-        ) from None
-    codec = EncryptionCodec.from_env()
-    if codec is None:
-        raise SystemExit(f"golem codec-server: set {ENV_VAR} to the key(s) the workers use")
-    token = os.environ.get("GOLEM_CODEC_TOKEN") or None
-    origins = args.origin or list(DEFAULT_ORIGINS)
-    app = codec_app(codec, origins=origins, token=token)
-    print(
-        f"golem codec-server: http://{args.host}:{args.port} for {', '.join(origins)}"
-        f" (keys {', '.join(codec.key_ids)}; bearer token {'required' if token else 'off'})",
-        flush=True,
-    )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
-    return 0
+    return codec_server.serve(args)

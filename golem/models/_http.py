@@ -28,7 +28,7 @@ from golem.models.base import (
     ModelResponseError,
     StreamDelta,
 )
-from golem.strict_json import loads_strict
+from golem.strict_json import TooDeep, loads_strict
 
 __all__ = ["DEFAULT_TIMEOUT", "HTTPModel", "StreamAccumulator"]
 
@@ -217,6 +217,10 @@ class HTTPModel:
             )
         try:
             return loads_strict(text)
+        except TooDeep as exc:
+            raise ModelResponseError(
+                f"response body is {exc}", provider=self.provider, retryable=True
+            ) from None
         except ValueError:
             ctype = response.headers.get("content-type", "")
             raise ModelResponseError(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from golem.models.base import ModelResponseError
-from golem.strict_json import loads_strict
+from golem.strict_json import TooDeep, loads_strict
 
 __all__ = ["SSEParser", "ServerSentEvent", "event_json"]
 
@@ -119,6 +119,10 @@ def event_json(event: ServerSentEvent, provider: str) -> Any:
     """Decode an event's data as strict JSON, naming the provider and the bad data otherwise."""
     try:
         return loads_strict(event.data)
+    except TooDeep as exc:
+        raise ModelResponseError(
+            f"malformed stream event {event.event!r}: data is {exc}", provider=provider
+        ) from None
     except ValueError:
         raise ModelResponseError(
             f"malformed stream event {event.event!r}: data is not JSON: {event.data[:200]!r}",

@@ -10,14 +10,18 @@ be kept whole and a resumed run needs no repair (docs/adr/0006-tool-batch-eviden
   is closed with ``OUTCOME_UNKNOWN_RESULT``;
 - a call whose tool raised gets a failed result naming the error.
 
-When one call of a concurrent batch fails, siblings already running are awaited and their
-results kept. A deliberate ``Canceled`` keeps the spec's rule instead: running siblings are
-cancelled and every unanswered call is closed with ``INTERRUPTED_RESULT`` at once.
+At most ``Agent.max_concurrent_tools`` calls of a batch are in flight at once; the rest
+start in call order as earlier ones finish (docs/adr/0006-tool-batch-evidence.md). When one
+call of a concurrent batch fails, siblings already running are awaited and their results
+kept, and no waiting call starts. A deliberate ``Canceled`` keeps the spec's rule instead:
+running siblings are cancelled and every unanswered call is closed with
+``INTERRUPTED_RESULT`` at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -203,21 +207,26 @@ class _BatchRun:
             self._flight([])
 
     async def _concurrently(self, runnable: list[tuple[int, ToolCall, Tool, BaseModel]]) -> None:
-        tasks = {
-            asyncio.ensure_future(self._call(index, call, args)): (index, call)
-            for index, call, _, args in runnable
-        }
-        pending = set(tasks)
-        self._flight([call for _, call in tasks.values()])
+        waiting = deque(runnable)  # started in call order, at most the agent's bound at once
+        bound = self.batch.agent.max_concurrent_tools
+        tasks: dict[asyncio.Task[_Done], tuple[int, ToolCall]] = {}
+        pending: set[asyncio.Task[_Done]] = set()
         try:
-            while pending:
+            while True:
+                while waiting and len(pending) < bound and self.stop is None:
+                    index, call, _, args = waiting.popleft()
+                    task = asyncio.ensure_future(self._call(index, call, args))
+                    tasks[task] = (index, call)
+                    pending.add(task)
+                if not pending:
+                    break
+                self._flight([tasks[t][1] for t in sorted(pending, key=lambda t: tasks[t][0])])
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 # Record in call order so concurrent completions are deterministic.
                 for task in sorted(done, key=lambda t: tasks[t][0]):
                     self._record(*tasks[task], task.result())
                 if self.canceled:
                     break  # the spec's rule: a deliberate stop cancels running siblings
-                self._flight([tasks[t][1] for t in sorted(pending, key=lambda t: tasks[t][0])])
         finally:
             for task in pending:
                 task.cancel()

@@ -51,6 +51,14 @@ async def process_history(
         except Exception as exc:
             name = describe(agent.history_processor)
             raise Stop("history", f"history processor {name} failed: {exc}") from exc
+        strays = [i for i, m in enumerate(history) if not isinstance(m, Message)]
+        if strays:
+            name = describe(agent.history_processor)
+            kind = type(history[strays[0]]).__name__
+            raise Stop(
+                "history",
+                f"history processor {name} returned {kind} at index {strays[0]}, not a Message",
+            )
     try:
         validate_history(history)
     except HistoryError as exc:

@@ -32,6 +32,7 @@ from golem.messages import HistoryError
 from golem.results import RunError
 from golem.worker.converter import golem_data_converter
 from golem.worker.logs import RunLogInterceptor, install_activity_failure_filter
+from golem.worker.watchdog import worker_watchdog
 from golem.workflows import registry
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.conversation import ConversationWorkflow
@@ -148,6 +149,7 @@ class GolemPlugin(SimplePlugin):
             workflow_runner=lambda existing: _sandbox(existing, passthrough),
             # A bad input or a run's own failure must fail the workflow, not retry its task.
             workflow_failure_exception_types=[RunError, HistoryError, LookupError],
+            run_context=worker_watchdog,  # one warning naming a tool that blocks the loop
         )
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:

@@ -25,6 +25,9 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 from temporalio.exceptions import ApplicationError
 
+from golem.worker.converter import DECRYPTION_ERROR, ENV_VAR, KEY_ID
+from golem.worker.converter import ENCRYPTED as ENCODING
+
 __all__ = [
     "DECRYPTION_ERROR",
     "ENCODING",
@@ -34,14 +37,6 @@ __all__ = [
     "EncryptionCodec",
 ]
 
-#: ``encoding`` metadata of an encrypted payload.
-ENCODING = b"binary/encrypted"
-#: Metadata key naming the key a payload was encrypted with.
-KEY_ID = "encryption-key-id"
-#: Environment variable ``GolemPlugin`` and the CLI read keys from.
-ENV_VAR = "GOLEM_ENCRYPTION_KEY"
-#: ``ApplicationError.type`` of a payload that could not be decrypted.
-DECRYPTION_ERROR = "GolemDecryptionError"
 _NONCE = 12
 
 
@@ -133,8 +128,8 @@ class EncryptionCodec(PayloadCodec):
         cipher = self._ciphers.get(key_id)
         if cipher is None:
             raise DecryptionError(
-                f"payload encrypted with key id {key_id!r}, which is not held here "
-                f"(held: {', '.join(self._ciphers)}); add that key to {ENV_VAR} or "
+                f"cannot decrypt: key id {key_id!r} is not among this client's keys "
+                f"({', '.join(self._ciphers)}); add that key to {ENV_VAR} or "
                 "GolemPlugin(encryption_key=...)"
             )
         data = payload.data
@@ -142,8 +137,9 @@ class EncryptionCodec(PayloadCodec):
             plain = cipher.decrypt(data[:_NONCE], data[_NONCE:], raw_id)
         except InvalidTag:
             raise DecryptionError(
-                f"payload with key id {key_id!r} failed to decrypt: the key held under that "
-                "id is not the one it was encrypted with, or the payload was altered"
+                f"cannot decrypt: the payload with key id {key_id!r} failed to decrypt: the "
+                "key held under that id is not the one it was encrypted with, or the payload "
+                "was altered"
             ) from None
         return Payload.FromString(plain)
 

@@ -7,13 +7,16 @@ message, call and result as small in history as in ``dump_messages``.
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import temporalio.api.common.v1
 from pydantic import ValidationError
 from pydantic_core import SchemaSerializer
 from pydantic_core.core_schema import any_schema
+from temporalio.common import RawValue
 from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
 from temporalio.converter import (
     CompositePayloadConverter,
@@ -25,10 +28,22 @@ from temporalio.exceptions import ApplicationError
 
 from golem.worker import stream_wire
 
-__all__ = ["BAD_PAYLOAD", "golem_data_converter"]
+__all__ = ["BAD_PAYLOAD", "DECRYPTION_ERROR", "codec_problem", "golem_data_converter"]
 
 #: ``ApplicationError.type`` of a payload that does not decode as the type golem expects.
 BAD_PAYLOAD = "GolemBadPayload"
+#: ``ApplicationError.type`` of an encrypted payload this process cannot decrypt: no key at
+#: all, or not the one it was sealed with (a run fails with it at stage ``codec``).
+DECRYPTION_ERROR = "GolemDecryptionError"
+#: ``encoding`` metadata of an encrypted payload (golem.worker.codec writes it).
+ENCRYPTED = b"binary/encrypted"
+#: Metadata key naming the key a payload was encrypted with.
+KEY_ID = "encryption-key-id"
+#: Environment variable ``GolemPlugin`` and the CLI read keys from.
+ENV_VAR = "GOLEM_ENCRYPTION_KEY"
+
+logger = logging.getLogger("golem.worker")
+_told: set[str] = set()  # key ids a missing-key error was logged for, once per process
 
 
 class CompactJSONPayloadConverter(PydanticJSONPlainPayloadConverter):
@@ -80,7 +95,42 @@ def _near(error: Any, data: bytes) -> str:
     return f", near {data[max(0, end - 40) : end + 10].decode('utf-8', 'replace')!r}"
 
 
+def no_key_error(payload: temporalio.api.common.v1.Payload) -> ApplicationError:
+    """The error for an encrypted payload read without any key: names the key id it was
+    sealed with and what to set (logged once per key id, so a worker's log says it too)."""
+    key_id = payload.metadata.get(KEY_ID, b"").decode(errors="replace")
+    message = (
+        f"cannot decrypt: the payload is sealed with encryption key id {key_id!r} and no "
+        f"key is set here: set {ENV_VAR} (or GolemPlugin(encryption_key=...)) to the key "
+        "the client uses"
+    )
+    if key_id not in _told:
+        _told.add(key_id)
+        logger.error("%s", message)
+    return ApplicationError(message, type=DECRYPTION_ERROR, non_retryable=True)
+
+
+def codec_problem(exc: BaseException) -> str | None:
+    """What a decryption failure means, in one line (``None`` for any other error)."""
+    if isinstance(exc, ApplicationError) and exc.type == DECRYPTION_ERROR:
+        return exc.message
+    return None
+
+
 class GolemPayloadConverter(CompositePayloadConverter):
+    def from_payloads(
+        self,
+        payloads: Sequence[temporalio.api.common.v1.Payload],
+        type_hints: list[type] | None = None,
+    ) -> list[Any]:
+        hints: list[Any] = list(type_hints or [])
+        for index, payload in enumerate(payloads):
+            raw = index < len(hints) and hints[index] is RawValue
+            if payload.metadata.get("encoding") == ENCRYPTED and not raw:
+                # Still sealed: no codec here. A FailureError fails the run, naming the key.
+                raise no_key_error(payload)
+        return super().from_payloads(payloads, type_hints)
+
     def __init__(self) -> None:
         json = CompactJSONPayloadConverter()
         super().__init__(

@@ -23,7 +23,7 @@ from temporalio.exceptions import ApplicationError, CancelledError
 from golem.messages import Message
 from golem.results import RunError
 from golem.wire import Failed, RunReport
-from golem.worker.converter import BAD_PAYLOAD
+from golem.worker.converter import BAD_PAYLOAD, DECRYPTION_ERROR
 from golem.workflows.approvals import CANNOT_PAUSE, NOT_PAUSED
 from golem.workflows.registry import UNKNOWN_AGENT
 from golem.workflows.report import run_failure
@@ -83,6 +83,9 @@ FAILURES: dict[str, Callable[[str, str], Exception]] = {
     UNKNOWN_AGENT: _plain(UnknownAgentError),
     BAD_PAYLOAD: lambda message, run_id: RunError(
         "history", f"run {run_id} could not read its input: {message}"
+    ),
+    DECRYPTION_ERROR: lambda message, run_id: RunError(
+        "codec", f"run {run_id} could not be read by its worker: {message}"
     ),
     CLOSED: _plain(ConversationClosedError),
     WAITING: _plain(ValueError),
