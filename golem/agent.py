@@ -32,6 +32,7 @@ from golem.models.fallback import plan
 from golem.results import Result, RunError
 from golem.retry import Retry
 from golem.tools import RunContext, Tool
+from golem.toolsets import Toolset, check_toolsets
 from golem.usage import UsageLimits
 
 __all__ = ["Agent", "InstructionsFn", "RunStream"]
@@ -65,6 +66,7 @@ class Agent(Generic[DepsT, OutputT]):
         output_retries: int = 2,
         model_retry: Retry | None = None,
         approval_timeout: timedelta | None = None,
+        toolsets: Sequence[Toolset] = (),
     ) -> None:
         self._model = model
         self.name = name
@@ -86,6 +88,9 @@ class Agent(Generic[DepsT, OutputT]):
         waits as long as it takes). A later approval is refused. In process a run pauses
         instead."""
         self.tools: dict[str, Tool] = {}
+        self.toolsets = tuple(toolsets)
+        """Servers whose tools join the agent's own, read once per run (golem.toolsets)."""
+        check_toolsets(self.name, (), self.toolsets)
         for item in tools:
             self._register(item if isinstance(item, Tool) else Tool.from_function(item))
 
@@ -152,6 +157,7 @@ class Agent(Generic[DepsT, OutputT]):
     def _register(self, tool: Tool) -> None:
         if tool.name in self.tools:
             raise ValueError(f"agent {self.name!r} already has a tool named {tool.name!r}")
+        check_toolsets(self.name, {*self.tools, tool.name}, self.toolsets)
         self.tools[tool.name] = tool
         self.__dict__.pop("tool_definitions", None)
 
@@ -170,8 +176,11 @@ class Agent(Generic[DepsT, OutputT]):
 
     @property
     def may_pause(self) -> bool:
-        """Some tool needs a person's approval, so a run of this agent may pause for it."""
-        return any(tool.requires_approval for tool in self.tools.values())
+        """Some tool (its own, or a toolset's) needs a person's approval, so a run of this
+        agent may pause for it."""
+        return any(tool.requires_approval for tool in self.tools.values()) or any(
+            toolset.may_need_approval() for toolset in self.toolsets
+        )
 
     # -- running --------------------------------------------------------------------
 
@@ -189,7 +198,7 @@ class Agent(Generic[DepsT, OutputT]):
         """Run in process. ``history`` continues a conversation (the caller's list is never
         changed); failures raise :class:`golem.RunError` with the partial evidence."""
         inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, approvals)
-        return await RunLoop(self, self._local_executor(), inputs).run()
+        return await self._run_local(inputs)
 
     def run_stream(
         self,
@@ -209,6 +218,15 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _local_executor(self) -> LocalExecutor:
         return LocalExecutor(self)
+
+    async def _run_local(
+        self, inputs: RunInput, emit: Callable[[RunEvent], None] | None = None
+    ) -> Result[OutputT]:
+        executor = self._local_executor()
+        try:
+            return await RunLoop(self, executor, inputs, emit).run()
+        finally:
+            await executor.aclose()  # the run's toolset servers are let go when it ends
 
 
 def _inputs(
@@ -248,8 +266,7 @@ class RunStream(Generic[OutputT]):
 
     async def __aiter__(self) -> AsyncIterator[RunEvent]:
         queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
-        loop = RunLoop(self._agent, self._agent._local_executor(), self._inputs, queue.put_nowait)
-        self._task = asyncio.ensure_future(loop.run())
+        self._task = asyncio.ensure_future(self._agent._run_local(self._inputs, queue.put_nowait))
         self._task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:

@@ -11,7 +11,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
         ToolOutcomeUnknown,
         validation_problems,
     )
+    from golem.toolsets import Toolset, ToolsetTool
     from golem.workflows import lineage, registry
     from golem.workflows.approvals import CANNOT_PAUSE, ApprovalGate
     from golem.workflows.outcome import (
@@ -57,6 +58,9 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows.shipping import REF_BYTES, HistoryBase, Outbox, content_digest, derived
     from golem.workflows.streams import RunStreamHost
     from golem.workflows.types import AgentRunInput, PrepareInput, ToolCallInput
+
+if TYPE_CHECKING:
+    from golem.workflows.mcp import RunToolsets
 
 T = TypeVar("T")
 
@@ -146,6 +150,8 @@ class TemporalExecutor:
         self._on_change = on_change
         self._answer: Message | None = None  # the last model answer, and its calls' outcomes
         self._outcomes: dict[str, ToolOutcome] = {}
+        self.toolsets: RunToolsets | None = None  # once the run lists a toolset
+        self._toolset_tools: dict[str, ToolsetTool] = {}
 
     def new_id(self) -> str:
         return str(workflow.uuid7())
@@ -185,6 +191,16 @@ class TemporalExecutor:
             )
         )
 
+    async def toolset_tools(self, toolset: Toolset, ctx: RunContext[Any]) -> list[ToolsetTool]:
+        if self.toolsets is None:
+            from golem.workflows.mcp import RunToolsets  # only runs with toolsets import mcp
+
+            self.toolsets = RunToolsets(self.heartbeat_timeout)
+        policy = _retry_policy(toolset.retry_policy)  # listing is safe to repeat
+        tools: list[ToolsetTool] = await _activity(self.toolsets.tools(toolset, ctx, policy))
+        self._toolset_tools.update((tool.name, tool) for tool in tools)
+        return tools
+
     async def request(
         self, request: ModelRequest, ctx: RunContext[Any], on_delta: DeltaSink | None
     ) -> ModelResponse:
@@ -199,6 +215,8 @@ class TemporalExecutor:
             (ctx.run_id, ctx.conversation_id),
             self._derivable(ctx),
         )
+        if self.toolsets is not None:  # the model activity learns their tools by digest
+            call = call.model_copy(update={"tools": self.toolsets.digest})
         # One activity per model of a fallback, each retried by its own policy (ADR 0017).
         failures: list[tuple[str, str]] = []
         models = self.agent.model_plan
@@ -263,16 +281,22 @@ class TemporalExecutor:
             raise
 
     async def _call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
-        tool = self.agent.tools[call.name]
+        tool = self._toolset_tools.get(call.name) or self.agent.tools[call.name]
         policy = tool.retry_policy
         self.tools_in_flight.append(call.name)
         self._on_change()
         try:
-            outcome = await self._tool_activity(
-                call, ctx, tool.timeout or timedelta(minutes=5), policy
-            )
+            if isinstance(tool, ToolsetTool):
+                assert self.toolsets is not None  # it listed the tool
+                outcome = await _activity(
+                    self.toolsets.call(tool, call, ctx, tool.timeout, _retry_policy(policy))
+                )
+            else:
+                outcome = await self._tool_activity(
+                    call, ctx, tool.timeout or timedelta(minutes=5), policy
+                )
+                self._outcomes[call.id] = outcome  # its worker can make its message itself
             self._record(outcome.content)
-            self._outcomes[call.id] = outcome
             self.tools_done += 1
             return outcome
         finally:
@@ -453,7 +477,7 @@ class AgentRunWorkflow:
             agent = registry.lookup(info.task_queue, name) if name else None
         except LookupError:
             return
-        if agent is not None and not any(t.requires_approval for t in agent.tools.values()):
+        if agent is not None and not agent.may_pause:
             raise ApplicationError(
                 f"agent {name!r} has no tool that needs approval: its runs never pause",
                 type=CANNOT_PAUSE,

@@ -187,6 +187,9 @@ class ModelCallInput(BaseModel):
     put back from ``stamps`` (sent with a request's first messages, then kept by the cache)."""
     stamps: Stamps | None = None
     """The run's ``(run_id, conversation_id)``, sent when ``since`` is 0."""
+    tools: str = ""
+    """The digest of the run's toolset tools (``golem.workflows.mcp``), which the request
+    offers after the agent's own; empty for a run without toolsets."""
     derived: bool = False
     """The new messages are the previous model call's answer and the tool messages of the
     calls it asked for, in order, stamped with the run's stamps: a worker that ran those
