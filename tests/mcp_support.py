@@ -21,7 +21,7 @@ STDIO_SERVER = SERVERS / "files_server.py"
 HTTP_SERVER = SERVERS / "docs_server.py"
 
 
-def files_server(log: Path, *server_args: str, **options: Any) -> MCPServer:
+def files_server(log: Path | str, *server_args: str, **options: Any) -> MCPServer:
     """The stdio test server, logging to ``log``."""
     return MCPServer.stdio(
         "files",

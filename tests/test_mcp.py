@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -10,7 +12,7 @@ from typing import Any
 import pytest
 from agents import FAST_RETRY, Deps, ask, call, scripted
 from mcp_servers.common import PICTURE
-from mcp_support import HTTPServer, Log, files_server, http_server, lines
+from mcp_support import HTTPServer, Log, alive, files_server, http_server, lines
 from runners import Runner
 
 from golem.agent import Agent
@@ -316,3 +318,55 @@ def test_an_agent_refuses_the_clashes_it_can_see(tmp_path: Path) -> None:
 def test_a_server_name_must_be_fit_for_an_activity_name() -> None:
     with pytest.raises(ValueError, match="MCP server name 'my files'"):
         MCPServer.stdio("my files", command="x")
+
+
+async def test_mcp_calls_stream_tool_start_and_end_events(docs: HTTPServer) -> None:
+    agent, _ = scripted(
+        [ask(call("c1", "read", path="a")), Message.assistant("ok")], toolsets=[docs.toolset()]
+    )
+    stream = agent.run_stream("go")
+
+    events = [e async for e in stream]
+
+    tools = [(e.kind, e.call.name if e.call else "") for e in events]
+    assert [t for t in tools if t[0] in ("tool_start", "tool_end")] == [
+        ("tool_start", "read"),
+        ("tool_end", "read"),
+    ]
+    end = next(e for e in events if e.kind == "tool_end")
+    assert end.message is not None and end.message.content == "contents of a"
+    assert stream.result.output == "ok"
+
+
+async def test_a_stdio_server_process_ends_with_its_run(tmp_path: Path) -> None:
+    agent, _ = scripted(
+        [ask(call("c1", "read", path="a")), Message.assistant("ok")],
+        toolsets=[files_server(tmp_path)],
+    )
+
+    await agent.run("go")
+
+    [pid] = lines(tmp_path, "pids")
+    assert not alive(int(pid))
+
+
+def test_defining_mcp_servers_and_serving_agents_without_toolsets_imports_no_mcp() -> None:
+    script = """
+import sys
+from golem import Agent
+from golem.mcp import MCPServer
+from golem.worker import GolemPlugin
+import golem.client, golem.workflows.agent_run, golem.activities
+
+def loaded():
+    return [m for m in sys.modules if m.split(".")[0] in ("mcp", "mcp_types")]
+
+files = MCPServer.stdio("files", command="python")
+GolemPlugin(Agent("openai:gpt-4o"))
+print(len(loaded()))
+GolemPlugin(Agent("openai:gpt-4o", toolsets=[files]))
+print(len(loaded()) > 0, "temporalio.mcp" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["0", "True True"]  # only an MCP agent's plugin does
