@@ -12,7 +12,7 @@ from mcp_support import files_server
 
 from golem import Message, ToolCall
 from golem.agent import Agent
-from golem.models import FunctionModel
+from golem.models import FunctionModel, ScriptedModel
 
 
 def _slow_then_answer(messages: list[Message], tools: Any) -> Message:
@@ -31,3 +31,38 @@ def agents(log: Path | str) -> list[Agent[Any, Any]]:
         Agent(model, name="mcp_idempotent", toolsets=[files]),
         Agent(model, name="mcp_at_most_once", toolsets=[once]),
     ]
+
+
+def replayed(log: Path | str) -> list[Agent[Any, Any]]:
+    """The agents of the recorded MCP histories (tests/record_mcp_histories.py): their names
+    and toolsets are what a replay needs; their models answer only when recording."""
+    files = files_server(log, "--tools", "12", "--page-size", "5")
+    tools = Agent(
+        ScriptedModel(
+            [
+                Message.assistant(
+                    "",
+                    [
+                        ToolCall(id="c1", name="read", args='{"path": "a"}'),
+                        ToolCall(id="c2", name="picture", args="{}"),
+                        ToolCall(id="c3", name="broken", args='{"why": "no"}'),
+                        ToolCall(id="c4", name="strict", args='{"count": -1}'),
+                    ],
+                ),
+                Message.assistant("done"),
+            ]
+        ),
+        name="mcp_tools",
+        toolsets=[files],
+    )
+    approval = Agent(
+        ScriptedModel(
+            [
+                Message.assistant("", [ToolCall(id="d1", name="delete", args='{"path": "a"}')]),
+                Message.assistant("deleted"),
+            ]
+        ),
+        name="mcp_approval",
+        toolsets=[dataclasses.replace(files, requires_approval={"delete"})],
+    )
+    return [tools, approval]

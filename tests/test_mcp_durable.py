@@ -15,14 +15,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agents import ask, call, scripted
-from mcp_agents import agents
+from mcp_agents import agents, replayed
 from mcp_support import alive, files_server, http_server, lines, until
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
+from temporalio.worker import Replayer, Worker
 
 from golem.agent import Agent
 from golem.client import DurableAgent
@@ -243,3 +244,42 @@ async def test_an_at_most_once_mcp_call_whose_worker_died_is_closed_as_outcome_u
     assert not normalize_history(partial.messages)[1].changed  # resume needs no repair
     assert resumed.output == f"finished: {OUTCOME_UNKNOWN_RESULT}"
     assert not any(alive(int(pid)) for pid in lines(tmp_path, "pids"))
+
+
+# -- recorded runs (tests/record_mcp_histories.py) ---------------------------------------------
+
+HISTORIES = sorted((Path(__file__).parent / "histories" / "mcp").glob("*.json"))
+
+
+def recorded(path: Path) -> WorkflowHistory:
+    return WorkflowHistory.from_json(path.stem, path.read_text())
+
+
+def test_the_recorded_mcp_histories_hold_what_they_were_recorded_for() -> None:
+    assert [p.stem for p in HISTORIES] == ["mcp_approval", "mcp_tools"]
+    for path in HISTORIES:
+        kinds = [
+            e.activity_task_scheduled_event_attributes.activity_type.name
+            for e in recorded(path).events
+            if e.event_type == SCHEDULED
+        ]
+        assert kinds[0] == "temporalio.mcp.files.list-tools"
+        assert kinds.count("temporalio.mcp.files.list-tools") == 1
+    tools = recorded(HISTORIES[1]).events
+    failed = [e for e in tools if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED]
+    assert len(failed) == 1  # the invalid arguments, answered as a failed result
+    approval = recorded(HISTORIES[0]).events
+    updates = [
+        e.workflow_execution_update_accepted_event_attributes.accepted_request.input.name
+        for e in approval
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+    ]
+    assert "golem.approve" in updates
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
+async def test_a_recorded_mcp_run_replays_deterministically(path: Path, tmp_path: Path) -> None:
+    replayer = Replayer(workflows=[], plugins=[GolemPlugin(*replayed(tmp_path))])
+    result = await replayer.replay_workflow(recorded(path), raise_on_replay_failure=False)
+    assert result.replay_failure is None, result.replay_failure
+    assert lines(tmp_path, "pids") == []  # replay starts no server
