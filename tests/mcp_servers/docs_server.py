@@ -16,7 +16,7 @@ from mcp_servers.common import add_tools, announce, record
 
 
 def build() -> MCPServer:
-    server = MCPServer("docs")
+    server = MCPServer("docs", log_level="WARNING")
     add_tools(server)
 
     @server.tool()

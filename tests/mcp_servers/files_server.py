@@ -61,7 +61,7 @@ def main() -> None:
     parser.add_argument("--page-size", type=int, default=0)
     options = parser.parse_args()
     middleware = [Pages(options.page_size)] if options.page_size else []
-    server = MCPServer("files", middleware=middleware)
+    server = MCPServer("files", middleware=middleware, log_level="WARNING")
     add_tools(server)
     numbered(server, options.tools)
     announce()
