@@ -48,4 +48,7 @@ def write_note(name: str, text: str) -> str:
 
 
 if __name__ == "__main__":
-    notes.run("stdio")
+    if "--http" in sys.argv:
+        notes.run("streamable-http", host="127.0.0.1", port=int(sys.argv[-1]))
+    else:
+        notes.run("stdio")

@@ -21,7 +21,7 @@ import hashlib
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Protocol, TypedDict
+from typing import Any, Protocol, Self, TypedDict
 
 from pydantic import BaseModel, RootModel
 
@@ -109,11 +109,23 @@ class Toolset:
     max_retries: int = 2
     """Failed results the model may correct (invalid arguments) before the run ends."""
 
-    def filtered(self, names: Iterable[str]) -> Any:
-        """This toolset offering only ``names`` (the server's names, before any prefix)."""
-        return dataclasses.replace(self, only=frozenset(names))
+    def __post_init__(self) -> None:
+        for what in ("only", "requires_approval", "at_most_once"):
+            rule = getattr(self, what)
+            if isinstance(rule, str):  # a string is a collection of letters: never meant
+                said = "filtered" if what == "only" else what
+                raise TypeError(
+                    f"toolset {self.name!r}: {said} takes a set of tool names, not the "
+                    f"string {rule!r} (write {{{rule!r}}})"
+                )
+            if rule is not None and _is_names(rule):
+                object.__setattr__(self, what, frozenset(rule))
 
-    def prefixed(self, prefix: str | None) -> Any:
+    def filtered(self, names: Iterable[str]) -> Self:
+        """This toolset offering only ``names`` (the server's names, before any prefix)."""
+        return dataclasses.replace(self, only=names)  # type: ignore[arg-type]
+
+    def prefixed(self, prefix: str | None) -> Self:
         """This toolset with its tools named ``<prefix>_<name>``."""
         return dataclasses.replace(self, prefix=prefix)
 

@@ -16,6 +16,7 @@ from mcp_support import HTTPServer, Log, alive, files_server, http_server, lines
 from runners import Runner
 
 from golem.agent import Agent
+from golem.history.repair import OUTCOME_UNKNOWN_RESULT
 from golem.mcp import MCPServer
 from golem.messages import Message, Part
 from golem.models.base import ToolDefinition
@@ -270,6 +271,28 @@ async def test_headers_reach_the_http_server(
     assert tool_results(result.messages) == [("whoami", expected, False)]
 
 
+@pytest.mark.parametrize("once", [False, True], ids=["at-least-once", "at-most-once"])
+async def test_a_server_lost_mid_call_is_retried_per_policy_or_its_outcome_is_unknown(
+    runner: Runner, tmp_path: Path, once: bool
+) -> None:
+    rule = {"crash"} if once else False
+    server = files_server(tmp_path, retry=FAST_RETRY, at_most_once=rule)
+    agent, _ = scripted([ask(call("c1", "crash"))], toolsets=[server])
+
+    with pytest.raises(RunError) as caught:
+        await runner(agent, "go")
+
+    assert caught.value.stage == "tool"
+    assert caught.value.partial is not None
+    [closed] = [m for m in caught.value.partial.messages if m.role == "tool"]
+    if once:
+        assert lines(tmp_path) == ["crash"]  # never sent again
+        assert closed.content == OUTCOME_UNKNOWN_RESULT
+    else:
+        assert lines(tmp_path) == ["crash"] * 3  # FAST_RETRY: three attempts, three servers
+        assert closed.failed and closed.content.startswith("the tool failed: ")
+
+
 async def test_a_lost_server_fails_the_run_at_stage_tool_and_resume_works_once_it_is_back(
     runner: Runner, lost: HTTPServer
 ) -> None:
@@ -318,6 +341,17 @@ def test_an_agent_refuses_the_clashes_it_can_see(tmp_path: Path) -> None:
 def test_a_server_name_must_be_fit_for_an_activity_name() -> None:
     with pytest.raises(ValueError, match="MCP server name 'my files'"):
         MCPServer.stdio("my files", command="x")
+
+
+def test_a_rule_given_one_name_as_a_string_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"at_most_once takes a set of tool names, not the string"):
+        MCPServer.stdio("files", command="x", at_most_once="charge")
+    with pytest.raises(
+        TypeError, match=r"filtered takes a set of tool names, not the string 'read'"
+    ):
+        MCPServer.stdio("files", command="x").filtered("read")
+    server = MCPServer.stdio("files", command="x", requires_approval=["delete"])
+    assert server.requires_approval == frozenset({"delete"})
 
 
 async def test_mcp_calls_stream_tool_start_and_end_events(docs: HTTPServer) -> None:

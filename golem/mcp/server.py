@@ -56,6 +56,7 @@ class MCPServer(Toolset):
     headers: Headers = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not _NAME.match(self.name):
             raise ValueError(
                 f"MCP server name {self.name!r}: use 1-64 letters, digits, '_' or '-' "

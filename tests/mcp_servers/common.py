@@ -83,6 +83,12 @@ def add_tools(server: MCPServer) -> None:
         return f"deleted {path}"
 
     @server.tool()
+    def crash() -> str:
+        """Ends the server's process mid-call (its client sees the connection close)."""
+        record("crash")
+        os._exit(1)
+
+    @server.tool()
     async def slow(label: str) -> str:
         """Waits for the test's ``release`` file, then answers (at once without a test dir)."""
         record(f"slow:{label}")
