@@ -71,6 +71,27 @@ async def until(condition: Any, timeout: float = 30.0) -> None:
             await asyncio.sleep(0.02)
 
 
+async def started(*command: str, env: dict[str, str]) -> asyncio.subprocess.Process:
+    """``python *command`` (with ``env`` added), once it has printed ``ready``."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, *command, env={**os.environ, **env}, stdout=asyncio.subprocess.PIPE
+    )
+    assert process.stdout is not None
+    async with asyncio.timeout(60):
+        said = await process.stdout.readline()
+    if said.strip() != b"ready":
+        await killed(process)
+        raise RuntimeError(f"{command[0]} did not start (it said {said!r})")
+    return process
+
+
+async def killed(process: asyncio.subprocess.Process) -> None:
+    """SIGKILL ``process`` (when it still runs) and reap it."""
+    if process.returncode is None:
+        process.send_signal(signal.SIGKILL)
+    await process.wait()
+
+
 @dataclass
 class HTTPServer:
     """The streamable HTTP test server, run as its own process."""
@@ -87,21 +108,12 @@ class HTTPServer:
         return MCPServer.http("docs", url=self.url, **options)
 
     async def start(self) -> None:
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(HTTP_SERVER),
-            str(self.port),
-            env={**os.environ, "MCP_TEST_DIR": str(self.log)},
-            stdout=asyncio.subprocess.PIPE,
-        )
-        assert self.process.stdout is not None
-        async with asyncio.timeout(30):
-            assert (await self.process.stdout.readline()).strip() == b"ready"
+        env = {"MCP_TEST_DIR": str(self.log)}
+        self.process = await started(str(HTTP_SERVER), str(self.port), env=env)
 
     async def kill(self) -> None:
-        if self.process is not None and self.process.returncode is None:
-            self.process.send_signal(signal.SIGKILL)
-            await self.process.wait()
+        if self.process is not None:
+            await killed(self.process)
 
 
 @asynccontextmanager

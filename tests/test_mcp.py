@@ -174,8 +174,8 @@ async def test_a_long_tool_list_is_read_page_by_page_once_per_run(
     result = await runner(agent, "go")
 
     assert tool_results(result.messages)[0] == ("tool_059", "numbered 59", False)
-    assert len(lines(tmp_path, "lists")) == 10  # 67 tools, 7 a page: one listing
-    assert [len(r.tools) for r in model.requests] == [67, 67, 67]
+    assert len(lines(tmp_path, "lists")) == 10  # 68 tools (60 numbered), 7 a page: one listing
+    assert [len(r.tools) for r in model.requests] == [68, 68, 68]
 
 
 async def test_an_mcp_tool_needing_approval_pauses_and_runs_once_approved(

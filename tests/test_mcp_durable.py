@@ -4,10 +4,6 @@ worker (none outlives a worker killed mid-call), and a recorded run that replays
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,7 +14,7 @@ from typing import Any
 import pytest
 from agents import ask, call, scripted
 from mcp_agents import agents, replayed
-from mcp_support import alive, files_server, http_server, lines, until
+from mcp_support import alive, files_server, http_server, killed, lines, started, until
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHistory
@@ -178,39 +174,19 @@ async def test_headers_stay_on_the_worker_and_out_of_the_history(
 # -- a worker killed mid-call ------------------------------------------------------------------
 
 
-@asynccontextmanager
-async def doomed_worker(
-    env: WorkflowEnvironment, task_queue: str, log: Path
-) -> AsyncIterator[asyncio.subprocess.Process]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(WORKER),
-        env.client.service_client.config.target_host,
-        task_queue,
-        env={**os.environ, "MCP_TEST_DIR": str(log)},
-        stdout=asyncio.subprocess.PIPE,
-    )
-    try:
-        assert process.stdout is not None
-        assert (await process.stdout.readline()).strip() == b"ready"
-        yield process
-    finally:
-        if process.returncode is None:
-            process.kill()
-        await process.wait()
-
-
 async def crash_then_take_over(env: WorkflowEnvironment, agent: str, log: Path) -> object:
     """Start a run on a worker process, kill it (SIGKILL) while ``slow`` runs on its stdio
     server, then serve the run from this process: its result, or its error and resumption."""
     task_queue = f"mcp-crash-{uuid.uuid4().hex[:12]}"
     durable: DurableAgent[str] = DurableAgent(env.client, agent, task_queue=task_queue)
-    async with doomed_worker(env, task_queue, log) as process:
+    address = env.client.service_client.config.target_host
+    worker = await started(str(WORKER), address, task_queue, env={"MCP_TEST_DIR": str(log)})
+    try:
         run = await durable.start("go")
         await until(lambda: lines(log, "started"))
         [orphan] = lines(log, "pids")
-        process.send_signal(signal.SIGKILL)
-        await process.wait()
+    finally:
+        await killed(worker)
     # Its stdio server reads the end of its input and goes: no process outlives the worker.
     await until(lambda: not alive(int(orphan)), timeout=10)
     (log / "release").touch()  # from now on a call of slow answers at once
