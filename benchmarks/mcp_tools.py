@@ -6,10 +6,10 @@
    scheduled to completed, from the run's history). A local golem tool doing the same
    in-process work is the reference row.
 2. The tool list, per run: a one-turn run with the MCP toolset minus the same run without
-   it (in process the run starts, lists and stops its stdio server; durably one activity
-   on a worker whose server stays up), and the list-tools activity alone.
+   it, run in turn (in process the run starts, lists and stops its stdio server; durably
+   one activity on a worker whose server stays up), and the list-tools activity alone.
 
-Run: .venv/bin/python benchmarks/mcp_tools.py [--calls 20] [--runs 5]
+Run: .venv/bin/python benchmarks/mcp_tools.py [--calls 20] [--runs 15]
 (the ``mcp`` and ``dev-server`` extras). The machine is shared: read the ratios.
 """
 
@@ -118,12 +118,16 @@ async def activity_times(client: TemporalClient, run_id: str, kind: str) -> list
     return times
 
 
-async def wall(work: Callable[[], Awaitable[Any]], runs: int) -> list[float]:
-    times = []
+async def interleaved(
+    first: Callable[[], Awaitable[Any]], second: Callable[[], Awaitable[Any]], runs: int
+) -> tuple[list[float], list[float]]:
+    """Wall times of ``first`` and ``second``, run in turn (so a busy moment hits both)."""
+    times: tuple[list[float], list[float]] = ([], [])
     for _ in range(runs):
-        start = time.perf_counter()
-        await work()
-        times.append(time.perf_counter() - start)
+        for work, into in ((first, times[0]), (second, times[1])):
+            start = time.perf_counter()
+            await work()
+            into.append(time.perf_counter() - start)
     return times
 
 
@@ -182,15 +186,17 @@ async def main(calls: int, runs: int) -> None:
                     progress(f"{transport}: the tool list per run")
                     lister = agent(f"bench_list_{transport}", 0, server)
                     plain = agent(f"bench_plain_{transport}", 0, None)
-                    row["list in process"] = await wall(lambda a=lister: a.run("hi"), runs)
-                    row["no list in process"] = await wall(lambda a=plain: a.run("hi"), runs)
+                    row["list in process"], row["no list in process"] = await interleaved(
+                        lambda a=lister: a.run("hi"), lambda a=plain: a.run("hi"), runs
+                    )
                     tq2 = f"bench-list-{uuid.uuid4().hex[:6]}"
                     async with Worker(client, task_queue=tq2, plugins=[GolemPlugin(lister, plain)]):
                         listing = DurableAgent(client, lister, task_queue=tq2)
                         bare = DurableAgent(client, plain, task_queue=tq2)
                         await listing.run("warm")
-                        row["list durably"] = await wall(lambda d=listing: d.run("hi"), runs)
-                        row["no list durably"] = await wall(lambda d=bare: d.run("hi"), runs)
+                        row["list durably"], row["no list durably"] = await interleaved(
+                            lambda d=listing: d.run("hi"), lambda d=bare: d.run("hi"), runs
+                        )
                         last = await listing.run("hi")
                         row["list activity"] = await activity_times(
                             client, last.run_id, ".list-tools"
@@ -235,6 +241,6 @@ async def main(calls: int, runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=20)
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=15)
     options = parser.parse_args()
     asyncio.run(main(options.calls, options.runs))

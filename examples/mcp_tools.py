@@ -62,7 +62,8 @@ def show(messages: list[Message]) -> None:
     for m in messages:
         calls = ", ".join(f"{c.name}({c.args})" for c in m.tool_calls)
         flag = " (failed)" if m.failed else ""
-        print(f"    {m.role:<9} {m.content or calls}{flag}")
+        text = (m.content or calls).replace("\n", " | ")  # list_notes answers a line a note
+        print(f"    {m.role:<9} {text}{flag}")
 
 
 async def main() -> None:
