@@ -23,9 +23,10 @@ from temporalio.exceptions import ApplicationError
 
 from golem.activities.cache import MessageCache
 from golem.activities.streams import request_or_stream
+from golem.activities.toolsets import ToolLists
 from golem.agent import Agent
 from golem.messages import Message
-from golem.models.base import ModelError, ModelRequest, ModelResponse
+from golem.models.base import ModelError, ModelRequest, ModelResponse, ToolDefinition
 from golem.models.fallback import chain, falls_over, stamp
 from golem.tools import RunContext, ToolOutcome, validation_problems
 from golem.user_functions import (
@@ -177,6 +178,7 @@ class ModelActivity:
     def __init__(self, cache: MessageCache) -> None:
         self.cache = cache
         self.histories: HistoryReader | None = None  # conversations' earlier workflow runs
+        self.tool_lists = ToolLists()  # runs' toolset tools, by digest
 
     @activity.defn(name="golem.model_request")
     async def model_request(self, input: ModelCall) -> ModelResponse:
@@ -192,7 +194,7 @@ class ModelActivity:
         messages = await self._messages(input)
         request = ModelRequest.model_construct(
             messages=messages,
-            tools=agent.tool_definitions,
+            tools=[*agent.tool_definitions, *await self._toolset_tools(input)],
             output_schema=agent.output_schema,
             settings=agent.model_settings,
         )
@@ -228,6 +230,24 @@ class ModelActivity:
         outcome = await _call_tool(input)
         self.cache.called(_run_key(), input.call, outcome)
         return outcome
+
+    async def _toolset_tools(self, input: ModelCall) -> list[ToolDefinition]:
+        """The tools the run's toolsets offer (golem.workflows.mcp), known by digest."""
+        info = activity.info()
+        handle = activity.client().get_workflow_handle(
+            info.workflow_id or "", run_id=info.workflow_run_id
+        )
+
+        async def ask() -> list[ToolDefinition]:
+            tools: list[ToolDefinition] = await handle.query(
+                "golem.tools", result_type=list[ToolDefinition]
+            )
+            return tools
+
+        try:
+            return await self.tool_lists.get(input.tools, ask)
+        except LookupError as exc:
+            raise ApplicationError(str(exc), type=SHIPPING_ERROR, non_retryable=True) from None
 
     async def _messages(self, input: ModelCall) -> list[Message]:
         """The request's messages: the cache extended by the input, or read by query."""

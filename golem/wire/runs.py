@@ -44,6 +44,7 @@ __all__ = [
     "Paused",
     "PrepareInput",
     "RunMessages",
+    "RunOfCall",
     "RunReport",
     "Sources",
     "ToolCallInput",
@@ -84,6 +85,17 @@ class ModelFailure(Wire):
 
     falls_over: bool = False
     error: str = ""
+
+
+class RunOfCall(Wire):
+    """What an MCP server whose headers are made per run learns of the run (the
+    ``factory_argument`` in a ``temporalio.mcp`` activity's input; the headers themselves
+    are made on the worker, so credentials never enter history)."""
+
+    agent: str
+    run_id: str
+    conversation_id: str
+    deps: Any = None
 
 
 class PrepareInput(Wire):

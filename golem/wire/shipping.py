@@ -231,3 +231,6 @@ class ModelCall(Wire):
     """Stream the answer, publishing its deltas to the run's stream."""
     model_index: int = 0
     """Which model of the agent's ``FallbackModel`` to call (0: the first, or the only one)."""
+    tools: str = ""
+    """The digest of the run's toolset tools (``golem.workflows.mcp``), which the request
+    offers after the agent's own; empty for a run without toolsets."""

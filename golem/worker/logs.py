@@ -94,7 +94,7 @@ class _RunLog(WorkflowInboundInterceptor):
 
 
 class _OneLineActivityFailure(logging.Filter):
-    """Turn the SDK's "Completing activity as failed" stack dump for golem's activities
+    """Turn the SDK's "Completing activity as failed" stack dump for golem's (and MCP) activities
     into one line; the traceback goes to ``golem.worker`` at DEBUG."""
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -102,7 +102,7 @@ class _OneLineActivityFailure(logging.Filter):
             return True
         activity = getattr(record, "temporal_activity", None) or {}
         kind = str(activity.get("activity_type", ""))
-        if not kind.startswith("golem.") or not record.exc_info:
+        if not kind.startswith(("golem.", "temporalio.mcp.")) or not record.exc_info:
             return True
         error = record.exc_info[1]
         text = error.message if isinstance(error, FailureError) else str(error)

@@ -192,7 +192,7 @@ class AgentRunWorkflow:
             agent = registry.lookup(info.task_queue, name) if name else None
         except LookupError:
             return
-        if agent is not None and not any(t.requires_approval for t in agent.tools.values()):
+        if agent is not None and not agent.may_pause:
             raise ApplicationError(
                 f"agent {name!r} has no tool that needs approval: its runs never pause",
                 type=CANNOT_PAUSE,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -35,11 +35,15 @@ with workflow.unsafe.imports_passed_through():
     from golem.models.fallback import move_on
     from golem.retry import Retry
     from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown
+    from golem.toolsets import Toolset, ToolsetTool
     from golem.wire import HistoryBase, ModelFailure, PrepareInput, Stamps, ToolCallInput
     from golem.workflows import registry
     from golem.workflows.approvals import ApprovalGate
     from golem.workflows.report import Progress
     from golem.workflows.shipper import Shipper
+
+if TYPE_CHECKING:
+    from golem.workflows.mcp import RunToolsets
 
 __all__ = ["ONCE_PER_OUTCOME", "ActivityFailed", "TemporalExecutor"]
 
@@ -113,6 +117,8 @@ class TemporalExecutor:
         """The model activity publishes deltas (``DurableAgent.run_stream``)."""
         self.progress = Progress()
         self._on_change = on_change
+        self.toolsets: RunToolsets | None = None  # once the run lists a toolset
+        self._toolset_tools: dict[str, ToolsetTool] = {}
 
     def new_id(self) -> str:
         return str(workflow.uuid7())
@@ -151,6 +157,16 @@ class TemporalExecutor:
             )
         )
 
+    async def toolset_tools(self, toolset: Toolset, ctx: RunContext[Any]) -> list[ToolsetTool]:
+        if self.toolsets is None:
+            from golem.workflows.mcp import RunToolsets  # only runs with toolsets import mcp
+
+            self.toolsets = RunToolsets(self.heartbeat_timeout)
+        policy = retry_policy(toolset.retry_policy)  # listing is safe to repeat
+        tools: list[ToolsetTool] = await _activity(self.toolsets.tools(toolset, ctx, policy))
+        self._toolset_tools.update((tool.name, tool) for tool in tools)
+        return tools
+
     # -- model requests -------------------------------------------------------------------
 
     async def request(
@@ -160,6 +176,8 @@ class TemporalExecutor:
         call = self.shipper.model_call(
             self.agent.name, ctx.turn, request.messages, stamps, self.stream
         )
+        if self.toolsets is not None:  # the model activity learns their tools by digest
+            call = call.model_copy(update={"tools": self.toolsets.digest})
         # One activity per model of a fallback, each retried by its own policy (ADR 0017).
         failures: list[tuple[str, str]] = []
         models = self.agent.model_plan
@@ -194,11 +212,16 @@ class TemporalExecutor:
         return None if self.gate is None else await self.gate.wait(pending)
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
-        tool = self.agent.tools[call.name]
+        tool = self._toolset_tools.get(call.name) or self.agent.tools[call.name]
         policy = tool.retry_policy
         self.progress.in_flight.append(call.name)
         self._on_change()
         try:
+            if isinstance(tool, ToolsetTool):
+                assert self.toolsets is not None  # it listed the tool
+                return await _activity(
+                    self.toolsets.call(tool, call, ctx, tool.timeout, retry_policy(policy))
+                )
             outcome = await self._tool_activity(
                 call, ctx, tool.timeout or timedelta(minutes=5), policy
             )
@@ -214,7 +237,7 @@ class TemporalExecutor:
             self.progress.finished += 1
             # After the loop has counted the call (same workflow task), not before.
             asyncio.get_running_loop().call_soon(self._on_change)
-        self.shipper.called(call.id, outcome)
+        self.shipper.called(call.id, outcome)  # its worker can make its message itself
         return outcome
 
     async def _tool_activity(
