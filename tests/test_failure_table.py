@@ -13,7 +13,7 @@ from temporalio.exceptions import ApplicationError, CancelledError, TerminatedEr
 from golem.messages import Message, Usage
 from golem.results import PartialResult, RunError
 from golem.wire import RunReport, Sources
-from golem.worker.converter import BAD_PAYLOAD, golem_data_converter
+from golem.worker.converter import BAD_PAYLOAD, DECRYPTION_ERROR, golem_data_converter
 from golem.workflows.approvals import CANNOT_PAUSE
 from golem.workflows.failures import (
     FAILURES,
@@ -92,7 +92,15 @@ async def test_each_type_golem_sets_becomes_its_exception_with_the_message(
 
 def test_every_type_in_the_table_is_pinned_above() -> None:
     pinned = {UNKNOWN_AGENT, BAD_PAYLOAD, CLOSED, WAITING, NOT_PAUSED, CANNOT_PAUSE}
-    assert set(FAILURES) == pinned | {CONTINUING, RECORDED, RUN_ID_IN_USE, TURN_DIFFERS}
+    conversations = {CONTINUING, RECORDED, RUN_ID_IN_USE, TURN_DIFFERS}
+    assert set(FAILURES) == pinned | conversations | {DECRYPTION_ERROR}
+
+
+async def test_a_payload_that_cannot_be_decrypted_is_a_codec_error() -> None:
+    cause = over_the_wire(ApplicationError("key id 'k1' is not here", type=DECRYPTION_ERROR))
+    error = await golem_error(cause, "run-2")
+    assert isinstance(error, RunError) and error.stage == "codec"
+    assert "key id 'k1'" in error.detail
 
 
 async def test_a_payload_that_does_not_decode_is_a_history_error_naming_the_run() -> None:
