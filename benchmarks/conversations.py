@@ -32,8 +32,8 @@ from golem.client import DurableAgent, conversation_runs, fetch_run
 from golem.models import FunctionModel
 from golem.testing import dev_server
 from golem.usage import UsageLimits
+from golem.wire import message_size
 from golem.worker import GolemPlugin
-from golem.workflows.pages import message_size
 
 RESULT_BYTES = 2048
 

@@ -32,6 +32,7 @@ from golem.models.fallback import plan
 from golem.results import Result, RunError
 from golem.retry import Retry
 from golem.tools import RunContext, Tool
+from golem.toolsets import Toolset, check_toolsets
 from golem.usage import UsageLimits
 
 __all__ = ["Agent", "InstructionsFn", "RunStream"]
@@ -66,6 +67,7 @@ class Agent(Generic[DepsT, OutputT]):
         model_retry: Retry | None = None,
         approval_timeout: timedelta | None = None,
         max_concurrent_tools: int = 100,
+        toolsets: Sequence[Toolset] = (),
     ) -> None:
         if max_concurrent_tools < 1:
             raise ValueError(f"max_concurrent_tools must be at least 1, got {max_concurrent_tools}")
@@ -93,6 +95,9 @@ class Agent(Generic[DepsT, OutputT]):
         keeps a wide batch under Temporal's 2,000 pending activities); the rest wait their
         turn in call order."""
         self.tools: dict[str, Tool] = {}
+        self.toolsets = tuple(toolsets)
+        """Servers whose tools join the agent's own, read once per run (golem.toolsets)."""
+        check_toolsets(self.name, (), self.toolsets)
         for item in tools:
             self._register(item if isinstance(item, Tool) else Tool.from_function(item))
 
@@ -159,6 +164,7 @@ class Agent(Generic[DepsT, OutputT]):
     def _register(self, tool: Tool) -> None:
         if tool.name in self.tools:
             raise ValueError(f"agent {self.name!r} already has a tool named {tool.name!r}")
+        check_toolsets(self.name, {*self.tools, tool.name}, self.toolsets)
         self.tools[tool.name] = tool
         self.__dict__.pop("tool_definitions", None)
 
@@ -177,8 +183,11 @@ class Agent(Generic[DepsT, OutputT]):
 
     @property
     def may_pause(self) -> bool:
-        """Some tool needs a person's approval, so a run of this agent may pause for it."""
-        return any(tool.requires_approval for tool in self.tools.values())
+        """Some tool (its own, or a toolset's) needs a person's approval, so a run of this
+        agent may pause for it."""
+        return any(tool.requires_approval for tool in self.tools.values()) or any(
+            toolset.may_need_approval() for toolset in self.toolsets
+        )
 
     # -- running --------------------------------------------------------------------
 
@@ -196,7 +205,7 @@ class Agent(Generic[DepsT, OutputT]):
         """Run in process. ``history`` continues a conversation (the caller's list is never
         changed); failures raise :class:`golem.RunError` with the partial evidence."""
         inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, approvals)
-        return await RunLoop(self, self._local_executor(), inputs).run()
+        return await self._run_local(inputs)
 
     def run_stream(
         self,
@@ -216,6 +225,15 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _local_executor(self) -> LocalExecutor:
         return LocalExecutor(self)
+
+    async def _run_local(
+        self, inputs: RunInput, emit: Callable[[RunEvent], None] | None = None
+    ) -> Result[OutputT]:
+        executor = self._local_executor()
+        try:
+            return await RunLoop(self, executor, inputs, emit).run()
+        finally:
+            await executor.aclose()  # the run's toolset servers are let go when it ends
 
 
 def _inputs(
@@ -255,8 +273,7 @@ class RunStream(Generic[OutputT]):
 
     async def __aiter__(self) -> AsyncIterator[RunEvent]:
         queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
-        loop = RunLoop(self._agent, self._agent._local_executor(), self._inputs, queue.put_nowait)
-        self._task = asyncio.ensure_future(loop.run())
+        self._task = asyncio.ensure_future(self._agent._run_local(self._inputs, queue.put_nowait))
         self._task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:

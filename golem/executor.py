@@ -13,6 +13,7 @@ from golem.messages import Message, ToolCall
 from golem.models.base import ModelRequest, ModelResponse
 from golem.run_state import DeltaSink
 from golem.tools import RunContext, ToolOutcome
+from golem.toolsets import Toolset, ToolsetTool
 
 __all__ = ["DeltaSink", "Executor"]
 
@@ -45,6 +46,12 @@ class Executor(Protocol):
         a call no decision arrived for in time). ``None``: the run pauses instead and
         returns a ``Result`` with ``pending_approvals`` (in process, continued by a new run
         with ``approvals=``)."""
+        ...
+
+    async def toolset_tools(self, toolset: Toolset, ctx: RunContext[Any]) -> list[ToolsetTool]:
+        """The tools ``toolset`` offers this run: its server asked once (durably in one
+        activity, recorded); ``call_tool`` runs them. Raises when the server cannot be asked,
+        ``ValueError`` when the toolset's rules name a tool the server lacks."""
         ...
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:

@@ -15,6 +15,7 @@ from golem.models.fallback import chain, falls_over, move_on, stamp
 from golem.retry import Retry
 from golem.run_state import AgentSpec, DeltaSink
 from golem.tools import RunContext, Tool, ToolOutcome, ToolOutcomeUnknown
+from golem.toolsets import Toolset, ToolsetConnection, ToolsetTool
 from golem.user_functions import call_instructions_function, call_user_function, describe
 
 
@@ -38,6 +39,22 @@ class LocalExecutor:
 
     def __init__(self, agent: LocalAgent) -> None:
         self.agent = agent
+        self._connections: list[ToolsetConnection] = []  # this run's, closed by aclose
+        self._toolset_tools: dict[str, Tool] = {}
+
+    async def aclose(self) -> None:
+        """Let go of the run's toolset servers (a stdio server process ends)."""
+        connections, self._connections = self._connections, []
+        for connection in reversed(connections):
+            await connection.aclose()
+
+    async def toolset_tools(self, toolset: Toolset, ctx: RunContext[Any]) -> list[ToolsetTool]:
+        connection = toolset.connect(ctx)
+        self._connections.append(connection)
+        listed = await retrying(toolset.retry_policy, Exception, lambda _: connection.list_tools())
+        tools = toolset.tools(listed, connection.call_tool)
+        self._toolset_tools.update((tool.name, tool) for tool in tools)
+        return tools
 
     def new_id(self) -> str:
         return new_id()
@@ -77,7 +94,7 @@ class LocalExecutor:
         raise AssertionError("unreachable: the last model of a chain never moves on")
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
-        tool = self.agent.tools[call.name]
+        tool = self._toolset_tools.get(call.name) or self.agent.tools[call.name]
         args = call.args if ctx.tool_args is None else ctx.tool_args  # validated once
         return await retrying(tool.retry_policy, Exception, lambda _: _call_once(tool, ctx, args))
 

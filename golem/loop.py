@@ -71,6 +71,10 @@ class RunLoop:
     async def _run(self) -> Result[Any]:
         agent, executor, state, inputs = self.agent, self.executor, self.state, self.inputs
         state.run_id, state.conversation_id = prepare.identity(inputs, executor)
+        if agent.toolsets:  # this run's tools: its toolsets' servers asked once, now
+            self.agent = self._batch.agent = agent = await prepare.toolsets(
+                agent, executor, self._ctx()
+            )
         history = await prepare.process_history(agent, executor, self._ctx(), list(inputs.history))
         state.messages = history
         if inputs.approvals:

@@ -16,6 +16,7 @@ from pydantic.alias_generators import to_camel
 from golem.messages import Message, Part, Usage
 from golem.models.base import ModelSettings, StreamDelta, ToolDefinition
 from golem.tools import Tool
+from golem.toolsets import Toolset
 from golem.usage import UsageLimits
 
 __all__ = ["AgentSpec", "Checkpoint", "DeltaSink", "RunInput", "RunState"]
@@ -37,6 +38,7 @@ class AgentSpec(Protocol):
 
     name: str
     tools: dict[str, Tool]
+    toolsets: tuple[Toolset, ...]
     retries: int
     output_retries: int
     max_iterations: int

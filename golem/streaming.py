@@ -28,8 +28,9 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient, WorkflowSt
 
 from golem.events import RunEvent
 from golem.results import Result
+from golem.wire import StreamEvent
 from golem.worker.converter import golem_data_converter
-from golem.workflows.streams import TOPIC, StreamEvent
+from golem.workflows.streams import TOPIC
 
 if TYPE_CHECKING:
     from golem.client import DurableRun

@@ -3,8 +3,7 @@
 Run: .venv/bin/python tests/record_histories.py [NAME ...] (about half a minute; it starts
 its own dev server and, for the crash, a worker process it kills). With names, only those
 histories are rewritten: the others keep what older code recorded, which is the point.
-Histories over 256 KB are stored gzipped. ``legacy_snake_case_payloads.json`` is not
-recorded here: it keeps a history from before payload keys turned camelCase.
+
 """
 
 from __future__ import annotations
@@ -90,7 +89,9 @@ async def record_runs(client: Client, tq: str) -> dict[str, str]:
         assert exc.stage == "canceled" and exc.partial is not None
     runs["client_cancel_memo"] = started.run_id
 
-    paged = await DurableAgent(client, paged_agent, task_queue=tq).run("dump")
+    # A prompt too long to ride a model call's input: the history cannot rebuild the run's
+    # requests, so its result pages what it cannot carry.
+    paged = await DurableAgent(client, paged_agent, task_queue=tq).run("y" * 1_100_000)
     assert paged.output == f"read {replay_agents.PAGED_BYTES} bytes"
     runs["paged_result"] = paged.run_id
 

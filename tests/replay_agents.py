@@ -115,7 +115,7 @@ async def hang() -> str:
     return "unreachable"
 
 
-#: Bigger than one result or failure payload carries (golem.workflows.pages.PAGE_BYTES).
+#: Bigger than one result or failure payload carries (golem.wire.PAGE_BYTES).
 PAGED_BYTES = 1_100_000
 
 

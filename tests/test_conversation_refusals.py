@@ -88,10 +88,6 @@ async def test_a_run_id_reused_with_another_prompt_in_the_same_run_is_refused_by
     assert again == sent and turn.update_id() != other.update_id()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the client must send TurnInput.update_id() as the update id (it sends the run id)",
-)
 async def test_a_send_reusing_a_run_id_with_another_prompt_is_refused(
     temporal_client: Client,
 ) -> None:

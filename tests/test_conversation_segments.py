@@ -18,11 +18,10 @@ from golem.client import DurableAgent, DurableConversation, conversation_runs, f
 from golem.models import FunctionModel
 from golem.phases.prepare import repaired
 from golem.results import RunError
+from golem.wire import Segment, ShippingError, chain_all
 from golem.worker import GolemPlugin
 from golem.workflows import transcript as transcript_module
 from golem.workflows.conversation import ConversationWorkflow
-from golem.workflows.pages import Segment
-from golem.workflows.shipping import ShippingError, chain_all
 from golem.workflows.transcript import ConversationInput
 
 BIG = 250_000

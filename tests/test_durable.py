@@ -175,8 +175,8 @@ async def test_a_turns_answer_and_results_are_made_by_the_worker_that_ran_them(
         and e.activity_task_scheduled_event_attributes.activity_type.name == "golem.model_request"
     ]
     # Turns 2-4 name no message: each is the previous answer and its call's result.
-    assert [i.get("derived", False) for i in inputs] == [False, True, True, True]
-    assert all("messages" not in i for i in inputs[1:])
+    assert [i["new"]["kind"] for i in inputs] == ["inline", "derived", "derived", "derived"]
+    assert all("messages" not in i["new"] for i in inputs[1:])
     assert cache.queries == 0  # over the inline limit, yet nothing read by query
     assert model.requests[-1].messages == result.messages[:-1]
 
@@ -290,9 +290,10 @@ async def test_a_closed_runs_result_leaves_its_conversation_to_its_history(
         for e in await history_events(temporal_client, result.run_id)
         if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
     ]
-    snapshot = json.loads(completed)["snapshot"]
+    messages = json.loads(completed)["messages"]
     # The model calls in its history hold all but the final answer, which rides alone.
-    assert snapshot["logged"] == 7 and len(snapshot["added"]) == 1 and len(completed) < 400
+    assert messages["kind"] == "log" and messages["count"] == 7
+    assert len(messages["added"]["messages"]) == 1 and len(completed) < 400
     assert [len(r.messages) for r in model.requests] == [1, 3, 5, 7]
     assert model.requests[-1].messages == result.messages[:-1]
     record = await fetch_run(temporal_client, result.run_id)  # no worker: from its history
@@ -310,7 +311,7 @@ async def test_a_run_whose_requests_were_read_by_query_carries_its_conversation(
         for e in await history_events(temporal_client, result.run_id)
         if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
     ]
-    assert b'"logged"' not in completed  # its history lacks the prompt: the result has it
+    assert json.loads(completed)["messages"]["kind"] == "carried"  # its history lacks the prompt
     record = await fetch_run(temporal_client, result.run_id)
     assert record.messages == result.messages and result.messages[0].content == "x" * 500
 

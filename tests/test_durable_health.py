@@ -26,9 +26,9 @@ from golem.loop import RunInput
 from golem.models import FunctionModel
 from golem.results import RunError
 from golem.tools import RunContext
+from golem.wire import AgentRunInput
 from golem.worker import GolemPlugin
 from golem.workflows.agent_run import FAILURE_TYPES
-from golem.workflows.types import AgentRunInput
 
 
 def calls_then_answers(tool: str, args: str = "{}") -> FunctionModel:

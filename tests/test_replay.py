@@ -54,9 +54,6 @@ def test_histories_are_checked_in() -> None:
         "ticket_child_and_inline",
         "segments_repaired_continued",
         "segments_after",
-        # Recorded before payload keys turned camelCase and never re-recorded: a run in
-        # flight across that upgrade still replays.
-        "legacy_snake_case_payloads",
     }
 
 
@@ -66,7 +63,7 @@ def test_each_history_holds_what_it_was_recorded_for() -> None:
     assert events("client_cancel_memo", EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED)
     completed = events("paged_result", EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED)
     result = completed[0].workflow_execution_completed_event_attributes.result  # type: ignore[attr-defined]
-    assert b'"paged":' in result.payloads[0].data
+    assert b'"messages":{"kind":"paged"' in result.payloads[0].data
     started = [
         e.activity_task_started_event_attributes.attempt  # type: ignore[attr-defined]
         for e in events("model_call_retried", EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED)
@@ -97,8 +94,8 @@ def test_the_conversation_and_user_workflow_histories_hold_what_they_were_record
     assert not repaired.events[
         0
     ].workflow_execution_started_event_attributes.continued_execution_run_id
-    markers = events("segments_repaired_continued", EventType.EVENT_TYPE_MARKER_RECORDED)
-    assert markers  # the patch: the conversation repairs, and continues by reference
+    # No patch markers: until the first release no history needs an old branch.
+    assert not events("segments_repaired_continued", EventType.EVENT_TYPE_MARKER_RECORDED)
     after = history("segments_after").events[0].workflow_execution_started_event_attributes
     assert b'"earlier"' in after.input.payloads[0].data  # its transcript starts by reference
     ticket = "ticket_child_and_inline"
@@ -114,3 +111,16 @@ async def test_recorded_history_replays_deterministically(path: Path) -> None:
     replayer = Replayer(workflows=[TicketWorkflow], plugins=[GolemPlugin(*AGENTS)])
     result = await replayer.replay_workflow(load(path), raise_on_replay_failure=False)
     assert result.replay_failure is None, result.replay_failure
+
+
+def test_workflow_code_names_only_registered_patches() -> None:
+    """A patch ships with its record (golem/workflows/patches.py): no direct SDK call."""
+    import golem
+
+    root = Path(golem.__file__).parent
+    direct = [
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if "workflow.patched(" in path.read_text() and path.name != "patches.py"
+    ]
+    assert direct == []

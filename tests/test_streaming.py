@@ -41,9 +41,10 @@ from golem.models.base import ModelHTTPError, ModelResponse, StreamDelta, ToolDe
 from golem.models.function import FunctionModel
 from golem.results import RunError
 from golem.streaming import write_text
+from golem.wire import StreamEvent
 from golem.worker import GolemPlugin
 from golem.worker.converter import golem_data_converter
-from golem.workflows.streams import TOPIC, StreamEvent
+from golem.workflows.streams import TOPIC
 
 DEADLINE = 60.0
 _ = crash_dir  # a fixture, shared with test_crash

@@ -14,11 +14,15 @@ from golem import Message, ToolCall
 from golem.messages import Usage
 from golem.phases.prepare import repaired
 from golem.results import Result
+from golem.wire import Completed, Failed, MessagesQuery, Segment, chain_all
 from golem.workflows import transcript as transcript_module
-from golem.workflows.outcome import FailureDetails, encode_result
-from golem.workflows.pages import MessagesQuery, Segment
-from golem.workflows.shipping import chain_all
+from golem.workflows.report import Reporter
 from golem.workflows.transcript import ConversationInput, Transcript
+
+
+def report(result: Result[Any], given: list[Message]) -> Completed:
+    """What a turn's run returns its parent (a conversation): everything carried."""
+    return Reporter(given, readable=False).completed(result, result.output)
 
 
 @PROPERTIES
@@ -45,7 +49,7 @@ def completed(transcript: Transcript, run_id: str, added: list[Message]) -> None
     result: Result[Any] = Result(
         output="ok", messages=added, run_id=run_id, conversation_id="conv", usage=Usage()
     )
-    assert transcript.ended(encode_result(result, [], "ok", based=True))
+    assert transcript.ended(report(result, []))
 
 
 def two_turns() -> Transcript:
@@ -104,8 +108,8 @@ def test_a_failed_turns_evidence_stays_by_value_until_the_next_turn_repairs_it(
     partial = Result(
         output=None, messages=evidence, run_id="r2", conversation_id="conv", usage=Usage()
     )
-    snapshot = encode_result(partial, [], None, based=True).snapshot
-    transcript.failed(FailureDetails(stage="tool", message="boom", partial=snapshot))
+    evidence_report = report(partial, [])
+    transcript.failed(Failed(stage="tool", message="boom", evidence=evidence_report))
     assert transcript.length == 4 and transcript.clean == 2  # the evidence is unrepaired
     carried = transcript.carry("conv", "exec-1", by_reference=True)
     assert carried["messages"] == evidence  # by value: the next turn repairs it
@@ -133,7 +137,7 @@ def test_a_turn_that_rewrites_history_held_elsewhere_is_refused(
         usage=Usage(),
     )
     with pytest.raises(ValueError, match="earlier workflow runs hold"):
-        nxt.ended(encode_result(rewritten, turn("r1", 0), "ok"))
+        nxt.ended(report(rewritten, turn("r1", 0)))
 
 
 def test_a_fork_point_cuts_what_earlier_runs_hold_and_sends_the_rest_by_value(

@@ -101,7 +101,7 @@ async def test_a_closed_run_shows_its_outcome_in_its_memo(temporal_client: Clien
     # Read without a worker: the memo is part of the closed workflow.
     described = await temporal_client.get_workflow_handle(result.run_id).describe()
     outcome = await described.memo_value(OUTCOME_MEMO)
-    assert outcome["stopReason"] == "answered"
+    assert outcome["stopReason"] == "completed"
     assert outcome["output"].startswith("Sunny in Lisbon, very") and len(outcome["output"]) == 200
     assert (outcome["turns"], outcome["requests"], outcome["toolCalls"]) == (2, 2, 1)
     assert outcome["inputTokens"] == result.usage.input_tokens
@@ -137,7 +137,8 @@ async def test_a_failed_run_shows_its_stage_in_its_memo(temporal_client: Client)
         first.startswith("run failed at stage 'tool': tool 'bad'") and "ValueError: broken" in first
     )
     assert not failure.HasField("cause")
-    assert (outcome["requests"], outcome["toolCalls"]) == (1, 0)
+    # Its tool call ran (and failed): it counts (issue 19: it used to say 0).
+    assert (outcome["requests"], outcome["toolCalls"]) == (1, 1)
 
 
 async def test_the_ui_details_name_golems_run_id(temporal_client: Client) -> None:

@@ -1,10 +1,10 @@
 """golem's activities: a model request, a tool call, and the once-per-run user functions.
 
 The model-request activity does not receive the conversation: its worker's
-``MessageCache`` extends what it has with the input's new messages, or reads them from
-the running workflow through the ``golem.messages`` query, and a conversation turn's
-history from the conversation workflow's ``golem.conversation`` query (see
-golem.workflows.shipping).
+``MessageCache`` (golem.activities.cache) extends what it has with the input's new
+messages, or reads them from the running workflow through the ``golem.messages`` query,
+and a conversation turn's history from the conversation workflow's
+``golem.conversation`` query.
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ from pydantic_core.core_schema import any_schema
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from golem.activities.cache import MessageCache
 from golem.activities.streams import request_or_stream
+from golem.activities.toolsets import ToolLists
 from golem.agent import Agent
 from golem.messages import Message
-from golem.models.base import ModelError, ModelRequest, ModelResponse
+from golem.models.base import ModelError, ModelRequest, ModelResponse, ToolDefinition
 from golem.models.fallback import chain, falls_over, stamp
 from golem.tools import RunContext, ToolOutcome, validation_problems
 from golem.user_functions import (
@@ -33,11 +35,17 @@ from golem.user_functions import (
     call_user_function,
     describe,
 )
+from golem.wire import (
+    MessagesPage,
+    MessagesQuery,
+    ModelCall,
+    ModelFailure,
+    PrepareInput,
+    ShippingError,
+    ToolCallInput,
+)
 from golem.workflows import registry
-from golem.workflows.pages import MessagesPage, MessagesQuery, with_segments
-from golem.workflows.shipping import MessageCache, ModelCallInput, ShippingError
-from golem.workflows.transcript import HistoryReader
-from golem.workflows.types import PrepareInput, ToolCallInput
+from golem.workflows.transcript import HistoryReader, with_segments
 
 __all__ = [
     "BAD_RESULT",
@@ -170,9 +178,10 @@ class ModelActivity:
     def __init__(self, cache: MessageCache) -> None:
         self.cache = cache
         self.histories: HistoryReader | None = None  # conversations' earlier workflow runs
+        self.tool_lists = ToolLists()  # runs' toolset tools, by digest
 
     @activity.defn(name="golem.model_request")
-    async def model_request(self, input: ModelCallInput) -> ModelResponse:
+    async def model_request(self, input: ModelCall) -> ModelResponse:
         """Send one request to the agent's model; provider retries are the activity's."""
         agent = _agent(input.agent)
         links = chain(agent.model, agent.model_retry)
@@ -185,7 +194,7 @@ class ModelActivity:
         messages = await self._messages(input)
         request = ModelRequest.model_construct(
             messages=messages,
-            tools=agent.tool_definitions,
+            tools=[*agent.tool_definitions, *await self._toolset_tools(input)],
             output_schema=agent.output_schema,
             settings=agent.model_settings,
         )
@@ -198,10 +207,9 @@ class ModelActivity:
             # Only a ModelError the policy retries may help; anything else is a bug, not a blip.
             retryable = isinstance(exc, ModelError) and policy.retryable(exc)
             after = exc.retry_after if isinstance(exc, ModelError) else None
-            verdict = {
-                "fallsOver": falls_over(agent.model, input.model_index, exc),
-                "error": str(exc),
-            }
+            verdict = ModelFailure(
+                falls_over=falls_over(agent.model, input.model_index, exc), error=str(exc)
+            )
             raise ApplicationError(
                 f"{what}: {exc}" if isinstance(exc, ModelError) else _failure(what, exc),
                 verdict,
@@ -213,19 +221,35 @@ class ModelActivity:
             ) from exc
         response = stamp(response, model)
         checked = _checked(response, ModelResponse, f"{what} (turn {input.turn})")
-        self.cache.keep(checked.message.content)  # the next call names it by digest
-        self.cache.answered(_run_key(), checked.message)  # ... or makes it itself
+        self.cache.answered(_run_key(), checked.message)  # the next call names it, or derives
         return checked
 
     @activity.defn(name="golem.tool")
     async def call_tool(self, input: ToolCallInput) -> ToolOutcome:
         """Execute one tool call; its worker keeps the content for the next model call."""
         outcome = await _call_tool(input)
-        self.cache.keep(outcome.content)
         self.cache.called(_run_key(), input.call, outcome)
         return outcome
 
-    async def _messages(self, input: ModelCallInput) -> list[Message]:
+    async def _toolset_tools(self, input: ModelCall) -> list[ToolDefinition]:
+        """The tools the run's toolsets offer (golem.workflows.mcp), known by digest."""
+        info = activity.info()
+        handle = activity.client().get_workflow_handle(
+            info.workflow_id or "", run_id=info.workflow_run_id
+        )
+
+        async def ask() -> list[ToolDefinition]:
+            tools: list[ToolDefinition] = await handle.query(
+                "golem.tools", result_type=list[ToolDefinition]
+            )
+            return tools
+
+        try:
+            return await self.tool_lists.get(input.tools, ask)
+        except LookupError as exc:
+            raise ApplicationError(str(exc), type=SHIPPING_ERROR, non_retryable=True) from None
+
+    async def _messages(self, input: ModelCall) -> list[Message]:
         """The request's messages: the cache extended by the input, or read by query."""
         info = activity.info()
         handle = activity.client().get_workflow_handle(
@@ -258,11 +282,10 @@ class ModelActivity:
         # What earlier workflow runs of the conversation hold is read from their histories.
         base_pager = with_segments(base_query, self.histories.segment)
 
-        run = f"{info.workflow_id}/{info.workflow_run_id}"
         try:
             if input.base is None:
-                return await self.cache.fetch(run, input, pager)
-            return await self.cache.fetch(run, input, pager, base_pager)
+                return await self.cache.fetch(_run_key(), input, pager)
+            return await self.cache.fetch(_run_key(), input, pager, base_pager)
         except ShippingError as exc:
             raise ApplicationError(str(exc), type=SHIPPING_ERROR, non_retryable=True) from None
         except LookupError as exc:

@@ -24,8 +24,8 @@ from temporalio.contrib.workflow_streams import TopicHandle, WorkflowStreamClien
 from temporalio.service import RPCError
 
 from golem.models.base import Model, ModelError, ModelRequest, ModelResponse, StreamDelta
-from golem.workflows.shipping import ModelCallInput
-from golem.workflows.streams import TOPIC, StreamEvent
+from golem.wire import ModelCall, StreamEvent
+from golem.workflows.streams import TOPIC
 
 __all__ = ["BATCH_INTERVAL", "DeltaPublisher", "coalesce", "request_or_stream", "stream_request"]
 
@@ -160,7 +160,7 @@ async def stream_request(
 
 
 def request_or_stream(
-    model: Model, request: ModelRequest, call: ModelCallInput
+    model: Model, request: ModelRequest, call: ModelCall
 ) -> Awaitable[ModelResponse]:
     """The model call ``call`` asks for: streamed live when its run is (``run_stream``)."""
     if call.stream:

@@ -21,7 +21,7 @@ from golem.cli.output import format_message
 from golem.client import conversation_runs, fetch_run
 from golem.client.lookups import chained_runs, conversation_info, find_run, run_info
 from golem.messages import dump_messages
-from golem.workflows.shipping import ShippingError
+from golem.wire import ShippingError
 
 __all__ = ["cmd_conversation", "cmd_show", "describe_run", "resolve_run_id"]
 

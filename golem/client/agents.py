@@ -20,18 +20,17 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from golem.agent import Agent
 from golem.client.conversations import DurableConversation, start_conversation
 from golem.client.inputs import HistoryItem, check_not_waiting, check_size, checked
-from golem.client.records import fetch_run, input_history
+from golem.client.records import fetch_run, run_input
 from golem.client.runs import DurableRun
 from golem.ids import new_id
 from golem.loop import RunInput, resolve_conversation_id
 from golem.messages import Part
 from golem.results import PartialResult, Result, RunError
 from golem.streaming import DurableRunStream
+from golem.wire import AgentRunInput, ConversationInput
 from golem.workflows.agent_run import AgentRunWorkflow
-from golem.workflows.conversation import ConversationInput
 from golem.workflows.failures import RunIdInUseError
 from golem.workflows.lineage import CONVERSATION_ID, run_search_attributes, summary
-from golem.workflows.types import AgentRunInput
 
 __all__ = ["DurableAgent"]
 
@@ -188,7 +187,7 @@ class DurableAgent(Generic[OutputT]):
         handle = self.client.get_workflow_handle(run_id)
         description = await handle.describe()
         conversation_id = description.typed_search_attributes.get(CONVERSATION_ID) or ""
-        history = await input_history(self.client, handle)
+        history, based = await run_input(self.client, handle)
         return DurableRun(
             run_id,
             conversation_id,
@@ -198,6 +197,7 @@ class DurableAgent(Generic[OutputT]):
             self.may_pause,
             self.client.data_converter,
             self._never_pauses,
+            based,
         )
 
     async def conversation(

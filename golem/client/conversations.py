@@ -20,6 +20,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import FailureError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from golem.client.history import decode_result
 from golem.client.inputs import checked
 from golem.client.records import history_reader, run_pager
 from golem.client.runs import DurableRun
@@ -27,13 +28,19 @@ from golem.ids import new_id
 from golem.messages import Message, Part
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream
-from golem.workflows.conversation import (
+from golem.wire import (
     ConversationInput,
     ConversationSummary,
-    ConversationWorkflow,
+    InTranscript,
+    Pager,
+    RunReport,
+    Sources,
     TurnInput,
     TurnOutput,
+    message_size,
+    read_pages,
 )
+from golem.workflows.conversation import ConversationWorkflow
 from golem.workflows.failures import (
     ConversationClosedError,
     TurnContinuing,
@@ -41,16 +48,7 @@ from golem.workflows.failures import (
     golem_error,
 )
 from golem.workflows.lineage import run_search_attributes
-from golem.workflows.outcome import RunSnapshot, decode_result
-from golem.workflows.pages import (
-    MessagesPage,
-    MessagesQuery,
-    Pager,
-    message_size,
-    read_pages,
-    with_segments,
-)
-from golem.workflows.transcript import CARRY_BYTES
+from golem.workflows.transcript import CARRY_BYTES, with_segments
 
 if TYPE_CHECKING:
     from golem.client.agents import DurableAgent
@@ -129,7 +127,9 @@ class DurableConversation(Generic[OutputT]):
             if not await turn_started(child, sent[0], self.id):
                 await self._finish(sent[0], run_id)  # raises the refusal, as send would
             agent = self.agent
-            return DurableRun(run_id, self.id, child, [], agent.output_adapter, agent.may_pause)
+            return DurableRun(
+                run_id, self.id, child, [], agent.output_adapter, agent.may_pause, based=True
+            )
 
         async def outcome() -> Result[OutputT]:
             return await self._finish(sent[0], run_id)
@@ -139,7 +139,7 @@ class DurableConversation(Generic[OutputT]):
                 out: TurnOutput | None = await asyncio.shield(sent[0])
             except Exception:
                 out = None  # the turn failed: its run has ended, and so does its stream
-            if out is None or not out.run.pending_approvals:
+            if out is None or out.run.kind != "paused":
                 await asyncio.Event().wait()  # the run ended: its stream ends by itself
 
         return DurableRunStream(
@@ -151,7 +151,7 @@ class DurableConversation(Generic[OutputT]):
         while True:
             try:
                 out: TurnOutput = await self.handle.execute_update(
-                    "golem.send", turn, id=turn.run_id, result_type=TurnOutput
+                    "golem.send", turn, id=turn.update_id(), result_type=TurnOutput
                 )
                 return out
             except WorkflowUpdateFailedError as exc:
@@ -191,17 +191,17 @@ class DurableConversation(Generic[OutputT]):
             raise await self._turn_error(exc, "") from exc
         except RPCError as exc:
             raise await self._closed_or(exc) from exc
-        return await self._turn_result(out, out.run.snapshot.run_id)
+        return await self._turn_result(out, out.run.run_id)
 
     async def _turn_result(self, out: TurnOutput, run_id: str) -> Result[OutputT]:
         history = await self._transcript(out.start)
         handle = self.agent.client.get_workflow_handle(run_id)
         adapter = self.agent.output_adapter
         validate = adapter.validate_python if adapter is not None else None
-        pager = run_pager(handle)
-        if out.count:  # the turn's messages: from the transcript, which holds them already
-            pager = shifted(self._pager(), out.start)
-        result: Result[OutputT] = await decode_result(out.run, history, pager, validate)
+        based = out.based or isinstance(out.run.messages, InTranscript)
+        given, lead = ([], history) if based else (history, [])
+        sources = Sources(given=given, lead=lead, pages=run_pager(handle), transcript=self._pager())
+        result: Result[OutputT] = await decode_result(out.run, sources, validate)
         if not result.paused:  # a paused turn is not in the transcript yet
             self._messages = result.messages
         return result
@@ -272,9 +272,9 @@ class DurableConversation(Generic[OutputT]):
         return await read_pages(self._pager(), 0, upto) if upto else []
 
     async def _turn_error(self, exc: WorkflowUpdateFailedError, run_id: str) -> Exception:
-        async def evidence(snapshot: RunSnapshot) -> list[Message]:
+        async def evidence(report: RunReport) -> list[Message]:
             # The conversation appended the evidence before it refused the turn.
-            rid = run_id or snapshot.run_id
+            rid = run_id or report.run_id
             transcript = await read_pages(self._pager())
             self._messages = transcript
             ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == rid]
@@ -315,14 +315,3 @@ async def turn_started(
             return sent.cancelled() or sent.exception() is None  # a turn that ran has a child
         await asyncio.wait([sent], timeout=pause)
         pause = min(pause * 2, 0.5)
-
-
-def shifted(pager: Pager, start: int) -> Pager:
-    """``pager`` read from ``start`` on, as if that were its beginning."""
-
-    async def page(query: MessagesQuery) -> MessagesPage:
-        upto = query.upto + start if query.upto else 0
-        served = await pager(MessagesQuery(since=query.since + start, upto=upto))
-        return MessagesPage(messages=served.messages, next=served.next - start)
-
-    return page

@@ -24,8 +24,8 @@ from golem.messages import HistoryError, Message, Part, validate_history
 from golem.results import RunError
 from golem.strict_json import loads_strict
 from golem.tools import validation_problems
+from golem.wire import AgentRunInput
 from golem.worker.converter import golem_data_converter
-from golem.workflows.types import AgentRunInput
 
 __all__ = [
     "MAX_INPUT_BYTES",

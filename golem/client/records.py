@@ -3,11 +3,13 @@
     record = await fetch_run(client, run_id)           # status, messages, output or error
     runs = await conversation_runs(client, conv_id)    # a conversation's turns, in order
 
-A closed run is read from its history, no worker needed; a running one through a query.
+A closed run is read from its history, in one pass, no worker needed; a running one
+through a query.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,33 +22,34 @@ from temporalio.client import (
 from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError, FailureError
 
+from golem.client.history import RunHistory, decode_result, run_sources
 from golem.messages import Message
-from golem.models.base import ModelResponse
 from golem.results import RunError
-from golem.tools import ToolOutcome
-from golem.workflows.failures import golem_error
-from golem.workflows.outcome import (
-    FAILURE_MEMO,
-    Logged,
-    Recorded,
-    RunSnapshot,
-    content_digest,
-    conversation,
-    decode_result,
+from golem.wire import (
+    AgentRunInput,
+    MessagesPage,
+    MessagesQuery,
+    Pager,
+    RunReport,
+    Sources,
+    chain_all,
+    read_pages,
 )
-from golem.workflows.pages import MessagesPage, MessagesQuery, Pager, read_pages
-from golem.workflows.shipping import ModelCallInput, RequestLog, ShippingError, chain_all
+from golem.workflows.failures import golem_error
+from golem.workflows.report import FAILURE_MEMO
 from golem.workflows.transcript import HistoryReader
-from golem.workflows.types import AgentRunInput, ToolCallInput
 
 __all__ = [
     "RunRecord",
+    "base_messages",
     "conversation_runs",
+    "failure_of",
     "fetch_run",
     "history_reader",
     "input_history",
-    "recordings",
+    "lazy_sources",
     "run_error",
+    "run_input",
     "run_pager",
 ]
 
@@ -74,84 +77,45 @@ async def fetch_run(client: Client, run_id: str, *, base: bool = True) -> RunRec
     handle = client.get_workflow_handle(run_id)
     description = await handle.describe()
     status = description.status.name.lower() if description.status else "unknown"
-    history, based = await run_input(client, handle, base)
+    # One pass over the run's history: its input, its activities' results, its requests.
+    history = await RunHistory.read(handle.fetch_history_events(), client.data_converter)
+    input = history.input
+    given = list(input.run.history) if input is not None else []
+    lead: list[Message] = []
+    if input is not None and input.base is not None and base:
+        lead = await base_messages(client, input, run_id)
+
+    async def load() -> RunHistory:
+        return history
+
+    sources = run_sources(run_id, given, lead, run_pager(handle), load)
     if description.status == WorkflowExecutionStatus.RUNNING:
-        own = await read_pages(run_pager(handle))
-        return RunRecord(run_id, status, [*history, *own] if based else own)
+        return RunRecord(run_id, status, [*lead, *await read_pages(run_pager(handle))])
     try:
         raw = await handle.result()
     except WorkflowFailureError as exc:
-        error = await run_error(exc, handle, history)
+        error = await run_error(exc, handle, sources)
         partial = error.partial if isinstance(error, RunError) else None
-        return RunRecord(run_id, status, partial.messages if partial else history, error=error)
-    recorded, logged = recordings(client.data_converter, handle)
-    result = await decode_result(raw, history, run_pager(handle), recorded=recorded, logged=logged)
+        messages = partial.messages if partial else [*lead, *given]
+        return RunRecord(run_id, status, messages, error=error)
+    result = await decode_result(raw, sources)
     return RunRecord(run_id, status, result.messages, output=result.output)
 
 
-def recordings(
-    converter: DataConverter, handle: WorkflowHandle[Any, Any]
-) -> tuple[Recorded, Logged]:
-    """Reads what a run's model and tool activities recorded, from its history (no worker
-    needed, read once): the contents its result names by reference, and its last model
-    request rebuilt (``RequestLog``), which its result may leave out."""
-    read: list[tuple[dict[str, str], list[Message] | None]] = []
+def lazy_sources(
+    converter: DataConverter,
+    handle: WorkflowHandle[Any, Any],
+    history: list[Message],
+    based: bool,
+) -> Sources:
+    """What decoding a run's outcome needs, its history read only if the outcome names what
+    the history holds; ``history`` is what the run was given (its base, when ``based``)."""
 
-    async def load() -> tuple[dict[str, str], list[Message] | None]:
-        if not read:
-            read.append(await read_activities(converter, handle))
-        return read[0]
+    async def load() -> RunHistory:
+        return await RunHistory.read(handle.fetch_history_events(), converter)
 
-    async def contents() -> dict[str, str]:
-        return (await load())[0]
-
-    async def last_request() -> list[Message]:
-        request = (await load())[1]
-        if request is None:
-            raise LookupError(f"run {handle.id}: its history does not hold its model requests")
-        return request
-
-    return contents, last_request
-
-
-async def read_activities(
-    converter: DataConverter, handle: WorkflowHandle[Any, Any]
-) -> tuple[dict[str, str], list[Message] | None]:
-    kinds: dict[str, type[Any]] = {"golem.model_request": ModelResponse, "golem.tool": ToolOutcome}
-    scheduled: dict[int, Any] = {}  # event id -> the activity's decoded input
-    contents: dict[str, str] = {}
-    log: RequestLog | None = RequestLog()
-    async for event in handle.fetch_history_events():
-        if event.HasField("activity_task_scheduled_event_attributes"):
-            attrs = event.activity_task_scheduled_event_attributes
-            kind = attrs.activity_type.name
-            if kind not in kinds:
-                continue
-            # The client's converter, so an encrypted payload is decrypted first.
-            given = ModelCallInput if kind == "golem.model_request" else ToolCallInput
-            [value] = await converter.decode(list(attrs.input.payloads), [given])
-            scheduled[event.event_id] = value
-            if log is not None and isinstance(value, ModelCallInput):
-                try:
-                    await log.request(value)
-                except (ShippingError, LookupError):
-                    log = None  # a request read by query: only the contents are of use
-        elif event.HasField("activity_task_completed_event_attributes"):
-            completed = event.activity_task_completed_event_attributes
-            given_input = scheduled.get(completed.scheduled_event_id)
-            if given_input is None:
-                continue
-            done = ModelResponse if isinstance(given_input, ModelCallInput) else ToolOutcome
-            [value] = await converter.decode(list(completed.result.payloads), [done])
-            if isinstance(value, ModelResponse):
-                contents[content_digest(value.message.content)] = value.message.content
-                if log is not None:
-                    log.answered(value.message)
-            else:
-                contents[content_digest(value.content)] = value.content
-                if log is not None:
-                    log.called(given_input.call, value)
-    return contents, log.last if log is not None else None
+    given, lead = ([], history) if based else (history, [])
+    return run_sources(handle.id, given, lead, run_pager(handle), load)
 
 
 async def input_history(client: Client, handle: WorkflowHandle[Any, Any]) -> list[Message]:
@@ -171,22 +135,29 @@ async def run_input(
         # The client's converter, so an encrypted input is decrypted first.
         payloads = await client.data_converter.decode(list(attrs.input.payloads), [AgentRunInput])
         input: AgentRunInput = payloads[0]
-        base = input.base
-        if base is None:
+        if input.base is None:
             return list(input.run.history), False
         if not read_base:
             return [], True
-        # Read from the conversation's history, not by query: no worker needed.
-        histories = history_reader(client)
-        transcript = await histories.transcript(base.conversation)
-        messages = await histories.messages(transcript, 0, base.count) if base.count else []
-        if len(messages) != base.count or chain_all(messages)[-1] != base.digest:
-            raise ValueError(
-                f"conversation {base.conversation} no longer holds the history run "
-                f"{handle.id} was given (its first {base.count} messages changed)"
-            )
-        return messages, True
+        return await base_messages(client, input, handle.id), True
     return [], False
+
+
+async def base_messages(client: Client, input: AgentRunInput, run_id: str) -> list[Message]:
+    """The history a conversation's turn got by reference, read from the conversation's
+    history (no worker needed) and checked against its digest."""
+    base = input.base
+    if base is None or not base.count:
+        return []
+    histories = history_reader(client)
+    transcript = await histories.transcript(base.conversation)
+    messages = await histories.messages(transcript, 0, base.count)
+    if len(messages) != base.count or chain_all(messages)[-1] != base.digest:
+        raise ValueError(
+            f"conversation {base.conversation} no longer holds the history run "
+            f"{run_id} was given (its first {base.count} messages changed)"
+        )
+    return messages
 
 
 async def conversation_runs(client: Client, conversation_id: str) -> list[str]:
@@ -219,21 +190,32 @@ def run_pager(handle: WorkflowHandle[Any, Any]) -> Pager:
 
 
 async def run_error(
-    exc: WorkflowFailureError, handle: WorkflowHandle[Any, Any], history: list[Message]
+    exc: WorkflowFailureError, handle: WorkflowHandle[Any, Any], sources: Sources
 ) -> Exception:
     """Rebuild the ``RunError`` (or ``UnknownAgentError``) a failed or cancelled run carries."""
-
-    async def evidence(snapshot: RunSnapshot) -> list[Message]:
-        return await conversation(snapshot, history, run_pager(handle))
 
     async def memo() -> Any:
         return await (await handle.describe()).memo_value(FAILURE_MEMO, None)
 
-    error = await golem_error(exc.cause, handle.id, evidence, memo)
+    return await failure_of(exc.cause, handle.id, sources, memo)
+
+
+async def failure_of(
+    cause: BaseException | None,
+    run_id: str,
+    sources: Sources,
+    memo: Callable[[], Awaitable[Any]],
+) -> Exception:
+    """golem's exception for a failed or cancelled run's ``cause``, its evidence rebuilt from
+    ``sources``; ``memo`` reads a cancelled run's failure memo."""
+
+    async def evidence(report: RunReport) -> list[Message]:
+        return await report.conversation(sources)
+
+    error = await golem_error(cause, run_id, evidence, memo)
     if error is not None:
         return error
     # Terminated or timed out from outside: the loop never got to say why.
-    cause = exc.cause
     message = cause.message if isinstance(cause, FailureError) else str(cause)
     kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
-    return RunError("canceled", f"run {handle.id} was stopped outside the loop ({kind}): {message}")
+    return RunError("canceled", f"run {run_id} was stopped outside the loop ({kind}): {message}")

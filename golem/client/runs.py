@@ -25,12 +25,13 @@ from temporalio.client import (
 from temporalio.converter import DataConverter
 from temporalio.service import RPCError
 
-from golem.client.records import recordings, run_error, run_pager
+from golem.client.history import decode_result
+from golem.client.records import lazy_sources, run_error
 from golem.messages import Message
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream
+from golem.wire import Sources
 from golem.workflows.failures import CannotPause, golem_error
-from golem.workflows.outcome import decode_result
 
 __all__ = ["DurableRun"]
 
@@ -52,6 +53,8 @@ class DurableRun(Generic[OutputT]):
     """The client's data converter: reads what the run's activities recorded."""
     on_cannot_pause: Callable[[], None] | None = field(default=None, repr=False)
     """Called when the worker says the run's agent never pauses."""
+    based: bool = field(default=False, repr=False)
+    """``history`` came by reference (a conversation's turn): the run holds only its own."""
 
     async def result(self, *, final: bool = False) -> Result[OutputT]:
         """The run's ``Result`` once it ends, or once it waits for approvals (then
@@ -108,16 +111,17 @@ class DurableRun(Generic[OutputT]):
         try:
             output = await self.handle.result()
         except WorkflowFailureError as exc:
-            raise await run_error(exc, self.handle, self.history) from exc
+            raise await run_error(exc, self.handle, self._sources()) from exc
         return await self._decode(output)
+
+    def _sources(self) -> Sources:
+        converter = self.converter or DataConverter.default
+        return lazy_sources(converter, self.handle, self.history, self.based)
 
     async def _decode(self, raw: Any) -> Result[OutputT]:
         adapter = self.output_adapter
         validate = adapter.validate_python if adapter is not None else None
-        recorded, logged = recordings(self.converter or DataConverter.default, self.handle)
-        return await decode_result(
-            raw, self.history, run_pager(self.handle), validate, recorded, logged
-        )
+        return await decode_result(raw, self._sources(), validate)
 
     async def cancel(self) -> None:
         """Ask the run to stop; ``result()`` then raises a ``RunError`` (stage ``canceled``)."""

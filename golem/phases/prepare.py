@@ -3,6 +3,7 @@ repair and instructions. Everything here happens before the first model request.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,7 @@ from golem.messages import HistoryError, Message, Part, ToolCall, validate_histo
 from golem.phases import Stop
 from golem.run_state import AgentSpec, RunInput
 from golem.tools import RunContext
+from golem.toolsets import RunTools, Toolset, ToolsetTool, with_tools
 from golem.user_functions import describe
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "prompt",
     "repaired",
     "resolve_conversation_id",
+    "toolsets",
 ]
 
 
@@ -64,6 +67,29 @@ async def process_history(
     except HistoryError as exc:
         raise Stop("history", str(exc)) from exc
     return history
+
+
+async def toolsets(agent: AgentSpec, executor: Executor, ctx: RunContext[Any]) -> RunTools:
+    """The agent as this run sees it: its own tools and its toolsets', each server asked
+    once, all at once; a server that cannot be asked, or a clash, stops the run."""
+
+    async def listed(toolset: Toolset) -> list[ToolsetTool]:
+        try:
+            return await executor.toolset_tools(toolset, ctx)
+        except ValueError as exc:
+            raise Stop("tool", str(exc)) from exc
+        except Exception as exc:
+            message = f"toolset {toolset.name!r}: its tools could not be listed: {exc}"
+            raise Stop("tool", message) from exc
+
+    answers = await asyncio.gather(*map(listed, agent.toolsets), return_exceptions=True)
+    for answer in answers:
+        if isinstance(answer, BaseException):
+            raise answer  # the first toolset's failure, in the agent's order
+    try:
+        return with_tools(agent, [t for tools in answers for t in tools])  # type: ignore[union-attr]
+    except ValueError as exc:
+        raise Stop("tool", str(exc)) from None
 
 
 def prompt(text: str | None, parts: list[Part]) -> Message:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -23,7 +24,7 @@ from temporalio.converter import (
     PayloadCodec,
 )
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import ReplayerConfig, WorkerConfig
+from temporalio.worker import Interceptor, ReplayerConfig, Worker, WorkerConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from golem.activities import MessageCache, activities
@@ -140,10 +141,11 @@ class GolemPlugin(SimplePlugin):
             (*PASSTHROUGH_MODULES, "opentelemetry") if self.tracing else PASSTHROUGH_MODULES
         )
         install_activity_failure_filter()  # a failed tool call is one log line, not a stack dump
+        self.mcp, mcp_interceptors = _mcp(self.agents, self.message_cache)
         super().__init__(
             "golem",
             data_converter=self.converter,
-            interceptors=[RunLogInterceptor(), *tracing_interceptors],
+            interceptors=[RunLogInterceptor(), *tracing_interceptors, *mcp_interceptors],
             activities=activities(self.message_cache),
             workflows=[AgentRunWorkflow, ConversationWorkflow],
             workflow_runner=lambda existing: _sandbox(existing, passthrough),
@@ -162,12 +164,35 @@ class GolemPlugin(SimplePlugin):
             )
         registry.register(config["task_queue"], self.agents, self.settings)
         config["sticky_queue_schedule_to_start_timeout"] = self.sticky_schedule_to_start_timeout
-        return config
+        return self.mcp.configure_worker(config) if self.mcp else config
+
+    async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
+        if self.mcp is None:
+            return await super().run_worker(worker, next)
+        # The MCP servers this worker started are closed when it stops.
+        own = super().run_worker
+        await self.mcp.run_worker(worker, lambda w: own(w, next))
 
     def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
         config = super().configure_replayer(config)
         registry.register(registry.ANY_TASK_QUEUE, self.agents, self.settings)
-        return config
+        return self.mcp.configure_replayer(config) if self.mcp else config
+
+
+def _mcp(
+    agents: list[Agent[Any, Any]], cache: MessageCache
+) -> tuple[SimplePlugin | None, list[Interceptor]]:
+    """``temporalio.mcp``'s plugin for the agents' MCP servers, and golem's interceptor for
+    their activities; ``(None, [])`` without toolsets (the mcp SDK is then never imported)."""
+    if not any(agent.toolsets for agent in agents):
+        return None, []
+    from golem.mcp.server import INSTALL
+
+    try:
+        from golem.worker.mcp import MCPHeartbeats, mcp_plugin, servers_of
+    except ImportError as exc:
+        raise ImportError(f"{INSTALL} ({exc})") from None
+    return mcp_plugin(agents), [MCPHeartbeats(list(servers_of(agents)), cache)]
 
 
 def _sandbox(existing: Any, passthrough: tuple[str, ...]) -> SandboxedWorkflowRunner:

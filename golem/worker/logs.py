@@ -19,7 +19,7 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
-from golem.workflows.outcome import AgentRunOutput, FailureDetails, RunSnapshot
+from golem.wire import Completed, Failed, RunReport
 
 __all__ = ["RunLogInterceptor", "configure_logging", "install_activity_failure_filter", "logger"]
 
@@ -48,7 +48,7 @@ def _log(level: int, message: str) -> None:
         logger.log(level, message)
 
 
-def _counts(snapshot: RunSnapshot | None) -> str:
+def _counts(snapshot: RunReport | None) -> str:
     if snapshot is None:
         return "turns=0"
     usage = snapshot.usage
@@ -78,9 +78,9 @@ class _RunLog(WorkflowInboundInterceptor):
             output = await super().execute_workflow(input)
         except ApplicationError as exc:
             details = exc.details[0] if exc.details else None
-            if isinstance(details, FailureDetails):
+            if isinstance(details, Failed):
                 outcome = f"failed at {details.stage}: {_first_line(details.message)}"
-                snapshot = details.partial
+                snapshot = details.evidence
             else:
                 outcome, snapshot = f"failed: {_first_line(exc.message)}", None
             _log(logging.WARNING, f"run ended: {fields} outcome={outcome} {_counts(snapshot)}")
@@ -88,13 +88,13 @@ class _RunLog(WorkflowInboundInterceptor):
         except CancelledError:
             _log(logging.INFO, f"run ended: {fields} outcome=canceled")
             raise
-        snapshot = output.snapshot if isinstance(output, AgentRunOutput) else None
+        snapshot = output if isinstance(output, Completed) else None
         _log(logging.INFO, f"run ended: {fields} outcome=completed {_counts(snapshot)}")
         return output
 
 
 class _OneLineActivityFailure(logging.Filter):
-    """Turn the SDK's "Completing activity as failed" stack dump for golem's activities
+    """Turn the SDK's "Completing activity as failed" stack dump for golem's (and MCP) activities
     into one line; the traceback goes to ``golem.worker`` at DEBUG."""
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -102,7 +102,7 @@ class _OneLineActivityFailure(logging.Filter):
             return True
         activity = getattr(record, "temporal_activity", None) or {}
         kind = str(activity.get("activity_type", ""))
-        if not kind.startswith("golem.") or not record.exc_info:
+        if not kind.startswith(("golem.", "temporalio.mcp.")) or not record.exc_info:
             return True
         error = record.exc_info[1]
         text = error.message if isinstance(error, FailureError) else str(error)

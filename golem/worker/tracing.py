@@ -209,7 +209,7 @@ class _RunSpan(WorkflowInboundInterceptor):
                         # A failed workflow task is retried: recorded, the span waits for it.
                         span.record_exception(exc)
                     raise
-                usage = output.snapshot.usage
+                usage = output.usage
                 span.set_attribute(INPUT_TOKENS, usage.input_tokens)
                 span.set_attribute(OUTPUT_TOKENS, usage.output_tokens)
                 return output

@@ -7,7 +7,7 @@ When the loop meets calls that need approval it asks the executor, which waits h
 ``AgentRunWorkflow`` declares the handlers (so an update sent right after the start is
 never refused for want of one) and hands them to the gate:
 
-- update ``golem.outcome``: returns once the run pauses (its paused ``AgentRunOutput``) or
+- update ``golem.outcome``: returns once the run pauses (its ``Paused`` outcome) or
   ends (``None``: read the workflow's result). ``DurableRun.result`` uses it. Its
   validator refuses it (``CANNOT_PAUSE``, nothing recorded) when the agent has no tool
   that needs approval, so a client that knows the agent only by name learns it.
@@ -24,7 +24,7 @@ An agent's ``approval_timeout`` answers what is still undecided when it runs out
 ``NO_DECISION_RESULT``. The deadline is the workflow's clock when the run began to wait
 plus the timeout: an approval recorded before it wins, one that arrives later (even one
 that was sent while no worker ran) is refused, naming the timeout. A conversation's turn
-leaves its timeout to the conversation (``PausedRun.timeout``), whose history decides.
+leaves its timeout to the conversation (``Paused.approval_timeout``), whose history decides.
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from golem.messages import ToolCall
-    from golem.workflows.outcome import AgentRunOutput
+    from golem.wire import Paused
     from golem.workflows.turns import Pause, timed_out
 
-__all__ = ["CANNOT_PAUSE", "NOT_PAUSED", "PAUSED_SIGNAL", "ApprovalGate", "PausedRun"]
+__all__ = ["CANNOT_PAUSE", "NOT_PAUSED", "PAUSED_SIGNAL", "ApprovalGate"]
 
 #: Signal a run sends its parent (a conversation) when it starts waiting for approvals.
 PAUSED_SIGNAL = "golem.paused"
@@ -52,14 +52,6 @@ CANNOT_PAUSE = "GolemCannotPause"
 NOT_PAUSED = "GolemNotPaused"
 
 
-class PausedRun(AgentRunOutput):
-    """What a run that waits for approvals tells its parent: its paused output."""
-
-    run_id: str
-    timeout: float | None = None
-    """The agent's approval timeout in seconds: the parent (a conversation) keeps it."""
-
-
 def _not_paused(message: str) -> ApplicationError:
     return ApplicationError(message, type=NOT_PAUSED, non_retryable=True)
 
@@ -69,13 +61,15 @@ class ApprovalGate:
 
     def __init__(
         self,
-        paused: Callable[[list[ToolCall]], AgentRunOutput],
+        paused: Callable[[list[ToolCall]], Paused],
         timeout: timedelta | None,
         notify_parent: bool = False,
+        on_change: Callable[[], None] = lambda: None,
     ) -> None:
         self._paused = paused
         self._timeout = timeout.total_seconds() if timeout is not None else None
         self._notify_parent = notify_parent
+        self._on_change = on_change
         self.calls: list[ToolCall] = []
         self.pause: Pause | None = None
         self.late: dict[str, float | None] = {}
@@ -100,23 +94,19 @@ class ApprovalGate:
         )
         self.calls, self.pause = list(pending), pause
         self._pauses += 1
-        calls = ", ".join(f"{c.name} ({c.id})" for c in pending)
-        details = workflow.get_current_details().split("\n\n**waiting for approval**")[0]
-        workflow.set_current_details(f"{details}\n\n**waiting for approval** {calls}".strip())
+        self._on_change()
         if parent is not None:
             paused = self._paused(self.calls)
             handle = workflow.get_external_workflow_handle(parent.workflow_id)
             await handle.signal(
-                PAUSED_SIGNAL,
-                PausedRun(
-                    **paused.model_dump(), run_id=workflow.info().workflow_id, timeout=self._timeout
-                ),
+                PAUSED_SIGNAL, paused.model_copy(update={"approval_timeout": self._timeout})
             )
         try:
             await workflow.wait_condition(lambda: not pause.remaining, timeout=timeout)
         except TimeoutError:
             self.late = dict.fromkeys(pause.expire(), timeout)
         self.calls, self.pause = [], None
+        self._on_change()
         return dict(pause.decided)
 
     def finish(self) -> None:
@@ -125,7 +115,7 @@ class ApprovalGate:
 
     # -- handlers ------------------------------------------------------------------------
 
-    async def outcome(self) -> AgentRunOutput | None:
+    async def outcome(self) -> Paused | None:
         await workflow.wait_condition(lambda: self.finished or bool(self.pending))
         return None if self.finished else self._paused(self.pending)
 
@@ -141,7 +131,7 @@ class ApprovalGate:
         if problem is not None:
             raise _not_paused(f"run {workflow.info().workflow_id}: {problem}")
 
-    async def approve(self, decisions: dict[str, bool]) -> AgentRunOutput | None:
+    async def approve(self, decisions: dict[str, bool]) -> Paused | None:
         pauses = self._pauses
         self.decide(decisions)
         if self.pending:

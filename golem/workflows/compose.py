@@ -24,11 +24,17 @@ with workflow.unsafe.imports_passed_through():
     from golem.loop import RunInput, RunLoop, resolve_conversation_id
     from golem.messages import HistoryError, Message, Part, validate_history
     from golem.results import Result, RunError
+    from golem.wire import (
+        AgentRunInput,
+        Carried,
+        Completed,
+        MessagesPage,
+        MessagesQuery,
+        RunReport,
+    )
     from golem.workflows import lineage, registry
-    from golem.workflows.agent_run import AgentRunWorkflow, TemporalExecutor
-    from golem.workflows.outcome import AgentRunOutput, RunSnapshot
-    from golem.workflows.pages import MessagesPage, MessagesQuery
-    from golem.workflows.types import AgentRunInput
+    from golem.workflows.agent_run import AgentRunWorkflow
+    from golem.workflows.executor import TemporalExecutor
 
 __all__ = ["run_agent"]
 
@@ -68,7 +74,7 @@ async def run_agent(
 async def _child(agent_name: str, run: RunInput) -> Result[Any]:
     parent = next((m.run_id for m in reversed(run.history) if m.run_id), "")
     try:
-        output: AgentRunOutput = await workflow.execute_child_workflow(
+        output: Completed = await workflow.execute_child_workflow(
             AgentRunWorkflow.run,
             AgentRunInput(agent=agent_name, run=run, parent_run_id=parent),
             id=run.run_id,
@@ -81,18 +87,18 @@ async def _child(agent_name: str, run: RunInput) -> Result[Any]:
         )
     except ChildWorkflowError as exc:
         raise await _run_error(exc, run) from None
-    snapshot = output.snapshot
-    if snapshot.paged:
+    carried = output.messages
+    if not isinstance(carried, Carried):
         raise RunError(
             "loop",
-            f"run {run.run_id} finished, but its conversation ({snapshot.paged} messages) is "
-            "too big to hand back to workflow code; read it from a client (golem.client.fetch_run)",
+            f"run {run.run_id} finished, but its conversation is too big to hand back to "
+            "workflow code; read it from a client (golem.client.fetch_run)",
         )
     agent = _agent(agent_name)
     value = output.output
     if agent is not None and agent.output_adapter is not None and value is not None:
         value = agent.output_adapter.validate_python(value)
-    return output.to_result(snapshot.messages(list(run.history)), value)
+    return output.result(carried.after(list(run.history), output.stamps), value)
 
 
 async def _inline(agent_name: str, run: RunInput) -> Result[Any]:
@@ -110,7 +116,7 @@ async def _inline(agent_name: str, run: RunInput) -> Result[Any]:
 
     def messages(query: MessagesQuery) -> MessagesPage:
         # The model activity reads the request through this query, as from AgentRunWorkflow.
-        return executor.outbox.page(query)
+        return executor.shipper.page(query)
 
     instance._golem_inline_run = run.run_id
     workflow.set_query_handler("golem.messages", messages)
@@ -133,9 +139,12 @@ async def _run_error(exc: ChildWorkflowError, run: RunInput) -> RunError:
     # Imported here: the table imports golem.worker, which imports this package.
     from golem.workflows.failures import golem_error
 
-    async def evidence(snapshot: RunSnapshot) -> list[Message] | None:
+    async def evidence(report: RunReport) -> list[Message] | None:
         # A paged conversation stays in the child: workflow code cannot query it.
-        return None if snapshot.paged else snapshot.messages(list(run.history))
+        carried = report.messages
+        if not isinstance(carried, Carried):
+            return None
+        return carried.after(list(run.history), report.stamps)
 
     error = await golem_error(exc.cause, run.run_id, evidence)
     if isinstance(error, RunError):

@@ -42,20 +42,24 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from golem.messages import HistoryError, Message, validate_history
+    from golem.wire import (
+        ConversationInput,
+        ConversationSummary,
+        MessagesPage,
+        MessagesQuery,
+        TurnInput,
+        TurnOutput,
+    )
+    from golem.wire import Paused as PausedRun
     from golem.workflows import lineage, registry
     from golem.workflows.agent_run import AgentRunWorkflow
-    from golem.workflows.approvals import PAUSED_SIGNAL, PausedRun
-    from golem.workflows.pages import MessagesPage, MessagesQuery
-    from golem.workflows.transcript import RECENT_RUNS, ConversationInput, Transcript
+    from golem.workflows.approvals import PAUSED_SIGNAL
+    from golem.workflows.transcript import RECENT_RUNS, Transcript
     from golem.workflows.turn_runs import (
         CLOSED,
         CONTINUING,
         RECORDED,
-        SEGMENTS_PATCH,
         WAITING,
-        ConversationSummary,
-        TurnInput,
-        TurnOutput,
         by_reference,
         child_input,
         details,
@@ -144,7 +148,7 @@ class ConversationWorkflow:
         info = workflow.info()
         transcript = self._transcript
         # Runs recorded before the transcript could go by reference carry it by value.
-        by_reference = workflow.patched(SEGMENTS_PATCH) and bool(self._reference)
+        by_reference = bool(self._reference)
         carried = transcript.carry(info.workflow_id, info.run_id, by_reference)
         recent = [*carried.get("recent", []), *carried.get("runs", [])][-RECENT_RUNS:]
         workflow.continue_as_new(
@@ -217,7 +221,9 @@ class ConversationWorkflow:
         if self._turns.current is not None and self._turns.current.run_id == paused.run_id:
             self._paused = paused
         calls = [c.id for c in paused.pending_approvals]
-        await self._perform(self._turns.paused(paused.run_id, calls, _now(), paused.timeout))
+        await self._perform(
+            self._turns.paused(paused.run_id, calls, _now(), paused.approval_timeout)
+        )
 
     async def _ask(self, event: Callable[[int], list[Effect]]) -> TurnOutput | ConversationSummary:
         """Feed one update's transition; its answer once the machine gives it."""
@@ -260,7 +266,7 @@ class ConversationWorkflow:
             assert self._outcome is not None
             return self._outcome
         assert isinstance(outcome, Paused) and self._paused is not None
-        return paused_output(self._paused, outcome.pending, self._start)
+        return paused_output(self._paused, outcome.pending, self._start, self._transcript.based)
 
     def _spawn(self, work: Any) -> None:
         task: asyncio.Task[None] = asyncio.create_task(work)
@@ -284,8 +290,6 @@ class ConversationWorkflow:
         transcript = self._transcript
         if transcript.offset > 0:
             return True
-        if transcript.clean < transcript.length and not workflow.patched(SEGMENTS_PATCH):
-            return False  # recorded when the next run repaired the evidence itself, by value
         return bool(self._reference)
 
     async def _start_turn(self, run_id: str) -> None:

@@ -22,11 +22,19 @@ from temporalio.exceptions import ApplicationError, CancelledError
 
 from golem.messages import Message
 from golem.results import RunError
+from golem.wire import Failed, RunReport
 from golem.worker.converter import BAD_PAYLOAD, DECRYPTION_ERROR
-from golem.workflows.approvals import CANNOT_PAUSE
-from golem.workflows.conversation import CLOSED, CONTINUING, RECORDED, WAITING
-from golem.workflows.outcome import FailureDetails, RunSnapshot, UnknownAgentError, run_failure
+from golem.workflows.approvals import CANNOT_PAUSE, NOT_PAUSED
 from golem.workflows.registry import UNKNOWN_AGENT
+from golem.workflows.report import run_failure
+from golem.workflows.turn_runs import (
+    CLOSED,
+    CONTINUING,
+    RECORDED,
+    RUN_ID_IN_USE,
+    TURN_DIFFERS,
+    WAITING,
+)
 
 __all__ = [
     "FAILURES",
@@ -41,9 +49,9 @@ __all__ = [
     "golem_error",
 ]
 
-#: ``ApplicationError.type`` of an approval refused: the run waits for none, or not for
-#: those calls (set by golem/workflows/approvals.py).
-NOT_PAUSED = "GolemNotPaused"
+
+class UnknownAgentError(LookupError):
+    """The worker serves no agent by that name (the message lists the ones it has)."""
 
 
 class RunIdInUseError(ValueError):
@@ -85,11 +93,13 @@ FAILURES: dict[str, Callable[[str, str], Exception]] = {
     CANNOT_PAUSE: _plain(CannotPause),
     CONTINUING: _plain(TurnContinuing),
     RECORDED: _plain(TurnRecorded),
+    RUN_ID_IN_USE: _plain(RunIdInUseError),
+    TURN_DIFFERS: _plain(ValueError),
 }
 
 #: Rebuilds a failed run's evidence (its messages) from what its failure carries, as far as
 #: the reader can (``None``: it cannot, e.g. the evidence is paged and no query reaches it).
-Evidence = Callable[[RunSnapshot], Awaitable[list[Message] | None]]
+Evidence = Callable[[RunReport], Awaitable[list[Message] | None]]
 
 
 async def golem_error(
@@ -106,7 +116,7 @@ async def golem_error(
         if raw is None:
             when = " before it started" if memo is not None else ""
             return RunError("canceled", f"run {run_id} was cancelled{when}")
-        return await _run_error(FailureDetails.model_validate(raw), evidence)
+        return await _run_error(Failed.model_validate(raw), evidence)
     details = run_failure(cause)
     if details is not None:
         return await _run_error(details, evidence)
@@ -115,8 +125,8 @@ async def golem_error(
     return None
 
 
-async def _run_error(details: FailureDetails, evidence: Evidence | None) -> RunError:
-    snapshot = details.partial
-    messages = await evidence(snapshot) if snapshot and evidence else None
-    partial = snapshot.to_partial(messages) if snapshot and messages is not None else None
+async def _run_error(details: Failed, evidence: Evidence | None) -> RunError:
+    report = details.evidence
+    messages = await evidence(report) if report and evidence else None
+    partial = report.partial(messages) if report and messages is not None else None
     return RunError(details.stage, details.message, partial)

@@ -18,15 +18,13 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable
 from datetime import timedelta
-from typing import Literal, TypeVar
+from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict
 from temporalio import workflow
 from temporalio.contrib.workflow_streams import WorkflowStream
 
-from golem.events import EventKind, RunEvent
-from golem.messages import Message, ToolCall
-from golem.models.base import ModelResponse, StreamDelta
+from golem.events import RunEvent
+from golem.wire import StreamEvent
 
 __all__ = ["LINGER", "TOPIC", "RunStreamHost", "StreamEvent"]
 
@@ -36,84 +34,6 @@ T = TypeVar("T")
 TOPIC = "golem.events"
 #: How long a streamed run that has ended waits for its live subscriber's next poll.
 LINGER = timedelta(seconds=1)
-_DELTA_KINDS = {"text": "text_delta", "thinking": "thinking_delta", "tool_call": "tool_call_delta"}
-
-
-class StreamEvent(BaseModel):
-    """One stream item: a ``RunEvent`` without the run's ids (the subscriber knows them)
-    and without its stamps and duplicates, or ``end``, the run's last item."""
-
-    model_config = ConfigDict(frozen=True)
-
-    kind: EventKind | Literal["end"]
-    turn: int = 0
-    attempt: int = 0
-    """For a delta: the model call attempt that produced it (0 for the first); for
-    ``turn_restarted``: the new attempt."""
-    model_index: int = 0
-    """For a delta or ``turn_restarted``: which model of a fallback (0: the first)."""
-    model: str = ""
-    """For ``turn_restarted``: the model the turn restarts on."""
-    delta: StreamDelta | None = None
-    call: ToolCall | None = None
-    message: Message | None = None
-    """For ``tool_end``: the result, unstamped (the subscriber stamps it with the run's ids)."""
-    response: ModelResponse | None = None
-    """For ``model_end``: the response; the event's message is its message, stamped."""
-    reason: str = ""
-
-    @classmethod
-    def of(cls, event: RunEvent) -> StreamEvent:
-        """The wire form of a loop event."""
-        return cls(
-            kind=event.kind,
-            turn=event.turn,
-            delta=event.delta,
-            call=event.call,
-            # model_end's message is the response's, stamped: carry it once.
-            message=None
-            if event.message is None or event.kind == "model_end"
-            else event.message.stamped("", ""),
-            response=event.response,
-            reason=event.reason,
-            attempt=event.attempt,
-            model=event.model,
-        )
-
-    @classmethod
-    def of_delta(
-        cls, delta: StreamDelta, turn: int, attempt: int, model_index: int = 0
-    ) -> StreamEvent:
-        """A model call's piece; ``attempt`` is Temporal's (1 for the first)."""
-        kind: EventKind = _DELTA_KINDS[delta.kind]  # type: ignore[assignment]
-        attempt = attempt if attempt > 1 else 0
-        return cls(kind=kind, turn=turn, delta=delta, attempt=attempt, model_index=model_index)
-
-    @property
-    def attempt_order(self) -> tuple[int, int]:
-        """Where this event's model call comes in its turn: by model, then attempt."""
-        return self.model_index, max(self.attempt, 1)
-
-    def to_event(self, run_id: str, conversation_id: str) -> RunEvent:
-        """The ``RunEvent`` in-process ``run_stream`` would have yielded."""
-        if self.kind == "end":
-            raise ValueError("the end of a stream is not a run event")
-        message = self.message
-        if self.kind == "model_end" and self.response is not None:
-            message = self.response.message
-        return RunEvent(
-            kind=self.kind,
-            run_id=run_id,
-            conversation_id=conversation_id,
-            turn=self.turn,
-            delta=self.delta,
-            call=self.call,
-            message=None if message is None else message.stamped(run_id, conversation_id),
-            response=self.response,
-            reason=self.reason,
-            attempt=self.attempt if self.kind == "turn_restarted" else 0,
-            model=self.model,
-        )
 
 
 class RunStreamHost:

@@ -21,10 +21,9 @@ See docs/adr/0012-transcript-by-reference.md.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.converter import DataConverter
@@ -32,18 +31,34 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from golem.messages import Message
 from golem.phases.prepare import repaired
-from golem.workflows.outcome import AgentRunOutput, FailureDetails, RunSnapshot, run_failure
-from golem.workflows.pages import MessagesPage, MessagesQuery, Segment, message_size
-from golem.workflows.shipping import ShippingError, chain, chain_all
-from golem.workflows.types import AgentRunInput
+from golem.wire import (
+    AgentRunInput,
+    Carried,
+    Completed,
+    ConversationInput,
+    Failed,
+    MessagesPage,
+    MessagesQuery,
+    Pager,
+    Segment,
+    ShippingError,
+    Stamps,
+    chain,
+    chain_all,
+    expand,
+    message_size,
+)
+from golem.workflows.report import run_failure
 
 __all__ = [
     "CARRY_BYTES",
     "RECENT_RUNS",
     "ConversationInput",
     "HistoryReader",
+    "SegmentReader",
     "Transcript",
     "read_transcript",
+    "with_segments",
 ]
 
 #: A transcript up to this size crosses continue-as-new by value; a longer one by
@@ -51,34 +66,6 @@ __all__ = [
 CARRY_BYTES = 256_000
 #: Run ids of the latest turns carried across continue-as-new (a retried send is one turn).
 RECENT_RUNS = 64
-
-
-class ConversationInput(BaseModel):
-    """Input of ``ConversationWorkflow``: a new conversation's seed, or what crosses
-    continue-as-new."""
-
-    model_config = ConfigDict(frozen=True)
-
-    agent: str
-    messages: list[Message] = Field(default_factory=list)
-    """The transcript this workflow run holds by value, after what ``earlier`` holds."""
-    runs: list[str] = Field(default_factory=list)
-    """Run ids of the turns this workflow run holds by value, in order."""
-    parent_run_id: str = ""
-    """For a fork: the run of another conversation this one continues from."""
-    turns_per_run: int = 500
-    """golem's own continue-as-new budget, beside the server's suggestion."""
-    earlier: list[Segment] = Field(default_factory=list)
-    """Earlier workflow runs holding the transcript's first messages (and turns), in order."""
-    turns: int = 0
-    """Turns the earlier workflow runs hold."""
-    recent: list[str] = Field(default_factory=list)
-    """Run ids of the latest of those turns."""
-    by_reference: bool | None = None
-    """Whether turns take the transcript by reference, decided when the conversation
-    started (``None``: a new conversation, which decides)."""
-    fingerprints: dict[str, str] = Field(default_factory=dict)
-    """Run id -> ``TurnInput.fingerprint()`` of the latest turns: a retry must match."""
 
 
 class Transcript:
@@ -100,6 +87,7 @@ class Transcript:
         # Messages before `clean` are repaired and closed: a turn can take them by reference.
         self.clean = self.length if repaired(self.own) == self.own else self.offset
         self.start = self.length  # where the current turn's messages begin
+        self.based = False  # the current turn got the transcript by reference
 
     @property
     def length(self) -> int:
@@ -131,36 +119,37 @@ class Transcript:
             self._set(repaired(self.own[cut:]), since=cut)
             self.clean = self.length
         self.start = self.length
+        self.based = by_reference
 
     def never_started(self, run_id: str) -> None:
         """The turn's run could not start (its run id is taken): it is no turn."""
         self.runs.remove(run_id)
 
-    def ended(self, output: AgentRunOutput) -> bool:
+    def ended(self, output: Completed) -> bool:
         """The turn's run completed: its messages join (``False`` when it paged them)."""
-        snapshot = output.snapshot
-        if snapshot.paged:
+        if not isinstance(output.messages, Carried):
             return False
-        self._apply(snapshot)
+        self._apply(output.messages, output.stamps)
         self.clean = self.length
         return True
 
-    def failed(self, details: FailureDetails | None) -> None:
+    def failed(self, details: Failed | None) -> None:
         """The turn's run failed: its evidence (when carried inline) joins, unrepaired."""
-        partial = details.partial if details is not None else None
-        if partial is None or partial.paged:
+        evidence = details.evidence if details is not None else None
+        if evidence is None or not isinstance(evidence.messages, Carried):
             return
-        self.clean = min(self.clean, self._apply(partial))
+        self.clean = min(self.clean, self._apply(evidence.messages, evidence.stamps))
 
-    def _apply(self, snapshot: RunSnapshot) -> int:
-        """The turn's run's snapshot joins; returns the transcript index of the first change."""
+    def _apply(self, messages: Carried, stamps: Stamps) -> int:
+        """The turn's run's messages join; returns the transcript index of the first change."""
         given = self.start - self.offset
-        if snapshot.base is None and given == len(self.own):
-            return self._set(snapshot.messages([]), since=given)  # it only appends
-        if snapshot.base is not None and self.offset:
+        # A by-value turn was given the whole transcript: it appended if it kept all of it.
+        if self.based or messages.keep == self.start == self.length:
+            return self._set(expand(messages.added, stamps), since=given)  # it only appends
+        if self.offset:
             # By construction only by-value turns rewrite, and they hold the whole transcript.
             raise ValueError("a turn rewrote history that earlier workflow runs hold")
-        return self._set(snapshot.messages(self.own[:given]))
+        return self._set(messages.after(self.own[:given], stamps))
 
     def _set(self, messages: list[Message], since: int = 0) -> int:
         """Own messages from index ``since`` on become ``messages``; returns the transcript
@@ -273,7 +262,7 @@ async def read_transcript(
             )
         elif event.HasField("child_workflow_execution_completed_event_attributes"):
             completed = event.child_workflow_execution_completed_event_attributes
-            [output] = await converter.decode(list(completed.result.payloads), [AgentRunOutput])
+            [output] = await converter.decode(list(completed.result.payloads), [Completed])
             transcript.ended(output)
         elif event.HasField("child_workflow_execution_failed_event_attributes"):
             failure = event.child_workflow_execution_failed_event_attributes.failure
@@ -370,3 +359,25 @@ class HistoryReader:
                 held = await self.transcript(segment.workflow_id, segment.run_id)
                 out.extend(held.runs)
         return [*out, *transcript.runs]
+
+
+#: Reads the messages ``[start, end)`` a segment names, from its workflow run's history.
+SegmentReader = Callable[[Segment], Awaitable[list[Message]]]
+
+
+def with_segments(pager: Pager, read: SegmentReader) -> Pager:
+    """``pager`` whose pages held by earlier workflow runs are read from their histories."""
+
+    async def page(query: MessagesQuery) -> MessagesPage:
+        served = await pager(query)
+        if not served.held:
+            return served
+        messages: list[Message] = []
+        for segment in served.held:
+            held = await read(segment)
+            low = max(query.since, segment.start)
+            high = min(segment.end, query.upto) if query.upto else segment.end
+            messages.extend(held[low - segment.start : high - segment.start])
+        return MessagesPage(messages=messages, next=query.since + len(messages))
+
+    return page

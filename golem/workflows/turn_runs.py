@@ -11,25 +11,30 @@ step here is deterministic.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, ChildWorkflowError, WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
     from golem.agent import Agent
     from golem.loop import RunInput
-    from golem.messages import Message, Part
+    from golem.messages import Message
+    from golem.wire import (
+        PAGE_BYTES,
+        AgentRunInput,
+        Completed,
+        ConversationSummary,
+        HistoryBase,
+        InTranscript,
+        Paused,
+        TurnInput,
+        TurnOutput,
+    )
     from golem.workflows.agent_run import RUN_ERROR
-    from golem.workflows.approvals import PausedRun
-    from golem.workflows.outcome import AgentRunOutput, run_failure
-    from golem.workflows.pages import PAGE_BYTES
-    from golem.workflows.shipping import HistoryBase
+    from golem.workflows.report import run_failure
     from golem.workflows.transcript import Transcript
     from golem.workflows.turns import Refusal
-    from golem.workflows.types import AgentRunInput
 
 __all__ = [
     "CLOSED",
@@ -77,55 +82,6 @@ _TYPES: dict[str, str | None] = {
     "taken": RUN_ID_IN_USE,
     "failed": None,
 }
-#: Patch: a failed turn's evidence is repaired by the conversation, and the transcript may
-#: cross continue-as-new by reference (runs recorded before it replay unchanged).
-SEGMENTS_PATCH = "golem-transcript-segments"
-#: Patch: a completed turn's update result leaves its messages to the transcript.
-SLIM_PATCH = "golem-slim-turns"
-
-
-class _Payload(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class TurnInput(_Payload):
-    """One turn: an update whose id is ``update_id()``, so a retried send is one turn."""
-
-    run_id: str
-    prompt: str | None = None
-    parts: list[Part] = Field(default_factory=list)
-    deps: Any = None
-    stream: bool = False
-    """The turn's run publishes its deltas live (``DurableConversation.send_stream``)."""
-
-    def fingerprint(self) -> str:
-        """What makes two sends the same turn: the prompt, the parts and the deps."""
-        text = self.model_dump_json(include={"prompt", "parts", "deps"})
-        return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-
-    def update_id(self) -> str:
-        """The send's update id: the same turn sent again is deduplicated by Temporal, and
-        another one under the same run id reaches the workflow, which refuses it."""
-        return f"{self.run_id}:{self.fingerprint()}"
-
-
-class TurnOutput(_Payload):
-    """What a turn returns: the run's output and only what it added to the transcript."""
-
-    run: AgentRunOutput
-    start: int
-    """Where the run's messages begin in the transcript (its length before the turn)."""
-    count: int = 0
-    """When non-zero: the run's messages are not carried here (the transcript has them,
-    ``[start, start + count)``; the child's result and history do too)."""
-
-
-class ConversationSummary(_Payload):
-    """Result of a closed conversation."""
-
-    turns: int = 0
-    messages: int = 0
-    last_run: str = ""
 
 
 def refused(refusal: Refusal) -> ApplicationError:
@@ -172,7 +128,7 @@ def turn_outcome(
 ) -> TurnOutput | ApplicationError:
     """The ended run's messages join the transcript; its output, or its error."""
     try:
-        output = AgentRunOutput.model_validate(child.result())
+        output = Completed.model_validate(child.result())
     except ChildWorkflowError as exc:
         # The failed turn's evidence joins the transcript: the next turn resumes it,
         # repaired first.
@@ -190,15 +146,12 @@ def turn_outcome(
             "the conversation to take in; return references (URLs, ids) from tools",
             non_retryable=True,
         )
-    snapshot = output.snapshot
-    if not (workflow.patched(SLIM_PATCH) and snapshot.based and snapshot.base is None):
+    if not transcript.based:
         return TurnOutput(run=output, start=start)
-    # Recorded once more here it would be the turn's fourth copy (the tool's result, the
-    # child's result, its completion here): the client reads it from the transcript. A
-    # client that predates ``count`` reads the child's pages, as for a paged result.
-    count = len(snapshot.added)
-    slim = snapshot.model_copy(update={"added": [], "refs": {}, "paged": count})
-    return TurnOutput(run=output.model_copy(update={"snapshot": slim}), start=start, count=count)
+    # Recorded once more here they would be the turn's fourth copy (the tool's result, the
+    # child's result, its completion here): the client reads them from the transcript.
+    held = InTranscript(start=start, count=transcript.length - start)
+    return TurnOutput(run=output.model_copy(update={"messages": held}), start=start, based=True)
 
 
 def by_reference(agent: Agent[Any, Any]) -> bool:
@@ -222,14 +175,14 @@ def start_refusal(run_id: str, exc: Exception) -> Refusal:
     return Refusal("failed", f"turn {run_id} could not start: {exc}")
 
 
-def paused_output(paused: PausedRun, pending: tuple[str, ...], start: int) -> TurnOutput:
+def paused_output(paused: Paused, pending: tuple[str, ...], start: int, based: bool) -> TurnOutput:
     """A waiting turn's output, with the calls still undecided."""
     calls = [c for c in paused.pending_approvals if c.id in pending]
-    run = AgentRunOutput.model_validate(paused.model_dump(exclude={"run_id", "timeout"}))
-    return TurnOutput(run=run.model_copy(update={"pending_approvals": calls}), start=start)
+    run = paused.model_copy(update={"pending_approvals": calls})
+    return TurnOutput(run=run, start=start, based=based)
 
 
-def details(transcript: Transcript, paused: PausedRun | None, waiting: tuple[str, ...]) -> str:
+def details(transcript: Transcript, paused: Paused | None, waiting: tuple[str, ...]) -> str:
     """What the UI shows for a conversation."""
     calls = paused.pending_approvals if paused is not None else []
     pending = ", ".join(f"{c.name} ({c.id})" for c in calls if c.id in waiting) or "none"

@@ -12,21 +12,30 @@ from temporalio.exceptions import ApplicationError, CancelledError, TerminatedEr
 
 from golem.messages import Message, Usage
 from golem.results import PartialResult, RunError
-from golem.worker.converter import BAD_PAYLOAD, golem_data_converter
+from golem.wire import RunReport, Sources
+from golem.worker.converter import BAD_PAYLOAD, DECRYPTION_ERROR, golem_data_converter
 from golem.workflows.approvals import CANNOT_PAUSE
-from golem.workflows.conversation import CLOSED, CONTINUING, RECORDED, WAITING
 from golem.workflows.failures import (
     FAILURES,
     NOT_PAUSED,
     CannotPause,
     ConversationClosedError,
+    RunIdInUseError,
     TurnContinuing,
     TurnRecorded,
     UnknownAgentError,
     golem_error,
 )
-from golem.workflows.outcome import RunSnapshot, cancel_memo, encode_failure, failure_error
 from golem.workflows.registry import UNKNOWN_AGENT
+from golem.workflows.report import FAILURE_MEMO, Reporter, failure_error
+from golem.workflows.turn_runs import (
+    CLOSED,
+    CONTINUING,
+    RECORDED,
+    RUN_ID_IN_USE,
+    TURN_DIFFERS,
+    WAITING,
+)
 
 CONVERTER = golem_data_converter.payload_converter
 HISTORY = [Message.user("hi").stamped("run-1", "conv")]
@@ -53,8 +62,8 @@ def failed_run() -> RunError:
     return RunError("model", "HTTP 500", partial)
 
 
-async def rebuilt(snapshot: RunSnapshot) -> list[Message]:
-    return snapshot.messages(HISTORY)
+async def rebuilt(report: RunReport) -> list[Message]:
+    return await report.conversation(Sources(given=HISTORY))
 
 
 @pytest.mark.parametrize(
@@ -68,6 +77,8 @@ async def rebuilt(snapshot: RunSnapshot) -> list[Message]:
         (CANNOT_PAUSE, CannotPause),
         (CONTINUING, TurnContinuing),
         (RECORDED, TurnRecorded),
+        (RUN_ID_IN_USE, RunIdInUseError),
+        (TURN_DIFFERS, ValueError),
     ],
 )
 async def test_each_type_golem_sets_becomes_its_exception_with_the_message(
@@ -81,7 +92,15 @@ async def test_each_type_golem_sets_becomes_its_exception_with_the_message(
 
 def test_every_type_in_the_table_is_pinned_above() -> None:
     pinned = {UNKNOWN_AGENT, BAD_PAYLOAD, CLOSED, WAITING, NOT_PAUSED, CANNOT_PAUSE}
-    assert set(FAILURES) == pinned | {CONTINUING, RECORDED}
+    conversations = {CONTINUING, RECORDED, RUN_ID_IN_USE, TURN_DIFFERS}
+    assert set(FAILURES) == pinned | conversations | {DECRYPTION_ERROR}
+
+
+async def test_a_payload_that_cannot_be_decrypted_is_a_codec_error() -> None:
+    cause = over_the_wire(ApplicationError("key id 'k1' is not here", type=DECRYPTION_ERROR))
+    error = await golem_error(cause, "run-2")
+    assert isinstance(error, RunError) and error.stage == "codec"
+    assert "key id 'k1'" in error.detail
 
 
 async def test_a_payload_that_does_not_decode_is_a_history_error_naming_the_run() -> None:
@@ -93,7 +112,7 @@ async def test_a_payload_that_does_not_decode_is_a_history_error_naming_the_run(
 
 async def test_a_failed_run_carries_the_evidence_its_reader_rebuilds() -> None:
     sent = failed_run()
-    cause = over_the_wire(failure_error(sent, encode_failure(sent, HISTORY)))
+    cause = over_the_wire(failure_error(sent, Reporter(HISTORY, True).failed(sent)))
     error = await golem_error(cause, "run-2", rebuilt)
     assert isinstance(error, RunError)
     assert (error.stage, error.detail, error.partial) == (sent.stage, sent.detail, sent.partial)
@@ -101,9 +120,9 @@ async def test_a_failed_run_carries_the_evidence_its_reader_rebuilds() -> None:
 
 async def test_evidence_the_reader_cannot_rebuild_leaves_the_error_without_partial() -> None:
     sent = failed_run()
-    cause = over_the_wire(failure_error(sent, encode_failure(sent, HISTORY)))
+    cause = over_the_wire(failure_error(sent, Reporter(HISTORY, True).failed(sent)))
 
-    async def unreachable(snapshot: RunSnapshot) -> list[Message] | None:
+    async def unreachable(report: RunReport) -> list[Message] | None:
         return None
 
     for evidence in (unreachable, None):
@@ -114,7 +133,7 @@ async def test_evidence_the_reader_cannot_rebuild_leaves_the_error_without_parti
 
 async def test_a_cancelled_run_reads_its_memo_or_says_it_never_started() -> None:
     sent = RunError("canceled", "the run was cancelled by its caller", failed_run().partial)
-    memo = cancel_memo(encode_failure(sent, HISTORY))
+    memo = {FAILURE_MEMO: Reporter(HISTORY, True).failed(sent)}
     stored = CONVERTER.from_payloads(CONVERTER.to_payloads(list(memo.values())))[0]
     cause = over_the_wire(CancelledError("cancelled"))
 

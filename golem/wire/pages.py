@@ -1,19 +1,19 @@
-"""Messages served page by page through a workflow query, and read back page by page.
+"""Messages served page by page through a workflow query, and what points at messages
+held by an earlier workflow run.
 
-Both queries golem answers use it: ``golem.messages`` (a model request's messages, read
-by the model activity) and ``golem.conversation`` (a run's conversation, read by the
-client when a result or failure was too big to carry it). Serving and reading sit side
-by side so the two cannot drift apart. No Temporal import: the reader is given the query.
+Two queries serve pages: ``golem.messages`` (a run's current model request, read by the
+model activity) and ``golem.conversation`` (a run's conversation, or a conversation
+workflow's transcript, read by activities and clients).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
 from golem.messages import Message
+from golem.wire.base import Wire
 
 __all__ = [
     "PAGE_BYTES",
@@ -21,14 +21,12 @@ __all__ = [
     "MessagesQuery",
     "Pager",
     "Segment",
-    "SegmentReader",
     "message_size",
     "read_pages",
-    "with_segments",
 ]
 
-#: Most bytes of messages a run's result, failure or one query page carries inline
-#: (Temporal rejects payloads and query results near 2 MB).
+#: Most bytes of messages one payload or one query page carries inline (Temporal rejects
+#: payloads and query results near 2 MB).
 PAGE_BYTES = 1_000_000
 
 
@@ -43,21 +41,17 @@ def message_size(message: Message) -> int:
     )
 
 
-class MessagesQuery(BaseModel):
-    """Ask for ``[since, upto)``; ``upto`` 0 means everything there is."""
-
-    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
+class MessagesQuery(Wire):
+    """Ask for messages ``[since, upto)``; ``upto`` 0 means everything there is."""
 
     since: int = 0
     upto: int = 0
 
 
-class Segment(BaseModel):
-    """Messages ``[start, end)`` of a conversation, held by an earlier workflow run (a run
-    before a continue-as-new, or the conversation a fork continues): read from that run's
+class Segment(Wire):
+    """Messages ``[start, end)`` of a conversation held by an earlier workflow run (a run
+    before a continue-as-new, or the conversation a fork continues), read from that run's
     history events, never through a query."""
-
-    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
 
     workflow_id: str
     run_id: str
@@ -65,13 +59,13 @@ class Segment(BaseModel):
     start: int
     end: int
     digest: str
-    """``shipping.chain`` digest of the conversation's first ``end`` messages."""
+    """Chain digest (``golem.wire.shipping.chain``) of the conversation's first ``end``."""
     turns: bool = False
     """That workflow run's turns are turns of this conversation (not of a forked one)."""
 
 
-class MessagesPage(BaseModel):
-    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
+class MessagesPage(Wire):
+    """One page of an answer to a ``MessagesQuery``."""
 
     messages: list[Message]
     next: int
@@ -93,29 +87,8 @@ class MessagesPage(BaseModel):
         return cls(messages=page, next=index)
 
 
-#: Asks a workflow for one page (``handle.query`` bound to a query name).
+#: Asks a workflow for one page (a query handle bound to a query name).
 Pager = Callable[[MessagesQuery], Awaitable[MessagesPage]]
-
-#: Reads the messages ``[start, end)`` a segment names, from its workflow run's history.
-SegmentReader = Callable[[Segment], Awaitable[list[Message]]]
-
-
-def with_segments(pager: Pager, read: SegmentReader) -> Pager:
-    """``pager`` whose pages held by earlier workflow runs are read from their histories."""
-
-    async def page(query: MessagesQuery) -> MessagesPage:
-        served = await pager(query)
-        if not served.held:
-            return served
-        messages: list[Message] = []
-        for segment in served.held:
-            held = await read(segment)
-            low = max(query.since, segment.start)
-            high = min(segment.end, query.upto) if query.upto else segment.end
-            messages.extend(held[low - segment.start : high - segment.start])
-        return MessagesPage(messages=messages, next=query.since + len(messages))
-
-    return page
 
 
 async def read_pages(pager: Pager, since: int = 0, upto: int = 0) -> list[Message]:

@@ -1,0 +1,246 @@
+"""Tools from MCP servers, measured side by side in one run (offline, the local dev server).
+
+1. One MCP tool call (examples/mcp_notes_server.py's read_note, over stdio and over
+   streamable HTTP): a direct call on an open mcp SDK ``Client``; inside a golem run in
+   process (tool_start to tool_end); inside a durable run (the call-tool activity,
+   scheduled to completed, from the run's history). A local golem tool doing the same
+   in-process work is the reference row.
+2. The tool list, per run: a one-turn run with the MCP toolset minus the same run without
+   it, run in turn (in process the run starts, lists and stops its stdio server; durably
+   one activity on a worker whose server stays up), and the list-tools activity alone.
+
+Run: .venv/bin/python benchmarks/mcp_tools.py [--calls 20] [--runs 15]
+(the ``mcp`` and ``dev-server`` extras). The machine is shared: read the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from mcp import Client, StdioServerParameters
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client as TemporalClient
+from temporalio.worker import Worker
+
+from golem import Agent, Message, ToolCall
+from golem.client import DurableAgent
+from golem.mcp import MCPServer
+from golem.models import FunctionModel
+from golem.testing import dev_server
+from golem.worker import GolemPlugin
+
+SERVER = Path(__file__).resolve().parent.parent / "examples" / "mcp_notes_server.py"
+ARGS = {"name": "groceries"}
+
+
+def progress(text: str) -> None:
+    print(f"  .. {text}", file=sys.stderr, flush=True)
+
+
+def ms(seconds: list[float]) -> str:
+    return f"{statistics.median(seconds) * 1000:8.2f}"
+
+
+def calling(turns: int) -> FunctionModel:
+    """Calls read_note once a turn, ``turns`` times, then answers."""
+
+    def answer(messages: list[Message], tools: Any) -> Message:
+        done = sum(1 for m in messages if m.role == "tool")
+        if done < turns:
+            return Message.assistant(
+                "", [ToolCall(id=f"c{done}", name="read_note", args='{"name": "groceries"}')]
+            )
+        return Message.assistant("done")
+
+    return FunctionModel(answer, model_name="bench")
+
+
+def agent(name: str, turns: int, server: MCPServer | None) -> Agent[Any, str]:
+    if server is not None:
+        return Agent(calling(turns), name=name, toolsets=[server])
+    local: Agent[Any, str] = Agent(calling(turns), name=name)
+
+    @local.tool
+    def read_note(name: str) -> str:
+        """Read a note."""
+        return "milk, bread"
+
+    return local
+
+
+async def direct(params: Any, calls: int) -> list[float]:
+    async with Client(params, cache=None) as client:
+        await client.call_tool("read_note", ARGS)  # warm
+        times = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            await client.call_tool("read_note", ARGS)
+            times.append(time.perf_counter() - start)
+        return times
+
+
+async def in_process(subject: Agent[Any, str]) -> list[float]:
+    """tool_start to tool_end of each call of one streamed run."""
+    started: dict[str, float] = {}
+    times = []
+    async for event in subject.run_stream("go"):
+        if event.kind == "tool_start" and event.call is not None:
+            started[event.call.id] = time.perf_counter()
+        elif event.kind == "tool_end" and event.call is not None:
+            times.append(time.perf_counter() - started[event.call.id])
+    return times
+
+
+async def activity_times(client: TemporalClient, run_id: str, kind: str) -> list[float]:
+    """Scheduled-to-completed of each activity whose type ends with ``kind``."""
+    scheduled: dict[int, float] = {}
+    names: dict[int, str] = {}
+    times = []
+    async for e in client.get_workflow_handle(run_id).fetch_history_events():
+        at = e.event_time.ToDatetime().timestamp()
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            scheduled[e.event_id] = at
+            names[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
+        elif e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            first = e.activity_task_completed_event_attributes.scheduled_event_id
+            if names[first].endswith(kind):
+                times.append(at - scheduled[first])
+    return times
+
+
+async def interleaved(
+    first: Callable[[], Awaitable[Any]], second: Callable[[], Awaitable[Any]], runs: int
+) -> tuple[list[float], list[float]]:
+    """Wall times of ``first`` and ``second``, run in turn (so a busy moment hits both)."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(runs):
+        for work, into in ((first, times[0]), (second, times[1])):
+            start = time.perf_counter()
+            await work()
+            into.append(time.perf_counter() - start)
+    return times
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+async def http_server(folder: Path) -> tuple[asyncio.subprocess.Process, str]:
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(SERVER), str(folder), "--http", str(port)
+    )
+    async with asyncio.timeout(60):
+        while True:
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+    return process, f"http://127.0.0.1:{port}/mcp"
+
+
+async def main(calls: int, runs: int) -> None:
+    folder = Path(tempfile.mkdtemp())
+    (folder / "groceries.txt").write_text("milk, bread")
+    stdio = MCPServer.stdio("notes", command=sys.executable, args=[str(SERVER), str(folder)])
+    process, url = await http_server(folder)
+    http = MCPServer.http("notes_http", url=url)
+    servers = {"stdio": stdio, "http": http}
+    rows: dict[str, dict[str, list[float]]] = {}
+    try:
+        async with dev_server() as env:
+            client = env.client
+            for transport, server in servers.items():
+                progress(f"{transport}: direct SDK calls")
+                params = StdioServerParameters(
+                    command=sys.executable, args=[str(SERVER), str(folder)]
+                )
+                row = rows[transport] = {
+                    "direct": await direct(params if transport == "stdio" else url, calls)
+                }
+                progress(f"{transport}: in process")
+                row["in process"] = await in_process(agent("bench_local", calls, server))
+                progress(f"{transport}: durably")
+                subject = agent(f"bench_{transport}", calls, server)
+                tq = f"bench-mcp-{uuid.uuid4().hex[:6]}"
+                async with Worker(client, task_queue=tq, plugins=[GolemPlugin(subject)]):
+                    durable = DurableAgent(client, subject, task_queue=tq)
+                    await durable.run("warm")  # the worker starts its server once
+                    result = await durable.run("go")
+                    row["durable"] = await activity_times(client, result.run_id, ".call-tool")
+                    progress(f"{transport}: the tool list per run")
+                    lister = agent(f"bench_list_{transport}", 0, server)
+                    plain = agent(f"bench_plain_{transport}", 0, None)
+                    row["list in process"], row["no list in process"] = await interleaved(
+                        lambda a=lister: a.run("hi"), lambda a=plain: a.run("hi"), runs
+                    )
+                    tq2 = f"bench-list-{uuid.uuid4().hex[:6]}"
+                    async with Worker(client, task_queue=tq2, plugins=[GolemPlugin(lister, plain)]):
+                        listing = DurableAgent(client, lister, task_queue=tq2)
+                        bare = DurableAgent(client, plain, task_queue=tq2)
+                        await listing.run("warm")
+                        row["list durably"], row["no list durably"] = await interleaved(
+                            lambda d=listing: d.run("hi"), lambda d=bare: d.run("hi"), runs
+                        )
+                        last = await listing.run("hi")
+                        row["list activity"] = await activity_times(
+                            client, last.run_id, ".list-tools"
+                        )
+            progress("reference: a local golem tool")
+            local = agent("bench_local_tool", calls, None)
+            reference = {"in process": await in_process(local)}
+            tq = f"bench-local-{uuid.uuid4().hex[:6]}"
+            async with Worker(client, task_queue=tq, plugins=[GolemPlugin(local)]):
+                result = await DurableAgent(client, local, task_queue=tq).run("go")
+                reference["durable"] = await activity_times(client, result.run_id, "golem.tool")
+    finally:
+        process.kill()
+        await process.wait()
+
+    print(f"1. one tool call, median of {calls}, ms")
+    print(
+        f"   {'':<22}{'direct SDK':>11}{'in process':>11}{'durable':>11}{'in proc/direct':>16}{'durable/direct':>16}"
+    )
+    for transport, row in rows.items():
+        d, p, u = (statistics.median(row[k]) for k in ("direct", "in process", "durable"))
+        print(
+            f"   MCP over {transport:<13}{d * 1000:11.2f}{p * 1000:11.2f}{u * 1000:11.2f}{p / d:16.2f}{u / d:16.2f}"
+        )
+    p, u = (statistics.median(reference[k]) for k in ("in process", "durable"))
+    print(f"   {'local golem tool':<22}{'':>11}{p * 1000:11.2f}{u * 1000:11.2f}")
+    print(
+        f"2. the tool list, per run: a 1-turn run with the toolset minus without it, median of {runs}, ms"
+    )
+    print(
+        f"   {'':<22}{'in process':>11}{'durably':>11}{'list activity':>15}{'in proc/durably':>17}"
+    )
+    for transport, row in rows.items():
+        p = statistics.median(row["list in process"]) - statistics.median(row["no list in process"])
+        u = statistics.median(row["list durably"]) - statistics.median(row["no list durably"])
+        a = statistics.median(row["list activity"])
+        print(
+            f"   MCP over {transport:<13}{p * 1000:11.2f}{u * 1000:11.2f}{a * 1000:15.2f}{p / u:17.2f}"
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=15)
+    options = parser.parse_args()
+    asyncio.run(main(options.calls, options.runs))

@@ -1,0 +1,183 @@
+"""A run's history read back, the client side of message shipping: its outcome decoded, its
+conversation rebuilt from what its history holds (no worker needed for a closed run).
+
+    history = await RunHistory.read(handle.fetch_history_events(), converter)
+    sources = run_sources(run_id, given, lead, pager, load=lambda: history)
+    result = await decode_result(raw, sources, output_validator)
+
+A run's history holds its input (the history it was given), every model call's input and
+every activity's result. ``RunHistory`` reads them in one pass: the contents the run's
+outcome names by digest, and its last model request rebuilt exactly as a worker that ran
+every activity would have assembled it (``RequestLog``, over the activity side's
+``MessageCache``). An outcome variant names what it needs (golem.wire.runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from pydantic import Field, TypeAdapter
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.converter import DataConverter
+
+from golem.activities.cache import MessageCache
+from golem.messages import Message, ToolCall
+from golem.models.base import ModelResponse
+from golem.results import Result
+from golem.tools import ToolOutcome
+from golem.wire import (
+    AgentRunInput,
+    Completed,
+    MessagesPage,
+    MessagesQuery,
+    ModelCall,
+    Pager,
+    Paused,
+    ShippingError,
+    Sources,
+    ToolCallInput,
+    content_digest,
+)
+
+__all__ = ["RequestLog", "RunHistory", "decode_outcome", "decode_result", "run_sources"]
+
+
+async def _unreadable(query: MessagesQuery) -> MessagesPage:
+    raise ShippingError("the history does not hold this request: it was read by query")
+
+
+class RequestLog:
+    """A run's model requests rebuilt from its history: feed it each model call's input
+    and each activity's result in history order."""
+
+    def __init__(self) -> None:
+        self._cache = MessageCache()
+        self.last: list[Message] = []
+        """The last request's own messages (its base and its instructions aside)."""
+
+    async def request(self, call: ModelCall) -> None:
+        own = call.model_copy(update={"base": None})
+        request = await self._cache.fetch("run", own, _unreadable)
+        self.last = request[1:] if request and request[0].role == "system" else request
+
+    def answered(self, message: Message) -> None:
+        self._cache.answered("run", message)
+
+    def called(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        self._cache.called("run", call, outcome)
+
+
+@dataclass
+class RunHistory:
+    """What one pass over a run's history events gives a reader."""
+
+    input: AgentRunInput | None = None
+    contents: dict[str, str] = field(default_factory=dict)
+    """Every content the run's model and tool activities returned, by digest."""
+    last_request: list[Message] | None = None
+    """The last model request's own messages; ``None`` when one was read by query."""
+
+    @classmethod
+    async def read(
+        cls, events: AsyncIterator[HistoryEvent], converter: DataConverter
+    ) -> RunHistory:
+        """Read ``events`` with ``converter`` (the client's: an encrypted payload is
+        decrypted first)."""
+        read = cls()
+        scheduled: dict[int, ModelCall | ToolCallInput] = {}
+        log: RequestLog | None = RequestLog()
+        async for event in events:
+            if event.HasField("workflow_execution_started_event_attributes"):
+                payloads = event.workflow_execution_started_event_attributes.input.payloads
+                [read.input] = await converter.decode(list(payloads), [AgentRunInput])
+            elif event.HasField("activity_task_scheduled_event_attributes"):
+                attrs = event.activity_task_scheduled_event_attributes
+                kind = _KINDS.get(attrs.activity_type.name)
+                if kind is None:
+                    continue
+                [value] = await converter.decode(list(attrs.input.payloads), [kind[0]])
+                scheduled[event.event_id] = value
+                if log is not None and isinstance(value, ModelCall):
+                    try:
+                        await log.request(value)
+                    except (ShippingError, LookupError):
+                        log = None  # a request read by query: only the contents are of use
+            elif event.HasField("activity_task_completed_event_attributes"):
+                completed = event.activity_task_completed_event_attributes
+                given = scheduled.get(completed.scheduled_event_id)
+                if given is None:
+                    continue
+                done = ModelResponse if isinstance(given, ModelCall) else ToolOutcome
+                [value] = await converter.decode(list(completed.result.payloads), [done])
+                if isinstance(value, ModelResponse):
+                    read.contents[content_digest(value.message.content)] = value.message.content
+                    if log is not None:
+                        log.answered(value.message)
+                elif isinstance(given, ToolCallInput):
+                    read.contents[content_digest(value.content)] = value.content
+                    if log is not None:
+                        log.called(given.call, value)
+        read.last_request = log.last if log is not None else None
+        return read
+
+
+def run_sources(
+    run_id: str,
+    given: list[Message],
+    lead: list[Message],
+    pages: Pager | None,
+    load: Callable[[], Awaitable[RunHistory]],
+) -> Sources:
+    """What decoding a run's outcome needs: the history it was ``given`` by value, the
+    ``lead`` it got by reference, its ``pages`` query, and ``load`` to read its history
+    (called at most once, and only by an outcome that names what the history holds)."""
+    read: list[RunHistory] = []
+
+    async def history() -> RunHistory:
+        if not read:
+            read.append(await load())
+        return read[0]
+
+    async def contents() -> dict[str, str]:
+        return (await history()).contents
+
+    async def last_request() -> list[Message]:
+        request = (await history()).last_request
+        if request is None:
+            raise LookupError(f"run {run_id}: its history does not hold its model requests")
+        return request
+
+    return Sources(given=given, lead=lead, contents=contents, log=last_request, pages=pages)
+
+
+_KINDS: dict[str, tuple[type[Any], type[Any]]] = {
+    "golem.model_request": (ModelCall, ModelResponse),
+    "golem.tool": (ToolCallInput, ToolOutcome),
+}
+
+_OUTCOME: TypeAdapter[Completed | Paused] = TypeAdapter(
+    Annotated[Completed | Paused, Field(discriminator="kind")]
+)
+
+
+def decode_outcome(raw: Any) -> Completed | Paused:
+    """A run's outcome as a workflow result or an update's answer gives it."""
+    if isinstance(raw, Completed | Paused):
+        return raw
+    return _OUTCOME.validate_python(raw)
+
+
+async def decode_result(
+    raw: Any, sources: Sources, output: Callable[[Any], Any] | None = None
+) -> Result[Any]:
+    """The ``Result`` a run's outcome stands for (``output`` validates the output)."""
+    outcome = decode_outcome(raw)
+    messages = await outcome.conversation(sources)
+    if isinstance(outcome, Paused):
+        return outcome.result(messages)
+    value = outcome.output
+    if output is not None and value is not None:
+        value = output(value)
+    return outcome.result(messages, value)

@@ -1,0 +1,267 @@
+"""The loop's effects as activities: the executor ``AgentRunWorkflow`` (and an inline
+``run_agent``) drives the one run loop with.
+
+    executor = TemporalExecutor(agent, settings, gate=gate, base=input.base)
+    result = await RunLoop(agent, executor, run).run()
+
+Model requests ship their messages through the executor's ``Shipper``; tool calls and the
+once-per-run user functions are activities with their own retry policies; ids are minted
+with ``workflow.uuid7()`` (replay-safe). See docs/adr/0004-one-loop-two-executors.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    FailureError,
+    TimeoutError,
+    TimeoutType,
+)
+
+with workflow.unsafe.imports_passed_through():
+    from golem.agent import Agent
+    from golem.loop import DeltaSink
+    from golem.messages import Message, ToolCall
+    from golem.models.base import ModelRequest, ModelResponse
+    from golem.models.fallback import move_on
+    from golem.retry import Retry
+    from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown
+    from golem.toolsets import Toolset, ToolsetTool
+    from golem.wire import HistoryBase, ModelFailure, PrepareInput, Stamps, ToolCallInput
+    from golem.workflows import registry
+    from golem.workflows.approvals import ApprovalGate
+    from golem.workflows.report import Progress
+    from golem.workflows.shipper import Shipper
+
+if TYPE_CHECKING:
+    from golem.workflows.mcp import RunToolsets
+
+__all__ = ["ONCE_PER_OUTCOME", "ActivityFailed", "TemporalExecutor"]
+
+T = TypeVar("T")
+
+#: The once-per-run activities: their user errors are non-retryable, so only a worker that
+#: died mid-call (a timeout) runs them again.
+ONCE_PER_OUTCOME = RetryPolicy(maximum_attempts=3)
+
+
+def retry_policy(retry: Retry) -> RetryPolicy:
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=retry.initial_interval),
+        backoff_coefficient=retry.backoff,
+        maximum_interval=timedelta(seconds=retry.max_interval),
+        maximum_attempts=retry.max_attempts,
+    )
+
+
+class ActivityFailed(Exception):
+    """An activity failed for good; the message is its innermost cause's, not Temporal's wrapper."""
+
+
+async def _activity(coro: Awaitable[T]) -> T:
+    """Await an activity, turning Temporal's wrappers into the failure that matters."""
+    try:
+        return await coro
+    except ActivityError as exc:
+        cause = exc.cause
+        if isinstance(cause, CancelledError):
+            raise asyncio.CancelledError() from exc  # the run was cancelled: stage "canceled"
+        if isinstance(cause, TimeoutError):
+            kind = cause.type.name.lower().replace("_", "-") if cause.type else "timeout"
+            raise ActivityFailed(
+                f"timed out ({kind}): the worker running it stopped answering "
+                "or the call took too long"
+            ) from exc
+        message = cause.message if isinstance(cause, FailureError) else str(exc)
+        raise ActivityFailed(message) from exc
+
+
+def _fallback_verdict(failed: ActivityFailed) -> ModelFailure | None:
+    """What a model's activity said of its failure (whether the request moves on to the next
+    model, and the model's own error text); a timed-out last attempt moves on, as a lost
+    connection would."""
+    cause = failed.__cause__.cause if isinstance(failed.__cause__, ActivityError) else None
+    if isinstance(cause, TimeoutError):
+        return ModelFailure(falls_over=True, error="")
+    if isinstance(cause, ApplicationError) and cause.details:
+        return ModelFailure.model_validate(cause.details[0])
+    return None
+
+
+class TemporalExecutor:
+    """The loop's effects as activities; see docs/adr/0004-one-loop-two-executors.md."""
+
+    def __init__(
+        self,
+        agent: Agent[Any, Any],
+        settings: registry.WorkerSettings,
+        on_change: Callable[[], None] = lambda: None,
+        gate: ApprovalGate | None = None,
+        base: HistoryBase | None = None,
+        stream: bool = False,
+    ) -> None:
+        self.agent = agent
+        self.gate = gate
+        self.heartbeat_timeout = settings.heartbeat_timeout
+        self.shipper = Shipper(settings.inline_messages_bytes, base)
+        self.stream = stream
+        """The model activity publishes deltas (``DurableAgent.run_stream``)."""
+        self.progress = Progress()
+        self._on_change = on_change
+        self.toolsets: RunToolsets | None = None  # once the run lists a toolset
+        self._toolset_tools: dict[str, ToolsetTool] = {}
+
+    def new_id(self) -> str:
+        return str(workflow.uuid7())
+
+    # -- once per run ---------------------------------------------------------------------
+
+    async def process_history(self, ctx: RunContext[Any], history: list[Message]) -> list[Message]:
+        processed: list[Message] = await self._once(
+            "golem.process_history", ctx, history, list[Message], "history processor"
+        )
+        return processed
+
+    async def resolve_instructions(self, ctx: RunContext[Any]) -> str:
+        text: str = await self._once("golem.resolve_instructions", ctx, [], str, "instructions")
+        return text
+
+    async def _once(
+        self, name: str, ctx: RunContext[Any], history: list[Message], kind: Any, summary: str
+    ) -> Any:
+        given = PrepareInput(
+            agent=self.agent.name,
+            deps=ctx.deps,
+            run_id=ctx.run_id,
+            conversation_id=ctx.conversation_id,
+            history=history,
+        )
+        return await _activity(
+            workflow.execute_activity(
+                name,
+                given,
+                result_type=kind,
+                start_to_close_timeout=timedelta(minutes=5),
+                heartbeat_timeout=self.heartbeat_timeout,
+                retry_policy=ONCE_PER_OUTCOME,
+                summary=summary,
+            )
+        )
+
+    async def toolset_tools(self, toolset: Toolset, ctx: RunContext[Any]) -> list[ToolsetTool]:
+        if self.toolsets is None:
+            from golem.workflows.mcp import RunToolsets  # only runs with toolsets import mcp
+
+            self.toolsets = RunToolsets(self.heartbeat_timeout)
+        policy = retry_policy(toolset.retry_policy)  # listing is safe to repeat
+        tools: list[ToolsetTool] = await _activity(self.toolsets.tools(toolset, ctx, policy))
+        self._toolset_tools.update((tool.name, tool) for tool in tools)
+        return tools
+
+    # -- model requests -------------------------------------------------------------------
+
+    async def request(
+        self, request: ModelRequest, ctx: RunContext[Any], on_delta: DeltaSink | None
+    ) -> ModelResponse:
+        stamps = Stamps(run_id=ctx.run_id, conversation_id=ctx.conversation_id)
+        call = self.shipper.model_call(
+            self.agent.name, ctx.turn, request.messages, stamps, self.stream
+        )
+        if self.toolsets is not None:  # the model activity learns their tools by digest
+            call = call.model_copy(update={"tools": self.toolsets.digest})
+        # One activity per model of a fallback, each retried by its own policy (ADR 0017).
+        failures: list[tuple[str, str]] = []
+        models = self.agent.model_plan
+        for index, (name, policy) in enumerate(models):
+            try:
+                response: ModelResponse = await _activity(
+                    workflow.execute_activity(
+                        "golem.model_request",
+                        call.model_copy(update={"model_index": index}) if index else call,
+                        result_type=ModelResponse,
+                        start_to_close_timeout=timedelta(minutes=10),
+                        heartbeat_timeout=self.heartbeat_timeout,
+                        retry_policy=retry_policy(policy),
+                        summary=f"model: {name} (turn {ctx.turn})",
+                    )
+                )
+                break
+            except ActivityFailed as exc:
+                verdict = _fallback_verdict(exc)
+                falls_over = verdict is not None and verdict.falls_over
+                text = verdict.error if verdict is not None else None
+                move_on(failures, name, exc, falls_over and index + 1 < len(models), text)
+        self.shipper.answered(response.message)
+        return response
+
+    # -- approvals and tools --------------------------------------------------------------
+
+    async def await_approvals(
+        self, pending: list[ToolCall], ctx: RunContext[Any]
+    ) -> dict[str, bool | None] | None:
+        # A run with a gate waits in its workflow; one without (inline) pauses and returns.
+        return None if self.gate is None else await self.gate.wait(pending)
+
+    async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
+        tool = self._toolset_tools.get(call.name) or self.agent.tools[call.name]
+        policy = tool.retry_policy
+        self.progress.in_flight.append(call.name)
+        self._on_change()
+        try:
+            if isinstance(tool, ToolsetTool):
+                assert self.toolsets is not None  # it listed the tool
+                return await _activity(
+                    self.toolsets.call(tool, call, ctx, tool.timeout, retry_policy(policy))
+                )
+            outcome = await self._tool_activity(
+                call, ctx, tool.timeout or timedelta(minutes=5), policy
+            )
+        except ActivityFailed as exc:
+            cause = exc.__cause__.cause if isinstance(exc.__cause__, ActivityError) else None
+            if isinstance(cause, TimeoutError) and cause.type != TimeoutType.SCHEDULE_TO_START:
+                # A start-to-close or heartbeat timeout: the call had started, so it may
+                # have taken effect; it must not be shown as never run.
+                raise ToolOutcomeUnknown(str(exc)) from exc
+            raise
+        finally:
+            self.progress.in_flight.remove(call.name)
+            self.progress.finished += 1
+            # After the loop has counted the call (same workflow task), not before.
+            asyncio.get_running_loop().call_soon(self._on_change)
+        self.shipper.called(call.id, outcome)  # its worker can make its message itself
+        return outcome
+
+    async def _tool_activity(
+        self, call: ToolCall, ctx: RunContext[Any], timeout: timedelta, policy: Retry
+    ) -> ToolOutcome:
+        # The activity reads a run id left out from its workflow's id.
+        run_id = "" if ctx.run_id == workflow.info().workflow_id else ctx.run_id
+        return await _activity(
+            workflow.execute_activity(
+                "golem.tool",
+                ToolCallInput(
+                    agent=self.agent.name,
+                    call=call,
+                    deps=ctx.deps,
+                    run_id=run_id,
+                    conversation_id=ctx.conversation_id,
+                    turn=ctx.turn,
+                    usage=ctx.usage,
+                    retries=ctx.retries,
+                ),
+                result_type=ToolOutcome,
+                start_to_close_timeout=timeout,
+                heartbeat_timeout=self.heartbeat_timeout,
+                retry_policy=retry_policy(policy),
+                summary=f"tool: {call.name}",
+            )
+        )

@@ -1,0 +1,41 @@
+"""Every live ``workflow.patched`` id golem's workflows use, with the ADR that explains it
+and the release after which it can go (docs/adr/0015-wire-format.md, "Compatibility
+policy").
+
+    if patched(NEW_THING):               # golem.workflows.patches.patched, never the SDK's
+        ...                              # directly: an id must be registered here
+
+The first release (0.2.0) starts with none: until then the wire format changed freely and
+the replay corpus was re-recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from temporalio import workflow
+
+__all__ = ["PATCHES", "Patch", "patched"]
+
+
+@dataclass(frozen=True)
+class Patch:
+    """A live patch: histories recorded before ``since`` take the old branch."""
+
+    id: str
+    adr: str
+    """The decision record that explains the change."""
+    since: str
+    """The first release whose code takes the new branch."""
+    removable_after: str
+    """The last release whose in-flight runs may need the old branch."""
+
+
+#: The live patches, by id.
+PATCHES: dict[str, Patch] = {}
+
+
+def patched(patch_id: str) -> bool:
+    """``workflow.patched`` for a registered patch (``KeyError`` for an unregistered id, so
+    a patch cannot ship without its record)."""
+    return workflow.patched(PATCHES[patch_id].id)
