@@ -44,6 +44,7 @@ class Shipper:
         self.inline_bytes = inline_bytes
         self.base = base
         """The run's history by reference; ``messages`` are only the run's own."""
+        self._later_base = base.model_copy(update={"after": ""}) if base else None
         self.messages: list[Message] = []
         """The current request's messages (served by the ``golem.messages`` query)."""
         self._chain: list[str] = [""]  # _chain[i]: digest of messages[:i]
@@ -74,7 +75,8 @@ class Shipper:
             since=same,
             prefix=None if extends and same else self._chain[same],
             stamps=stamps,
-            base=self.base,
+            # Only the first call needs to name the turn before: its reader keeps the base.
+            base=self.base if same == 0 or self.base is None else self._later_base,
             stream=stream,
         )
         made = derived(self._answer, self._outcomes, stamps) if self._answer else None
