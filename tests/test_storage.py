@@ -1,0 +1,162 @@
+"""Payloads of any size through Temporal's external storage, on a ``LocalDirectory``: the
+run completes, its history stays small, the store holds each large content once, and a
+client with no worker reads it back."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import ask, call, scripted
+from temporalio.client import Client
+from temporalio.converter import ExternalStorage
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from golem.agent import Agent
+from golem.client import DurableAgent, fetch_run
+from golem.messages import Message, Part
+from golem.results import RunError
+from golem.storage import LocalDirectory
+from golem.worker import GolemPlugin
+
+MB = 1_000_000
+SMALL_HISTORY = 64 * 1024
+
+
+def big_text(size: int, seed: str = "") -> str:
+    """``size`` characters that do not repeat every few bytes (a compressor cannot hide them)."""
+    block = (seed + uuid.uuid4().hex) * 32
+    return (block * (size // len(block) + 1))[:size]
+
+
+def storing_client(
+    env: WorkflowEnvironment, store: LocalDirectory, *agents: Agent[Any, Any], **plugin: Any
+) -> Client:
+    """A client serving ``agents`` whose payloads over 256 KiB go to ``store``."""
+    config = env.client.config()
+    storage = ExternalStorage(drivers=[store])
+    config["plugins"] = [GolemPlugin(*agents, external_storage=storage, **plugin)]
+    return Client(**config)
+
+
+@asynccontextmanager
+async def serving(client: Client) -> AsyncIterator[str]:
+    """A worker with ``client``'s plugin, on a task queue of its own."""
+    task_queue = f"storage-{uuid.uuid4().hex[:10]}"
+    async with Worker(client, task_queue=task_queue):
+        yield task_queue
+
+
+async def history_bytes(client: Client, run_id: str) -> int:
+    events = client.get_workflow_handle(run_id).fetch_history_events()
+    return sum([e.ByteSize() async for e in events])
+
+
+def run_blob_bytes(store: LocalDirectory, run_id: str) -> int:
+    """What the store holds for one run (its folder: its activities' and its own payloads)."""
+    return sum(f.stat().st_size for f in store.run_folder(run_id).iterdir())
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> LocalDirectory:
+    return LocalDirectory(tmp_path / "blobs")
+
+
+async def test_a_5_mb_tool_result_is_stored_once_and_the_run_history_stays_small(
+    temporal_env: WorkflowEnvironment, store: LocalDirectory
+) -> None:
+    document = big_text(5 * MB, "doc")
+    agent, model = scripted(
+        [
+            ask(call("c1", "fetch_doc")),
+            ask(call("c2", "note", text="a")),
+            ask(call("c3", "note", text="b")),
+            Message.assistant("read it"),
+        ]
+    )
+
+    @agent.tool
+    def fetch_doc() -> str:
+        """The document."""
+        return document
+
+    @agent.tool
+    def note(text: str) -> str:
+        """Take a note."""
+        return text
+
+    client = storing_client(temporal_env, store, agent)
+    async with serving(client) as task_queue:
+        result = await DurableAgent(client, agent, task_queue=task_queue).run("read the doc")
+
+    assert result.output == "read it"
+    tool = next(m for m in result.messages if m.tool_call_id == "c1")
+    assert tool.content == document
+    # Three more model calls read the document; the store holds it once.
+    assert [len(r.messages) for r in model.requests] == [1, 3, 5, 7]
+    assert all(r.messages[2].content == document for r in model.requests[1:])
+    assert 5 * MB < store.bytes_written < 5 * MB + 200_000
+    assert store.bytes_written == run_blob_bytes(store, result.run_id)
+    assert await history_bytes(client, result.run_id) < SMALL_HISTORY
+
+
+async def test_without_storage_an_oversized_tool_result_fails_naming_the_setting(
+    temporal_client: Client,
+) -> None:
+    agent, _ = scripted([ask(call("c1", "fetch_doc")), Message.assistant("never")])
+
+    @agent.tool
+    def fetch_doc() -> str:
+        """The document."""
+        return "x" * (3 * MB)
+
+    task_queue = f"nostore-{uuid.uuid4().hex[:10]}"
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
+        with pytest.raises(RunError) as failed:
+            await DurableAgent(temporal_client, agent, task_queue=task_queue).run("go")
+    assert failed.value.stage == "tool"
+    assert "over Temporal's payload limit" in failed.value.detail
+    assert "GolemPlugin(external_storage=...) or GOLEM_STORAGE_DIR" in failed.value.detail
+
+
+async def test_a_3_mb_image_in_a_prompt_reaches_the_model_and_the_run_reads_back_without_a_worker(
+    temporal_env: WorkflowEnvironment, store: LocalDirectory
+) -> None:
+    image = big_text(3 * MB, "png").encode()
+    agent, model = scripted([Message.assistant("a cat")])
+    client = storing_client(temporal_env, store, agent)
+    async with serving(client) as task_queue:
+        durable = DurableAgent(client, agent, task_queue=task_queue)
+        result = await durable.run(
+            "what is this?", parts=[Part(kind="image", data=image, media_type="image/png")]
+        )
+    assert result.output == "a cat"
+    [request] = model.requests
+    assert request.messages[-1].parts[0].data == image
+    assert await history_bytes(client, result.run_id) < SMALL_HISTORY
+    record = await fetch_run(client, result.run_id)  # the worker has stopped
+    assert record.status == "completed" and record.messages == result.messages
+
+
+async def test_a_25_mb_tool_result_completes_and_reads_back_without_a_worker(
+    temporal_env: WorkflowEnvironment, store: LocalDirectory
+) -> None:
+    everything = big_text(25 * MB, "dump")
+    agent, _ = scripted([ask(call("c1", "dump")), Message.assistant("done")])
+
+    @agent.tool
+    def dump() -> str:
+        """Everything."""
+        return everything
+
+    client = storing_client(temporal_env, store, agent)
+    async with serving(client) as task_queue:
+        result = await DurableAgent(client, agent, task_queue=task_queue).run("dump it")
+    assert await history_bytes(client, result.run_id) < SMALL_HISTORY
+    record = await fetch_run(client, result.run_id)
+    assert next(m for m in record.messages if m.tool_call_id == "c1").content == everything
