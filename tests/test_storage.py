@@ -12,8 +12,11 @@ from typing import Any
 
 import pytest
 from agents import ask, call, scripted
+from test_conversation_boundaries import budgeted, continued
+from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.converter import ExternalStorage
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -23,6 +26,7 @@ from golem.messages import Message, Part
 from golem.results import RunError
 from golem.storage import LocalDirectory
 from golem.worker import GolemPlugin
+from golem.worker.codec import ENCODING, EncryptionCodec
 
 MB = 1_000_000
 SMALL_HISTORY = 64 * 1024
@@ -160,3 +164,72 @@ async def test_a_25_mb_tool_result_completes_and_reads_back_without_a_worker(
     assert await history_bytes(client, result.run_id) < SMALL_HISTORY
     record = await fetch_run(client, result.run_id)
     assert next(m for m in record.messages if m.tool_call_id == "c1").content == everything
+
+
+async def test_encrypted_then_stored_the_blob_is_ciphertext_and_a_reader_needs_key_and_store(
+    temporal_env: WorkflowEnvironment, store: LocalDirectory
+) -> None:
+    marker = "SECRET-3b1f-"
+    document = big_text(MB, marker)
+    agent, _ = scripted([ask(call("c1", "fetch_doc")), Message.assistant("read it")])
+
+    @agent.tool
+    def fetch_doc() -> str:
+        """The document."""
+        return document
+
+    key = EncryptionCodec.new_key()
+    client = storing_client(temporal_env, store, agent, encryption_key=key)
+    async with serving(client) as task_queue:
+        result = await DurableAgent(client, agent, task_queue=task_queue).run("read the doc")
+    assert next(m for m in result.messages if m.tool_call_id == "c1").content == document
+
+    blobs = list(store.run_folder(result.run_id).iterdir())
+    assert blobs
+    for blob in blobs:
+        raw = blob.read_bytes()
+        assert marker.encode() not in raw
+        assert Payload.FromString(raw).metadata["encoding"] == ENCODING  # sealed, then stored
+    record = await fetch_run(client, result.run_id)
+    assert next(m for m in record.messages if m.tool_call_id == "c1").content == document
+
+    no_key = storing_client(temporal_env, LocalDirectory(store.root))
+    with pytest.raises(ApplicationError, match="sealed with encryption key id"):
+        await fetch_run(no_key, result.run_id)
+    config = temporal_env.client.config()
+    config["plugins"] = [GolemPlugin(encryption_key=key)]
+    no_store = Client(**config)
+    with pytest.raises(RuntimeError, match="external storage is not configured"):
+        await fetch_run(no_store, result.run_id)
+
+
+async def test_a_conversation_takes_a_5_mb_tool_result_across_continue_as_new(
+    temporal_env: WorkflowEnvironment, store: LocalDirectory
+) -> None:
+    document = big_text(5 * MB, "conv")
+    agent, _ = scripted(
+        [ask(call("c1", "fetch_doc")), *(Message.assistant(f"answer {n}") for n in range(4))]
+    )
+
+    @agent.tool
+    def fetch_doc() -> str:
+        """The document."""
+        return document
+
+    client = storing_client(temporal_env, store, agent)
+    async with serving(client) as task_queue:
+        conv = await budgeted(client, agent, task_queue, turns_per_run=1)
+        first = await conv.send("read the doc")
+        await conv.send("did you?")
+        after_two = store.bytes_written
+        last = await conv.send("really?")
+    # Each turn continued as new, the transcript by reference to the runs that hold it.
+    assert await continued(client, conv.id) >= 2
+    assert first.output == "answer 0" and last.output == "answer 2"
+    assert [m.content for m in last.messages if m.tool_call_id == "c1"] == [document]
+    # The tool's result, the turn's result the conversation takes in, one read of it: a
+    # later turn that reads the document again stores nothing more.
+    assert store.bytes_written <= 3 * (5 * MB + 1_000) and store.bytes_written == after_two
+    assert await history_bytes(client, conv.id) < SMALL_HISTORY
+    record = await fetch_run(client, last.run_id)  # no worker: its base from the histories
+    assert record.messages == last.messages
