@@ -4,21 +4,29 @@ client with no worker reads it back."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import re
+import signal
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agents import ask, call, scripted
-from test_conversation_boundaries import budgeted, continued
+from google.protobuf import json_format
+from storage_worker import DOCUMENT, reader
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.converter import ExternalStorage
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
+from test_conversation_boundaries import budgeted, continued
 
 from golem.agent import Agent
 from golem.client import DurableAgent, fetch_run
@@ -233,3 +241,49 @@ async def test_a_conversation_takes_a_5_mb_tool_result_across_continue_as_new(
     assert await history_bytes(client, conv.id) < SMALL_HISTORY
     record = await fetch_run(client, last.run_id)  # no worker: its base from the histories
     assert record.messages == last.messages
+
+
+async def test_a_worker_killed_between_storing_and_completing_leaves_no_dangling_reference(
+    temporal_env: WorkflowEnvironment, store: LocalDirectory
+) -> None:
+    task_queue = f"storage-crash-{uuid.uuid4().hex[:10]}"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(Path(__file__).parent / "storage_worker.py"),
+        temporal_env.client.service_client.config.target_host,
+        task_queue,
+        str(store.root),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        assert (await process.stdout.readline()).strip() == b"ready"
+        agent = reader()
+        client = storing_client(temporal_env, store, agent, heartbeat_timeout=timedelta(seconds=2))
+        run = await DurableAgent(client, agent, task_queue=task_queue).start("read it")
+        assert await asyncio.wait_for(process.wait(), 60) == -signal.SIGKILL  # stored, then died
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    stored_before = {p.name for p in store.run_folder(run.run_id).iterdir()}
+    assert stored_before  # the dead worker's blob, which no history names yet
+
+    async with Worker(client, task_queue=task_queue):
+        result = await run.result()
+    assert result.output == f"read {len(DOCUMENT)} characters"
+    named = await referenced_blobs(client, run.run_id)
+    assert named and all((store.root / path).is_file() for path in named)
+    record = await fetch_run(client, run.run_id)
+    assert next(m for m in record.messages if m.role == "tool").content == DOCUMENT
+
+
+async def referenced_blobs(client: Client, run_id: str) -> list[str]:
+    """The store paths the run's history names (every reference payload, in any event)."""
+    paths: list[str] = []
+    async for event in client.get_workflow_handle(run_id).fetch_history_events():
+        for data in re.findall(r'"data": "([A-Za-z0-9+/=]+)"', json_format.MessageToJson(event)):
+            paths += re.findall(
+                r'"path": ?"([^"]+)"', base64.b64decode(data).decode(errors="replace")
+            )
+    return paths
