@@ -22,7 +22,7 @@ from google.protobuf import json_format
 from storage_worker import DOCUMENT, reader
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
-from temporalio.converter import ExternalStorage
+from temporalio.converter import ExternalStorage, StorageDriver
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -47,7 +47,7 @@ def big_text(size: int, seed: str = "") -> str:
 
 
 def storing_client(
-    env: WorkflowEnvironment, store: LocalDirectory, *agents: Agent[Any, Any], **plugin: Any
+    env: WorkflowEnvironment, store: StorageDriver, *agents: Agent[Any, Any], **plugin: Any
 ) -> Client:
     """A client serving ``agents`` whose payloads over 256 KiB go to ``store``."""
     config = env.client.config()
