@@ -79,9 +79,12 @@ def store(tmp_path: Path) -> LocalDirectory:
     return LocalDirectory(tmp_path / "blobs")
 
 
+@pytest.mark.parametrize("encrypted", [False, True], ids=["plain", "encrypted"])
 async def test_a_5_mb_tool_result_is_stored_once_and_the_run_history_stays_small(
-    temporal_env: WorkflowEnvironment, store: LocalDirectory
+    temporal_env: WorkflowEnvironment, store: LocalDirectory, encrypted: bool
 ) -> None:
+    """Once even when encrypted: every write of the same content is a new ciphertext, so
+    the store's content addressing cannot be what keeps it to one."""
     document = big_text(5 * MB, "doc")
     agent, model = scripted(
         [
@@ -102,7 +105,8 @@ async def test_a_5_mb_tool_result_is_stored_once_and_the_run_history_stays_small
         """Take a note."""
         return text
 
-    client = storing_client(temporal_env, store, agent)
+    key = EncryptionCodec.new_key() if encrypted else None
+    client = storing_client(temporal_env, store, agent, encryption_key=key)
     async with serving(client) as task_queue:
         result = await DurableAgent(client, agent, task_queue=task_queue).run("read the doc")
 
