@@ -25,7 +25,7 @@ from temporalio.client import Client
 from temporalio.converter import ExternalStorage, StorageDriver
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
+from temporalio.worker import Replayer, Worker
 from test_conversation_boundaries import budgeted, continued
 
 from golem.agent import Agent
@@ -119,6 +119,14 @@ async def test_a_5_mb_tool_result_is_stored_once_and_the_run_history_stays_small
     assert 5 * MB < store.bytes_written < 5 * MB + 200_000
     assert store.bytes_written == run_blob_bytes(store, result.run_id)
     assert await history_bytes(client, result.run_id) < SMALL_HISTORY
+    # A replay reads the stored results again, to the same decisions.
+    history = await client.get_workflow_handle(result.run_id).fetch_history()
+    storage = ExternalStorage(drivers=[LocalDirectory(store.root)])
+    plugin = GolemPlugin(agent, encryption_key=key, external_storage=storage)
+    replay = await Replayer(workflows=[], plugins=[plugin]).replay_workflow(
+        history, raise_on_replay_failure=False
+    )
+    assert replay.replay_failure is None, replay.replay_failure
 
 
 async def test_without_storage_an_oversized_tool_result_fails_naming_the_setting(
