@@ -232,6 +232,18 @@ class RunReport(Tagged):
         """The run's stamps: what its own messages carry (left out of ``messages``)."""
         return Stamps(run_id=self.run_id, conversation_id=self.conversation_id)
 
+    def _result(self, messages: list[Message], output: Any, pending: list[ToolCall]) -> Result[Any]:
+        return Result(
+            output=output,
+            messages=messages,
+            usage=self.usage,
+            run_id=self.run_id,
+            conversation_id=self.conversation_id,
+            requests=self.requests,
+            tool_calls=self.tool_calls,
+            pending_approvals=pending,
+        )
+
     def partial(self, messages: list[Message]) -> PartialResult:
         return PartialResult(
             messages=messages,
@@ -252,15 +264,7 @@ class Completed(RunReport):
 
     def result(self, messages: list[Message], output: Any) -> Result[Any]:
         """The ``Result`` this stands for, given its conversation and its typed output."""
-        return Result(
-            output=output,
-            messages=messages,
-            usage=self.usage,
-            run_id=self.run_id,
-            conversation_id=self.conversation_id,
-            requests=self.requests,
-            tool_calls=self.tool_calls,
-        )
+        return self._result(messages, output, [])
 
 
 class Paused(RunReport):
@@ -273,16 +277,8 @@ class Paused(RunReport):
     """Seconds the run waits for decisions (its agent's ``approval_timeout``)."""
 
     def result(self, messages: list[Message]) -> Result[Any]:
-        return Result(
-            output=None,
-            messages=messages,
-            usage=self.usage,
-            run_id=self.run_id,
-            conversation_id=self.conversation_id,
-            requests=self.requests,
-            tool_calls=self.tool_calls,
-            pending_approvals=list(self.pending_approvals),
-        )
+        """The ``Result`` this stands for: no output yet, the calls that wait."""
+        return self._result(messages, None, list(self.pending_approvals))
 
 
 class Failed(Wire):

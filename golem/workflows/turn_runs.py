@@ -101,7 +101,9 @@ def child_input(
     base = None
     history: list[Message] = []
     if by_reference:
-        base = HistoryBase(conversation=conversation_id, count=start, digest=transcript.digest)
+        base = HistoryBase(
+            conversation=conversation_id, count=start, digest=transcript.digest, after=parent
+        )
     else:
         history = transcript.messages()
     run = RunInput(
