@@ -300,3 +300,22 @@ async def referenced_blobs(client: Client, run_id: str) -> list[str]:
                 r'"path": ?"([^"]+)"', base64.b64decode(data).decode(errors="replace")
             )
     return paths
+
+
+async def test_without_storage_a_conversation_refuses_a_1_mb_turn_naming_the_setting(
+    temporal_client: Client,
+) -> None:
+    agent, _ = scripted([ask(call("c1", "fetch_doc")), Message.assistant("read it")])
+
+    @agent.tool
+    def fetch_doc() -> str:
+        """The document."""
+        return big_text(1_200_000)  # under the payload limit, over what a turn may add
+
+    task_queue = f"nostore-{uuid.uuid4().hex[:10]}"
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
+        conv = await DurableAgent(temporal_client, agent, task_queue=task_queue).conversation()
+        with pytest.raises(ValueError, match="too many for the conversation") as refused:
+            await conv.send("read the doc")
+        await conv.close()
+    assert "GolemPlugin(external_storage=...) or GOLEM_STORAGE_DIR" in str(refused.value)
