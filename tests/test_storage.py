@@ -10,7 +10,7 @@ import re
 import signal
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -31,6 +31,7 @@ from test_conversation_boundaries import budgeted, continued
 from golem.agent import Agent
 from golem.client import DurableAgent, fetch_run
 from golem.messages import Message, Part
+from golem.models.function import ScriptedModel
 from golem.results import RunError
 from golem.storage import LocalDirectory
 from golem.worker import GolemPlugin
@@ -69,6 +70,20 @@ async def history_bytes(client: Client, run_id: str) -> int:
     return sum([e.ByteSize() async for e in events])
 
 
+def document_agent(
+    document: str, answers: Sequence[Message]
+) -> tuple[Agent[Any, Any], ScriptedModel]:
+    """An agent answering from ``answers`` whose ``fetch_doc`` tool returns ``document``."""
+    agent, model = scripted(answers)
+
+    @agent.tool
+    def fetch_doc() -> str:
+        """The document."""
+        return document
+
+    return agent, model
+
+
 def run_blob_bytes(store: LocalDirectory, run_id: str) -> int:
     """What the store holds for one run (its folder: its activities' and its own payloads)."""
     return sum(f.stat().st_size for f in store.run_folder(run_id).iterdir())
@@ -86,19 +101,15 @@ async def test_a_5_mb_tool_result_is_stored_once_and_the_run_history_stays_small
     """Once even when encrypted: every write of the same content is a new ciphertext, so
     the store's content addressing cannot be what keeps it to one."""
     document = big_text(5 * MB, "doc")
-    agent, model = scripted(
+    agent, model = document_agent(
+        document,
         [
             ask(call("c1", "fetch_doc")),
             ask(call("c2", "note", text="a")),
             ask(call("c3", "note", text="b")),
             Message.assistant("read it"),
-        ]
+        ],
     )
-
-    @agent.tool
-    def fetch_doc() -> str:
-        """The document."""
-        return document
 
     @agent.tool
     def note(text: str) -> str:
@@ -132,12 +143,7 @@ async def test_a_5_mb_tool_result_is_stored_once_and_the_run_history_stays_small
 async def test_without_storage_an_oversized_tool_result_fails_naming_the_setting(
     temporal_client: Client,
 ) -> None:
-    agent, _ = scripted([ask(call("c1", "fetch_doc")), Message.assistant("never")])
-
-    @agent.tool
-    def fetch_doc() -> str:
-        """The document."""
-        return "x" * (3 * MB)
+    agent, _ = document_agent("x" * (3 * MB), [ask(call("c1", "fetch_doc"))])
 
     task_queue = f"nostore-{uuid.uuid4().hex[:10]}"
     async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
@@ -191,12 +197,9 @@ async def test_encrypted_then_stored_the_blob_is_ciphertext_and_a_reader_needs_k
 ) -> None:
     marker = "SECRET-3b1f-"
     document = big_text(MB, marker)
-    agent, _ = scripted([ask(call("c1", "fetch_doc")), Message.assistant("read it")])
-
-    @agent.tool
-    def fetch_doc() -> str:
-        """The document."""
-        return document
+    agent, _ = document_agent(
+        document, [ask(call("c1", "fetch_doc")), Message.assistant("read it")]
+    )
 
     key = EncryptionCodec.new_key()
     client = storing_client(temporal_env, store, agent, encryption_key=key)
@@ -227,14 +230,8 @@ async def test_a_conversation_takes_a_5_mb_tool_result_across_continue_as_new(
     temporal_env: WorkflowEnvironment, store: LocalDirectory
 ) -> None:
     document = big_text(5 * MB, "conv")
-    agent, _ = scripted(
-        [ask(call("c1", "fetch_doc")), *(Message.assistant(f"answer {n}") for n in range(4))]
-    )
-
-    @agent.tool
-    def fetch_doc() -> str:
-        """The document."""
-        return document
+    answers = [Message.assistant(f"answer {n}") for n in range(4)]
+    agent, _ = document_agent(document, [ask(call("c1", "fetch_doc")), *answers])
 
     client = storing_client(temporal_env, store, agent)
     async with serving(client) as task_queue:
@@ -305,12 +302,8 @@ async def referenced_blobs(client: Client, run_id: str) -> list[str]:
 async def test_without_storage_a_conversation_refuses_a_1_mb_turn_naming_the_setting(
     temporal_client: Client,
 ) -> None:
-    agent, _ = scripted([ask(call("c1", "fetch_doc")), Message.assistant("read it")])
-
-    @agent.tool
-    def fetch_doc() -> str:
-        """The document."""
-        return big_text(1_200_000)  # under the payload limit, over what a turn may add
+    big = big_text(1_200_000)  # under the payload limit, over what a turn may add
+    agent, _ = document_agent(big, [ask(call("c1", "fetch_doc")), Message.assistant("read it")])
 
     task_queue = f"nostore-{uuid.uuid4().hex[:10]}"
     async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
