@@ -112,7 +112,7 @@ class TemporalExecutor:
         self.agent = agent
         self.gate = gate
         self.heartbeat_timeout = settings.heartbeat_timeout
-        self.shipper = Shipper(settings.inline_messages_bytes, base)
+        self.shipper = Shipper(settings.inline_messages_bytes, base, settings.stored_bytes)
         self.stream = stream
         """The model activity publishes deltas (``DurableAgent.run_stream``)."""
         self.progress = Progress()
