@@ -116,7 +116,7 @@ class DurableRunStream(Generic[OutputT]):
             assert self._start is not None
             self._run = await self._start()
         run = self._run
-        tree = _Tree(run.handle, run.conversation_id, run.run_id)
+        tree = _Tree(run.handle, run.conversation_id, run.run_id, self._paused)
         tree.add(self._own(run, tree))
         async with aclosing(tree.events()) as events:
             async for event in events:
@@ -257,8 +257,16 @@ class _Events:
 class _Tree:
     """The events of a run and of every run below it, merged as they arrive."""
 
-    def __init__(self, handle: WorkflowHandle[Any, Any], conversation_id: str, run_id: str) -> None:
+    def __init__(
+        self,
+        handle: WorkflowHandle[Any, Any],
+        conversation_id: str,
+        run_id: str,
+        paused: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.client = handle._client  # the handle's own: Temporal's handle has no public one
+        self.paused = paused
+        """Returns once the turn waits for a person (then the runs below stop being read)."""
         self.conversation_id = conversation_id
         self.followed = {run_id}
         self.queue: asyncio.Queue[RunEvent | Exception | None] = asyncio.Queue()
@@ -299,6 +307,7 @@ class _Tree:
 
     async def events(self) -> AsyncGenerator[RunEvent, None]:
         ended = 0
+        watch = asyncio.ensure_future(self._stop_when_paused())
         try:
             while ended < len(self.pumps):
                 item = await self.queue.get()
@@ -309,9 +318,17 @@ class _Tree:
                 else:
                     yield item
         finally:
+            watch.cancel()
             for pump in self.pumps:
                 pump.cancel()
-            await asyncio.gather(*self.pumps, return_exceptions=True)
+            await asyncio.gather(watch, *self.pumps, return_exceptions=True)
+
+    async def _stop_when_paused(self) -> None:
+        # A run below may wait for a person after the run itself ended (a handed-over
+        # turn): its stream does not end then, so it stops being read.
+        if self.paused is not None:
+            await self.paused()
+            self.stop_others()
 
 
 async def _started(handle: WorkflowHandle[Any, Any]) -> bool:

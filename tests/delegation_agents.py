@@ -73,3 +73,24 @@ def triage_of(delegate: Agent[Any, Any], prompt: str = "refund") -> Agent[Any, A
     return caller_agent(
         "triage", lambda p: calls(("c1", delegate.name, {"prompt": prompt})), delegates=[delegate]
     )
+
+
+def refund_agent(refunds: list[int], name: str = "billing") -> Agent[Any, Any]:
+    """Asks to refund 5 (which needs approval; ``refunds`` records it), then answers with
+    the refund's result."""
+
+    def model(messages: list[Message], tools: Any) -> ModelResponse:
+        done = [m for m in messages if m.role == "tool" and m.tool_name == "refund"]
+        if done:
+            return answer(done[-1].content)
+        return calls((f"{name}-r{len(messages)}", "refund", {"amount": 5}))
+
+    agent = Agent(FunctionModel(model), name=name)
+
+    @agent.tool(requires_approval=True)
+    def refund(amount: int) -> str:
+        """Refund money."""
+        refunds.append(amount)
+        return f"refunded {amount}"
+
+    return agent

@@ -8,26 +8,20 @@ import asyncio
 from typing import Any
 
 import pytest
-from delegation_agents import caller_agent, calls, echo_agent, results_of, triage_of
+from delegation_agents import (
+    caller_agent,
+    calls,
+    echo_agent,
+    refund_agent,
+    results_of,
+    triage_of,
+)
 from temporalio.client import Client, WorkflowExecutionStatus
 from test_conversation import serve
 
 from golem import Agent, RunContext, RunError
 from golem.client import DurableAgent
 from golem.workflows.lineage import AGENT, CONVERSATION_ID, PARENT_RUN_ID
-
-
-def refund_agent(name: str, refunds: list[int]) -> Agent[Any, Any]:
-    """Asks to refund 5 (which needs approval), then reports the result."""
-    agent = caller_agent(name, lambda p: calls((f"{name}-r1", "refund", {"amount": 5})))
-
-    @agent.tool(requires_approval=True)
-    def refund(amount: int) -> str:
-        """Refund money."""
-        refunds.append(amount)
-        return f"refunded {amount}"
-
-    return agent
 
 
 async def test_a_child_run_is_a_child_workflow_with_the_callers_lineage(
@@ -64,7 +58,7 @@ async def test_a_delegates_approval_surfaces_at_the_top_and_is_answered_there(
     temporal_client: Client, depth: int
 ) -> None:
     refunds: list[int] = []
-    billing = refund_agent("billing", refunds)
+    billing = refund_agent(refunds)
     mid = caller_agent(
         "mid", lambda p: calls(("m1", "billing", {"prompt": p})), delegates=[billing]
     )
@@ -95,7 +89,7 @@ async def test_a_denied_delegate_call_is_answered_as_denied_in_the_child(
     temporal_client: Client,
 ) -> None:
     refunds: list[int] = []
-    billing = refund_agent("billing", refunds)
+    billing = refund_agent(refunds)
     triage = caller_agent(
         "triage", lambda p: calls(("t1", "billing", {"prompt": "x"})), delegates=[billing]
     )
@@ -104,7 +98,7 @@ async def test_a_denied_delegate_call_is_answered_as_denied_in_the_child(
         paused = await run.result()
         final = await run.approve({paused.pending_approvals[0].id: False})
     assert refunds == []
-    assert final.output.startswith("FAILED the user denied")
+    assert final.output == "the user denied this tool call; it was not executed"
 
 
 @pytest.mark.parametrize("how", ["delegates", "ctx.delegate"])

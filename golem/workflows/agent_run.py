@@ -156,7 +156,6 @@ class AgentRunWorkflow:
         handoff = self._loop.handoff
         if handoff is None or not input.hand_back:
             return completed
-        self._stream.child(handoff.run_id, handoff.agent)  # its conversation starts it
         return completed.model_copy(update={"handoff": handoff})
 
     def _state(self) -> RunState:
@@ -173,9 +172,14 @@ class AgentRunWorkflow:
 
     async def _running(self, work: Awaitable[T]) -> T:
         """Await the run; then whoever waits on its outcome (an update) is answered, before
-        the stream's host waits for every handler to finish."""
+        the stream's host waits for every handler to finish. A turn that hands over names
+        its target's run in its stream before the stream ends (its conversation starts it)."""
         try:
-            return await work
+            result = await work
+            loop = self._loop
+            if loop is not None and loop.handoff is not None and not loop.follow_handoffs:
+                self._stream.child(loop.handoff.run_id, loop.handoff.agent)
+            return result
         finally:
             if self._gate is not None:
                 self._gate.finish()
