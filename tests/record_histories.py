@@ -27,6 +27,9 @@ from replay_agents import (
     Deps,
     approval_agent,
     cancel_agent,
+    delegating_agent,
+    escalating_agent,
+    front_agent,
     paged_agent,
     retry_agent,
     stop_agent,
@@ -142,6 +145,8 @@ async def main(wanted: set[str]) -> None:
             runs["streamed_run"] = await record_streamed(env.client, tq)
             runs |= await record_conversation(env.client, tq)
             runs |= await record_segments(env.client, tq)
+            runs |= await record_delegation(env.client, tq)
+            runs |= await record_handoffs(env.client, tq)
             runs["ticket_child_and_inline"] = await record_ticket(env.client, tq)
         if not wanted or wanted & {"crash_taken_over", "crash_resumed"}:
             runs |= await record_crash(env.client)
@@ -219,6 +224,56 @@ async def record_segments(client: Client, tq: str) -> dict[str, str | tuple[str,
         first_run = attrs.continued_execution_run_id
         break
     return {"segments_repaired_continued": (handle.id, first_run), "segments_after": handle.id}
+
+
+async def record_delegation(client: Client, tq: str) -> dict[str, str | tuple[str, str]]:
+    """Delegation: two delegates= children in parallel and two ctx.delegate runs from a
+    tool activity; a child's approval surfaced and answered at the top."""
+    result = await DurableAgent(client, delegating_agent, task_queue=tq).run("go")
+    assert len(result.sub_runs) == 4, result.sub_runs
+    assert result.output.startswith("answered: book a | answered: book b | "), result.output
+    run = await DurableAgent(client, escalating_agent, task_queue=tq).start("pay")
+    paused = await run.result()
+    [call] = paused.pending_approvals
+    waiting = paused.pending_runs[call.id]
+    done = await run.approve({call.id: True})
+    assert done.output == "escalated: transfer: sent 5", done.output
+    return {
+        "delegation_parallel": result.run_id,
+        "delegation_child": result.sub_runs[0],
+        "delegation_approved_at_top": run.run_id,
+        "delegation_child_approved": waiting,
+    }
+
+
+async def record_handoffs(client: Client, tq: str) -> dict[str, str | tuple[str, str]]:
+    """Handoffs: a standalone run that hands over (its target a child run), and a
+    conversation whose turn hands over, then continues as new with the target serving."""
+    alone = await DurableAgent(client, front_agent, task_queue=tq).run("the desk, please")
+    assert alone.agent == "replay_desk", alone
+    handle = await client.start_workflow(
+        ConversationWorkflow.run,
+        ConversationInput(agent=front_agent.name, turns_per_run=2),
+        id=f"replay-handoff-{uuid.uuid4().hex[:8]}",
+        task_queue=tq,
+    )
+    conv = DurableConversation(DurableAgent(client, front_agent, task_queue=tq), handle)
+    await conv.send("hello")
+    handed = await conv.send("the desk, please")
+    assert handed.agent == "replay_desk", handed
+    after = await conv.send("still there?")  # the desk serves, in the next workflow run
+    assert after.agent == "replay_desk" and await conv.current_agent() == "replay_desk"
+    await conv.close()
+    first_run = ""
+    async for event in client.get_workflow_handle(handle.id).fetch_history_events():
+        first_run = event.workflow_execution_started_event_attributes.continued_execution_run_id
+        break
+    assert first_run, "the conversation did not continue as new"
+    return {
+        "handoff_standalone": alone.run_id,
+        "handoff_conversation": (handle.id, first_run),
+        "handoff_conversation_after": handle.id,
+    }
 
 
 async def record_ticket(client: Client, tq: str) -> str:
