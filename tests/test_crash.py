@@ -202,12 +202,20 @@ async def activities_scheduled(env: WorkflowEnvironment, run_id: str, name: str)
     return names.count(name)
 
 
+async def delegated_after_crash(
+    env: WorkflowEnvironment, agent: Agent[Any, Any], crash_dir: Path
+) -> Result[Any]:
+    """``agent``'s run, whose delegate's lookup was on the worker that died, completed."""
+    _, result = await crash_then_take_over(env, agent.name, crash_dir)
+    assert isinstance(result, Result), result
+    assert result.output == "delegated: finished: looked up"
+    return result
+
+
 async def test_a_child_run_whose_worker_died_goes_on_elsewhere_started_once(
     temporal_env: WorkflowEnvironment, crash_dir: Path
 ) -> None:
-    _, result = await crash_then_take_over(temporal_env, delegating.name, crash_dir)
-    assert isinstance(result, Result), result
-    assert result.output == "delegated: finished: looked up"
+    result = await delegated_after_crash(temporal_env, delegating, crash_dir)
     # The caller's model call ran once; the child's lookup died with its worker and was
     # retried on the other (idempotent): nothing repeated, nothing lost.
     assert sorted(executions(crash_dir)) == ["lookup", "lookup", "model:idempotent"]
@@ -226,9 +234,7 @@ async def test_a_child_run_whose_worker_died_goes_on_elsewhere_started_once(
 async def test_a_retried_tool_attaches_to_the_sub_run_its_ctx_delegate_started(
     temporal_env: WorkflowEnvironment, crash_dir: Path
 ) -> None:
-    _, result = await crash_then_take_over(temporal_env, delegating_in_tool.name, crash_dir)
-    assert isinstance(result, Result), result
-    assert result.output == "delegated: finished: looked up"
+    result = await delegated_after_crash(temporal_env, delegating_in_tool, crash_dir)
     ran = executions(crash_dir)
     # The tool ran again on the second worker, the lookup too (both died mid-call); the
     # sub-run did not: the retry attached to it.
