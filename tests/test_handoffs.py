@@ -145,3 +145,14 @@ async def test_a_handoff_chain_answers_with_the_last_agent(runner: Runner) -> No
     assert result.output == "shipping answers"
     assert len(result.sub_runs) == 1  # billing; shipping is billing's handoff
     assert result.total_usage == usage(30, 15)
+
+
+async def test_the_triage_example_runs_offline_in_process(capsys: Any) -> None:
+    from examples import triage
+
+    await triage.in_process()
+
+    out = capsys.readouterr().out
+    assert "triage handed over to billing, whose refund waits for approval" in out
+    assert "billing answered: 'Done: refunded 19.90 on order 42.'" in out
+    assert "(sees 1 message) order 42" in out  # the delegate saw only what it was asked
