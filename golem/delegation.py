@@ -20,6 +20,7 @@ See docs/adr/0019-agents-calling-agents.md.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -303,6 +304,9 @@ class Delegations:
             exc.run_id = exc.run_id or child.run.run_id
             if exc.partial is not None:
                 self.state.descendants += exc.partial.spent
+            task = asyncio.current_task()
+            if exc.stage == "canceled" and task is not None and task.cancelling():
+                raise asyncio.CancelledError() from exc  # the caller itself is cancelled
             raise
         self.state.descendants += result.spent
         return result

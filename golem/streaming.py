@@ -69,6 +69,7 @@ class DurableRunStream(Generic[OutputT]):
         self._run = run if not callable(run) else None
         self._start = run if callable(run) else None
         self._offset = from_offset
+        self._read = from_offset  # where the run's own items not yet read begin
         self._result: Result[OutputT] | None = None
         # A conversation turn's Result is its update's, not its run's (run.result()).
         self._outcome = outcome
@@ -119,21 +120,25 @@ class DurableRunStream(Generic[OutputT]):
         tree = _Tree(run.handle, run.conversation_id, run.run_id, self._paused)
         tree.add(self._own(run, tree))
         async with aclosing(tree.events()) as events:
-            async for event in events:
+            async for event, offset in events:
+                if offset >= 0:  # one of the run's own: the offset after it
+                    self._offset = offset
                 yield event
+        self._offset = self._read
 
-    async def _own(self, run: DurableRun[OutputT], tree: _Tree) -> AsyncGenerator[RunEvent, None]:
-        """The run's own events, from ``offset`` on; the runs it names are followed."""
+    async def _own(self, run: DurableRun[OutputT], tree: _Tree) -> AsyncGenerator[Positioned, None]:
+        """The run's own events, from ``offset`` on, each with the offset after it; the
+        runs it names are followed."""
         events = _Events(run.run_id, run.conversation_id, run.agent, tree.follow)
-        items = _subscribe(run.handle, self._offset)
+        items = _subscribe(run.handle, self._read)
         async with aclosing(items):
             async for event in events.read(self._until_paused(run, items), self._read_up_to):
-                yield event
+                yield event, self._read
         if not events.ended:
             tree.stop_others()  # it waits for a person: so do the runs below it
 
     def _read_up_to(self, item: WorkflowStreamItem[RawValue]) -> None:
-        self._offset = item.offset + 1
+        self._read = item.offset + 1
 
     async def _until_paused(
         self, run: DurableRun[OutputT], items: AsyncGenerator[WorkflowStreamItem[RawValue], None]
@@ -148,14 +153,14 @@ class DurableRunStream(Generic[OutputT]):
         step: asyncio.Future[WorkflowStreamItem[RawValue]] | None = None
         end_at: int | None = None
         try:
-            while end_at is None or self._offset < end_at:
+            while end_at is None or self._read < end_at:
                 step = asyncio.ensure_future(anext(items))
                 if end_at is None:
                     await asyncio.wait([step, pausing], return_when=asyncio.FIRST_COMPLETED)
                     if pausing.done():
                         # Everything before the pause is published: read up to there.
                         end_at = await WorkflowStreamClient(run.handle).get_offset()
-                        if self._offset >= end_at and not step.done():
+                        if self._read >= end_at and not step.done():
                             return
                 try:
                     yield await step
@@ -254,6 +259,10 @@ class _Events:
         return wire.to_event(self.run_id, self.conversation_id, self.agent)
 
 
+#: An event and, for one of the run's own, the stream offset after it (-1 for a child's).
+Positioned = tuple[RunEvent, int]
+
+
 class _Tree:
     """The events of a run and of every run below it, merged as they arrive."""
 
@@ -269,10 +278,10 @@ class _Tree:
         """Returns once the turn waits for a person (then the runs below stop being read)."""
         self.conversation_id = conversation_id
         self.followed = {run_id}
-        self.queue: asyncio.Queue[RunEvent | Exception | None] = asyncio.Queue()
+        self.queue: asyncio.Queue[Positioned | Exception | None] = asyncio.Queue()
         self.pumps: list[asyncio.Task[None]] = []
 
-    def add(self, events: AsyncGenerator[RunEvent, None]) -> None:
+    def add(self, events: AsyncGenerator[Positioned, None]) -> None:
         self.pumps.append(asyncio.ensure_future(self._pump(events)))
 
     def follow(self, run_id: str, agent: str) -> None:
@@ -285,7 +294,7 @@ class _Tree:
         for pump in self.pumps[1:]:
             pump.cancel()
 
-    async def _pump(self, events: AsyncGenerator[RunEvent, None]) -> None:
+    async def _pump(self, events: AsyncGenerator[Positioned, None]) -> None:
         try:
             async with aclosing(events):
                 async for event in events:
@@ -297,15 +306,15 @@ class _Tree:
 
     async def _child(
         self, handle: WorkflowHandle[Any, Any], agent: str
-    ) -> AsyncGenerator[RunEvent, None]:
+    ) -> AsyncGenerator[Positioned, None]:
         if not await _started(handle):
             return
         events = _Events(handle.id, self.conversation_id, agent, self.follow)
         async with aclosing(_subscribe(handle, 0)) as items:
             async for event in events.read(items):
-                yield event
+                yield event, -1
 
-    async def events(self) -> AsyncGenerator[RunEvent, None]:
+    async def events(self) -> AsyncGenerator[Positioned, None]:
         ended = 0
         watch = asyncio.ensure_future(self._stop_when_paused())
         try:
