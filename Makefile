@@ -47,12 +47,14 @@ bench: $(VENV)/.bench
 
 # Mutation testing with mutmut, kept out of `test` and CI: every mutant reruns the selected
 # tests that reach the mutated function. [tool.mutmut] in pyproject.toml says what is mutated
-# (golem/history, messages, strict_json, and the run loop: loop.py, phases/, run_state.py) and
-# which tests run: only tests that need no dev server (the in-process `-k "not durable"` cases
-# of the agent tests), so about 1400 mutants take 2 to 4 minutes on 2 busy cores, offline.
-# golem/activities is left out: what it adds (heartbeats, retry policy, payload checks) shows
-# only through a worker and a server, where one mutant costs seconds; the planted-bug tests
-# in tests/test_durable.py and tests/test_durable_health.py guard it instead.
+# (golem/history, messages, strict_json, the run loop: loop.py, phases/, run_state.py, and
+# the durable layer's pure parts: golem/wire, the shipper, the worker's message cache, the
+# conversation's turns machine) and which tests run: only tests that need no dev server (the
+# in-process `-k "not durable"` cases of the agent tests, the shipping, outcome, turns and
+# transcript tests). The activities' and workflows' Temporal glue is left out: what it adds
+# (heartbeats, retry policy, payload checks) shows only through a worker and a server, where
+# one mutant costs seconds; the planted-bug tests in tests/test_durable*.py and
+# tests/test_pinned_*.py guard it instead.
 # MUTANTS='golem.loop.*' runs only those mutants. Each run starts fresh, so changed tests are
 # never judged by stale verdicts. A mutant that hangs is a timeout (caught): a test waited
 # for an event the mutant never sent. Survivors are listed at the end; `.venv/bin/mutmut show

@@ -8,9 +8,11 @@
     # on, behind an identity provider); temporal CLI: --codec-endpoint and --codec-auth
 
 ``POST /encode`` and ``POST /decode`` take and return ``{"payloads": [...]}`` in the
-protobuf JSON form the UI sends. Browsers call it cross-origin, so it answers CORS
-preflights for the UI's origin (by default: the dev server's UI, ``GOLEM_UI_URL`` or
-``TEMPORAL_UI_URL``, and the UI ``golem dev`` recorded in ``.golem/ui-url``).
+protobuf JSON form the UI sends; with ``GOLEM_STORAGE_DIR`` set, ``/decode`` reads a stored
+payload from the store (past 64 KiB: a preview). Browsers call it cross-origin, so it
+answers CORS preflights for the UI's origin (by default: the dev server's UI,
+``GOLEM_UI_URL`` or ``TEMPORAL_UI_URL``, and the UI ``golem dev`` recorded in
+``.golem/ui-url``).
 
 Who may decrypt: the Temporal UI forwards only the signed-in user's OIDC access token, so
 ``JWTAuth`` verifies it (signature against the identity provider's JWKS, issuer, audience,
@@ -36,7 +38,7 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:  # the codec-server extra; `golem --help` must not need it
     import jwt
     from starlette.applications import Starlette
-    from temporalio.converter import PayloadCodec
+    from temporalio.converter import ExternalStorage, PayloadCodec
 
 __all__ = [
     "DEFAULT_ORIGINS",
@@ -137,15 +139,17 @@ class JWTAuth:
 
 
 def codec_app(
-    codec: PayloadCodec,
+    codec: PayloadCodec | None,
     *,
     origins: Sequence[str] = DEFAULT_ORIGINS,
     token: str | None = None,
     jwt_auth: JWTAuth | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    storage: ExternalStorage | None = None,
 ) -> Starlette:
     """An ASGI app serving ``/encode`` and ``/decode`` with ``codec``; with ``token`` or
-    ``jwt_auth`` set, a call needs ``Authorization: Bearer`` with either."""
+    ``jwt_auth`` set, a call needs ``Authorization: Bearer`` with either. With ``storage``,
+    ``/decode`` reads stored payloads (golem.storage.for_display: past 64 KiB, a preview)."""
     from google.protobuf import json_format
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
@@ -156,6 +160,8 @@ def codec_app(
     from starlette.routing import Route
     from temporalio.api.common.v1 import Payloads
     from temporalio.exceptions import ApplicationError
+
+    from golem.storage import for_display
 
     async def authorize(request: Request) -> None:
         if not token and jwt_auth is None:
@@ -199,9 +205,14 @@ def codec_app(
                 status_code=400,
             )
         try:
-            result = await (codec.encode if encode else codec.decode)(payloads.payloads)
+            if not encode:
+                result = await for_display(payloads.payloads, storage, codec)
+            else:
+                result = await codec.encode(payloads.payloads) if codec else list(payloads.payloads)
         except ApplicationError as exc:  # a key this server does not hold, or a wrong one
             return JSONResponse({"error": exc.message}, status_code=400)
+        except (LookupError, ValueError, OSError) as exc:  # a blob gone, a driver not here
+            return JSONResponse({"error": str(exc)}, status_code=400)
         return Response(
             json_format.MessageToJson(Payloads(payloads=result)), media_type="application/json"
         )
@@ -315,14 +326,19 @@ def serve(args: argparse.Namespace) -> int:
         import jwt  # noqa: F401 - the extra's, checked before anything is served
         import uvicorn
 
+        from golem.storage import DIR_VARIABLE, storage_from_env
         from golem.worker.codec import ENV_VAR, EncryptionCodec
     except ImportError as exc:
         raise SystemExit(
             f"golem codec-server needs: pip install 'golem-temporal[codec-server]' ({exc})"
         ) from None
     codec = EncryptionCodec.from_env()
-    if codec is None:
-        raise SystemExit(f"golem codec-server: set {ENV_VAR} to the key(s) the workers use")
+    storage = storage_from_env()
+    if codec is None and storage is None:
+        raise SystemExit(
+            f"golem codec-server: set {ENV_VAR} to the key(s) the workers use, and/or "
+            f"{DIR_VARIABLE} to their payload store"
+        )
     token = os.environ.get(TOKEN_VARIABLE) or None
     jwt_auth = _jwt_auth(args)
     problem = exposure_problem(args.host, bool(token or jwt_auth), args.insecure)
@@ -330,12 +346,19 @@ def serve(args: argparse.Namespace) -> int:
         raise SystemExit(problem)
     origins = args.origin or default_origins()
     app = codec_app(
-        codec, origins=origins, token=token, jwt_auth=jwt_auth, max_body_bytes=args.max_body_bytes
+        codec,
+        origins=origins,
+        token=token,
+        jwt_auth=jwt_auth,
+        max_body_bytes=args.max_body_bytes,
+        storage=storage,
     )
     auth = [name for name, on in (("bearer token", token), ("OIDC tokens", jwt_auth)) if on]
     print(
         f"golem codec-server: http://{args.host}:{args.port} for {', '.join(origins)}"
-        f" (keys {', '.join(codec.key_ids)}; auth: {' or '.join(auth) or 'none, loopback only'})",
+        f" (keys {', '.join(codec.key_ids) if codec else 'none'}"
+        f"{'; stored payloads' if storage else ''}"
+        f"; auth: {' or '.join(auth) or 'none, loopback only'})",
         flush=True,
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")

@@ -384,6 +384,23 @@ async def test_the_model_sees_the_whole_conversation_across_continue_as_new_and_
     assert first.message_cache.refetches == second.message_cache.refetches == 0
 
 
+async def test_a_worker_that_ran_the_turn_before_extends_the_base_without_a_query(
+    temporal_client: Client,
+) -> None:
+    agent, model = paging_agent("extends")
+    task_queue = f"conv-{uuid.uuid4().hex[:12]}"
+    plugin = GolemPlugin(agent)
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[plugin]):
+        conv = await DurableAgent(temporal_client, agent, task_queue=task_queue).conversation()
+        for n in range(6):
+            result = await conv.send(f"page {n}")
+    assert_saw_whole_conversation(model, result.messages)
+    # Each turn's base is the one before plus what that turn's run added, which this
+    # worker served: nothing is read from the conversation.
+    assert plugin.message_cache.base_queries == 0
+    assert plugin.message_cache.refetches == 0
+
+
 async def test_a_history_processor_sees_the_whole_conversation(temporal_client: Client) -> None:
     seen: list[int] = []
 

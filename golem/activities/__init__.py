@@ -149,10 +149,11 @@ def _checked(value: T, kind: Any, what: str) -> T:
             non_retryable=True,
         ) from None
     size = len(data)
-    if size > PAYLOAD_LIMIT:
+    if size > PAYLOAD_LIMIT and not _stores_payloads():
         raise ApplicationError(
             f"{what} produced {size} bytes, over Temporal's payload limit of {PAYLOAD_LIMIT} "
-            "bytes; return a reference (a URL or an id) instead of the content",
+            "bytes; return a reference (a URL or an id) instead of the content, or turn on "
+            "external storage (GolemPlugin(external_storage=...) or GOLEM_STORAGE_DIR)",
             type=PAYLOAD_TOO_LARGE,
             non_retryable=True,
         )
@@ -165,6 +166,15 @@ def _checked(value: T, kind: Any, what: str) -> T:
             non_retryable=True,
         ) from None
     return value
+
+
+def _stores_payloads() -> bool:
+    """Whether this worker's payloads go to external storage past its threshold (which
+    ``golem_converter`` keeps under the limit): then the store takes any size."""
+    try:
+        return activity.client().data_converter.external_storage is not None
+    except RuntimeError:  # no client: an activity environment of a test
+        return False
 
 
 @functools.cache

@@ -31,6 +31,7 @@ from golem.wire import (
     ModelCall,
     Pager,
     ShippingError,
+    Stamps,
     chain,
     chain_all,
     content_digest,
@@ -63,6 +64,8 @@ class MessageCache:
         self.base_queries = 0
         """Query pages asked of conversation workflows for bases."""
         self._runs: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
+        self._stamps: dict[str, Stamps] = {}  # per run key: what its own messages carry
+        self._keys: dict[str, str] = {}  # workflow id -> its run key, to find a turn's run
         self._bases: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
         self._contents: OrderedDict[str, str] = OrderedDict()
         # Per run: the last answer a model call returned here, and its calls' outcomes.
@@ -102,6 +105,9 @@ class MessageCache:
         """The request's messages: the run's own ``call.count`` (``pager`` asks the run's
         workflow), after ``call.base`` when it has one (``base_pager`` asks the conversation)."""
         own = await self._own(run, call, pager)
+        if call.stamps is not None:
+            self._stamps[run] = call.stamps
+            self._keys[run.split("/", 1)[0]] = run
         if call.base is None:
             return own
         if base_pager is None:
@@ -124,7 +130,9 @@ class MessageCache:
             )
         self._runs[run] = (messages, digests)
         while len(self._runs) > self.max_runs:
-            self._runs.popitem(last=False)
+            old, _ = self._runs.popitem(last=False)
+            self._stamps.pop(old, None)
+            self._keys.pop(old.split("/", 1)[0], None)
         return list(messages)
 
     async def _assemble(
@@ -170,9 +178,16 @@ class MessageCache:
         transcript was rewritten) reads anew."""
         messages, digests = self._bases.pop(base.conversation, ([], [""]))
         if len(messages) < base.count:
-            added = await read_pages(self._counting(pager, base=True), len(messages), base.count)
-            messages.extend(added)
-            digests.extend(chain_all(added, digests[-1])[1:])
+            added = self._made_by(base.after)
+            extended = chain_all(added or [], digests[-1])
+            if len(messages) + len(extended) - 1 != base.count or extended[-1] != base.digest:
+                # Not what this worker saw the turn before make: read what was appended.
+                added = await read_pages(
+                    self._counting(pager, base=True), len(messages), base.count
+                )
+                extended = chain_all(added, digests[-1])
+            messages.extend(added or [])
+            digests.extend(extended[1:])
         if digests[base.count] != base.digest:
             if len(digests) > 1:
                 self.refetches += 1
@@ -187,6 +202,20 @@ class MessageCache:
         while len(self._bases) > self.max_runs:
             self._bases.popitem(last=False)
         return messages[: base.count]
+
+    def _made_by(self, workflow_id: str) -> list[Message] | None:
+        """What run ``workflow_id`` added to its conversation, as this worker saw it: its last
+        request (instructions aside) and the answer that ended it, stamped; ``None`` when
+        this worker did not serve its last model call."""
+        key = self._keys.get(workflow_id)
+        cached = self._runs.get(key) if key else None
+        answer = self._answers.get(key) if key else None
+        stamps = self._stamps.get(key) if key else None
+        if cached is None or answer is None or stamps is None:
+            return None
+        own = cached[0]
+        own = own[1:] if own and own[0].role == "system" else own
+        return [*own, answer[0].stamped(stamps.run_id, stamps.conversation_id)]
 
     def _counting(self, pager: Pager, base: bool = False) -> Pager:
         async def ask(query: MessagesQuery) -> MessagesPage:

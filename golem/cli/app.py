@@ -158,7 +158,8 @@ def parser() -> argparse.ArgumentParser:
     command("setup", "register golem's search attributes on the namespace", server)
     codec = command(
         "codec-server",
-        "serve /encode and /decode for the Temporal UI (keys from GOLEM_ENCRYPTION_KEY; "
+        "serve /encode and /decode for the Temporal UI (keys from GOLEM_ENCRYPTION_KEY, stored "
+        "payloads from GOLEM_STORAGE_DIR; "
         "the UI's OIDC tokens or a bearer token from GOLEM_CODEC_TOKEN)",
     )
     codec_server.add_arguments(codec)

@@ -92,7 +92,7 @@ class DurableAgent(Generic[OutputT]):
             approvals=dict(approvals or {}),
         )
         payload = AgentRunInput(agent=self.agent_name, run=run, parent_run_id=parent, stream=stream)
-        check_size(payload)
+        check_size(payload, self.client.data_converter)
         await check_not_waiting(self.client, history)
         try:
             handle = await self._start(payload, run_id, parent, prompt)

@@ -18,6 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, SchemaSerializer
 from pydantic_core.core_schema import any_schema
 from temporalio.client import Client
+from temporalio.converter import DataConverter
 
 from golem.client.lookups import existing_run
 from golem.messages import HistoryError, Message, Part, validate_history
@@ -79,14 +80,18 @@ def checked(
     return Sent(prompt, sent_parts, deps, messages)
 
 
-def check_size(payload: AgentRunInput) -> None:
-    """``RunError`` (stage ``history``) when a run's input is over one Temporal payload."""
+def check_size(payload: AgentRunInput, converter: DataConverter = golem_data_converter) -> None:
+    """``RunError`` (stage ``history``) when a run's input is over one Temporal payload and
+    ``converter`` (the client's) has no external storage to take it."""
+    if converter.external_storage is not None:
+        return
     size = len(golem_data_converter.payload_converter.to_payloads([payload])[0].data)
     if size > MAX_INPUT_BYTES:
         raise RunError(
             "history",
             f"the run's input is {size} bytes, over the {MAX_INPUT_BYTES}-byte limit of "
-            "one Temporal payload; trim the history (trim_history / budget_history)",
+            "one Temporal payload; trim the history (trim_history / budget_history), or turn "
+            "on external storage (GolemPlugin(external_storage=...) or GOLEM_STORAGE_DIR)",
         )
 
 

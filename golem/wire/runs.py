@@ -250,6 +250,28 @@ class RunReport(Tagged):
         """The run's stamps: what its own messages carry (left out of ``messages``)."""
         return Stamps(run_id=self.run_id, conversation_id=self.conversation_id)
 
+    def _result(
+        self,
+        messages: list[Message],
+        output: Any,
+        pending: list[ToolCall],
+        pending_runs: dict[str, str] | None = None,
+    ) -> Result[Any]:
+        return Result(
+            output=output,
+            messages=messages,
+            usage=self.usage,
+            run_id=self.run_id,
+            conversation_id=self.conversation_id,
+            requests=self.requests,
+            tool_calls=self.tool_calls,
+            pending_approvals=pending,
+            pending_runs=dict(pending_runs or {}),
+            agent=self.agent,
+            sub_runs=list(self.sub_runs),
+            descendants=self.descendants,
+        )
+
     def partial(self, messages: list[Message]) -> PartialResult:
         return PartialResult(
             messages=messages,
@@ -261,13 +283,6 @@ class RunReport(Tagged):
             sub_runs=list(self.sub_runs),
             descendants=self.descendants,
         )
-
-    def _tree(self) -> dict[str, Any]:
-        return {
-            "agent": self.agent,
-            "sub_runs": list(self.sub_runs),
-            "descendants": self.descendants,
-        }
 
 
 class Completed(RunReport):
@@ -281,16 +296,7 @@ class Completed(RunReport):
 
     def result(self, messages: list[Message], output: Any) -> Result[Any]:
         """The ``Result`` this stands for, given its conversation and its typed output."""
-        return Result(
-            output=output,
-            messages=messages,
-            usage=self.usage,
-            run_id=self.run_id,
-            conversation_id=self.conversation_id,
-            requests=self.requests,
-            tool_calls=self.tool_calls,
-            **self._tree(),
-        )
+        return self._result(messages, output, [])
 
     @property
     def spent(self) -> Spent:
@@ -324,19 +330,8 @@ class Paused(RunReport):
     (the others are its own)."""
 
     def result(self, messages: list[Message]) -> Result[Any]:
-        calls = self.pending_approvals
-        return Result(
-            output=None,
-            messages=messages,
-            usage=self.usage,
-            run_id=self.run_id,
-            conversation_id=self.conversation_id,
-            requests=self.requests,
-            tool_calls=self.tool_calls,
-            pending_approvals=list(calls),
-            pending_runs=dict(self.pending_runs),
-            **self._tree(),
-        )
+        """The ``Result`` this stands for: no output yet, the calls that wait."""
+        return self._result(messages, None, list(self.pending_approvals), self.pending_runs)
 
 
 class Failed(Wire):

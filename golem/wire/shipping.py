@@ -179,6 +179,9 @@ class HistoryBase(Wire):
     conversation: str
     count: int
     digest: str
+    after: str = ""
+    """The run of the turn before (its messages end the base): a worker that served that
+    run's last model call extends the base it holds with them, without a query."""
 
 
 class Inline(Tagged):

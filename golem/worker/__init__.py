@@ -6,6 +6,7 @@ worker = Worker(client, task_queue="golem")   # the plugin reaches the worker to
 await worker.run()
 
 ``encryption_key=`` (or ``GOLEM_ENCRYPTION_KEY``) encrypts every payload (golem.worker.codec);
+``external_storage=`` (or ``GOLEM_STORAGE_DIR``) stores large ones outside history (golem.storage);
 ``tracing=True`` (or ``GOLEM_TRACING=1``, or a replay-safe tracer provider already set)
 traces runs (golem.worker.tracing). Both need the plugin on the Client.
 """
@@ -21,17 +22,19 @@ from typing import Any
 from temporalio.converter import (
     DataConverter,
     DefaultFailureConverterWithEncodedAttributes,
+    ExternalStorage,
     PayloadCodec,
 )
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import Interceptor, ReplayerConfig, Worker, WorkerConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from golem.activities import MessageCache, activities
+from golem.activities import PAYLOAD_LIMIT, MessageCache, activities
 from golem.agent import Agent
 from golem.delegation import reachable
 from golem.messages import HistoryError
 from golem.results import RunError
+from golem.storage import storage_from_env
 from golem.worker.converter import golem_data_converter
 from golem.worker.logs import RunLogInterceptor, install_activity_failure_filter
 from golem.worker.watchdog import worker_watchdog
@@ -45,17 +48,28 @@ __all__ = ["PASSTHROUGH_MODULES", "EncryptionKey", "GolemPlugin", "golem_convert
 EncryptionKey = bytes | str | PayloadCodec
 
 
-def golem_converter(encryption_key: EncryptionKey | None = None) -> DataConverter:
-    """golem's data converter; encrypting when a key is given or ``GOLEM_ENCRYPTION_KEY`` is set.
+def golem_converter(
+    encryption_key: EncryptionKey | None = None, external_storage: ExternalStorage | None = None
+) -> DataConverter:
+    """golem's data converter; encrypting when a key is given or ``GOLEM_ENCRYPTION_KEY`` is set,
+    storing large payloads when ``external_storage`` is given or ``GOLEM_STORAGE_DIR`` is set
+    (encrypted first: the store holds ciphertext).
 
     Encrypted, failures carry their message and stack trace as an encrypted payload too."""
     codec = _codec(encryption_key)
+    storage = external_storage if external_storage is not None else storage_from_env()
+    if storage is not None and storage.payload_size_threshold > PAYLOAD_LIMIT:
+        raise ValueError(
+            f"ExternalStorage(payload_size_threshold={storage.payload_size_threshold}) is over "
+            f"Temporal's payload limit ({PAYLOAD_LIMIT} bytes): payloads between would fail"
+        )
     if codec is None:
-        return golem_data_converter
+        return dataclasses.replace(golem_data_converter, external_storage=storage)
     return dataclasses.replace(
         golem_data_converter,
         payload_codec=codec,
         failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
+        external_storage=storage,
     )
 
 
@@ -113,7 +127,9 @@ class GolemPlugin(SimplePlugin):
     is the worker's cache of those messages (its own new one unless given).
 
     ``encryption_key`` encrypts every payload with AES-256-GCM (``None``: from
-    ``GOLEM_ENCRYPTION_KEY``, off when unset); ``tracing`` adds OpenTelemetry spans
+    ``GOLEM_ENCRYPTION_KEY``, off when unset); ``external_storage`` puts payloads over its
+    threshold in a store, history keeping a reference (``None``: a ``LocalDirectory`` at
+    ``GOLEM_STORAGE_DIR``, off when unset); ``tracing`` adds OpenTelemetry spans
     (``None``: from ``GOLEM_TRACING``, else on when a replay-safe provider is set).
     """
 
@@ -126,6 +142,7 @@ class GolemPlugin(SimplePlugin):
         message_cache: MessageCache | None = None,
         encryption_key: EncryptionKey | None = None,
         tracing: bool | None = None,
+        external_storage: ExternalStorage | None = None,
     ) -> None:
         names = [a.name for a in agents]
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -136,7 +153,7 @@ class GolemPlugin(SimplePlugin):
         self.sticky_schedule_to_start_timeout = sticky_schedule_to_start_timeout
         #: This worker's own cache of running workflows' model-request messages.
         self.message_cache = message_cache if message_cache is not None else MessageCache()
-        self.converter = golem_converter(encryption_key)
+        self.converter = golem_converter(encryption_key, external_storage)
         tracing_interceptors = _tracing_interceptors(tracing, bool(agents))
         self.tracing = bool(tracing_interceptors)
         passthrough = (
@@ -164,7 +181,12 @@ class GolemPlugin(SimplePlugin):
                 "GolemPlugin(encryption_key=...) must be on the Client (Client.connect(..., "
                 "plugins=[plugin])): a worker writes payloads with its client's data converter"
             )
-        registry.register(config["task_queue"], self.agents, self.settings)
+        if self.converter.external_storage and not config["client"].data_converter.external_storage:
+            raise ValueError(
+                "GolemPlugin(external_storage=...) must be on the Client, as encryption: a "
+                "worker writes payloads with its client's data converter"
+            )
+        registry.register(config["task_queue"], self.agents, _stored(self.settings, config))
         config["sticky_queue_schedule_to_start_timeout"] = self.sticky_schedule_to_start_timeout
         return self.mcp.configure_worker(config) if self.mcp else config
 
@@ -177,8 +199,17 @@ class GolemPlugin(SimplePlugin):
 
     def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
         config = super().configure_replayer(config)
-        registry.register(registry.ANY_TASK_QUEUE, self.agents, self.settings)
+        registry.register(registry.ANY_TASK_QUEUE, self.agents, _stored(self.settings, config))
         return self.mcp.configure_replayer(config) if self.mcp else config
+
+
+def _stored(settings: registry.WorkerSettings, config: Any) -> registry.WorkerSettings:
+    """``settings`` with the threshold of the external storage the worker writes with."""
+    client = config.get("client")
+    converter = client.data_converter if client else config.get("data_converter")
+    storage = converter.external_storage if converter else None
+    threshold = storage.payload_size_threshold if storage else None
+    return dataclasses.replace(settings, stored_bytes=threshold)
 
 
 def _mcp(

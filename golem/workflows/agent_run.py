@@ -116,7 +116,10 @@ class AgentRunWorkflow:
     @workflow.run
     async def run(self, input: AgentRunInput) -> Completed:
         agent, run = _setup(input)
-        report = Reporter(run.history, readable=workflow.info().parent is None)
+        settings = registry.settings(workflow.info().task_queue)
+        # With external storage an outcome of any size is one payload: none is paged.
+        stored = settings.stored_bytes is not None
+        report = Reporter(run.history, readable=workflow.info().parent is None, stored=stored)
         self._gate = ApprovalGate(
             lambda pending: report.paused(finish.result(self._state(), None, pending=pending)),
             agent.approval_timeout,
@@ -126,7 +129,7 @@ class AgentRunWorkflow:
         )
         self._executor = TemporalExecutor(
             agent,
-            registry.settings(workflow.info().task_queue),
+            settings,
             on_change=self._show_details,
             gate=self._gate,
             base=input.base,

@@ -118,7 +118,7 @@ class TemporalExecutor:
         """Learns each child run (its id and agent) as it starts: the run's stream names it."""
         self.gate = gate
         self.heartbeat_timeout = settings.heartbeat_timeout
-        self.shipper = Shipper(settings.inline_messages_bytes, base)
+        self.shipper = Shipper(settings.inline_messages_bytes, base, settings.stored_bytes)
         self.stream = stream
         """The model activity publishes deltas (``DurableAgent.run_stream``)."""
         self.progress = Progress()

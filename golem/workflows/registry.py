@@ -36,6 +36,9 @@ class WorkerSettings:
     """How long a silent model or tool activity may go before Temporal retries it elsewhere."""
     inline_messages_bytes: int = INLINE_MESSAGES_BYTES
     """New messages up to this size ride the model activity's input instead of a query."""
+    stored_bytes: int | None = None
+    """External storage's threshold: new messages this large ride the input too (the store
+    takes the payload, history keeps a reference); ``None``: no external storage."""
 
 
 _agents: dict[str, dict[str, Agent[Any, Any]]] = {}

@@ -75,10 +75,12 @@ def report_messages(
     stamps: Stamps,
     recorded: Collection[str] = (),
     logged: int = 0,
+    page_bytes: int | None = PAGE_BYTES,
 ) -> RunMessages:
     """Where a run's conversation ``messages`` travel: after the first ``logged`` (which
     the run's history holds) or after what they share with the ``given`` history; long
-    contents whose digest is in ``recorded`` by reference; paged past ``PAGE_BYTES``."""
+    contents whose digest is in ``recorded`` by reference; paged past ``page_bytes``
+    (``None``: never, external storage takes a payload of any size)."""
     if logged:
         variant: Carried | Logged = Logged(
             count=logged, added=compact(messages[logged:], stamps, recorded)
@@ -86,7 +88,7 @@ def report_messages(
     else:
         keep = common_prefix(given, messages)
         variant = Carried(keep=keep, added=compact(messages[keep:], stamps, recorded))
-    if sum(map(message_size, variant.added.messages)) > PAGE_BYTES:
+    if page_bytes is not None and sum(map(message_size, variant.added.messages)) > page_bytes:
         return Paged(count=len(messages))
     return variant
 
@@ -123,11 +125,13 @@ def _counts(evidence: Result[Any] | PartialResult) -> dict[str, Any]:
 class Reporter:
     """One run's outcome payloads. ``given`` is the history it was given by value;
     ``readable``: whoever reads the result can read the run's history (a client, not a
-    parent workflow), so the result may leave to it what the history holds."""
+    parent workflow), so the result may leave to it what the history holds; ``stored``:
+    external storage takes a payload of any size, so nothing is paged."""
 
-    def __init__(self, given: list[Message], readable: bool) -> None:
+    def __init__(self, given: list[Message], readable: bool, stored: bool = False) -> None:
         self.given = given
         self.readable = readable
+        self.page_bytes = None if stored else PAGE_BYTES
 
     def completed(
         self, result: Result[Any], output: Any, recorded: Collection[str] = (), logged: int = 0
@@ -137,11 +141,15 @@ class Reporter:
         the run's history when its reader can read it)."""
         if not self.readable:
             recorded, logged = (), 0
-        messages = report_messages(result.messages, self.given, _stamps(result), recorded, logged)
+        messages = report_messages(
+            result.messages, self.given, _stamps(result), recorded, logged, self.page_bytes
+        )
         return Completed(output=output, messages=messages, **_counts(result))
 
     def paused(self, result: Result[Any]) -> Paused:
-        messages = report_messages(result.messages, self.given, _stamps(result))
+        messages = report_messages(
+            result.messages, self.given, _stamps(result), page_bytes=self.page_bytes
+        )
         below = {c: r for c, r in result.pending_runs.items() if r != result.run_id}
         return Paused(
             pending_approvals=result.pending_approvals,
@@ -154,7 +162,9 @@ class Reporter:
         evidence = error.partial
         if evidence is None:
             return Failed(stage=error.stage, message=error.detail)
-        messages = report_messages(evidence.messages, self.given, _stamps(evidence))
+        messages = report_messages(
+            evidence.messages, self.given, _stamps(evidence), page_bytes=self.page_bytes
+        )
         return Failed(
             stage=error.stage,
             message=error.detail,

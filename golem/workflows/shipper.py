@@ -5,7 +5,8 @@
     shipper.answered(response.message); shipper.called(call.id, outcome)      # what came back
 
 Each model call carries only the messages the previous call did not have: inline when
-small (long contents an activity of this run returned travel by digest), ``Derived`` when
+small or stored (external storage takes a payload past its threshold; long contents an
+activity of this run returned travel by digest), ``Derived`` when
 they are exactly the previous answer and its calls' tool messages, else ``ByQuery`` (the
 ``golem.messages`` query serves ``page``). See golem.wire.shipping for the wire form and
 golem.activities.cache for the activity side.
@@ -40,10 +41,15 @@ class Shipper:
     """The current request's messages, their digest chain, and what this run's activities
     returned (the next call names it instead of carrying it)."""
 
-    def __init__(self, inline_bytes: int, base: HistoryBase | None = None) -> None:
+    def __init__(
+        self, inline_bytes: int, base: HistoryBase | None = None, stored_bytes: int | None = None
+    ) -> None:
         self.inline_bytes = inline_bytes
+        self.stored_bytes = stored_bytes
+        """Past this size the input goes to external storage: inline, however large."""
         self.base = base
         """The run's history by reference; ``messages`` are only the run's own."""
+        self._later_base = base.model_copy(update={"after": ""}) if base else None
         self.messages: list[Message] = []
         """The current request's messages (served by the ``golem.messages`` query)."""
         self._chain: list[str] = [""]  # _chain[i]: digest of messages[:i]
@@ -74,14 +80,17 @@ class Shipper:
             since=same,
             prefix=None if extends and same else self._chain[same],
             stamps=stamps,
-            base=self.base,
+            # Only the first call needs to name the turn before: its reader keeps the base.
+            base=self.base if same == 0 or self.base is None else self._later_base,
             stream=stream,
         )
         made = derived(self._answer, self._outcomes, stamps) if self._answer else None
         if extends and made and new == made:
             return call.model_copy(update={"new": Derived()})
         shaped = compact(new, stamps, self.recorded)
-        if sum(map(message_size, shaped.messages)) > self.inline_bytes:
+        size = sum(map(message_size, shaped.messages))
+        stored = self.stored_bytes is not None and size >= self.stored_bytes
+        if size > self.inline_bytes and not stored:
             self.logged = False
             return call.model_copy(update={"new": ByQuery()})
         return call.model_copy(update={"new": Inline(messages=shaped)})

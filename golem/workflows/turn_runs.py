@@ -104,7 +104,9 @@ def child_input(
     base = None
     history: list[Message] = []
     if by_reference:
-        base = HistoryBase(conversation=conversation_id, count=start, digest=transcript.digest)
+        base = HistoryBase(
+            conversation=conversation_id, count=start, digest=transcript.digest, after=parent
+        )
     else:
         history = transcript.messages()
     run = RunInput(
@@ -147,7 +149,8 @@ def turn_outcome(
         # Workflow code cannot read pages; one turn adding ~1 MB of messages is refused.
         return ApplicationError(
             f"turn {child.id} added more than {PAGE_BYTES} bytes of messages, too many for "
-            "the conversation to take in; return references (URLs, ids) from tools",
+            "the conversation to take in; return references (URLs, ids) from tools, or turn on "
+            "external storage (GolemPlugin(external_storage=...) or GOLEM_STORAGE_DIR)",
             non_retryable=True,
         )
     if not transcript.based:

@@ -1,0 +1,162 @@
+"""What a conversation turn costs beside a plain run doing the same work, side by side.
+
+    .venv/bin/python benchmarks/conversation_cost.py [--repeats 3] [--conversations 50]
+
+The same agent (a tool call with a 2 KB result, then an answer: three activities) runs as
+250 plain runs (50 at a time) and as 50 conversations of 5 turns each (the conversations
+concurrent, each one's turns in order). One golem worker runs in its own process, so its
+CPU is read from the OS for that process alone. Repeats are interleaved (plain,
+conversation, ...) and reported as median (min-max); ratios are conversation / plain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from conversations import turn_agent
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from golem.client import DurableAgent
+from golem.testing import dev_server
+from golem.worker import GolemPlugin
+
+AGENT = turn_agent("cost")
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+async def serve(target: str, task_queue: str) -> None:
+    """The worker, in this process, until stdin closes."""
+    client = await Client.connect(target, plugins=[GolemPlugin(AGENT)])
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        max_concurrent_activities=400,
+        max_concurrent_workflow_tasks=400,
+    ):
+        print("ready", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+
+class WorkerProcess:
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.task_queue = f"cost-{uuid.uuid4().hex[:6]}"
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def __aenter__(self) -> WorkerProcess:
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            __file__,
+            "worker",
+            self.target,
+            self.task_queue,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert self.proc.stdout is not None
+        if (await asyncio.wait_for(self.proc.stdout.readline(), 120)).strip() != b"ready":
+            raise RuntimeError("the worker did not start")
+        return self
+
+    def cpu(self) -> float:
+        assert self.proc is not None
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+
+    async def __aexit__(self, *exc: Any) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.close()
+        await asyncio.wait_for(self.proc.wait(), 60)
+
+
+async def plain(durable: DurableAgent[str], runs: int, at_once: int) -> None:
+    limit = asyncio.Semaphore(at_once)
+
+    async def one(n: int) -> None:
+        async with limit:
+            await durable.run(f"page {n}?")
+
+    await asyncio.gather(*(one(n) for n in range(runs)))
+
+
+async def conversations(durable: DurableAgent[str], count: int, turns: int) -> None:
+    async def one() -> None:
+        conv = await durable.conversation()
+        for n in range(turns):
+            await conv.send(f"page {n}?")
+        await conv.close()
+
+    await asyncio.gather(*(one() for _ in range(count)))
+
+
+async def measure(worker: WorkerProcess, work: Any) -> tuple[float, float]:
+    """(worker CPU seconds, wall seconds) of ``work``."""
+    cpu, wall = worker.cpu(), time.perf_counter()
+    await work
+    return worker.cpu() - cpu, time.perf_counter() - wall
+
+
+def summary(values: list[float]) -> str:
+    return f"{statistics.median(values):7.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+async def main(repeats: int, count: int, turns: int) -> None:
+    async with (
+        dev_server() as env,
+        WorkerProcess(env.client.service_client.config.target_host) as worker,
+    ):
+        durable: DurableAgent[str] = DurableAgent(env.client, AGENT, task_queue=worker.task_queue)
+        await plain(durable, 20, 20)  # warm the worker up
+        await conversations(durable, 5, 2)
+        runs = count * turns
+        cpu: dict[str, list[float]] = {"plain": [], "conversation": []}
+        rate: dict[str, list[float]] = {"plain": [], "conversation": []}
+        for repeat in range(repeats):
+            for kind in ("plain", "conversation"):
+                print(f"  .. repeat {repeat + 1}: {kind}", file=sys.stderr, flush=True)
+                work = (
+                    plain(durable, runs, count)
+                    if kind == "plain"
+                    else conversations(durable, count, turns)
+                )
+                seconds, wall = await measure(worker, work)
+                cpu[kind].append(seconds / runs * 1e3)
+                rate[kind].append(runs / wall)
+        print(
+            f"a conversation turn vs a plain run, the same work ({runs} runs {count} at a time vs "
+            f"{count} conversations x {turns} turns), {repeats} interleaved repeats"
+        )
+        print(
+            f"   worker CPU per run/turn, ms   plain {summary(cpu['plain'])}   "
+            f"conversation {summary(cpu['conversation'])}"
+        )
+        print(
+            f"   throughput, runs/turns per s   plain {summary(rate['plain'])}   "
+            f"conversation {summary(rate['conversation'])}"
+        )
+        ratios = [c / p for c, p in zip(cpu["conversation"], cpu["plain"], strict=True)]
+        speeds = [c / p for c, p in zip(rate["conversation"], rate["plain"], strict=True)]
+        print(f"   conversation / plain: CPU {summary(ratios)}x   throughput {summary(speeds)}x")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "worker":
+        asyncio.run(serve(sys.argv[2], sys.argv[3]))
+        sys.exit(0)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--conversations", type=int, default=50)
+    parser.add_argument("--turns", type=int, default=5)
+    args = parser.parse_args()
+    asyncio.run(main(args.repeats, args.conversations, args.turns))
