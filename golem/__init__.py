@@ -4,6 +4,7 @@ Public API: re-exports only. See README.md and docs/adr/.
 """
 
 from golem.agent import Agent, RunStream
+from golem.delegation import handoff_target
 from golem.events import RunEvent
 from golem.history import (
     INTERRUPTED_RESULT,
@@ -62,6 +63,7 @@ __all__ = [
     "UsageLimits",
     "budget_history",
     "dump_messages",
+    "handoff_target",
     "load_messages",
     "new_id",
     "normalize_history",

@@ -9,6 +9,8 @@ def add(a: int, b: int) -> int:
 
 result = await agent.run("What is 2 + 3?")
 follow_up = await agent.run("And times 4?", history=result.messages)
+
+triage = Agent(model, name="triage", delegates=[billing], handoffs=[shipping])
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from pydantic import TypeAdapter
 
+from golem.delegation import delegate_tool, handoff_tool, reachable
 from golem.events import RunEvent
 from golem.history.processors import HistoryProcessor
 from golem.local import LocalExecutor
@@ -68,6 +71,9 @@ class Agent(Generic[DepsT, OutputT]):
         approval_timeout: timedelta | None = None,
         max_concurrent_tools: int = 100,
         toolsets: Sequence[Toolset] = (),
+        delegates: Sequence[Agent[Any, Any]] = (),
+        handoffs: Sequence[Agent[Any, Any]] = (),
+        description: str | None = None,
     ) -> None:
         if max_concurrent_tools < 1:
             raise ValueError(f"max_concurrent_tools must be at least 1, got {max_concurrent_tools}")
@@ -97,9 +103,17 @@ class Agent(Generic[DepsT, OutputT]):
         self.tools: dict[str, Tool] = {}
         self.toolsets = tuple(toolsets)
         """Servers whose tools join the agent's own, read once per run (golem.toolsets)."""
+        self.description = description
+        """What this agent does, for the tool an agent delegating to it gives its model."""
+        self.delegates: dict[str, Agent[Any, Any]] = {}
+        """Agents this one asks through a tool named after each (golem.delegation)."""
+        self.handoffs: dict[str, Agent[Any, Any]] = {}
+        """Agents this one may hand the conversation to (``transfer_to_<name>``)."""
         check_toolsets(self.name, (), self.toolsets)
         for item in tools:
             self._register(item if isinstance(item, Tool) else Tool.from_function(item))
+        self.add_delegates(*delegates)
+        self.add_handoffs(*handoffs)
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self.model_name!r}, tools={sorted(self.tools)})"
@@ -161,6 +175,20 @@ class Agent(Generic[DepsT, OutputT]):
 
         return register(function) if function is not None else register
 
+    def add_delegates(self, *agents: Agent[Any, Any]) -> None:
+        """Delegate to ``agents`` too: each a tool named after it, its argument a prompt
+        (and ``deps`` when it has a deps type); durably each call is a child run."""
+        for agent in agents:
+            self._register(delegate_tool(agent))
+            self.delegates[agent.name] = agent
+
+    def add_handoffs(self, *agents: Agent[Any, Any]) -> None:
+        """Let this agent hand the conversation to ``agents`` too (``transfer_to_<name>``),
+        e.g. a specialist that hands back to the agent that handed to it."""
+        for agent in agents:
+            self._register(handoff_tool(agent))
+            self.handoffs[agent.name] = agent
+
     def _register(self, tool: Tool) -> None:
         if tool.name in self.tools:
             raise ValueError(f"agent {self.name!r} already has a tool named {tool.name!r}")
@@ -183,10 +211,12 @@ class Agent(Generic[DepsT, OutputT]):
 
     @property
     def may_pause(self) -> bool:
-        """Some tool (its own, or a toolset's) needs a person's approval, so a run of this
-        agent may pause for it."""
-        return any(tool.requires_approval for tool in self.tools.values()) or any(
-            toolset.may_need_approval() for toolset in self.toolsets
+        """Some tool (its own, a toolset's, or one of an agent it delegates or hands off to)
+        needs a person's approval, so a run of this agent may pause for it."""
+        return any(
+            any(tool.requires_approval for tool in agent.tools.values())
+            or any(toolset.may_need_approval() for toolset in agent.toolsets)
+            for agent in reachable([self])
         )
 
     # -- running --------------------------------------------------------------------
@@ -203,7 +233,9 @@ class Agent(Generic[DepsT, OutputT]):
         approvals: dict[str, bool] | None = None,
     ) -> Result[OutputT]:
         """Run in process. ``history`` continues a conversation (the caller's list is never
-        changed); failures raise :class:`golem.RunError` with the partial evidence."""
+        changed); failures raise :class:`golem.RunError` with the partial evidence. A
+        handoff's target answers in the same call (``Result.agent`` names it); the next call
+        is the caller's to route (``golem.handoff_target``)."""
         inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, approvals)
         return await self._run_local(inputs)
 

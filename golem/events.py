@@ -1,4 +1,7 @@
-"""Run events: what ``agent.run_stream`` yields, each carrying the run and conversation ids."""
+"""Run events: what ``agent.run_stream`` yields, each carrying the run and conversation ids.
+
+A run's stream includes the events of the runs it delegates or hands off to, each with
+its own ``run_id`` and ``agent``, so a UI can show nested progress."""
 
 from __future__ import annotations
 
@@ -48,3 +51,5 @@ class RunEvent:
     another worker, or the next model of a ``FallbackModel`` took over)."""
     model: str = ""
     """For ``turn_restarted``: the model the turn restarts on."""
+    agent: str = ""
+    """The agent whose run this is (a delegated or handed-to run's, for its events)."""

@@ -6,14 +6,19 @@ effects in process; ``TemporalExecutor`` (golem.workflows) runs each as an activ
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
+from golem.events import RunEvent
 from golem.messages import Message, ToolCall
 from golem.models.base import ModelRequest, ModelResponse
+from golem.results import Result
 from golem.run_state import DeltaSink
 from golem.tools import RunContext, ToolOutcome
 from golem.toolsets import Toolset, ToolsetTool
+
+if TYPE_CHECKING:
+    from golem.delegation import Delegation
 
 __all__ = ["DeltaSink", "Executor"]
 
@@ -58,4 +63,12 @@ class Executor(Protocol):
         """Execute one call whose arguments the loop validated (``ctx.tool_args`` holds them
         in process). Raise ``ToolOutcomeUnknown`` when the call started and its outcome is
         lost; any other exception fails the run at stage ``tool``."""
+        ...
+
+    async def delegate(
+        self, child: Delegation, ctx: RunContext[Any], emit: Callable[[RunEvent], None] | None
+    ) -> Result[Any]:
+        """Run ``child`` (a delegation or a handoff) as a child run of this one and return
+        its ``Result``, raising its ``RunError``; ``emit`` takes its events (in process).
+        ``UnknownAgent`` when nobody serves the agent."""
         ...

@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from golem.events import RunEvent
 from golem.ids import new_id
 from golem.messages import Message, ToolCall
 from golem.models.base import Model, ModelError, ModelRequest, ModelResponse, StreamDelta
 from golem.models.fallback import chain, falls_over, move_on, stamp
+from golem.results import Result
 from golem.retry import Retry
 from golem.run_state import AgentSpec, DeltaSink
 from golem.tools import RunContext, Tool, ToolOutcome, ToolOutcomeUnknown
 from golem.toolsets import Toolset, ToolsetConnection, ToolsetTool
 from golem.user_functions import call_instructions_function, call_user_function, describe
+
+if TYPE_CHECKING:
+    from golem.delegation import Delegation
 
 
 class LocalAgent(AgentSpec, Protocol):
@@ -92,6 +97,20 @@ class LocalExecutor:
             except Exception as exc:
                 move_on(failures, link.model_name, exc, falls_over(model, index, exc))
         raise AssertionError("unreachable: the last model of a chain never moves on")
+
+    async def delegate(
+        self, child: Delegation, ctx: RunContext[Any], emit: Callable[[RunEvent], None] | None
+    ) -> Result[Any]:
+        """A nested run of the child's agent; its events join this run's stream."""
+        if child.local is None:
+            from golem.delegation import UnknownAgent
+
+            raise UnknownAgent(
+                f"unknown agent {child.agent!r}: agent {ctx.agent_name!r} delegates and hands "
+                "off to no agent by that name (pass the Agent itself to ctx.delegate)"
+            )
+        result: Result[Any] = await child.local._run_local(child.run, emit)
+        return result
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
         tool = self._toolset_tools.get(call.name) or self.agent.tools[call.name]

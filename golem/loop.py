@@ -7,7 +7,9 @@ The loop never touches the clock, randomness, the network or Temporal: whatever 
 effect goes through the executor. ``LocalExecutor`` (golem.local) runs it in process;
 ``TemporalExecutor`` (golem.workflows) runs it inside a workflow, where every effect is an
 activity and every id is replay-safe. Each phase is its own unit in ``golem.phases``; this
-module runs them in order and keeps the one checkpoint partial evidence slices.
+module runs them in order and keeps the one checkpoint partial evidence slices. Tools reach
+other agents through ``golem.delegation``; a handoff ends the loop, and ``run`` continues
+the turn with the target agent (unless the caller does: a conversation).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from golem.delegation import Delegations, Handoff
 from golem.events import RunEvent
 from golem.executor import DeltaSink, Executor
 from golem.messages import Message, ToolCall
@@ -49,42 +52,53 @@ class RunLoop:
         executor: Executor,
         inputs: RunInput,
         emit: Callable[[RunEvent], None] | None = None,
+        follow_handoffs: bool = True,
     ) -> None:
         self.agent = agent
         self.executor = executor
         self.inputs = inputs
         self.emit = emit
-        self.state = RunState()
+        self.follow_handoffs = follow_handoffs
+        """``run`` continues a handed-over turn with its target (else its caller does)."""
+        self.state = RunState(agent=agent.name, budget=inputs.budget)
+        self.handoff: Handoff | None = None
+        """How this run's turn ended by handing over (the target's run id minted)."""
+        self.delegations = Delegations(agent, executor, self.state, emit)
         self._retries: dict[str, int] = {}
         self._batch = ToolBatch(agent, executor, self._call_context, self._event, self._flight)
 
     async def run(self) -> Result[Any]:
         try:
-            return await self._run()
+            result = await self._run()
         except Stop as stop:
             raise RunError(stop.stage, stop.message, partial(self.state)) from stop.__cause__
         except asyncio.CancelledError as exc:
             raise RunError(
                 "canceled", "the run was cancelled by its caller", partial(self.state)
             ) from exc
+        if self.handoff is None or not self.follow_handoffs:
+            return result
+        return await self.delegations.hand_off(result, self.handoff, self.inputs.deps)
 
     async def _run(self) -> Result[Any]:
         agent, executor, state, inputs = self.agent, self.executor, self.state, self.inputs
         state.run_id, state.conversation_id = prepare.identity(inputs, executor)
         if agent.toolsets:  # this run's tools: its toolsets' servers asked once, now
-            self.agent = self._batch.agent = agent = await prepare.toolsets(
-                agent, executor, self._ctx()
-            )
+            self.agent = self._batch.agent = self.delegations.agent = (
+                agent
+            ) = await prepare.toolsets(agent, executor, self._ctx())
         history = await prepare.process_history(agent, executor, self._ctx(), list(inputs.history))
         state.messages = history
         if inputs.approvals:
             plan = prepare.plan_approvals(agent, history, inputs.approvals)
             await self._run_batch(plan.decided, dict.fromkeys(plan.denied, False))
-            if plan.still:
+            if plan.still and self.handoff is None:
                 given = await executor.await_approvals(list(plan.still), self._ctx())
                 if given is None:
                     return result(state, None, pending=list(plan.still))  # still waiting
                 await self._run_batch(plan.still, given)
+            if self.handoff is not None:
+                return result(state, None)
         state.messages = prepare.repaired(state.messages)
         state.commit()
         state.instructions = await prepare.instructions(agent, executor, self._ctx())
@@ -103,6 +117,8 @@ class RunLoop:
                         return result(state, None, pending=waiting)
                     decisions = answered
                 await self._run_batch(answer.tool_calls, decisions)
+                if self.handoff is not None:
+                    return result(state, None)  # the turn goes on with another agent
                 continue
             done, value = decoder.decode(answer.content)
             if done:
@@ -140,15 +156,19 @@ class RunLoop:
         outcome = await self._batch.run(
             calls,
             retries=self._retries,
-            tool_calls=self.state.tool_calls,
+            tool_calls=self.state.tree.tool_calls,
             denied={c for c, approved in decisions.items() if approved is False},
             expired={c for c, approved in decisions.items() if approved is None},
+            budget=self.state.budget,
         )
         self._record(outcome)
         if outcome.stop is not None:
             if isinstance(outcome.cause, asyncio.CancelledError):
                 raise outcome.cause
             raise outcome.stop from outcome.cause
+        if outcome.handoff is not None and self.handoff is None:
+            agent, reason = outcome.handoff
+            self.handoff = Handoff(agent=agent, run_id=self.executor.new_id(), reason=reason)
 
     def _record(self, outcome: BatchOutcome) -> None:
         state = self.state
@@ -183,6 +203,7 @@ class RunLoop:
         ctx = self._ctx()
         ctx.retries = dict(retries)
         ctx.tool_call_id, ctx.tool_name, ctx.tool_args = call.id, call.name, args
+        ctx.delegator = self.delegations
         return ctx
 
     def _flight(self, names: list[str]) -> None:
@@ -197,6 +218,7 @@ class RunLoop:
                 kind=kind,  # type: ignore[arg-type]
                 run_id=self.state.run_id,
                 conversation_id=self.state.conversation_id,
+                agent=self.agent.name,
                 **fields,
             )
         )

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
 from golem.messages import Message, ToolCall, Usage
+from golem.usage import Spent
 
 __all__ = ["STAGES", "PartialResult", "Result", "RunError", "Stage"]
 
@@ -45,11 +46,37 @@ class Result(Generic[OutputT]):
     tool_calls: int = 0
     """Tool executions made by this run."""
     pending_approvals: list[ToolCall] = field(default_factory=list)
-    """Calls waiting for a person's decision; continue with ``run(history=..., approvals=...)``."""
+    """Calls waiting for a person's decision; continue with ``run(history=..., approvals=...)``
+    (durably ``approve``, which reaches the run that waits)."""
+    pending_runs: dict[str, str] = field(default_factory=dict)
+    """For each pending call id, the run that waits for it: this run, or one it delegated to."""
+    agent: str = ""
+    """The agent that produced the final answer (after handoffs, the last one handed to)."""
+    sub_runs: list[str] = field(default_factory=list)
+    """Ids of the runs this run delegated or handed off to, in the order they started."""
+    descendants: Spent = field(default_factory=Spent)
+    """What those runs (and theirs, nested) spent."""
+
+    def __post_init__(self) -> None:
+        # A pending call no run is named for waits in this run.
+        runs = {c.id: self.pending_runs.get(c.id, self.run_id) for c in self.pending_approvals}
+        object.__setattr__(self, "pending_runs", runs)
 
     @property
     def paused(self) -> bool:
         return bool(self.pending_approvals)
+
+    @property
+    def total_usage(self) -> Usage:
+        """Usage of this run and every run it delegated or handed off to (``usage`` is this
+        run's own)."""
+        return self.usage + self.descendants.usage
+
+    @property
+    def spent(self) -> Spent:
+        """What this run and its descendants spent, all together."""
+        own = Spent(usage=self.usage, requests=self.requests, tool_calls=self.tool_calls)
+        return own + self.descendants
 
     @property
     def model(self) -> str:
@@ -82,17 +109,31 @@ class PartialResult:
     """Tool executions completed."""
     run_id: str
     conversation_id: str
+    sub_runs: list[str] = field(default_factory=list)
+    """Runs this run delegated or handed off to before it failed, in the order they started."""
+    descendants: Spent = field(default_factory=Spent)
+    """What those runs spent (counted whole: what they spent is spent)."""
+
+    @property
+    def total_usage(self) -> Usage:
+        """Usage of this run's evidence and of every run it delegated to."""
+        return self.usage + self.descendants.usage
+
+    @property
+    def spent(self) -> Spent:
+        own = Spent(usage=self.usage, requests=self.requests, tool_calls=self.tool_calls)
+        return own + self.descendants
 
 
 class RunError(Exception):
     """A run failed at ``stage``; ``partial`` is ``None`` only when nothing was completed."""
 
-    def __init__(self, stage: Stage, message: str, partial: PartialResult | None = None) -> None:
+    def __init__(
+        self, stage: Stage, message: str, partial: PartialResult | None = None, run_id: str = ""
+    ) -> None:
         self.stage: Stage = stage
         self.partial = partial
         self.detail = message
+        self.run_id = partial.run_id if partial else run_id
+        """The run that failed (known without evidence when it was a delegated run)."""
         super().__init__(f"run failed at stage {stage!r}: {message}")
-
-    @property
-    def run_id(self) -> str:
-        return self.partial.run_id if self.partial else ""

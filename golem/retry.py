@@ -87,7 +87,8 @@ class Retry:
             # A provider asking for a longer wait than the policy allows ends the tries.
             too_long = exc.retry_after is not None and exc.retry_after > self.max_interval
             return exc.retryable and not too_long
-        return isinstance(exc, Exception)
+        # An error that says no retry can help (golem.delegation.UnknownAgent) is not tried.
+        return isinstance(exc, Exception) and getattr(exc, "retryable", True) is not False
 
     def wait_after(self, attempt: int, exc: BaseException) -> float | None:
         """Seconds to wait before trying again after attempt ``attempt`` raised ``exc``, or

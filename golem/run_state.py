@@ -17,7 +17,7 @@ from golem.messages import Message, Part, Usage
 from golem.models.base import ModelSettings, StreamDelta, ToolDefinition
 from golem.tools import Tool
 from golem.toolsets import Toolset
-from golem.usage import UsageLimits
+from golem.usage import Budget, Spent, UsageLimits
 
 __all__ = ["AgentSpec", "Checkpoint", "DeltaSink", "RunInput", "RunState"]
 
@@ -76,6 +76,8 @@ class RunInput(BaseModel):
     run_id: str = ""
     conversation_id: str = ""
     approvals: dict[str, bool] = Field(default_factory=dict)
+    budget: Budget | None = None
+    """A delegated run: what its callers' usage limits leave it and its own delegates."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,19 @@ class RunState:
     tool_results: int = 0
     turn: int = 0
     tools_in_flight: list[str] = field(default_factory=list)
+    agent: str = ""
+    """The agent running (``Result.agent`` unless a handoff names another)."""
+    sub_runs: list[str] = field(default_factory=list)
+    """Runs delegated or handed off to, in the order they started."""
+    descendants: Spent = field(default_factory=Spent)
+    """What they spent (those that ended; the whole tree below them included)."""
+    budget: Budget | None = None
+
+    @property
+    def tree(self) -> Spent:
+        """What this run and its descendants spent so far (what usage limits bound)."""
+        own = Spent(usage=self.usage, requests=self.requests, tool_calls=self.tool_calls)
+        return own + self.descendants
 
     @property
     def completed(self) -> int:

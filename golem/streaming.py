@@ -10,7 +10,10 @@
 
 The client half of ``golem.client``: it takes a ``DurableRun`` (its workflow handle) and
 reads the stream through ``temporalio.contrib.workflow_streams``; ``golem.client``
-re-exports it. See docs/adr/0007-live-streams.md.
+re-exports it. A run's stream names each run it delegates or hands off to as it starts
+(a ``child`` item): the reader follows that run's own stream too, from its start, and
+merges its events in as they arrive (``RunEvent.run_id`` and ``agent`` say whose they
+are). ``offset`` counts the run's own items only. See docs/adr/0007-live-streams.md.
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ import contextlib
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from datetime import timedelta
-from typing import TYPE_CHECKING, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from temporalio.client import WorkflowExecutionStatus, WorkflowQueryFailedError
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowQueryFailedError
 from temporalio.common import RawValue
 from temporalio.contrib.workflow_streams import WorkflowStreamClient, WorkflowStreamItem
+from temporalio.service import RPCError, RPCStatusCode
 
 from golem.events import RunEvent
 from golem.results import Result
@@ -42,6 +46,9 @@ OutputT = TypeVar("OutputT")
 #: Pause after each answered poll. Polls are long polls (each answered only when new
 #: items exist), so this bounds the poll rate, not the latency of a waiting subscriber.
 POLL_COOLDOWN = timedelta(milliseconds=10)
+#: How long a reader waits for a named child run to exist (a conversation starts the run a
+#: turn hands over to once the turn's run has ended).
+CHILD_START = timedelta(seconds=60)
 
 
 class DurableRunStream(Generic[OutputT]):
@@ -62,6 +69,7 @@ class DurableRunStream(Generic[OutputT]):
         self._run = run if not callable(run) else None
         self._start = run if callable(run) else None
         self._offset = from_offset
+        self._read = from_offset  # where the run's own items not yet read begin
         self._result: Result[OutputT] | None = None
         # A conversation turn's Result is its update's, not its run's (run.result()).
         self._outcome = outcome
@@ -109,28 +117,28 @@ class DurableRunStream(Generic[OutputT]):
             assert self._start is not None
             self._run = await self._start()
         run = self._run
-        converter = golem_data_converter.payload_converter
-        attempts: dict[int, tuple[int, int]] = {}  # turn -> its newest (model, attempt)
-        items = cast(  # an async generator: closed at once when we stop at `end`
-            AsyncGenerator[WorkflowStreamItem[RawValue], None],
-            WorkflowStreamClient(run.handle).subscribe(
-                [TOPIC], self._offset, result_type=RawValue, poll_cooldown=POLL_COOLDOWN
-            ),
-        )
+        tree = _Tree(run.handle, run.conversation_id, run.run_id, self._paused)
+        tree.add(self._own(run, tree))
+        async with aclosing(tree.events()) as events:
+            async for event, offset in events:
+                if offset >= 0:  # one of the run's own: the offset after it
+                    self._offset = offset
+                yield event
+        self._offset = self._read
+
+    async def _own(self, run: DurableRun[OutputT], tree: _Tree) -> AsyncGenerator[Positioned, None]:
+        """The run's own events, from ``offset`` on, each with the offset after it; the
+        runs it names are followed."""
+        events = _Events(run.run_id, run.conversation_id, run.agent, tree.follow)
+        items = _subscribe(run.handle, self._read)
         async with aclosing(items):
-            async for item in self._until_paused(run, items):
-                self._offset = item.offset + 1
-                wire = converter.from_payload(item.data.payload, StreamEvent)
-                if wire.kind == "end":
-                    break
-                turn = wire.turn
-                if wire.kind == "turn_restarted":
-                    attempts[turn] = wire.attempt_order
-                elif wire.delta is not None and wire.attempt_order < attempts.get(
-                    wire.turn, (0, 1)
-                ):
-                    continue  # a late piece of an attempt that was already given up on
-                yield wire.to_event(run.run_id, run.conversation_id)
+            async for event in events.read(self._until_paused(run, items), self._read_up_to):
+                yield event, self._read
+        if not events.ended:
+            tree.stop_others()  # it waits for a person: so do the runs below it
+
+    def _read_up_to(self, item: WorkflowStreamItem[RawValue]) -> None:
+        self._read = item.offset + 1
 
     async def _until_paused(
         self, run: DurableRun[OutputT], items: AsyncGenerator[WorkflowStreamItem[RawValue], None]
@@ -145,14 +153,14 @@ class DurableRunStream(Generic[OutputT]):
         step: asyncio.Future[WorkflowStreamItem[RawValue]] | None = None
         end_at: int | None = None
         try:
-            while end_at is None or self._offset < end_at:
+            while end_at is None or self._read < end_at:
                 step = asyncio.ensure_future(anext(items))
                 if end_at is None:
                     await asyncio.wait([step, pausing], return_when=asyncio.FIRST_COMPLETED)
                     if pausing.done():
                         # Everything before the pause is published: read up to there.
                         end_at = await WorkflowStreamClient(run.handle).get_offset()
-                        if self._offset >= end_at and not step.done():
+                        if self._read >= end_at and not step.done():
                             return
                 try:
                     yield await step
@@ -191,3 +199,160 @@ async def write_text(stream: AsyncIterable[RunEvent], write: Callable[[str], obj
     if wrote:
         write("\n")
     return anything
+
+
+def _subscribe(
+    handle: WorkflowHandle[Any, Any], offset: int
+) -> AsyncGenerator[WorkflowStreamItem[RawValue], None]:
+    return cast(  # an async generator: closed at once when we stop at `end`
+        AsyncGenerator[WorkflowStreamItem[RawValue], None],
+        WorkflowStreamClient(handle).subscribe(
+            [TOPIC], offset, result_type=RawValue, poll_cooldown=POLL_COOLDOWN
+        ),
+    )
+
+
+def _decode(item: WorkflowStreamItem[RawValue]) -> StreamEvent:
+    payload_converter = golem_data_converter.payload_converter
+    wire: StreamEvent = payload_converter.from_payload(item.data.payload, StreamEvent)
+    return wire
+
+
+class _Events:
+    """One run's stream items as ``RunEvent``s: late pieces of an abandoned model call
+    dropped, children named to ``follow``."""
+
+    def __init__(
+        self, run_id: str, conversation_id: str, agent: str, follow: Callable[[str, str], None]
+    ) -> None:
+        self.run_id, self.conversation_id, self.agent = run_id, conversation_id, agent
+        self.follow = follow
+        self.attempts: dict[int, tuple[int, int]] = {}  # turn -> its newest (model, attempt)
+        self.ended = False
+        """The run's ``end`` was read."""
+
+    async def read(
+        self,
+        items: AsyncIterator[WorkflowStreamItem[RawValue]],
+        on_item: Callable[[WorkflowStreamItem[RawValue]], None] = lambda item: None,
+    ) -> AsyncGenerator[RunEvent, None]:
+        """The events of ``items``, up to the run's ``end``."""
+        async for item in items:
+            on_item(item)
+            wire = _decode(item)
+            if wire.kind == "end":
+                self.ended = True
+                return
+            event = self.convert(wire)
+            if event is not None:
+                yield event
+
+    def convert(self, wire: StreamEvent) -> RunEvent | None:
+        if wire.kind == "child":
+            self.follow(wire.run_id, wire.agent)
+            return None
+        self.agent = wire.agent or self.agent  # deltas leave it to the loop's events
+        if wire.kind == "turn_restarted":
+            self.attempts[wire.turn] = wire.attempt_order
+        elif wire.delta is not None and wire.attempt_order < self.attempts.get(wire.turn, (0, 1)):
+            return None  # a late piece of an attempt that was already given up on
+        return wire.to_event(self.run_id, self.conversation_id, self.agent)
+
+
+#: An event and, for one of the run's own, the stream offset after it (-1 for a child's).
+Positioned = tuple[RunEvent, int]
+
+
+class _Tree:
+    """The events of a run and of every run below it, merged as they arrive."""
+
+    def __init__(
+        self,
+        handle: WorkflowHandle[Any, Any],
+        conversation_id: str,
+        run_id: str,
+        paused: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.client = handle._client  # the handle's own: Temporal's handle has no public one
+        self.paused = paused
+        """Returns once the turn waits for a person (then the runs below stop being read)."""
+        self.conversation_id = conversation_id
+        self.followed = {run_id}
+        self.queue: asyncio.Queue[Positioned | Exception | None] = asyncio.Queue()
+        self.pumps: list[asyncio.Task[None]] = []
+
+    def add(self, events: AsyncGenerator[Positioned, None]) -> None:
+        self.pumps.append(asyncio.ensure_future(self._pump(events)))
+
+    def follow(self, run_id: str, agent: str) -> None:
+        """Read the stream of run ``run_id`` too (once, however often it is named)."""
+        if run_id not in self.followed:
+            self.followed.add(run_id)
+            self.add(self._child(self.client.get_workflow_handle(run_id), agent))
+
+    def stop_others(self) -> None:
+        for pump in self.pumps[1:]:
+            pump.cancel()
+
+    async def _pump(self, events: AsyncGenerator[Positioned, None]) -> None:
+        try:
+            async with aclosing(events):
+                async for event in events:
+                    self.queue.put_nowait(event)
+        except Exception as exc:
+            self.queue.put_nowait(exc)
+        finally:
+            self.queue.put_nowait(None)
+
+    async def _child(
+        self, handle: WorkflowHandle[Any, Any], agent: str
+    ) -> AsyncGenerator[Positioned, None]:
+        if not await _started(handle):
+            return
+        events = _Events(handle.id, self.conversation_id, agent, self.follow)
+        async with aclosing(_subscribe(handle, 0)) as items:
+            async for event in events.read(items):
+                yield event, -1
+
+    async def events(self) -> AsyncGenerator[Positioned, None]:
+        ended = 0
+        watch = asyncio.ensure_future(self._stop_when_paused())
+        try:
+            while ended < len(self.pumps):
+                item = await self.queue.get()
+                if item is None:
+                    ended += 1
+                elif isinstance(item, Exception):
+                    raise item
+                else:
+                    yield item
+        finally:
+            watch.cancel()
+            for pump in self.pumps:
+                pump.cancel()
+            await asyncio.gather(watch, *self.pumps, return_exceptions=True)
+
+    async def _stop_when_paused(self) -> None:
+        # A run below may wait for a person after the run itself ended (a handed-over
+        # turn): its stream does not end then, so it stops being read.
+        if self.paused is not None:
+            await self.paused()
+            self.stop_others()
+
+
+async def _started(handle: WorkflowHandle[Any, Any]) -> bool:
+    """Wait until the workflow exists (``False`` after ``CHILD_START``)."""
+    pause = 0.02
+    try:
+        async with asyncio.timeout(CHILD_START.total_seconds()):
+            while True:
+                try:
+                    await handle.describe()
+                    return True
+                except RPCError as exc:
+                    if exc.status != RPCStatusCode.NOT_FOUND:
+                        raise
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 0.5)
+    except TimeoutError:
+        return False

@@ -11,7 +11,8 @@
 Inside a tool, ``raise ToolFailed("why")`` records a failed result and the run
 goes on; ``raise ModelRetry("why")`` sends "why" back to the model as a retry prompt
 (counted against the tool's ``max_retries``); ``raise Canceled("why")`` stops the run
-deliberately.
+deliberately; ``await ctx.delegate(agent, prompt)`` runs another agent as a child run
+and returns its ``Result`` (golem.delegation).
 
 A sync tool runs in a worker thread (it never blocks the event loop); an async tool runs
 on the loop.
@@ -25,22 +26,25 @@ import inspect
 import json
 import re
 import typing
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.alias_generators import to_camel
 
 from golem.messages import Message, Part, ToolCall, Usage
 from golem.models.base import ToolDefinition
+from golem.results import Result
 from golem.retry import TOOL_RETRY, Retry
 from golem.strict_json import TooDeep, loads_strict
+from golem.usage import Spent
 from golem.user_functions import call_user_function
 
 __all__ = [
     "Canceled",
+    "Delegator",
     "ModelRetry",
     "RunContext",
     "Tool",
@@ -76,6 +80,19 @@ class ToolOutcomeUnknown(Exception):
     execution"."""
 
 
+class Delegator(Protocol):
+    """Runs another agent for a tool (``RunContext.delegate``); each executor gives its own."""
+
+    def delegate(
+        self,
+        ctx: RunContext[Any],
+        agent: Any,
+        prompt: str | None,
+        deps: Any,
+        history: Sequence[Message] | None,
+    ) -> Awaitable[Result[Any]]: ...
+
+
 @dataclass
 class RunContext(Generic[DepsT]):
     """What a tool, an instructions function or a history processor learns about its run."""
@@ -96,6 +113,27 @@ class RunContext(Generic[DepsT]):
     tool_args: BaseModel | None = None
     """In process, for the executor: the call's arguments as the loop validated them, so
     they are validated once per call."""
+    delegator: Delegator | None = field(default=None, repr=False, compare=False)
+    """Inside a tool: what ``delegate`` runs other agents with."""
+
+    def delegate(
+        self,
+        agent: Any,
+        prompt: str | None = None,
+        *,
+        deps: Any = None,
+        history: Sequence[Message] | None = None,
+    ) -> Awaitable[Result[Any]]:
+        """Run ``agent`` (an ``Agent``, or the name of one its worker serves) as a child run
+        of this one and return its ``Result`` (``RunError`` when it fails). The child sees
+        only ``prompt`` and ``history``, never this run's conversation; it joins this run's
+        conversation unless ``history`` names another. In process a nested run; durably a
+        run of its own, whose id is derived from this tool call, so a retried call finds
+        it again instead of starting another. Await several at once to run them in
+        parallel."""
+        if self.delegator is None:
+            raise RuntimeError("ctx.delegate works only inside a tool of a running agent")
+        return self.delegator.delegate(self, agent, prompt, deps, history)
 
 
 class ToolOutcome(BaseModel):
@@ -108,6 +146,10 @@ class ToolOutcome(BaseModel):
     """``retry``: the tool raised ``ModelRetry`` (a failed result that counts as a retry)."""
     content: str = ""
     parts: list[Part] = []
+    sub_runs: list[str] = []
+    """Runs the tool started with ``ctx.delegate`` where it ran (an activity), in order."""
+    spent: Spent | None = None
+    """What those runs spent, all together."""
 
 
 def tool_message(call: ToolCall, outcome: ToolOutcome) -> Message:
@@ -190,6 +232,12 @@ class Tool:
     at_most_once: bool = False
     """Never execute a call twice: one attempt, and under Temporal a worker that dies mid-call
     fails the run with partial evidence instead of re-running it."""
+    delegate: str = ""
+    """The agent this tool runs as a child run (``Agent(delegates=[...])``): durably the
+    calling workflow starts it, with no activity in between."""
+    handoff: str = ""
+    """The agent this tool hands the conversation to (``Agent(handoffs=[...])``): the loop
+    answers the call itself and the turn goes on with that agent."""
 
     @classmethod
     def from_function(

@@ -1,14 +1,23 @@
-"""Usage limits, checked before each model request and each tool batch."""
+"""Usage limits, checked before each model request and each tool batch.
+
+    agent = Agent(model, usage_limits=UsageLimits(request_limit=10, total_tokens_limit=50_000))
+
+A run's limits bound its whole tree: the run and every run it delegates or hands off to
+(``Spent`` is what a tree spent; a delegated run gets the rest as its ``Budget``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
 from golem.history.tokens import estimate_tokens
 from golem.messages import Message, Usage
 
-__all__ = ["TokenCounter", "UsageLimits"]
+__all__ = ["Budget", "Spent", "TokenCounter", "UsageLimits"]
 
 TokenCounter = Callable[[Sequence[Message]], int]
 
@@ -56,3 +65,84 @@ class UsageLimits:
                 f"tool_calls_limit={self.tool_calls_limit}"
             )
         return ""
+
+
+class _Payload(BaseModel):
+    # camelCase on the wire, like every payload in a durable run's history.
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+
+class Spent(_Payload):
+    """What runs spent: tokens, model requests and tool calls (e.g. a run's descendants)."""
+
+    usage: Usage = Usage()
+    requests: int = 0
+    tool_calls: int = 0
+
+    def __add__(self, other: Spent) -> Spent:
+        return Spent(
+            usage=self.usage + other.usage,
+            requests=self.requests + other.requests,
+            tool_calls=self.tool_calls + other.tool_calls,
+        )
+
+
+class Budget(_Payload):
+    """What a delegated run and its own descendants may still spend: the tighter of each
+    caller's limits, less what that caller's tree had spent when it delegated (``None``:
+    no bound). Parallel delegations each get the whole rest, so together they may overshoot
+    it by what they spend at once; the caller stops at its next check."""
+
+    requests: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    tool_calls: int | None = None
+
+    @classmethod
+    def of(cls, limits: UsageLimits, spent: Spent, given: Budget | None) -> Budget:
+        """What a run under ``limits`` (and a ``given`` budget) may let a delegate spend,
+        its tree having spent ``spent``."""
+        usage = spent.usage
+
+        def rest(limit: int | None, used: int, cap: int | None) -> int | None:
+            left = None if limit is None else max(limit - used, 0)
+            if cap is not None:
+                left = max(cap - used, 0) if left is None else min(left, max(cap - used, 0))
+            return left
+
+        given = given or cls()
+        return cls(
+            requests=rest(limits.request_limit, spent.requests, given.requests),
+            input_tokens=rest(limits.input_tokens_limit, usage.input_tokens, given.input_tokens),
+            output_tokens=rest(
+                limits.output_tokens_limit, usage.output_tokens, given.output_tokens
+            ),
+            total_tokens=rest(limits.total_tokens_limit, usage.total_tokens, given.total_tokens),
+            tool_calls=rest(limits.tool_calls_limit, spent.tool_calls, given.tool_calls),
+        )
+
+    def before_request(self, spent: Spent) -> str:
+        """Why the next request may not be made within the budget, or ``""``."""
+        if self.requests is not None and spent.requests + 1 > self.requests:
+            return f"the next request would exceed the {self.requests} requests {_LEFT}"
+        for name, used, limit in (
+            ("input", spent.usage.input_tokens, self.input_tokens),
+            ("output", spent.usage.output_tokens, self.output_tokens),
+            ("total", spent.usage.total_tokens, self.total_tokens),
+        ):
+            if limit is not None and used > limit:
+                return f"{used} {name} tokens used exceed the {limit} {_LEFT}"
+        return ""
+
+    def before_tools(self, tool_calls: int, batch: int) -> str:
+        """Why the next tool batch may not run within the budget, or ``""``."""
+        if self.tool_calls is not None and tool_calls + batch > self.tool_calls:
+            return (
+                f"{batch} more tool calls after {tool_calls} would exceed the "
+                f"{self.tool_calls} tool calls {_LEFT}"
+            )
+        return ""
+
+
+_LEFT = "its delegating run's usage limits left it (they bound every run it delegates to)"

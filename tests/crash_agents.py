@@ -5,6 +5,7 @@ of a tool or model call announce itself (a file in ``GOLEM_CRASH_DIR``) and hang
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -202,3 +203,39 @@ conversation_lookup = Agent(
 conversation_lookup.tool(lookup)
 
 AGENTS.append(conversation_lookup)
+
+
+def _delegate_then_answer(tool: str, args: dict[str, str]) -> FunctionModel:
+    """A caller that asks ``tool`` once (its model call logged) and answers with its result."""
+
+    def answer(messages: list[Message], _: Any) -> Message:
+        results = [m for m in messages if m.role == "tool"]
+        if not results:
+            with (_dir() / "executions").open("a") as log:
+                log.write(f"model:{tool}\n")
+            return Message.assistant("", [ToolCall(id="call-1", name=tool, args=json.dumps(args))])
+        return Message.assistant(f"delegated: {results[-1].content}")
+
+    return FunctionModel(answer, model_name="crash-model")
+
+
+# A delegates= child whose tool's worker dies: the child, started by the caller's workflow
+# itself, goes on elsewhere; nothing starts it again.
+delegating = Agent(
+    _delegate_then_answer("idempotent", {"prompt": "go"}), name="delegating", delegates=[idempotent]
+)
+
+# ctx.delegate from a tool activity whose worker dies too: the retried activity attaches to
+# the same sub-run (its id is derived from the call).
+delegating_in_tool = Agent(_delegate_then_answer("ask", {}), name="delegating_in_tool")
+
+
+@delegating_in_tool.tool
+async def ask(ctx: RunContext[Any]) -> str:
+    """Ask the idempotent agent."""
+    with (_dir() / "executions").open("a") as log:
+        log.write("ask\n")
+    return str((await ctx.delegate("idempotent", "go")).output)
+
+
+AGENTS += [delegating, delegating_in_tool]

@@ -27,6 +27,9 @@ from replay_agents import (
     Deps,
     approval_agent,
     cancel_agent,
+    delegating_agent,
+    escalating_agent,
+    front_agent,
     paged_agent,
     retry_agent,
     stop_agent,
@@ -34,6 +37,7 @@ from replay_agents import (
 )
 from temporalio.client import Client
 from temporalio.worker import Worker
+from test_conversation_boundaries import budgeted
 
 from examples.support_ticket import Ticket, TicketWorkflow
 from golem.client import DurableAgent, DurableConversation
@@ -142,6 +146,8 @@ async def main(wanted: set[str]) -> None:
             runs["streamed_run"] = await record_streamed(env.client, tq)
             runs |= await record_conversation(env.client, tq)
             runs |= await record_segments(env.client, tq)
+            runs |= await record_delegation(env.client, tq)
+            runs |= await record_handoffs(env.client, tq)
             runs["ticket_child_and_inline"] = await record_ticket(env.client, tq)
         if not wanted or wanted & {"crash_taken_over", "crash_resumed"}:
             runs |= await record_crash(env.client)
@@ -163,13 +169,8 @@ async def main(wanted: set[str]) -> None:
 async def record_conversation(client: Client, tq: str) -> dict[str, str | tuple[str, str]]:
     """A ConversationWorkflow whose first run has a turn that waits for an approval, then
     continues as new (its budget: 2 turns); the next run takes a turn and is closed."""
-    handle = await client.start_workflow(
-        ConversationWorkflow.run,
-        ConversationInput(agent=approval_agent.name, turns_per_run=2),
-        id=f"replay-conversation-{uuid.uuid4().hex[:8]}",
-        task_queue=tq,
-    )
-    conv = DurableConversation(DurableAgent(client, approval_agent, task_queue=tq), handle)
+    conv = await budgeted(client, approval_agent, tq, turns_per_run=2)
+    handle = conv.handle
     paused = await conv.send("pay 5")
     assert paused.paused
     approved = await conv.approve({"t1": True})
@@ -179,17 +180,22 @@ async def record_conversation(client: Client, tq: str) -> dict[str, str | tuple[
     await conv.close()
     runs = await conv.runs()
     assert len(runs) == 3 and runs[0] == paused.run_id == approved.run_id, runs
-    first_run = ""
-    async for event in client.get_workflow_handle(handle.id).fetch_history_events():
-        attrs = event.workflow_execution_started_event_attributes
-        first_run = attrs.continued_execution_run_id
-        break
-    assert first_run, "the conversation did not continue as new"
+    first_run, _ = await continued_from(client, handle.id)
     assert third.messages[-1].content.startswith("transfer:")
     return {
         "conversation_approval_continued": (handle.id, first_run),
         "conversation_after_continue": handle.id,
     }
+
+
+async def continued_from(client: Client, workflow_id: str) -> tuple[str, bytes]:
+    """The workflow run the newest run of ``workflow_id`` continued as new from, and the
+    input it was given."""
+    async for event in client.get_workflow_handle(workflow_id).fetch_history_events():
+        attrs = event.workflow_execution_started_event_attributes
+        assert attrs.continued_execution_run_id, f"{workflow_id} did not continue as new"
+        return attrs.continued_execution_run_id, attrs.input.payloads[0].data
+    raise AssertionError(f"{workflow_id} has no history")
 
 
 async def record_segments(client: Client, tq: str) -> dict[str, str | tuple[str, str]]:
@@ -212,13 +218,50 @@ async def record_segments(client: Client, tq: str) -> dict[str, str | tuple[str,
         await conv.send(prompt)
     await conv.close()
     transcript_module.CARRY_BYTES = CARRY_BYTES
-    first_run = ""
-    async for event in client.get_workflow_handle(handle.id).fetch_history_events():
-        attrs = event.workflow_execution_started_event_attributes
-        assert attrs.input.payloads and b'"earlier"' in attrs.input.payloads[0].data
-        first_run = attrs.continued_execution_run_id
-        break
+    first_run, given = await continued_from(client, handle.id)
+    assert b'"earlier"' in given
     return {"segments_repaired_continued": (handle.id, first_run), "segments_after": handle.id}
+
+
+async def record_delegation(client: Client, tq: str) -> dict[str, str | tuple[str, str]]:
+    """Delegation: two delegates= children in parallel and two ctx.delegate runs from a
+    tool activity; a child's approval surfaced and answered at the top."""
+    result = await DurableAgent(client, delegating_agent, task_queue=tq).run("go")
+    assert len(result.sub_runs) == 4, result.sub_runs
+    assert result.output.startswith("answered: book a | answered: book b | "), result.output
+    run = await DurableAgent(client, escalating_agent, task_queue=tq).start("pay")
+    paused = await run.result()
+    [call] = paused.pending_approvals
+    waiting = paused.pending_runs[call.id]
+    done = await run.approve({call.id: True})
+    assert done.output == "escalated: transfer: sent 5", done.output
+    return {
+        "delegation_parallel": result.run_id,
+        "delegation_child": result.sub_runs[0],
+        "delegation_approved_at_top": run.run_id,
+        "delegation_child_approved": waiting,
+    }
+
+
+async def record_handoffs(client: Client, tq: str) -> dict[str, str | tuple[str, str]]:
+    """Handoffs: a standalone run that hands over (its target a child run), and a
+    conversation whose turn hands over, then continues as new with the target serving."""
+    alone = await DurableAgent(client, front_agent, task_queue=tq).run("the desk, please")
+    assert alone.agent == "replay_desk", alone
+    conv = await budgeted(client, front_agent, tq, turns_per_run=2)
+    handle = conv.handle
+    await conv.send("hello")
+    handed = await conv.send("the desk, please")
+    assert handed.agent == "replay_desk", handed
+    after = await conv.send("still there?")  # the desk serves, in the next workflow run
+    assert after.agent == "replay_desk" and await conv.current_agent() == "replay_desk"
+    await conv.close()
+    first_run, _ = await continued_from(client, handle.id)
+    return {
+        "handoff_standalone": alone.run_id,
+        "handoff_conversation": (handle.id, first_run),
+        "handoff_conversation_after": handle.id,
+    }
 
 
 async def record_ticket(client: Client, tq: str) -> str:

@@ -150,7 +150,81 @@ retry_agent = Agent(
 )
 
 
+def _answer_prompt(messages: list[Message], tools: Any) -> Message:
+    prompt = next(m.content for m in messages if m.role == "user")
+    return Message.assistant(f"answered: {prompt}")
+
+
+ledger_agent = Agent(FunctionModel(_answer_prompt, model_name="replay-model"), name="replay_ledger")
+reader_agent = Agent(FunctionModel(_answer_prompt, model_name="replay-model"), name="replay_reader")
+
+
+def _delegate(messages: list[Message], tools: Any) -> Message:
+    results = [m for m in messages if m.role == "tool"]
+    if results:
+        return Message.assistant(" | ".join(m.content for m in results))
+    calls = [
+        ToolCall(id="d1", name="replay_ledger", args='{"prompt": "book a"}'),
+        ToolCall(id="d2", name="replay_ledger", args='{"prompt": "book b"}'),
+        ToolCall(id="d3", name="research", args='{"topic": "golems"}'),
+    ]
+    return Message.assistant("", calls)
+
+
+#: Two delegates= children in parallel and a tool that delegates twice with ctx.delegate.
+delegating_agent = Agent(
+    FunctionModel(_delegate, model_name="replay-model"),
+    name="replay_delegator",
+    delegates=[ledger_agent],
+)
+
+
+@delegating_agent.tool
+async def research(ctx: RunContext[Any], topic: str) -> str:
+    """Research a topic with two readers."""
+    parts = await asyncio.gather(*(ctx.delegate("replay_reader", f"{topic} {s}") for s in "xy"))
+    return "; ".join(str(p.output) for p in parts)
+
+
+def _escalate(messages: list[Message], tools: Any) -> Message:
+    if any(m.role == "tool" for m in messages):
+        return Message.assistant(f"escalated: {messages[-1].content}")
+    return Message.assistant(
+        "", [ToolCall(id="e1", name="replay_approval", args='{"prompt": "pay"}')]
+    )
+
+
+#: A delegate (replay_approval) that waits for an approval, answered from the top.
+escalating_agent = Agent(
+    FunctionModel(_escalate, model_name="replay-model"),
+    name="replay_escalator",
+    delegates=[approval_agent],
+)
+
+
+def _front(messages: list[Message], tools: Any) -> Message:
+    last = messages[-1]
+    if last.role == "user" and "desk" in last.content:
+        return Message.assistant("", [ToolCall(id="h1", name="transfer_to_replay_desk", args="{}")])
+    return Message.assistant(f"front: {last.content}")
+
+
+desk_agent = Agent(
+    FunctionModel(lambda m, t: Message.assistant(f"desk: {len(m)}"), model_name="replay-model"),
+    name="replay_desk",
+    instructions="You are the desk.",
+)
+#: Hands the conversation to replay_desk when a prompt asks for the desk.
+front_agent = Agent(
+    FunctionModel(_front, model_name="replay-model"), name="replay_front", handoffs=[desk_agent]
+)
+
+
 AGENTS = [
+    delegating_agent,
+    reader_agent,
+    escalating_agent,
+    front_agent,
     tools_agent,
     stop_agent,
     approval_agent,

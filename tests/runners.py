@@ -32,6 +32,7 @@ class Runner(Protocol):
         run_id: str | None = None,
         conversation_id: str | None = None,
         approvals: dict[str, bool] | None = None,
+        serving: Sequence[Agent[Any, Any]] = (),
     ) -> Result[Any]: ...
 
 
@@ -39,7 +40,11 @@ class LocalRunner:
     name = "local"
 
     async def __call__(
-        self, agent: Agent[Any, Any], prompt: str | None = None, **kw: Any
+        self,
+        agent: Agent[Any, Any],
+        prompt: str | None = None,
+        serving: Sequence[Agent[Any, Any]] = (),
+        **kw: Any,
     ) -> Result[Any]:
         return await agent.run(prompt, **kw)
 
@@ -53,10 +58,15 @@ class DurableRunner:
         self.client = client
 
     async def __call__(
-        self, agent: Agent[Any, Any], prompt: str | None = None, **kw: Any
+        self,
+        agent: Agent[Any, Any],
+        prompt: str | None = None,
+        serving: Sequence[Agent[Any, Any]] = (),
+        **kw: Any,
     ) -> Result[Any]:
+        """``serving``: agents the worker serves too (those a tool reaches by ctx.delegate)."""
         task_queue = f"test-{uuid.uuid4().hex[:12]}"
-        plugin = GolemPlugin(agent, heartbeat_timeout=timedelta(seconds=5))
+        plugin = GolemPlugin(agent, *serving, heartbeat_timeout=timedelta(seconds=5))
         async with Worker(self.client, task_queue=task_queue, plugins=[plugin]):
             durable = DurableAgent(self.client, agent, task_queue=task_queue)
             result = await durable.run(prompt, **kw)

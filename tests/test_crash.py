@@ -17,6 +17,8 @@ import pytest
 from crash_agents import (
     AGENTS,
     at_most_once,
+    delegating,
+    delegating_in_tool,
     idempotent,
     instructions_crash,
     model_crash,
@@ -188,3 +190,59 @@ async def test_crashed_parallel_batch_keeps_the_sibling_result_that_finished(
     assert partial is not None
     results = [(m.tool_call_id, m.content) for m in partial.messages if m.role == "tool"]
     assert results == [("call-1", OUTCOME_UNKNOWN_RESULT), ("call-2", "quoted 42")]
+
+
+async def activities_scheduled(env: WorkflowEnvironment, run_id: str, name: str) -> int:
+    handle = env.client.get_workflow_handle(run_id)
+    names = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        async for e in handle.fetch_history_events()
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    return names.count(name)
+
+
+async def delegated_after_crash(
+    env: WorkflowEnvironment, agent: Agent[Any, Any], crash_dir: Path
+) -> Result[Any]:
+    """``agent``'s run, whose delegate's lookup was on the worker that died, completed."""
+    _, result = await crash_then_take_over(env, agent.name, crash_dir)
+    assert isinstance(result, Result), result
+    assert result.output == "delegated: finished: looked up"
+    return result
+
+
+async def test_a_child_run_whose_worker_died_goes_on_elsewhere_started_once(
+    temporal_env: WorkflowEnvironment, crash_dir: Path
+) -> None:
+    result = await delegated_after_crash(temporal_env, delegating, crash_dir)
+    # The caller's model call ran once; the child's lookup died with its worker and was
+    # retried on the other (idempotent): nothing repeated, nothing lost.
+    assert sorted(executions(crash_dir)) == ["lookup", "lookup", "model:idempotent"]
+    [child] = result.sub_runs
+    caller = temporal_env.client.get_workflow_handle(result.run_id)
+    started = [
+        e
+        async for e in caller.fetch_history_events()
+        if e.HasField("start_child_workflow_execution_initiated_event_attributes")
+    ]
+    assert len(started) == 1  # started once, by the caller's workflow: no activity to repeat
+    assert await activities_scheduled(temporal_env, child, "golem.model_request") == 2
+    assert await activities_scheduled(temporal_env, result.run_id, "golem.model_request") == 2
+
+
+async def test_a_retried_tool_attaches_to_the_sub_run_its_ctx_delegate_started(
+    temporal_env: WorkflowEnvironment, crash_dir: Path
+) -> None:
+    result = await delegated_after_crash(temporal_env, delegating_in_tool, crash_dir)
+    ran = executions(crash_dir)
+    # The tool ran again on the second worker, the lookup too (both died mid-call); the
+    # sub-run did not: the retry attached to it.
+    assert (ran.count("model:ask"), ran.count("ask"), ran.count("lookup")) == (1, 2, 2)
+    [sub_run] = result.sub_runs
+    assert await activities_scheduled(temporal_env, sub_run, "golem.model_request") == 2
+    found = [
+        w.id
+        async for w in temporal_env.client.list_workflows(f"GolemParentRunId = '{result.run_id}'")
+    ]
+    assert found == [sub_run]

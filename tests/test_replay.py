@@ -54,6 +54,13 @@ def test_histories_are_checked_in() -> None:
         "ticket_child_and_inline",
         "segments_repaired_continued",
         "segments_after",
+        "delegation_parallel",
+        "delegation_child",
+        "delegation_approved_at_top",
+        "delegation_child_approved",
+        "handoff_standalone",
+        "handoff_conversation",
+        "handoff_conversation_after",
     }
 
 
@@ -104,6 +111,39 @@ def test_the_conversation_and_user_workflow_histories_hold_what_they_were_record
     assert [e.activity_task_scheduled_event_attributes.activity_type.name for e in scheduled] == [  # type: ignore[attr-defined]
         "golem.model_request"  # the inline run's model call, in the ticket's own history
     ]
+
+
+def activity_names(stem: str) -> list[str]:
+    scheduled = events(stem, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    return [e.activity_task_scheduled_event_attributes.activity_type.name for e in scheduled]  # type: ignore[attr-defined]
+
+
+def signal_names(stem: str) -> list[str]:
+    signals = events(stem, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
+    return [e.workflow_execution_signaled_event_attributes.signal_name for e in signals]  # type: ignore[attr-defined]
+
+
+def test_the_delegation_and_handoff_histories_hold_what_they_were_recorded_for() -> None:
+    children = EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
+    # Two delegates= children started by the workflow; the tool that delegates twice is
+    # one activity (its runs are workflows of their own).
+    assert len(events("delegation_parallel", children)) == 2
+    assert activity_names("delegation_parallel").count("golem.tool") == 1
+    child = history("delegation_child").events[0].workflow_execution_started_event_attributes
+    assert child.parent_workflow_execution.workflow_id  # a child workflow
+    assert b'"caller"' in child.input.payloads[0].data
+    # The top run heard its child wait, and routed the approval to it.
+    assert signal_names("delegation_approved_at_top") == ["golem.paused", "golem.paused"]
+    assert signal_names("delegation_child_approved") == ["golem.decide"]
+    assert len(events("handoff_standalone", children)) == 1
+    # The conversation started the handed-to run itself, then continued as new.
+    assert len(events("handoff_conversation", children)) == 3
+    assert events("handoff_conversation", EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW)
+    after = history("handoff_conversation_after").events[0]
+    assert (
+        b'"currentAgent":"replay_desk"'
+        in after.workflow_execution_started_event_attributes.input.payloads[0].data
+    )
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=name)

@@ -54,6 +54,28 @@ def test_a_send_starts_its_run_and_a_second_one_waits_for_the_first_to_end() -> 
     assert turns.phase == "idle"
 
 
+def test_a_handoff_goes_on_as_the_targets_run_and_its_end_answers_the_send() -> None:
+    turns = Turns()
+    assert turns.send(1, "r1", "a") == [StartChild("r1")]
+    assert turns.send(2, "r2", "b") == []  # queued behind the whole turn, handoffs included
+    assert turns.handed_off("r1", "t1") == [StartChild("t1")]
+    assert turns.ended("r1") == []  # the turn is the target's now
+    assert turns.ended("t1") == [Answer(1, Ended("t1")), StartChild("r2")]
+    assert turns.check_send("t1", "") == Refusal(
+        "recorded", "run t1 is already a turn of this conversation"
+    )
+    assert turns.handed_off("t1", "t2") == []  # not the turn in flight
+
+
+def test_the_run_a_turn_was_handed_to_waits_for_approvals_as_the_turn() -> None:
+    turns = Turns()
+    turns.send(1, "r1", "a")
+    turns.handed_off("r1", "t1")
+    assert answers(turns.paused("t1", ("c1",), now=1.0, timeout=None)) == {1: Paused("t1", ("c1",))}
+    assert turns.approve(2, {"c1": True}, now=2.0) == [Decide("t1", {"c1": True})]
+    assert turns.ended("t1") == [Answer(2, Ended("t1"))]
+
+
 def test_a_partial_approval_answers_at_once_with_the_calls_still_pending() -> None:
     turns = waiting_turn()
     effects = turns.approve(2, {"c1": True}, now=101.0)

@@ -22,6 +22,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from golem.activities.cache import MessageCache
+from golem.activities.delegation import ActivityDelegator
 from golem.activities.streams import request_or_stream
 from golem.activities.toolsets import ToolLists
 from golem.agent import Agent
@@ -327,6 +328,7 @@ async def _call_tool(input: ToolCallInput) -> ToolOutcome:
         turn=input.turn,
         tool_call_id=call.id,
         tool_name=call.name,
+        delegator=(delegator := ActivityDelegator(input)),  # ctx.delegate: runs of their own
     )
     try:
         outcome = await _heartbeating(tool.execute(ctx, call.args), f"tool {call.name!r}")
@@ -339,7 +341,7 @@ async def _call_tool(input: ToolCallInput) -> ToolOutcome:
             # The tool's policy decides, as in process (SystemExit and the like: never).
             non_retryable=not tool.retry_policy.retryable(exc),
         ) from exc
-    return _checked(outcome, ToolOutcome, f"tool {call.name!r} (call {call.id})")
+    return _checked(delegator.stamp(outcome), ToolOutcome, f"tool {call.name!r} (call {call.id})")
 
 
 async def _once(what: str, fn: Any, *args: Any) -> Any:

@@ -110,6 +110,7 @@ class DurableAgent(Generic[OutputT]):
             self.may_pause,
             self.client.data_converter,
             self._never_pauses,
+            agent=self.agent_name,
         )
 
     async def _start(
@@ -198,6 +199,7 @@ class DurableAgent(Generic[OutputT]):
             self.client.data_converter,
             self._never_pauses,
             based,
+            agent=self.agent_name,
         )
 
     async def conversation(

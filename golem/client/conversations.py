@@ -211,6 +211,13 @@ class DurableConversation(Generic[OutputT]):
         self._messages = await read_pages(self._pager())
         return list(self._messages)
 
+    async def current_agent(self) -> str:
+        """The name of the agent serving the next turn: the conversation's, until a turn
+        hands it over to another (a query: a worker must be up). ``agent`` is the handle's
+        ``DurableAgent``, whatever agent serves."""
+        name: str = await self.handle.query("golem.current_agent", result_type=str)
+        return name
+
     async def runs(self) -> list[str]:
         """The run id of every turn, in order, across continue-as-new (read from the
         conversation's history: no worker needed; earlier workflow runs are read once per
@@ -274,7 +281,7 @@ class DurableConversation(Generic[OutputT]):
     async def _turn_error(self, exc: WorkflowUpdateFailedError, run_id: str) -> Exception:
         async def evidence(report: RunReport) -> list[Message]:
             # The conversation appended the evidence before it refused the turn.
-            rid = run_id or report.run_id
+            rid = report.run_id or run_id  # a handed-over turn's last run failed
             transcript = await read_pages(self._pager())
             self._messages = transcript
             ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == rid]

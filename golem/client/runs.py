@@ -55,6 +55,8 @@ class DurableRun(Generic[OutputT]):
     """Called when the worker says the run's agent never pauses."""
     based: bool = field(default=False, repr=False)
     """``history`` came by reference (a conversation's turn): the run holds only its own."""
+    agent: str = field(default="", repr=False)
+    """The agent it runs (its stream's events name it; a handoff's target names itself)."""
 
     async def result(self, *, final: bool = False) -> Result[OutputT]:
         """The run's ``Result`` once it ends, or once it waits for approvals (then

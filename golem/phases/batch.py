@@ -8,7 +8,9 @@ be kept whole and a resumed run needs no repair (docs/adr/0006-tool-batch-eviden
 - a call never dispatched to the executor is closed with ``INTERRUPTED_RESULT``;
 - a call dispatched that did not finish (``ToolOutcomeUnknown``, or cancelled while it ran)
   is closed with ``OUTCOME_UNKNOWN_RESULT``;
-- a call whose tool raised gets a failed result naming the error.
+- a call whose tool raised gets a failed result naming the error;
+- a handoff call (``Agent(handoffs=...)``) is answered by the batch itself, and the
+  outcome names the agent the turn goes on with (a second one in the batch is refused).
 
 At most ``Agent.max_concurrent_tools`` calls of a batch are in flight at once; the rest
 start in call order as earlier ones finish (docs/adr/0006-tool-batch-evidence.md). When one
@@ -35,6 +37,7 @@ from golem.messages import Message, ToolCall
 from golem.phases import Stop
 from golem.run_state import AgentSpec
 from golem.tools import RunContext, Tool, ToolOutcome, ToolOutcomeUnknown, tool_message
+from golem.usage import Budget
 
 __all__ = ["DENIED_RESULT", "NO_DECISION_RESULT", "BatchOutcome", "CallResult", "ToolBatch"]
 
@@ -72,6 +75,8 @@ class BatchOutcome:
     """Why the run ends after this batch, if it does."""
     cause: BaseException | None = None
     """What caused ``stop`` (the caller's ``CancelledError`` for a cancelled run)."""
+    handoff: tuple[str, str] | None = None
+    """``(agent, reason)``: a call handed the conversation to that agent."""
 
     @property
     def messages(self) -> list[Message]:
@@ -111,13 +116,17 @@ class ToolBatch:
         tool_calls: int,
         denied: Collection[str] = (),
         expired: Collection[str] = (),
+        budget: Budget | None = None,
     ) -> BatchOutcome:
         """Check, run and close ``calls``; ``denied`` names calls a person refused,
-        ``expired`` calls no decision arrived for in time."""
+        ``expired`` calls no decision arrived for in time; ``tool_calls`` counts those of
+        the run's tree, which its limits (and ``budget``, a delegated run's) bound."""
         run = _BatchRun(self, dict(retries))
         runnable = run.check(calls, denied, expired)
         if run.stop is None and runnable:
             limit = self.agent.usage_limits.before_tools(tool_calls, len(runnable))
+            if not limit and budget is not None:
+                limit = budget.before_tools(tool_calls, len(runnable))
             if limit:
                 run.stop = Stop("usage", limit)
             else:
@@ -137,6 +146,7 @@ class _BatchRun:
         self.stop: Stop | None = None
         self.cause: BaseException | None = None
         self.canceled = False  # a tool raised Canceled: the spec's rule closes the rest
+        self.handoff: tuple[str, str] | None = None
 
     # -- before dispatch ----------------------------------------------------------------
 
@@ -155,6 +165,9 @@ class _BatchRun:
                 self._answer(index, call, ToolOutcome(status="failed", content=NO_DECISION_RESULT))
                 continue
             tool, problem, args, limit = self._validate(call)
+            if tool is not None and args is not None and tool.handoff:
+                self._hand_off(index, call, tool, args)
+                continue
             if tool is not None and args is not None:
                 runnable.append((index, call, tool, args))
                 continue
@@ -165,6 +178,15 @@ class _BatchRun:
                     "tool", f"{problem} (failed {count} times, over the limit of {limit})"
                 )
         return runnable if self.stop is None else []
+
+    def _hand_off(self, index: int, call: ToolCall, tool: Tool, args: BaseModel) -> None:
+        """Answer a handoff call: the first one of the batch wins, later ones are refused."""
+        if self.handoff is not None:
+            refused = f"the conversation is handed over to {self.handoff[0]} already"
+            self._answer(index, call, ToolOutcome(status="failed", content=refused))
+            return
+        self.handoff = (tool.handoff, str(getattr(args, "reason", "") or ""))
+        self._answer(index, call, ToolOutcome(content=f"Transferred to {tool.handoff}."))
 
     def _validate(self, call: ToolCall) -> tuple[Tool | None, str, BaseModel | None, int]:
         agent = self.batch.agent
@@ -307,4 +329,5 @@ class _BatchRun:
             retries=MappingProxyType(dict(self.retries)),
             stop=self.stop,
             cause=self.cause,
+            handoff=self.handoff,
         )

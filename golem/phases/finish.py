@@ -69,6 +69,9 @@ def result(state: RunState, output: Any, pending: list[ToolCall] | None = None) 
         requests=state.requests,
         tool_calls=state.tool_calls,
         pending_approvals=list(pending or []),
+        agent=state.agent,
+        sub_runs=list(state.sub_runs),
+        descendants=state.descendants,
     )
 
 
@@ -85,4 +88,6 @@ def partial(state: RunState) -> PartialResult | None:
         tool_calls=checkpoint.tool_calls,
         run_id=state.run_id,
         conversation_id=state.conversation_id,
+        sub_runs=list(state.sub_runs),
+        descendants=state.descendants,
     )

@@ -31,7 +31,10 @@ def check_limits(agent: AgentSpec, state: RunState, request: ModelRequest) -> No
     """Stop before a request the agent's limits forbid."""
     if state.turn >= agent.max_iterations:
         raise Stop("loop", f"no final answer after max_iterations={agent.max_iterations} turns")
-    limit = agent.usage_limits.before_request(state.requests, state.usage, request.messages)
+    tree = state.tree  # the limits bound this run and every run it delegated to
+    limit = agent.usage_limits.before_request(tree.requests, tree.usage, request.messages)
+    if not limit and state.budget is not None:
+        limit = state.budget.before_request(tree)
     if limit:
         raise Stop("usage", limit)
 

@@ -10,6 +10,7 @@ one casing (camelCase), readable JSON in the Temporal UI and CLI.
 See docs/adr/0015-wire-format.md.
 """
 
+from golem.delegation import Handoff
 from golem.wire.base import Stamps, Tagged, Wire
 from golem.wire.conversations import (
     ConversationInput,
@@ -76,6 +77,7 @@ __all__ = [
     "ConversationSummary",
     "Derived",
     "Failed",
+    "Handoff",
     "HistoryBase",
     "InTranscript",
     "Inline",

@@ -44,6 +44,8 @@ class ConversationInput(Wire):
     started (``None``: a new conversation, which decides)."""
     fingerprints: dict[str, str] = Field(default_factory=dict)
     """Run id -> ``TurnInput.fingerprint()`` of the latest turns: a retry must match."""
+    current_agent: str = ""
+    """The agent serving the next turn after a handoff (empty: ``agent``)."""
 
 
 class TurnInput(Wire):

@@ -24,9 +24,11 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
+from golem.delegation import Handoff
 from golem.messages import Message, ToolCall, Usage
 from golem.results import PartialResult, Result, Stage
 from golem.run_state import RunInput
+from golem.usage import Budget, Spent
 from golem.wire.base import Stamps, Tagged, Wire
 from golem.wire.pages import Pager, read_pages
 from golem.wire.shipping import Compact, HistoryBase, expand
@@ -63,6 +65,12 @@ class AgentRunInput(Wire):
     """Signal the parent workflow (a conversation) when the run waits for approvals."""
     base: HistoryBase | None = None
     """The history by reference (``run.history`` is then empty): a conversation's turn."""
+    caller: str = ""
+    """A delegated run: the run that delegated to it, told (by signal) whenever this run, or
+    one below it, starts or stops waiting for approvals."""
+    hand_back: bool = False
+    """A conversation's turn: a handoff ends the run, naming its target, and the
+    conversation continues the turn (otherwise the run does, as its own child run)."""
 
 
 class ToolCallInput(Wire):
@@ -77,6 +85,10 @@ class ToolCallInput(Wire):
     turn: int = 0
     usage: Usage = Field(default_factory=Usage)
     retries: dict[str, int] = Field(default_factory=dict)
+    budget: Budget | None = None
+    """What the runs the tool starts with ``ctx.delegate`` may spend."""
+    stream: bool = False
+    """The calling run streams: so do those runs, their events in its stream."""
 
 
 class ModelFailure(Wire):
@@ -221,6 +233,12 @@ class RunReport(Tagged):
     """Model request attempts, a failed one included."""
     tool_calls: int = 0
     """Tool executions completed."""
+    agent: str = ""
+    """The agent that answered (after handoffs)."""
+    sub_runs: list[str] = Field(default_factory=list)
+    """Runs it delegated or handed off to, in the order they started."""
+    descendants: Spent = Field(default_factory=Spent)
+    """What those runs spent."""
     messages: RunMessages = Field(default_factory=Carried)
 
     async def conversation(self, sources: Sources) -> list[Message]:
@@ -232,7 +250,13 @@ class RunReport(Tagged):
         """The run's stamps: what its own messages carry (left out of ``messages``)."""
         return Stamps(run_id=self.run_id, conversation_id=self.conversation_id)
 
-    def _result(self, messages: list[Message], output: Any, pending: list[ToolCall]) -> Result[Any]:
+    def _result(
+        self,
+        messages: list[Message],
+        output: Any,
+        pending: list[ToolCall],
+        pending_runs: dict[str, str] | None = None,
+    ) -> Result[Any]:
         return Result(
             output=output,
             messages=messages,
@@ -242,6 +266,10 @@ class RunReport(Tagged):
             requests=self.requests,
             tool_calls=self.tool_calls,
             pending_approvals=pending,
+            pending_runs=dict(pending_runs or {}),
+            agent=self.agent,
+            sub_runs=list(self.sub_runs),
+            descendants=self.descendants,
         )
 
     def partial(self, messages: list[Message]) -> PartialResult:
@@ -252,6 +280,8 @@ class RunReport(Tagged):
             tool_calls=self.tool_calls,
             run_id=self.run_id,
             conversation_id=self.conversation_id,
+            sub_runs=list(self.sub_runs),
+            descendants=self.descendants,
         )
 
 
@@ -261,10 +291,30 @@ class Completed(RunReport):
     kind: Literal["completed"] = "completed"
     first_keys: ClassVar[tuple[str, ...]] = ("output",)
     output: Any = None
+    handoff: Handoff | None = None
+    """A conversation's turn that ended by handing over: who continues it, as which run."""
 
     def result(self, messages: list[Message], output: Any) -> Result[Any]:
         """The ``Result`` this stands for, given its conversation and its typed output."""
         return self._result(messages, output, [])
+
+    @property
+    def spent(self) -> Spent:
+        own = Spent(usage=self.usage, requests=self.requests, tool_calls=self.tool_calls)
+        return own + self.descendants
+
+    def handed_over(self, target: Completed) -> Completed:
+        """This turn's outcome once ``target``, the run it handed over to, ended (as
+        ``golem.delegation.handed_over`` does for a ``Result``)."""
+        return self.model_copy(
+            update={
+                "output": target.output,
+                "handoff": None,
+                "agent": target.agent,
+                "sub_runs": [*self.sub_runs, target.run_id],
+                "descendants": self.descendants + target.spent,
+            }
+        )
 
 
 class Paused(RunReport):
@@ -275,10 +325,13 @@ class Paused(RunReport):
     pending_approvals: list[ToolCall] = Field(default_factory=list)
     approval_timeout: float | None = None
     """Seconds the run waits for decisions (its agent's ``approval_timeout``)."""
+    pending_runs: dict[str, str] = Field(default_factory=dict)
+    """Call id -> the run that waits for it, for the calls of runs this run delegated to
+    (the others are its own)."""
 
     def result(self, messages: list[Message]) -> Result[Any]:
         """The ``Result`` this stands for: no output yet, the calls that wait."""
-        return self._result(messages, None, list(self.pending_approvals))
+        return self._result(messages, None, list(self.pending_approvals), self.pending_runs)
 
 
 class Failed(Wire):

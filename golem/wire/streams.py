@@ -1,5 +1,6 @@
 """A run's live-stream item (``temporalio.contrib.workflow_streams``, one topic): a loop
-event without the run's ids, which every subscriber knows, or the run's ``end``.
+event without the run's ids, which every subscriber knows, the run's ``end``, or ``child``:
+a run it delegated or handed off to started, whose own stream the subscriber reads too.
 See docs/adr/0007-live-streams.md.
 """
 
@@ -21,7 +22,7 @@ class StreamEvent(Wire):
     """One stream item: a ``RunEvent`` without the run's ids (the subscriber knows them)
     and without its stamps and duplicates, or ``end``, the run's last item."""
 
-    kind: EventKind | Literal["end"]
+    kind: EventKind | Literal["end", "child"]
     turn: int = 0
     attempt: int = 0
     """For a delta: the model call attempt that produced it (0 for the first); for
@@ -37,6 +38,10 @@ class StreamEvent(Wire):
     response: ModelResponse | None = None
     """For ``model_end``: the response; the event's message is its message, stamped."""
     reason: str = ""
+    agent: str = ""
+    """The run's agent (on the items its workflow publishes; a delta's is its run's)."""
+    run_id: str = ""
+    """For ``child``: the run that started (its agent is ``agent``)."""
 
     @classmethod
     def of(cls, event: RunEvent) -> StreamEvent:
@@ -54,6 +59,7 @@ class StreamEvent(Wire):
             reason=event.reason,
             attempt=event.attempt,
             model=event.model,
+            agent=event.agent,
         )
 
     @classmethod
@@ -70,15 +76,16 @@ class StreamEvent(Wire):
         """Where this event's model call comes in its turn: by model, then attempt."""
         return self.model_index, max(self.attempt, 1)
 
-    def to_event(self, run_id: str, conversation_id: str) -> RunEvent:
+    def to_event(self, run_id: str, conversation_id: str, agent: str = "") -> RunEvent:
         """The ``RunEvent`` in-process ``run_stream`` would have yielded."""
-        if self.kind == "end":
-            raise ValueError("the end of a stream is not a run event")
+        kind = self.kind
+        if kind == "end" or kind == "child":
+            raise ValueError(f"a stream's {kind!r} item is not a run event")
         message = self.message
         if self.kind == "model_end" and self.response is not None:
             message = self.response.message
         return RunEvent(
-            kind=self.kind,
+            kind=kind,
             run_id=run_id,
             conversation_id=conversation_id,
             turn=self.turn,
@@ -89,4 +96,5 @@ class StreamEvent(Wire):
             reason=self.reason,
             attempt=self.attempt if self.kind == "turn_restarted" else 0,
             model=self.model,
+            agent=self.agent or agent,
         )

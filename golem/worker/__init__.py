@@ -31,6 +31,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from golem.activities import PAYLOAD_LIMIT, MessageCache, activities
 from golem.agent import Agent
+from golem.delegation import reachable
 from golem.messages import HistoryError
 from golem.results import RunError
 from golem.storage import storage_from_env
@@ -115,7 +116,8 @@ PASSTHROUGH_MODULES = ("golem", "pydantic", "pydantic_core", "annotated_types", 
 
 
 class GolemPlugin(SimplePlugin):
-    """Serve ``agents`` durably. Put it on the Client (it reaches the Worker) or the Worker.
+    """Serve ``agents`` durably, and every agent they delegate or hand off to (nested). Put
+    it on the Client (it reaches the Worker) or the Worker.
 
     ``heartbeat_timeout`` bounds how long a crashed worker's model or tool call goes
     unnoticed; ``sticky_schedule_to_start_timeout`` how long a workflow waits for a
@@ -146,7 +148,7 @@ class GolemPlugin(SimplePlugin):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"GolemPlugin: two agents share the name(s) {duplicates}")
-        self.agents = list(agents)
+        self.agents = reachable(agents)  # and every agent they delegate or hand off to
         self.settings = registry.WorkerSettings(heartbeat_timeout, inline_messages_bytes)
         self.sticky_schedule_to_start_timeout = sticky_schedule_to_start_timeout
         #: This worker's own cache of running workflows' model-request messages.

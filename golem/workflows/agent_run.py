@@ -8,6 +8,8 @@ request and tool call an activity, ids minted replay-safely), and the outcome
 (golem.workflows.report: the result, or a failure that carries the partial evidence).
 The handlers answer approvals (golem.workflows.approvals), the live stream
 (golem.workflows.streams) and the queries the activities and clients read pages with.
+Delegations and handoffs are child runs (golem.workflows.delegation); a conversation's turn
+that hands over ends naming its target (``hand_back``), and the conversation goes on.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.tools import validation_problems
     from golem.wire import AgentRunInput, Completed, MessagesPage, MessagesQuery, Paused
     from golem.workflows import lineage, registry
-    from golem.workflows.approvals import CANNOT_PAUSE, ApprovalGate
+    from golem.workflows.approvals import CANNOT_PAUSE, PAUSED_SIGNAL, ApprovalGate
     from golem.workflows.executor import TemporalExecutor
     from golem.workflows.report import (
         FAILURE_MEMO,
@@ -123,6 +125,7 @@ class AgentRunWorkflow:
             agent.approval_timeout,
             notify_parent=input.notify_parent,
             on_change=self._show_details,
+            caller=input.caller,
         )
         self._executor = TemporalExecutor(
             agent,
@@ -131,8 +134,11 @@ class AgentRunWorkflow:
             gate=self._gate,
             base=input.base,
             stream=input.stream,
+            on_child=self._stream.child,
         )
-        self._loop = RunLoop(agent, self._executor, run, emit=self._on_event)
+        self._loop = RunLoop(
+            agent, self._executor, run, emit=self._on_event, follow_handoffs=not input.hand_back
+        )
         try:
             result = await self._stream.hosting(self._running(self._loop.run()), input.stream)
         except RunError as exc:
@@ -147,9 +153,13 @@ class AgentRunWorkflow:
             output = agent.output_adapter.dump_python(output, mode="json")
         self._closed("completed", output=output)
         shipper = self._executor.shipper
-        return report.completed(
+        completed = report.completed(
             result, output, shipper.recorded, shipper.logged_count(result.messages)
         )
+        handoff = self._loop.handoff
+        if handoff is None or not input.hand_back:
+            return completed
+        return completed.model_copy(update={"handoff": handoff})
 
     def _state(self) -> RunState:
         assert self._loop is not None
@@ -165,9 +175,14 @@ class AgentRunWorkflow:
 
     async def _running(self, work: Awaitable[T]) -> T:
         """Await the run; then whoever waits on its outcome (an update) is answered, before
-        the stream's host waits for every handler to finish."""
+        the stream's host waits for every handler to finish. A turn that hands over names
+        its target's run in its stream before the stream ends (its conversation starts it)."""
         try:
-            return await work
+            result = await work
+            loop = self._loop
+            if loop is not None and loop.handoff is not None and not loop.follow_handoffs:
+                self._stream.child(loop.handoff.run_id, loop.handoff.agent)
+            return result
         finally:
             if self._gate is not None:
                 self._gate.finish()
@@ -215,16 +230,23 @@ class AgentRunWorkflow:
         self._gate.check(decisions)
 
     @workflow.signal(name="golem.decide")
-    def decide(self, decisions: dict[str, bool | None]) -> None:
-        """Decisions from a parent workflow (which cannot send updates); ``None``: the
-        parent's approval timeout ran out first."""
+    async def decide(self, decisions: dict[str, bool | None]) -> None:
+        """Decisions from a parent workflow (which cannot send updates) or a caller; ``None``:
+        the parent's approval timeout ran out first."""
         if self._gate is not None:
-            self._gate.decide(decisions)
+            await self._gate.decide(decisions)
+
+    @workflow.signal(name=PAUSED_SIGNAL)
+    async def below_paused(self, report: Paused) -> None:
+        """A run this one delegated to waits for approvals now (or no more)."""
+        await workflow.wait_condition(lambda: self._gate is not None)
+        assert self._gate is not None
+        await self._gate.reported(report)
 
     @workflow.query(name="golem.pending")
     def pending(self) -> list[ToolCall]:
-        """The calls waiting for a person now."""
-        return list(self._gate.pending) if self._gate else []
+        """The calls waiting for a person now (those of the runs below it included)."""
+        return list(self._gate.waiting) if self._gate else []
 
     def _on_event(self, event: RunEvent) -> None:
         self._stream.publish(event)
@@ -236,7 +258,7 @@ class AgentRunWorkflow:
         if self._loop is None or self._executor is None:
             return
         self._turn = turn if turn is not None else self._turn
-        pending = self._gate.pending if self._gate is not None else []
+        pending = self._gate.waiting if self._gate is not None else []
         workflow.set_current_details(
             details(self._loop.state, self._turn, self._executor.progress, pending=pending)
         )

@@ -20,6 +20,13 @@ never refused for want of one) and hands them to the gate:
   which cannot send updates; ``None`` marks a call no decision arrived for in time.
 - query ``golem.pending``: the calls waiting now.
 
+A run that delegates waits for what waits below it too: each child run (``caller`` in its
+input) signals ``golem.paused`` to its caller whenever the calls waiting in it (its own and
+those below it) change, so the top-level run's ``golem.outcome``, ``golem.pending`` and
+``Result.pending_runs`` name every call and the run that waits for it, and its
+``golem.approve`` sends each decision on to that run (``golem.decide``). A conversation's
+turn tells the conversation the same way, so a delegate's approval surfaces there too.
+
 An agent's ``approval_timeout`` answers what is still undecided when it runs out with
 ``NO_DECISION_RESULT``. The deadline is the workflow's clock when the run began to wait
 plus the timeout: an approval recorded before it wins, one that arrives later (even one
@@ -29,6 +36,7 @@ leaves its timeout to the conversation (``Paused.approval_timeout``), whose hist
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 
@@ -57,7 +65,8 @@ def _not_paused(message: str) -> ApplicationError:
 
 
 class ApprovalGate:
-    """The approval state of one durable run, and the handlers that reach it."""
+    """The approval state of one durable run (and of the runs below it), and the handlers
+    that reach it."""
 
     def __init__(
         self,
@@ -65,23 +74,46 @@ class ApprovalGate:
         timeout: timedelta | None,
         notify_parent: bool = False,
         on_change: Callable[[], None] = lambda: None,
+        caller: str = "",
     ) -> None:
         self._paused = paused
         self._timeout = timeout.total_seconds() if timeout is not None else None
         self._notify_parent = notify_parent
         self._on_change = on_change
+        self._caller = caller
         self.calls: list[ToolCall] = []
         self.pause: Pause | None = None
         self.late: dict[str, float | None] = {}
         """Calls the approval timeout answered, so a late approval is told so."""
         self.finished = False
         self._pauses = 0  # counts pauses, so an approval can wait for the next one
+        self.below: dict[str, Paused] = {}
+        """What waits in each run below this one (its latest report), by that run's id."""
 
     @property
     def pending(self) -> list[ToolCall]:
-        """The calls still waiting for a decision."""
+        """This run's own calls still waiting for a decision."""
         remaining = set(self.pause.remaining) if self.pause else set()
         return [c for c in self.calls if c.id in remaining]
+
+    @property
+    def waiting(self) -> list[ToolCall]:
+        """Every call waiting: this run's own, then those of the runs below it."""
+        return [*self.pending, *(c for r in self.below.values() for c in r.pending_approvals)]
+
+    def runs(self) -> dict[str, str]:
+        """Call id -> the run that waits for it, for the calls of the runs below."""
+        return {
+            c.id: report.pending_runs.get(c.id, report.run_id)
+            for report in self.below.values()
+            for c in report.pending_approvals
+        }
+
+    def report(self, calls: list[ToolCall]) -> Paused:
+        """This run's paused outcome with ``calls`` pending, each named with its run."""
+        runs = self.runs()
+        below = {c.id: runs[c.id] for c in calls if c.id in runs}
+        return self._paused(calls).model_copy(update={"pending_runs": below})
 
     async def wait(self, pending: list[ToolCall]) -> dict[str, bool | None]:
         """Wait until every pending call is decided (or the timeout answers the rest)."""
@@ -95,19 +127,47 @@ class ApprovalGate:
         self.calls, self.pause = list(pending), pause
         self._pauses += 1
         self._on_change()
-        if parent is not None:
-            paused = self._paused(self.calls)
-            handle = workflow.get_external_workflow_handle(parent.workflow_id)
-            await handle.signal(
-                PAUSED_SIGNAL, paused.model_copy(update={"approval_timeout": self._timeout})
-            )
+        await self._tell()
         try:
             await workflow.wait_condition(lambda: not pause.remaining, timeout=timeout)
         except TimeoutError:
             self.late = dict.fromkeys(pause.expire(), timeout)
         self.calls, self.pause = [], None
         self._on_change()
+        if self._caller:
+            await self._tell()  # the caller learns that this run no longer waits
         return dict(pause.decided)
+
+    async def _tell(self) -> None:
+        """Tell whoever answers for this run what waits in it now: its caller (a run that
+        delegated to it: every change) or its conversation (each time something waits)."""
+        waiting = self.waiting
+        if self._caller:
+            info = workflow.info()
+            report = Paused(  # only what routing needs: the caller holds no messages of ours
+                run_id=info.workflow_id,
+                conversation_id="",
+                pending_approvals=waiting,
+                pending_runs=self.runs(),
+                approval_timeout=self._timeout,
+            )
+            target = self._caller
+        elif self._notify_parent and waiting and (parent := workflow.info().parent):
+            report = self.report(waiting).model_copy(update={"approval_timeout": self._timeout})
+            target = parent.workflow_id
+        else:
+            return
+        await workflow.get_external_workflow_handle(target).signal(PAUSED_SIGNAL, report)
+
+    async def reported(self, report: Paused) -> None:
+        """A run below this one waits for ``report.pending_approvals`` now (none: no more)."""
+        if report.pending_approvals:
+            self.below[report.run_id] = report
+            self._pauses += 1
+        else:
+            self.below.pop(report.run_id, None)
+        self._on_change()
+        await self._tell()
 
     def finish(self) -> None:
         """The run ended: waiting handlers answer ``None``."""
@@ -116,33 +176,56 @@ class ApprovalGate:
     # -- handlers ------------------------------------------------------------------------
 
     async def outcome(self) -> Paused | None:
-        await workflow.wait_condition(lambda: self.finished or bool(self.pending))
-        return None if self.finished else self._paused(self.pending)
+        await workflow.wait_condition(lambda: self.finished or bool(self.waiting))
+        return None if self.finished else self.report(self.waiting)
 
     def check(self, decisions: dict[str, bool]) -> None:
-        late = sorted(set(decisions) & set(self.late))
+        run = workflow.info().workflow_id
+        below = self.runs()
+        own = {k: v for k, v in decisions.items() if k not in below}
+        if not own and decisions:
+            return  # every call waits in a run below: that run takes them
+        late = sorted(set(own) & set(self.late))
         if late and not set(late) & {c.id for c in self.pending}:
-            raise _not_paused(
-                f"run {workflow.info().workflow_id}: " + timed_out(self._timeout, late)
-            )
+            raise _not_paused(f"run {run}: " + timed_out(self._timeout, late))
         if self.pause is None or not self.pause.remaining:
-            raise _not_paused(f"run {workflow.info().workflow_id} is not waiting for approvals")
-        problem = self.pause.refusal(decisions, workflow.now().timestamp())
+            if below:
+                pending = [c.id for c in self.waiting]
+                raise _not_paused(
+                    f"run {run}: approvals name calls that are not pending: {sorted(own)}; "
+                    f"pending: {pending}"
+                )
+            raise _not_paused(f"run {run} is not waiting for approvals")
+        problem = self.pause.refusal(own, workflow.now().timestamp())
         if problem is not None:
-            raise _not_paused(f"run {workflow.info().workflow_id}: {problem}")
+            raise _not_paused(f"run {run}: {problem}")
 
     async def approve(self, decisions: dict[str, bool]) -> Paused | None:
         pauses = self._pauses
-        self.decide(decisions)
-        if self.pending:
-            return self._paused(self.pending)
+        await self.decide(decisions)
+        if self.waiting:
+            return self.report(self.waiting)
         await workflow.wait_condition(
-            lambda: self.finished or (self._pauses > pauses and bool(self.pending))
+            lambda: self.finished or (self._pauses > pauses and bool(self.waiting))
         )
-        return None if self.finished else self._paused(self.pending)
+        return None if self.finished else self.report(self.waiting)
 
-    def decide(self, decisions: Mapping[str, bool | None]) -> None:
-        """Record decisions on calls still undecided (a parent's ``None``: none in time)."""
+    async def decide(self, decisions: Mapping[str, bool | None]) -> None:
+        """Record decisions on calls still undecided (a parent's ``None``: none in time);
+        those of a run below go on to it."""
+        below = self.runs()
+        routed: dict[str, dict[str, bool | None]] = defaultdict(dict)
+        for call, decision in decisions.items():
+            if call in below:
+                routed[below[call]][call] = decision
+        for run, given in routed.items():
+            try:
+                await workflow.get_external_workflow_handle(run).signal("golem.decide", given)
+            except Exception:  # it ended meanwhile: its end settles its calls anyway
+                workflow.logger.info("run %s ended before its decisions", run)
+        for child, report in list(self.below.items()):  # until it reports again
+            left = [c for c in report.pending_approvals if c.id not in decisions]
+            self.below[child] = report.model_copy(update={"pending_approvals": left})
         if self.pause is None:
             return
         remaining = set(self.pause.remaining)

@@ -36,7 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows.agent_run import AgentRunWorkflow
     from golem.workflows.executor import TemporalExecutor
 
-__all__ = ["run_agent"]
+__all__ = ["child_run", "run_agent"]
 
 
 async def run_agent(
@@ -73,15 +73,22 @@ async def run_agent(
 
 async def _child(agent_name: str, run: RunInput) -> Result[Any]:
     parent = next((m.run_id for m in reversed(run.history) if m.run_id), "")
+    return await child_run(AgentRunInput(agent=agent_name, run=run, parent_run_id=parent))
+
+
+async def child_run(payload: AgentRunInput, summary: str = "") -> Result[Any]:
+    """Run ``payload`` as a child ``AgentRunWorkflow`` of the calling workflow (workflow id =
+    its run id, its lineage, cancelled when the caller ends); its ``Result`` or ``RunError``."""
+    run, agent_name = payload.run, payload.agent
     try:
         output: Completed = await workflow.execute_child_workflow(
             AgentRunWorkflow.run,
-            AgentRunInput(agent=agent_name, run=run, parent_run_id=parent),
+            payload,
             id=run.run_id,
             search_attributes=lineage.run_search_attributes(
-                run.conversation_id, agent_name, parent
+                run.conversation_id, agent_name, payload.parent_run_id
             ),
-            static_summary=lineage.summary(agent_name, run.prompt),
+            static_summary=summary or lineage.summary(agent_name, run.prompt),
             # The calling workflow's end (or termination) stops its run with evidence.
             parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
         )

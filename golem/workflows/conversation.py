@@ -25,8 +25,12 @@ turns are refused (``CONTINUING``) and ``DurableConversation.send`` sends them a
 the next run. A send retried after the switch is refused as ``RECORDED`` (Temporal dedups
 update ids per run only) and the client answers with that turn's run; a turn whose run id
 is taken by another workflow, or that reuses a run id with another prompt, is refused. It
-has no execution timeout: ``close()`` ends it (denying what a waiting turn asks for). See
-docs/adr/0009-conversations.md and docs/adr/0014-turns-state-machine.md.
+has no execution timeout: ``close()`` ends it (denying what a waiting turn asks for). A
+turn's run that hands the conversation over ends naming its target; the turn goes on as
+the target's run (a child of the conversation, on the transcript), the target serves the
+turns after it (``golem.current_agent``, carried across continue-as-new) and the turn
+answers with the last run's output. See docs/adr/0009-conversations.md,
+docs/adr/0014-turns-state-machine.md and docs/adr/0019-agents-calling-agents.md.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from golem.messages import HistoryError, Message, validate_history
     from golem.wire import (
+        Completed,
         ConversationInput,
         ConversationSummary,
         MessagesPage,
@@ -60,12 +65,14 @@ with workflow.unsafe.imports_passed_through():
         CONTINUING,
         RECORDED,
         WAITING,
+        Handoffs,
         by_reference,
         child_input,
         details,
         paused_output,
         refused,
         start_refusal,
+        summary,
         turn_outcome,
     )
     from golem.workflows.turns import (
@@ -106,6 +113,7 @@ class ConversationWorkflow:
     @workflow.init
     def __init__(self, input: ConversationInput) -> None:
         self._agent = input.agent
+        self._handoffs = Handoffs(input.current_agent or input.agent)
         self._transcript = Transcript(input)
         self._turns_per_run = input.turns_per_run
         known = {run: input.fingerprints.get(run, "") for run in [*input.recent, *input.runs]}
@@ -144,7 +152,7 @@ class ConversationWorkflow:
         # Every update admitted before the switch is answered in this run.
         await workflow.wait_condition(workflow.all_handlers_finished)
         if turns.phase == "closed":
-            return self._summary()
+            return summary(self._transcript)
         info = workflow.info()
         transcript = self._transcript
         # Runs recorded before the transcript could go by reference carry it by value.
@@ -158,14 +166,9 @@ class ConversationWorkflow:
                 turns_per_run=self._turns_per_run,
                 by_reference=self._reference,
                 fingerprints={r: turns.known[r] for r in recent if turns.known.get(r)},
+                current_agent=self._handoffs.current,
                 **carried,
             )
-        )
-
-    def _summary(self) -> ConversationSummary:
-        transcript = self._transcript
-        return ConversationSummary(
-            turns=transcript.turns, messages=transcript.length, last_run=transcript.last_run
         )
 
     # -- updates and signals: each one transition ----------------------------------------
@@ -261,7 +264,7 @@ class ConversationWorkflow:
         if isinstance(outcome, Refusal):
             return refused(outcome)
         if isinstance(outcome, Closed):
-            return self._summary()
+            return summary(self._transcript)
         if isinstance(outcome, Ended):
             assert self._outcome is not None
             return self._outcome
@@ -287,26 +290,25 @@ class ConversationWorkflow:
         """Whether the next turn takes the transcript by reference. Once earlier workflow
         runs hold its start, every turn does (an agent that needs the history by value
         fails in its run, saying so). A failed turn's evidence is repaired first."""
-        transcript = self._transcript
-        if transcript.offset > 0:
-            return True
-        return bool(self._reference)
+        return self._transcript.offset > 0 or bool(self._reference)
 
     async def _start_turn(self, run_id: str) -> None:
         turn = self._sent.pop(run_id)
         transcript = self._transcript
         parent = transcript.last_run
-        payload, start = child_input(transcript, self._agent, turn, self._turn_by_reference())
+        agent = self._handoffs.current
+        payload, start = child_input(transcript, agent, turn, self._turn_by_reference())
         self._start, self._paused, self._outcome = start, None, None
+        self._handoffs.begin(turn, start)
         try:
             child = await workflow.start_child_workflow(
                 AgentRunWorkflow.run,
                 payload,
                 id=run_id,
                 search_attributes=lineage.run_search_attributes(
-                    workflow.info().workflow_id, self._agent, parent
+                    workflow.info().workflow_id, agent, parent
                 ),
-                static_summary=lineage.summary(self._agent, turn.prompt),
+                static_summary=lineage.summary(agent, turn.prompt or "(handed over)"),
                 # Closing (or terminating) the conversation stops its turn with evidence.
                 parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
                 # A run id names one run, ever: a closed workflow's id is not reused either.
@@ -322,7 +324,14 @@ class ConversationWorkflow:
 
     async def _watch(self, child: workflow.ChildWorkflowHandle[Any, Any]) -> None:
         await workflow.wait_condition(child.done)
-        self._outcome = turn_outcome(self._transcript, child, self._start)
+        outcome = turn_outcome(self._transcript, child, self._start)
+        run = outcome.run if isinstance(outcome, TurnOutput) else None
+        if isinstance(run, Completed) and run.handoff is not None:
+            turn = self._handoffs.hand_off(run)  # the turn goes on as the target's run
+            self._sent[turn.run_id] = turn
+            await self._perform(self._turns.handed_off(child.id, turn.run_id))
+            return
+        self._outcome = self._handoffs.ended(outcome, self._transcript.length)
         await self._perform(self._turns.ended(child.id))
 
     def _details(self) -> None:
@@ -335,6 +344,11 @@ class ConversationWorkflow:
         """The transcript ``[since, upto)``: one page, or the earlier workflow runs that
         hold its start (``MessagesPage.held``)."""
         return self._transcript.page(query)
+
+    @workflow.query(name="golem.current_agent")
+    def current_agent(self) -> str:
+        """The agent serving the next turn (a handoff moves the conversation to another)."""
+        return self._handoffs.current
 
     @workflow.query(name="golem.runs")
     def runs(self) -> list[str]:

@@ -29,10 +29,13 @@ from temporalio.exceptions import (
 
 with workflow.unsafe.imports_passed_through():
     from golem.agent import Agent
+    from golem.delegation import Delegation, Delegations
+    from golem.events import RunEvent
     from golem.loop import DeltaSink
     from golem.messages import Message, ToolCall
     from golem.models.base import ModelRequest, ModelResponse
     from golem.models.fallback import move_on
+    from golem.results import Result
     from golem.retry import Retry
     from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown
     from golem.toolsets import Toolset, ToolsetTool
@@ -108,8 +111,11 @@ class TemporalExecutor:
         gate: ApprovalGate | None = None,
         base: HistoryBase | None = None,
         stream: bool = False,
+        on_child: Callable[[str, str], None] = lambda run_id, agent: None,
     ) -> None:
         self.agent = agent
+        self.on_child = on_child
+        """Learns each child run (its id and agent) as it starts: the run's stream names it."""
         self.gate = gate
         self.heartbeat_timeout = settings.heartbeat_timeout
         self.shipper = Shipper(settings.inline_messages_bytes, base, settings.stored_bytes)
@@ -211,12 +217,21 @@ class TemporalExecutor:
         # A run with a gate waits in its workflow; one without (inline) pauses and returns.
         return None if self.gate is None else await self.gate.wait(pending)
 
+    async def delegate(
+        self, child: Delegation, ctx: RunContext[Any], emit: Callable[[RunEvent], None] | None
+    ) -> Result[Any]:
+        from golem.workflows.delegation import run_child  # it imports this module's users
+
+        return await run_child(child, ctx, stream=self.stream, on_start=self.on_child)
+
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
         tool = self._toolset_tools.get(call.name) or self.agent.tools[call.name]
         policy = tool.retry_policy
         self.progress.in_flight.append(call.name)
         self._on_change()
         try:
+            if tool.delegate:  # a child run this workflow starts itself: no activity
+                return await tool.execute(ctx, ctx.tool_args or call.args)
             if isinstance(tool, ToolsetTool):
                 assert self.toolsets is not None  # it listed the tool
                 return await _activity(
@@ -238,6 +253,8 @@ class TemporalExecutor:
             # After the loop has counted the call (same workflow task), not before.
             asyncio.get_running_loop().call_soon(self._on_change)
         self.shipper.called(call.id, outcome)  # its worker can make its message itself
+        if isinstance(ctx.delegator, Delegations) and (outcome.sub_runs or outcome.spent):
+            ctx.delegator.adopt(outcome.sub_runs, outcome.spent)  # ctx.delegate in the tool
         return outcome
 
     async def _tool_activity(
@@ -257,6 +274,10 @@ class TemporalExecutor:
                     turn=ctx.turn,
                     usage=ctx.usage,
                     retries=ctx.retries,
+                    budget=ctx.delegator.budget()
+                    if isinstance(ctx.delegator, Delegations)
+                    else None,
+                    stream=self.stream,
                 ),
                 result_type=ToolOutcome,
                 start_to_close_timeout=timeout,

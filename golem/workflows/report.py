@@ -116,6 +116,9 @@ def _counts(evidence: Result[Any] | PartialResult) -> dict[str, Any]:
         "usage": evidence.usage,
         "requests": evidence.requests,
         "tool_calls": evidence.tool_calls,
+        "agent": evidence.agent if isinstance(evidence, Result) else "",
+        "sub_runs": list(evidence.sub_runs),
+        "descendants": evidence.descendants,
     }
 
 
@@ -147,8 +150,12 @@ class Reporter:
         messages = report_messages(
             result.messages, self.given, _stamps(result), page_bytes=self.page_bytes
         )
+        below = {c: r for c, r in result.pending_runs.items() if r != result.run_id}
         return Paused(
-            pending_approvals=result.pending_approvals, messages=messages, **_counts(result)
+            pending_approvals=result.pending_approvals,
+            pending_runs=below,
+            messages=messages,
+            **_counts(result),
         )
 
     def failed(self, error: RunError) -> Failed:

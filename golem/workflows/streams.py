@@ -48,6 +48,10 @@ class RunStreamHost:
         """Append a loop event (deltas never reach here: the model activity sends them)."""
         self._topic.publish(StreamEvent.of(event))
 
+    def child(self, run_id: str, agent: str) -> None:
+        """A run this one delegated or handed off to starts: a reader follows its stream."""
+        self._topic.publish(StreamEvent(kind="child", run_id=run_id, agent=agent))
+
     async def hosting(self, work: Awaitable[T], streamed: bool = False) -> T:
         """Await the run, then end the stream: an ``end`` item, waiting polls answered.
 

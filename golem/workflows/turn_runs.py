@@ -18,6 +18,7 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError, Workflow
 
 with workflow.unsafe.imports_passed_through():
     from golem.agent import Agent
+    from golem.delegation import reachable
     from golem.loop import RunInput
     from golem.messages import Message
     from golem.wire import (
@@ -44,6 +45,7 @@ __all__ = [
     "TURN_DIFFERS",
     "WAITING",
     "ConversationSummary",
+    "Handoffs",
     "TurnInput",
     "TurnOutput",
     "by_reference",
@@ -52,6 +54,7 @@ __all__ = [
     "paused_output",
     "refused",
     "start_refusal",
+    "summary",
     "turn_outcome",
 ]
 
@@ -121,6 +124,7 @@ def child_input(
         notify_parent=True,
         stream=turn.stream,
         base=base,
+        hand_back=True,  # a handoff: this conversation starts the target's run
     )
     return child, start
 
@@ -158,12 +162,60 @@ def turn_outcome(
 
 
 def by_reference(agent: Agent[Any, Any]) -> bool:
-    """Whether the agent's turns can take the transcript by reference: it has no history
-    processor or per-request token limit (both need the whole history in the run's loop,
-    so those turns get it by value)."""
-    limits = agent.usage_limits
-    return agent.history_processor is None and (
-        limits is None or limits.request_input_tokens_limit is None
+    """Whether the agent's turns (and those of every agent it may hand over to) can take
+    the transcript by reference: none has a history processor or per-request token limit
+    (both need the whole history in the run's loop, so those turns get it by value)."""
+    return all(
+        a.history_processor is None and a.usage_limits.request_input_tokens_limit is None
+        for a in reachable([agent])
+    )
+
+
+class Handoffs:
+    """Who serves a conversation's turns, and the runs of the turn in flight that handed
+    the conversation over (the turn answers once its last run ends)."""
+
+    def __init__(self, current: str) -> None:
+        self.current = current
+        """The agent serving the next run."""
+        self.turn: TurnInput | None = None
+        self.start = 0
+        """Where the turn in flight began in the transcript."""
+        self.handed: Completed | None = None
+        """Its runs that handed over so far, composed."""
+
+    def begin(self, turn: TurnInput, start: int) -> None:
+        """A run of the conversation starts: a new turn's, or the next one of this turn."""
+        if self.handed is None:
+            self.turn, self.start = turn, start
+
+    def hand_off(self, run: Completed) -> TurnInput:
+        """``run`` handed over: the next run of the turn (the turn's deps, its stream)."""
+        assert run.handoff is not None and self.turn is not None
+        self.current = run.handoff.agent
+        self.handed = run if self.handed is None else self.handed.handed_over(run)
+        return TurnInput(run_id=run.handoff.run_id, deps=self.turn.deps, stream=self.turn.stream)
+
+    def ended(
+        self, outcome: TurnOutput | ApplicationError, length: int
+    ) -> TurnOutput | ApplicationError:
+        """The turn's answer once its last run ended (``length``: the transcript's now):
+        that run's output with the turn's ids, messages from where the turn began."""
+        handed, self.handed = self.handed, None
+        if handed is None or not isinstance(outcome, TurnOutput):
+            return outcome
+        assert isinstance(outcome.run, Completed)
+        run = handed.handed_over(outcome.run)
+        held = InTranscript(start=self.start, count=length - self.start)
+        return TurnOutput(
+            run=run.model_copy(update={"messages": held}), start=self.start, based=True
+        )
+
+
+def summary(transcript: Transcript) -> ConversationSummary:
+    """A closed conversation's result."""
+    return ConversationSummary(
+        turns=transcript.turns, messages=transcript.length, last_run=transcript.last_run
     )
 
 

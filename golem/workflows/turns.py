@@ -16,9 +16,10 @@ update gets a ticket; it is answered by exactly one ``Answer``.
 The phases: ``idle`` (no turn) → ``running`` (a turn's run is starting or runs) →
 ``waiting`` (it waits for decisions) → ``settling`` (every call is decided, or the
 approval timeout or close decided the rest; the run goes on) → ``running``'s end:
-``idle`` again, or the next queued turn. ``close`` leads to ``closed`` once no turn is in
-flight; continue-as-new (``continuing``) happens from ``idle`` once it is due. The same
-``Pause`` rules decide approvals for a standalone run (``golem.workflows.approvals``).
+``idle`` again, or the next queued turn (a run that hands the conversation over starts
+the same turn's next run instead: ``handed_off``). ``close`` leads to ``closed`` once no
+turn is in flight; continue-as-new (``continuing``) happens from ``idle`` once it is due.
+The same ``Pause`` rules decide approvals for a standalone run (golem.workflows.approvals).
 """
 
 from __future__ import annotations
@@ -277,6 +278,13 @@ class Turns:
         if turn is None or turn.run_id != run_id:
             return []
         return [Answer(t, Ended(run_id)) for t in turn.tickets] + self._finish_turn()
+
+    def handed_off(self, run_id: str, target: str) -> list[Effect]:
+        """The turn's run handed the conversation over: the turn goes on as run ``target``."""
+        if self.current is None or self.current.run_id != run_id:
+            return []
+        self.current.run_id, self.known[target] = target, ""  # no client sends it again
+        return [StartChild(target)]
 
     def expire(self, run_id: str, pause: int) -> list[Effect]:
         """The approval timeout of pause number ``pause`` ran out."""

@@ -1,0 +1,168 @@
+"""Delegation as Temporal sees it: child workflows with lineage, a child's approval answered
+from the top, a cancel that reaches every child, and the children's events in the
+caller's stream."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from delegation_agents import (
+    caller_agent,
+    calls,
+    echo_agent,
+    refund_agent,
+    results_of,
+    triage_of,
+)
+from temporalio.client import Client, WorkflowExecutionStatus
+from test_conversation import serve
+
+from golem import Agent, RunContext, RunError
+from golem.client import DurableAgent
+from golem.workflows.lineage import AGENT, CONVERSATION_ID, PARENT_RUN_ID
+
+
+async def test_a_child_run_is_a_child_workflow_with_the_callers_lineage(
+    temporal_client: Client,
+) -> None:
+    triage = triage_of(echo_agent("billing"))
+    async with serve(temporal_client, triage) as tq:
+        result = await DurableAgent(temporal_client, triage, task_queue=tq).run("help")
+    [child] = result.sub_runs
+    description = await temporal_client.get_workflow_handle(child).describe()
+    assert description.parent_id == result.run_id  # Temporal's parent link: the UI's tree
+    attributes = description.typed_search_attributes
+    assert attributes.get(PARENT_RUN_ID) == result.run_id
+    assert attributes.get(CONVERSATION_ID) == result.conversation_id
+    assert attributes.get(AGENT) == "billing"
+    # No activity between the caller and its child: the caller's history starts it.
+    events = [
+        e async for e in temporal_client.get_workflow_handle(result.run_id).fetch_history_events()
+    ]
+    tools = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert "golem.tool" not in tools
+    assert (
+        sum(e.HasField("start_child_workflow_execution_initiated_event_attributes") for e in events)
+        == 1
+    )
+
+
+@pytest.mark.parametrize("depth", [1, 2], ids=["child", "grandchild"])
+async def test_a_delegates_approval_surfaces_at_the_top_and_is_answered_there(
+    temporal_client: Client, depth: int
+) -> None:
+    refunds: list[int] = []
+    billing = refund_agent(refunds)
+    mid = caller_agent(
+        "mid", lambda p: calls(("m1", "billing", {"prompt": p})), delegates=[billing]
+    )
+    top_delegate = billing if depth == 1 else mid
+    triage = caller_agent(
+        "triage",
+        lambda p: calls(("t1", top_delegate.name, {"prompt": "refund 5"})),
+        delegates=[top_delegate],
+    )
+    async with serve(temporal_client, triage) as tq:
+        durable = DurableAgent(temporal_client, triage, task_queue=tq)
+        assert durable.may_pause  # a delegate's tool needs approval
+        run = await durable.start("I was charged twice")
+        paused = await run.result()
+        [call] = paused.pending_approvals
+        assert call.name == "refund" and refunds == []
+        waiting = paused.pending_runs[call.id]
+        assert waiting != paused.run_id
+        described = await temporal_client.get_workflow_handle(waiting).describe()
+        assert described.typed_search_attributes.get(AGENT) == "billing"
+        final = await run.approve({call.id: True})
+    assert refunds == [5]
+    assert not final.paused
+    assert final.output == "refunded 5"
+
+
+async def test_a_denied_delegate_call_is_answered_as_denied_in_the_child(
+    temporal_client: Client,
+) -> None:
+    refunds: list[int] = []
+    billing = refund_agent(refunds)
+    triage = caller_agent(
+        "triage", lambda p: calls(("t1", "billing", {"prompt": "x"})), delegates=[billing]
+    )
+    async with serve(temporal_client, triage) as tq:
+        run = await DurableAgent(temporal_client, triage, task_queue=tq).start("go")
+        paused = await run.result()
+        final = await run.approve({paused.pending_approvals[0].id: False})
+    assert refunds == []
+    assert final.output == "the user denied this tool call; it was not executed"
+
+
+@pytest.mark.parametrize("how", ["delegates", "ctx.delegate"])
+async def test_cancelling_the_caller_cancels_its_children(
+    temporal_client: Client, how: str
+) -> None:
+    started = asyncio.Event()
+    worker = caller_agent("worker", lambda p: calls(("w1", "hang", {})))
+
+    @worker.tool
+    async def hang() -> str:
+        """Work forever."""
+        started.set()
+        await asyncio.Event().wait()
+        return ""
+
+    if how == "delegates":
+        boss = caller_agent(
+            "boss", lambda p: calls(("b1", "worker", {"prompt": "go"})), delegates=[worker]
+        )
+        extra: tuple[Agent[Any, Any], ...] = ()
+    else:
+        boss = caller_agent("boss", lambda p: calls(("b1", "ask", {})))
+
+        @boss.tool
+        async def ask(ctx: RunContext[Any]) -> str:
+            """Ask the worker."""
+            return (await ctx.delegate("worker", "go")).output
+
+        extra = (worker,)
+    async with serve(temporal_client, boss, *extra) as tq:
+        run = await DurableAgent(temporal_client, boss, task_queue=tq).start("go")
+        await asyncio.wait_for(started.wait(), 20)
+        await run.cancel()
+        with pytest.raises(RunError) as caught:
+            await run.result()
+        assert caught.value.stage == "canceled"
+
+        async def child_status() -> WorkflowExecutionStatus | None:
+            found = [
+                e
+                async for e in temporal_client.list_workflows(f"GolemParentRunId = '{run.run_id}'")
+            ]
+            return found[0].status if found else None
+
+        async with asyncio.timeout(20):
+            while await child_status() != WorkflowExecutionStatus.CANCELED:
+                await asyncio.sleep(0.1)
+
+
+async def test_the_callers_stream_carries_its_childrens_events_marked_with_their_runs(
+    temporal_client: Client,
+) -> None:
+    triage = triage_of(echo_agent("billing"))
+    async with serve(temporal_client, triage) as tq:
+        stream = DurableAgent(temporal_client, triage, task_queue=tq).run_stream("help")
+        events = [event async for event in stream]
+    result = stream.result
+    [child] = result.sub_runs
+    kinds = [
+        (e.agent, e.kind) for e in events if e.kind in ("model_start", "model_end", "tool_end")
+    ]
+    assert ("billing", "model_start") in kinds and ("billing", "model_end") in kinds
+    assert {e.run_id for e in events if e.agent == "billing"} == {child}
+    assert {e.run_id for e in events if e.agent == "triage"} == {result.run_id}
+    assert any(e.kind == "text_delta" and e.agent == "billing" for e in events)
+    assert results_of(result.messages)[0].content == "done: refund"

@@ -1,0 +1,149 @@
+"""Handoffs in a durable conversation: the turn that hands over is answered by the target,
+which serves the turns after it (across continue-as-new) until it hands over again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from delegation_agents import answer, calls, refund_agent
+from temporalio.client import Client
+from test_conversation import serve
+from test_conversation_boundaries import budgeted, continued
+
+from golem import Agent, Message, handoff_target
+from golem.client import DurableAgent
+from golem.models import FunctionModel, ModelResponse
+
+
+def desk(name: str, hands_to: str = "", **options: Any) -> tuple[Agent[Any, Any], list[str]]:
+    """An agent answering ``<name>: <last user prompt>``; with ``hands_to``, a prompt that
+    names that agent is handed over to it first. Records each prompt it answers."""
+    answered: list[str] = []
+
+    def model(messages: list[Message], tools: Any) -> ModelResponse:
+        prompt = [m for m in messages if m.role == "user"][-1].content
+        if hands_to and hands_to in prompt and messages[-1].role == "user":
+            return calls((f"h{len(messages)}", f"transfer_to_{hands_to}", {}))
+        answered.append(prompt)
+        return answer(f"{name}: {prompt}")
+
+    return Agent(FunctionModel(model), name=name, **options), answered
+
+
+async def test_a_conversation_follows_a_handoff_for_the_turns_after_it(
+    temporal_client: Client,
+) -> None:
+    billing, billing_answered = desk("billing")
+    triage, triage_answered = desk("triage", hands_to="billing", handoffs=[billing])
+    async with serve(temporal_client, triage) as tq:
+        conv = await DurableAgent(temporal_client, triage, task_queue=tq).conversation()
+        assert await conv.current_agent() == "triage"
+        first = await conv.send("hello")
+        handed = await conv.send("billing please: I was charged twice", run_id="turn-2")
+        after = await conv.send("and the refund?")
+        assert await conv.current_agent() == "billing"
+        runs = await conv.runs()
+        await conv.close()
+    assert first.agent == "triage" and first.output == "triage: hello"
+    assert handed.run_id == "turn-2"  # the turn's own id, whoever answered it
+    assert handed.agent == "billing"
+    assert handed.output == "billing: billing please: I was charged twice"
+    assert handoff_target(handed) == "billing"
+    [target] = handed.sub_runs
+    assert runs == [first.run_id, "turn-2", target, after.run_id]
+    assert after.agent == "billing" and after.output == "billing: and the refund?"
+    assert triage_answered == ["hello"]
+    assert billing_answered == ["billing please: I was charged twice", "and the refund?"]
+    # The whole conversation, each message stamped with the run that added it.
+    assert [(m.role, m.run_id) for m in after.messages[-6:]] == [
+        ("user", "turn-2"),
+        ("assistant", "turn-2"),
+        ("tool", "turn-2"),
+        ("assistant", target),
+        ("user", after.run_id),
+        ("assistant", after.run_id),
+    ]
+    assert handed.total_usage.input_tokens == 20
+
+
+async def test_the_current_agent_crosses_continue_as_new_and_can_hand_back(
+    temporal_client: Client,
+) -> None:
+    billing, billing_answered = desk("billing", hands_to="triage")
+    triage, triage_answered = desk("triage", hands_to="billing", handoffs=[billing])
+    billing.add_handoffs(triage)  # a specialist hands back to the agent that handed to it
+    async with serve(temporal_client, triage) as tq:
+        conv = await budgeted(temporal_client, triage, tq, turns_per_run=1)
+        await conv.send("to billing")
+        second = await conv.send("still billing?")
+        third = await conv.send("back to triage")
+        fourth = await conv.send("who is here?")
+        switches = await continued(temporal_client, conv.id)
+        current = await conv.current_agent()
+        await conv.close()
+    assert switches >= 3
+    assert second.agent == "billing"
+    assert third.agent == "triage" and fourth.agent == "triage" and current == "triage"
+    assert billing_answered == ["to billing", "still billing?"]
+    assert triage_answered == ["back to triage", "who is here?"]
+
+
+async def test_a_handed_over_turn_streams_the_targets_events_too(temporal_client: Client) -> None:
+    billing, _ = desk("billing")
+    triage, _ = desk("triage", hands_to="billing", handoffs=[billing])
+    async with serve(temporal_client, triage) as tq:
+        conv = await DurableAgent(temporal_client, triage, task_queue=tq).conversation()
+        stream = conv.send_stream("billing please")
+        events = [event async for event in stream]
+        await conv.close()
+    result = stream.result
+    assert result.agent == "billing"
+    agents = [(e.agent, e.kind) for e in events if e.kind in ("model_start", "model_end")]
+    assert agents == [
+        ("triage", "model_start"),
+        ("triage", "model_end"),
+        ("billing", "model_start"),
+        ("billing", "model_end"),
+    ]
+    assert {e.run_id for e in events if e.agent == "billing"} == set(result.sub_runs)
+
+
+async def test_the_run_a_turn_was_handed_to_waits_for_approvals_as_the_turn(
+    temporal_client: Client,
+) -> None:
+    refunds: list[int] = []
+    triage, _ = desk("triage", hands_to="billing", handoffs=[refund_agent(refunds)])
+    async with serve(temporal_client, triage) as tq:
+        conv = await DurableAgent(temporal_client, triage, task_queue=tq).conversation()
+        paused = await conv.send("billing please", run_id="turn-1")
+        [call] = paused.pending_approvals
+        assert paused.agent == "billing" and paused.pending_runs[call.id] == paused.run_id
+        assert refunds == []
+        done = await conv.approve({call.id: True})
+        await conv.close()
+    assert refunds == [5]
+    assert done.run_id == "turn-1" and done.agent == "billing"
+    assert done.output == "refunded 5"
+
+
+async def test_a_delegates_approval_surfaces_in_the_conversation(temporal_client: Client) -> None:
+    refunds: list[int] = []
+    billing = refund_agent(refunds)
+
+    def triage_model(messages: list[Message], tools: Any) -> ModelResponse:
+        if messages[-1].role == "tool":
+            return answer(f"billing said: {messages[-1].content}")
+        return calls(("d1", "billing", {"prompt": "refund order 42"}))
+
+    triage = Agent(FunctionModel(triage_model), name="triage", delegates=[billing])
+    async with serve(temporal_client, triage) as tq:
+        conv = await DurableAgent(temporal_client, triage, task_queue=tq).conversation()
+        paused = await conv.send("I was charged twice")
+        [call] = paused.pending_approvals
+        waiting = paused.pending_runs[call.id]
+        assert waiting != paused.run_id  # the delegate's run waits, not the turn's
+        done = await conv.approve({call.id: True})
+        await conv.close()
+    assert refunds == [5]
+    assert done.output == "billing said: refunded 5"
+    assert done.sub_runs == [waiting]
