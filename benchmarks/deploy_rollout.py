@@ -5,8 +5,9 @@
    order_status and legacy_refund, which needs approval); v1 is made current;
 2. N conversations take two turns each, a fifth of them a third that waits for approval of
    legacy_refund, and M long runs start and wait for approval of legacy_refund;
-3. v2 workers start (instructions "support v2", legacy_refund removed, track_parcel added)
-   and v2 is made current (``--ramp``: ramped to 50% first, then made current);
+3. v2's workers (started beside v1's; instructions "support v2", legacy_refund removed,
+   track_parcel added) are made current (``--ramp``: ramped to 50% first, the ramp rolled
+   back so every conversation's next turn is on v1 again, then made current);
 4. the waiting turns and runs are approved while half the conversations send their next
    turn (each moves to v2 at that turn); the other half, idle, are woken to move
    (``move_conversations``), then send theirs;
@@ -208,13 +209,14 @@ async def rollout(
     """Run the rollout against ``client``'s server; what broke, and the figures."""
     tag = uuid.uuid4().hex[:8]
     queue, name = f"rollout-{tag}", f"rollout-{tag}"
-    report = Report("ramp 50% then current" if ramp else "switch", name)
+    report = Report("ramp 50%, roll back, then current" if ramp else "switch", name)
     deployment = WorkerDeployment(client, name)
     durable = DurableAgent(client, support_v1, task_queue=queue)
     fleet = Fleet(client.service_client.config.target_host, queue, name)
     try:
-        await fleet.start("v1", workers)
-        await deployment.set_current("v1")
+        # v2's workers start beside v1's: a version takes no work until it is current or ramps.
+        await asyncio.gather(fleet.start("v1", workers), fleet.start("v2", workers))
+        await deployment.set_current("v1", wake=False)  # the deployment's first version
         talks = [
             Talk(c) for c in await _all([durable.conversation() for _ in range(conversations)])
         ]
@@ -233,7 +235,6 @@ async def rollout(
             ],
         )
 
-        await fleet.start("v2", workers)
         switched = time.perf_counter()
         if ramp:
             await deployment.set_ramping("v2", 50, wake=False)
@@ -273,6 +274,11 @@ async def rollout(
         await _all([t.send(f"after the switch {talks.index(t)}", target) for t in idle])
         if ramp:
             await _resolve_ramp(client, talks, report)
+            # Rolled back: the conversations the ramp took come back at their next turn.
+            took = {t.conv.id for t in talks if t.sent[-1][1] == "v2"}
+            woken = set(await deployment.set_ramping(None))
+            report.check("stopping the ramp wakes what it took", sorted(took - woken))
+            await _all([t.send(f"after the rollback {i}", "v1") for i, t in enumerate(talks)])
             await deployment.set_current("v2")
             await _all([t.send(f"after current {i}", "v2") for i, t in enumerate(talks)])
 

@@ -48,7 +48,7 @@ async def test_a_switch_to_v2_under_load_finishes_v1s_runs_on_v1_and_moves_every
     assert (versions["v1"]["runs"], versions["v1"]["conversations"]) == ([], [])
 
 
-async def test_a_ramp_moves_each_conversation_where_its_id_points_then_current_drains_v1(
+async def test_a_ramp_moves_conversations_by_id_a_rollback_brings_them_back_then_v1_drains(
     temporal_client: Client,
 ) -> None:
     report = await rollout(temporal_client, conversations=6, runs=2, ramp=True)
