@@ -20,8 +20,9 @@ from temporalio.worker import Worker, WorkerDeploymentConfig
 
 from golem import Agent, Message, ToolCall
 from golem import cli as golem_cli
+from golem.cli.deploy import describe_versions
 from golem.client import DurableAgent
-from golem.client.deployments import WorkerDeployment
+from golem.client.deployments import VersionStatus, WorkerDeployment
 from golem.models import FunctionModel
 from golem.worker import GolemPlugin
 from golem.worker.deployment import deployment_version
@@ -208,3 +209,16 @@ def test_every_deploy_action_takes_the_server_options_after_its_name() -> None:
             "h:1",
             True,
         )
+
+
+def test_deploy_status_reads_one_line_per_version_then_a_few_ids_of_each_kind() -> None:
+    versions = [
+        VersionStatus("v2", "ramping", 30.0, conversations=["c1"]),
+        VersionStatus("v1", "current", runs=[f"r{i}" for i in range(7)], others=["mine"]),
+    ]
+    assert describe_versions(versions) == [
+        "v2                   ramping 30%    0 runs, 1 conversations, 0 other workflows",
+        "    conversations: c1",
+        "v1                   current        7 runs, 0 conversations, 1 other workflows",
+        "    runs: r0, r1, r2, r3, r4 and 2 more",
+    ]

@@ -52,6 +52,10 @@ def add_parser(
     ramp.add_argument("--build-id", help="the version to ramp to")
     ramp.add_argument("--percentage", type=float, help="its share, 0-100")
     ramp.add_argument("--stop", action="store_true", help="stop ramping (roll the ramp back)")
+    for changes in (current, ramp):
+        changes.add_argument(
+            "--timeout", type=float, default=60.0, help="seconds to wait for its workers"
+        )
     status = action("status", "each version's state and the runs and conversations on it")
     status.add_argument("--json", action="store_true", help="print the versions as JSON")
     drained = action("drained", "wait until nothing runs on a version: its workers can stop")
@@ -84,11 +88,10 @@ async def cmd_deploy(args: argparse.Namespace) -> int:
         raise CliError(f"--deployment: {exc}") from None
     where = f"{args.deployment}.{getattr(args, 'build_id', '') or ''}"
     if args.action == "current":
-        moved = await deployment.set_current(args.build_id)
-        print(f"{where} is current; {len(moved)} idle conversations woken to move")
+        moved = await deployment.set_current(args.build_id, timeout=args.timeout)
+        print(f"{where} is current; {_woken(moved)}")
     elif args.action == "ramp":
-        moved = await _ramp(deployment, args)
-        print(f"{len(moved)} idle conversations woken to move")
+        print(_woken(await _ramp(deployment, args)))
     elif args.action == "status":
         versions = await deployment.status()
         if args.json:
@@ -101,23 +104,26 @@ async def cmd_deploy(args: argparse.Namespace) -> int:
         await deployment.wait_drained(args.build_id, timeout=args.timeout)
         print(f"{where} is drained: its workers can stop")
     else:
-        moved = await deployment.move_conversations()
-        print(f"{len(moved)} idle conversations woken to move")
+        print(_woken(await deployment.move_conversations()))
     return 0
+
+
+def _woken(ids: list[str]) -> str:
+    return f"{len(ids)} idle conversation{'' if len(ids) == 1 else 's'} woken to move"
 
 
 async def _ramp(deployment: WorkerDeployment, args: argparse.Namespace) -> list[str]:
     if args.stop:
         if args.build_id or args.percentage is not None:
             raise CliError("ramp --stop takes no --build-id or --percentage")
-        result: list[str] = await deployment.set_ramping(None)
+        result: list[str] = await deployment.set_ramping(None, timeout=args.timeout)
         print(f"{args.deployment}: ramping stopped")
         return result
     if not args.build_id or args.percentage is None:
         raise CliError("ramp needs --build-id and --percentage (or --stop)")
     try:
-        result = await deployment.set_ramping(args.build_id, args.percentage)
-    except ValueError as exc:
-        raise CliError(f"--percentage: {exc}") from None
+        result = await deployment.set_ramping(args.build_id, args.percentage, timeout=args.timeout)
+    except ValueError as exc:  # names the culprit: the percentage or the build id
+        raise CliError(str(exc)) from None
     print(f"{args.deployment}.{args.build_id} ramps at {args.percentage:g}%")
     return result
