@@ -133,7 +133,7 @@ class WorkerDeployment:
         request = SetWorkerDeploymentRampingVersionRequest(
             namespace=self.client.namespace,
             deployment_name=self.name,
-            # Stopping sends neither (a build id of "" would ramp the unversioned workers).
+            # Stopping: no build id at 0%, which removes the ramp (checked against 1.32).
             build_id=build_id or "",
             percentage=percentage if build_id is not None else 0.0,
             identity=self.client.identity,
