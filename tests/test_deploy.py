@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 from temporalio.client import Client
-from temporalio.common import WorkerDeploymentVersion
+from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.worker import Worker, WorkerDeploymentConfig
 
 from golem import Agent, Message, ToolCall
@@ -31,6 +31,7 @@ from golem.workflows.versioning import PinnedAgentRunWorkflow, PinnedConversatio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from _deploy_agents import answer, v1, v2
+from compose_workflows import CatchingWorkflow
 
 
 def queue() -> str:
@@ -88,6 +89,27 @@ async def test_a_workers_own_deployment_config_versions_golems_workflows_and_mus
             deployment_config=own,
             plugins=[GolemPlugin(v1, deployment=("sup", "v2"))],
         )
+
+
+async def test_your_workflows_keep_the_versioning_behaviour_you_chose(
+    temporal_client: Client,
+) -> None:
+    """A workflow of yours (this one calls run_agent) and the worker's default stay as you
+    set them; only golem's own workflows are pinned."""
+    own = WorkerDeploymentConfig(
+        WorkerDeploymentVersion("sup", "v1"),
+        use_worker_versioning=True,
+        default_versioning_behavior=VersioningBehavior.AUTO_UPGRADE,
+    )
+    worker = Worker(
+        temporal_client,
+        task_queue=queue(),
+        workflows=[CatchingWorkflow],
+        deployment_config=own,
+        plugins=[GolemPlugin(v1)],
+    )
+    assert {CatchingWorkflow, PinnedAgentRunWorkflow} <= set(workflows(worker))
+    assert worker.config(active_config=True)["deployment_config"] == own
 
 
 async def test_one_process_serves_one_version_of_a_task_queue_at_a_time(
