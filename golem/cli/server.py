@@ -2,6 +2,7 @@
 
     golem dev                                   # Temporal dev server, UI on :8233
     golem worker --agent myapp.agents:support   # serve agents
+    golem worker --agent myapp.agents:support --deployment support --build-id v2
     golem setup                                 # register golem's search attributes
     golem codec-server                          # decrypt payloads for the Temporal UI
 
@@ -27,7 +28,8 @@ from golem import codec_server
 from golem.cli.connect import CliError, connect_args, load_agent
 from golem.client import SEARCH_ATTRIBUTES
 from golem.testing import DEV_SERVER_ARGS, temporal_cli
-from golem.worker import GolemPlugin
+from golem.worker import Deployment, GolemPlugin
+from golem.worker.deployment import deployment_version
 
 __all__ = ["cmd_codec_server", "cmd_dev", "cmd_setup", "cmd_worker", "port_holder"]
 
@@ -100,16 +102,19 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
 async def cmd_worker(args: argparse.Namespace) -> int:
     agents = [load_agent(spec) for spec in args.agent]
+    deployment = _deployment(args)
     client = await connect_args(args)
     names = ", ".join(a.name for a in agents)
+    version = f" as {args.deployment}.{args.build_id}" if deployment else ""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        async with Worker(client, task_queue=args.task_queue, plugins=[GolemPlugin(*agents)]):
+        plugin = GolemPlugin(*agents, deployment=deployment)
+        async with Worker(client, task_queue=args.task_queue, plugins=[plugin]):
             print(
-                f"golem worker: serving {names} on task queue {args.task_queue!r} "
+                f"golem worker: serving {names} on task queue {args.task_queue!r}{version} "
                 f"({client.service_client.config.target_host}, namespace {client.namespace}); "
                 "Ctrl-C stops",
                 flush=True,
@@ -120,6 +125,17 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     return 0
+
+
+def _deployment(args: argparse.Namespace) -> Deployment | None:
+    if not args.deployment and not args.build_id:
+        return None
+    if not (args.deployment and args.build_id):
+        raise CliError("--deployment and --build-id go together: a version is both")
+    try:
+        return deployment_version((args.deployment, args.build_id))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
 
 async def cmd_setup(args: argparse.Namespace) -> int:

@@ -9,6 +9,8 @@ await worker.run()
 ``external_storage=`` (or ``GOLEM_STORAGE_DIR``) stores large ones outside history (golem.storage);
 ``tracing=True`` (or ``GOLEM_TRACING=1``, or a replay-safe tracer provider already set)
 traces runs (golem.worker.tracing). Both need the plugin on the Client.
+``deployment=("support", "v2")`` makes the worker that version of a Worker Deployment
+(golem.worker.deployment, docs/adr/0020-versioned-deploys.md).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from golem.delegation import reachable
 from golem.messages import HistoryError
 from golem.results import RunError
 from golem.storage import storage_from_env
+from golem.worker import deployment as deployments
 from golem.worker.converter import golem_data_converter
 from golem.worker.logs import RunLogInterceptor, install_activity_failure_filter
 from golem.worker.watchdog import worker_watchdog
@@ -42,7 +45,9 @@ from golem.workflows import registry
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.conversation import ConversationWorkflow
 
-__all__ = ["PASSTHROUGH_MODULES", "EncryptionKey", "GolemPlugin", "golem_converter"]
+__all__ = ["PASSTHROUGH_MODULES", "Deployment", "EncryptionKey", "GolemPlugin", "golem_converter"]
+
+Deployment = deployments.Deployment
 
 #: Raw 32 bytes, ``"id:base64[,id:base64...]"`` (first encrypts), or a codec of your own.
 EncryptionKey = bytes | str | PayloadCodec
@@ -131,6 +136,10 @@ class GolemPlugin(SimplePlugin):
     threshold in a store, history keeping a reference (``None``: a ``LocalDirectory`` at
     ``GOLEM_STORAGE_DIR``, off when unset); ``tracing`` adds OpenTelemetry spans
     (``None``: from ``GOLEM_TRACING``, else on when a replay-safe provider is set).
+
+    ``deployment`` (``(deployment name, build id)``) makes each worker that version of a
+    Worker Deployment, golem's workflows PINNED to it (a ``deployment_config`` given to the
+    Worker does the same); each version's workers belong in their own process.
     """
 
     def __init__(
@@ -143,6 +152,7 @@ class GolemPlugin(SimplePlugin):
         encryption_key: EncryptionKey | None = None,
         tracing: bool | None = None,
         external_storage: ExternalStorage | None = None,
+        deployment: Deployment | None = None,
     ) -> None:
         names = [a.name for a in agents]
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -150,6 +160,8 @@ class GolemPlugin(SimplePlugin):
             raise ValueError(f"GolemPlugin: two agents share the name(s) {duplicates}")
         self.agents = reachable(agents)  # and every agent they delegate or hand off to
         self.settings = registry.WorkerSettings(heartbeat_timeout, inline_messages_bytes)
+        #: The Worker Deployment version each worker is, unless its own config says one.
+        self.deployment = None if deployment is None else deployments.deployment_version(deployment)
         self.sticky_schedule_to_start_timeout = sticky_schedule_to_start_timeout
         #: This worker's own cache of running workflows' model-request messages.
         self.message_cache = message_cache if message_cache is not None else MessageCache()
@@ -186,16 +198,18 @@ class GolemPlugin(SimplePlugin):
                 "GolemPlugin(external_storage=...) must be on the Client, as encryption: a "
                 "worker writes payloads with its client's data converter"
             )
+        config = deployments.configure(config, self.deployment)
         registry.register(config["task_queue"], self.agents, _stored(self.settings, config))
         config["sticky_queue_schedule_to_start_timeout"] = self.sticky_schedule_to_start_timeout
         return self.mcp.configure_worker(config) if self.mcp else config
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
-        if self.mcp is None:
-            return await super().run_worker(worker, next)
-        # The MCP servers this worker started are closed when it stops.
-        own = super().run_worker
-        await self.mcp.run_worker(worker, lambda w: own(w, next))
+        with deployments.serving(worker.task_queue):
+            if self.mcp is None:
+                return await super().run_worker(worker, next)
+            # The MCP servers this worker started are closed when it stops.
+            own = super().run_worker
+            await self.mcp.run_worker(worker, lambda w: own(w, next))
 
     def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
         config = super().configure_replayer(config)

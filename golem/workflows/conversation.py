@@ -93,6 +93,7 @@ __all__ = [
     "CLOSED",
     "CONTINUING",
     "RECORDED",
+    "UPGRADE_SIGNAL",
     "WAITING",
     "ConversationInput",
     "ConversationSummary",
@@ -101,9 +102,19 @@ __all__ = [
     "TurnOutput",
 ]
 
+#: Wakes an idle conversation to move to its deployment's target version, if that changed
+#: (``golem deploy`` sends it; docs/adr/0020-versioned-deploys.md).
+UPGRADE_SIGNAL = "golem.upgrade"
+
 
 def _now() -> float:
     return workflow.now().timestamp()
+
+
+def _version_changed() -> bool:
+    """A versioned worker's deployment now targets another version for this workflow (its
+    runs are pinned: it moves by continuing as new, between turns)."""
+    return workflow.info().is_target_worker_deployment_version_changed()
 
 
 @workflow.defn(name="ConversationWorkflow")
@@ -145,7 +156,11 @@ class ConversationWorkflow:
             # another's turn runs, would put the switch off forever.
             await workflow.wait_condition(
                 lambda: (
-                    turns.over or (not turns.due and workflow.info().is_continue_as_new_suggested())
+                    turns.over
+                    or (
+                        not turns.due
+                        and (workflow.info().is_continue_as_new_suggested() or _version_changed())
+                    )
                 )
             )
             await self._perform(turns.suggest() if not turns.over else [])
@@ -168,13 +183,17 @@ class ConversationWorkflow:
                 fingerprints={r: turns.known[r] for r in recent if turns.known.get(r)},
                 current_agent=self._handoffs.current,
                 **carried,
-            )
+            ),
+            # Onto the deployment's target version: unversioned workers ignore it.
+            initial_versioning_behavior=workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE,
         )
 
     # -- updates and signals: each one transition ----------------------------------------
 
     @workflow.update(name="golem.send")
     async def send(self, turn: TurnInput) -> TurnOutput:
+        if _version_changed():  # refused as continuing: sent again, it runs on the new version
+            await self._perform(self._turns.suggest())
         fingerprint = turn.fingerprint()
         if self._turns.check_send(turn.run_id, fingerprint) is None:
             self._sent[turn.run_id] = turn
@@ -218,6 +237,10 @@ class ConversationWorkflow:
         answer = await self._ask(self._turns.close)
         assert isinstance(answer, ConversationSummary)
         return answer
+
+    @workflow.signal(name=UPGRADE_SIGNAL)
+    def _upgrade(self) -> None:
+        """Nothing to do here: the workflow task that brings it says whether to move."""
 
     @workflow.signal(name=PAUSED_SIGNAL)
     async def _on_paused(self, paused: PausedRun) -> None:

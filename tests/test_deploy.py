@@ -1,0 +1,246 @@
+"""Versioned workers (docs/adr/0020-versioned-deploys.md): what a worker registers, what the
+operator's commands check, and what a new version of an agent means for a conversation's
+next turn. The rollout under load is tests/test_deploy_rollout.py."""
+
+from __future__ import annotations
+
+import re
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+from temporalio.client import Client
+from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
+from temporalio.worker import Worker, WorkerDeploymentConfig
+
+from golem import Agent, Message, ToolCall
+from golem import cli as golem_cli
+from golem.cli.deploy import describe_versions
+from golem.client import DurableAgent
+from golem.client.deployments import VersionStatus, WorkerDeployment
+from golem.models import FunctionModel
+from golem.worker import GolemPlugin
+from golem.worker.deployment import deployment_version
+from golem.workflows import AgentRunWorkflow, ConversationWorkflow
+from golem.workflows.versioning import PinnedAgentRunWorkflow, PinnedConversationWorkflow
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from _deploy_agents import answer, v1, v2
+from compose_workflows import CatchingWorkflow
+
+
+def queue() -> str:
+    return f"deploy-{uuid.uuid4().hex[:8]}"
+
+
+def workflows(worker: Worker) -> list[type]:
+    return list(worker.config(active_config=True).get("workflows", []))
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        (("", "v1"), "deployment name ''"),
+        (("support.eu", "v1"), "deployment name 'support.eu'"),
+        (("support", " "), "build id ' ' of deployment 'support'"),
+        (("support",), "give (deployment name, build id)"),
+        ("support.v1", "give (deployment name, build id)"),
+    ],
+)
+def test_a_deployment_is_a_name_without_dots_and_a_build_id(given: Any, named: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(named)):
+        GolemPlugin(v1, deployment=given)
+    assert deployment_version(("support", "v1")) == WorkerDeploymentVersion("support", "v1")
+
+
+async def test_a_versioned_worker_registers_golems_workflows_pinned_an_unversioned_one_as_they_are(
+    temporal_client: Client,
+) -> None:
+    versioned = Worker(
+        temporal_client, task_queue=queue(), plugins=[GolemPlugin(v1, deployment=("sup", "v1"))]
+    )
+    config = versioned.config(active_config=True)["deployment_config"]
+    assert config.version == WorkerDeploymentVersion("sup", "v1") and config.use_worker_versioning
+    assert {PinnedAgentRunWorkflow, PinnedConversationWorkflow} <= set(workflows(versioned))
+    assert not {AgentRunWorkflow, ConversationWorkflow} & set(workflows(versioned))
+    plain = Worker(temporal_client, task_queue=queue(), plugins=[GolemPlugin(v1)])
+    assert {AgentRunWorkflow, ConversationWorkflow} <= set(workflows(plain))
+
+
+async def test_a_workers_own_deployment_config_versions_golems_workflows_and_must_agree(
+    temporal_client: Client,
+) -> None:
+    own = WorkerDeploymentConfig(WorkerDeploymentVersion("sup", "v1"), use_worker_versioning=True)
+    worker = Worker(
+        temporal_client, task_queue=queue(), deployment_config=own, plugins=[GolemPlugin(v1)]
+    )
+    assert PinnedAgentRunWorkflow in workflows(worker)
+    with pytest.raises(
+        ValueError, match=re.escape("GolemPlugin(deployment='sup.v2') on a Worker whose")
+    ):
+        Worker(
+            temporal_client,
+            task_queue=queue(),
+            deployment_config=own,
+            plugins=[GolemPlugin(v1, deployment=("sup", "v2"))],
+        )
+
+
+async def test_your_workflows_keep_the_versioning_behaviour_you_chose(
+    temporal_client: Client,
+) -> None:
+    """A workflow of yours (this one calls run_agent) and the worker's default stay as you
+    set them; only golem's own workflows are pinned."""
+    own = WorkerDeploymentConfig(
+        WorkerDeploymentVersion("sup", "v1"),
+        use_worker_versioning=True,
+        default_versioning_behavior=VersioningBehavior.AUTO_UPGRADE,
+    )
+    worker = Worker(
+        temporal_client,
+        task_queue=queue(),
+        workflows=[CatchingWorkflow],
+        deployment_config=own,
+        plugins=[GolemPlugin(v1)],
+    )
+    assert {CatchingWorkflow, PinnedAgentRunWorkflow} <= set(workflows(worker))
+    assert worker.config(active_config=True)["deployment_config"] == own
+
+
+async def test_one_process_serves_one_version_of_a_task_queue_at_a_time(
+    temporal_client: Client,
+) -> None:
+    task_queue, name = queue(), f"one-{uuid.uuid4().hex[:6]}"
+    first = GolemPlugin(v1, deployment=(name, "v1"))
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[first]):
+        with pytest.raises(ValueError, match=f"already serves task queue '{task_queue}' as"):
+            Worker(
+                temporal_client,
+                task_queue=task_queue,
+                plugins=[GolemPlugin(v2, deployment=(name, "v2"))],
+            )
+    # Once v1's worker stopped, this process may serve the queue as v2.
+    Worker(
+        temporal_client, task_queue=task_queue, plugins=[GolemPlugin(v2, deployment=(name, "v2"))]
+    )
+
+
+async def test_making_a_version_current_before_its_workers_poll_times_out_naming_the_fix(
+    temporal_client: Client,
+) -> None:
+    deployment = WorkerDeployment(temporal_client, f"nobody-{uuid.uuid4().hex[:6]}")
+    with pytest.raises(TimeoutError, match="are its workers running, with --deployment nobody-"):
+        await deployment.set_current("v1", timeout=0.5)
+    with pytest.raises(ValueError, match="ramp percentage 150"):
+        await deployment.set_ramping("v1", 150)
+
+
+def test_the_worker_command_wants_a_deployment_and_a_build_id_together(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["worker", "--agent", "cli_agents:echo", "--deployment", "support"]
+    assert golem_cli.run_command(argv) == 1
+    assert "--deployment and --build-id go together" in capsys.readouterr().err
+    argv = ["worker", "--agent", "cli_agents:echo", "--deployment", "a.b", "--build-id", "v1"]
+    assert golem_cli.run_command(argv) == 1
+    assert "deployment name 'a.b'" in capsys.readouterr().err
+
+
+@asynccontextmanager
+async def serving(client: Client, task_queue: str, agent: Agent[Any, Any]) -> AsyncIterator[None]:
+    """One version of the agent at a time on ``task_queue``, as a deploy swaps them."""
+    async with Worker(client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
+        yield
+
+
+async def test_a_turn_on_a_version_without_the_tool_a_pending_call_names_tells_the_model(
+    temporal_client: Client,
+) -> None:
+    """v1 left a call to legacy_refund unanswered; v2 has no such tool. The next turn's run
+    repairs the call (a neutral result), and a call to it now is answered as unknown."""
+    seed = [
+        Message.user("call legacy_refund"),
+        Message.assistant("", [ToolCall(id="legacy-1", name="legacy_refund", args="{}")]),
+    ]
+    task_queue = queue()
+    async with serving(temporal_client, task_queue, v2):
+        conv = await DurableAgent(temporal_client, v2, task_queue=task_queue).conversation(
+            history=seed
+        )
+        first = await conv.send("hello")
+        again = await conv.send("call legacy_refund")
+    repaired = next(m for m in first.messages if m.tool_call_id == "legacy-1")
+    assert "interrupted before execution" in repaired.content
+    assert first.output == "support v2 | hello | tools order_status,track_parcel"
+    refused = [m for m in again.messages if m.role == "tool"][-1]
+    assert refused.failed and refused.tool_name == "legacy_refund"
+    assert "unknown tool 'legacy_refund'" in refused.content
+    assert "order_status, track_parcel" in refused.content
+    assert again.output.startswith("support v2 | call legacy_refund (legacy_refund: unknown tool")
+
+
+class Refund(BaseModel):
+    order: int
+    status: str
+
+
+def typed_answer(messages: list[Message], tools: Any) -> Message:
+    """v3 of support answers with a Refund as JSON."""
+    if messages[-1].role == "user":
+        return Message.assistant('{"order": 42, "status": "refunded"}')
+    return answer(messages, tools)
+
+
+async def test_a_changed_output_type_governs_from_the_next_turn_and_keeps_the_transcript(
+    temporal_client: Client,
+) -> None:
+    v3: Agent[Any, Refund] = Agent(
+        FunctionModel(typed_answer), name="support", instructions="support v3", output_type=Refund
+    )
+    task_queue = queue()
+    async with serving(temporal_client, task_queue, v1):
+        conv = await DurableAgent(temporal_client, v1, task_queue=task_queue).conversation()
+        before = await conv.send("hello")
+    async with serving(temporal_client, task_queue, v3):
+        typed = DurableAgent(temporal_client, v3, task_queue=task_queue)
+        after = await (await typed.conversation(conv.id)).send("refund order 42")
+    assert before.output == "support v1 | hello | tools legacy_refund,order_status"
+    assert after.output == Refund(order=42, status="refunded")
+    assert [m.content for m in after.messages if m.role == "user"] == ["hello", "refund order 42"]
+    assert after.messages[1].content == before.output  # v1's answer stays text in the transcript
+
+
+def test_every_deploy_action_takes_the_server_options_after_its_name() -> None:
+    for action in (
+        ["current", "--build-id", "v2"],
+        ["ramp", "--stop"],
+        ["status", "--json"],
+        ["drained", "--build-id", "v1"],
+        ["move"],
+    ):
+        argv = ["deploy", *action, "--deployment", "support", "--address", "h:1", "--debug"]
+        args = golem_cli.parser().parse_args(argv)
+        assert (args.action, args.deployment, args.address, args.debug) == (
+            action[0],
+            "support",
+            "h:1",
+            True,
+        )
+
+
+def test_deploy_status_reads_one_line_per_version_then_a_few_ids_of_each_kind() -> None:
+    versions = [
+        VersionStatus("v2", "ramping", 30.0, conversations=["c1"]),
+        VersionStatus("v1", "current", runs=[f"r{i}" for i in range(7)], others=["mine"]),
+    ]
+    assert describe_versions(versions) == [
+        "v2                   ramping 30%    0 runs, 1 conversations, 0 other workflows",
+        "    conversations: c1",
+        "v1                   current        7 runs, 0 conversations, 1 other workflows",
+        "    runs: r0, r1, r2, r3, r4 and 2 more",
+    ]
