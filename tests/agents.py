@@ -63,3 +63,10 @@ def stamped(messages: Sequence[Message], run_id: str, conversation_id: str) -> l
 def is_uuid7(value: str) -> bool:
     parsed = uuid.UUID(value)
     return parsed.version == 7 and str(parsed) == value
+
+
+#: What the model reads when it calls a tool the agent does not have (golem/phases/batch.py).
+NO_SUCH_TOOL = (
+    "unknown tool '{name}': this agent has no tool by that name (it is not, or no longer, "
+    "available); the tools you may call are: {tools}"
+)

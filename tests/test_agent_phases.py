@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from agents import ask, call
+from agents import NO_SUCH_TOOL, ask, call
 from pydantic import BaseModel
 
 from golem.agent import Agent
@@ -291,7 +291,7 @@ async def test_bad_args_and_unknown_tools_are_answered_not_executed_and_count_re
     assert result.executed == 1
     contents = [m.content for m in result.messages]
     assert "n: Input should be a valid integer" in contents[0]
-    assert contents[1].startswith("unknown tool 'nope'; the tools you may call are: a")
+    assert contents[1] == NO_SUCH_TOOL.format(name="nope", tools="a")
     assert "not valid JSON (NaN is not JSON)" in contents[2]
     assert [m.failed for m in result.messages] == [True, True, True, False]
     assert dict(result.retries) == {"a": 2, "nope": 1}

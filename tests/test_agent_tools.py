@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Literal
 
 import pytest
-from agents import FAST_RETRY, Deps, answered, ask, call, scripted
+from agents import FAST_RETRY, NO_SUCH_TOOL, Deps, answered, ask, call, scripted
 from runners import Runner
 
 from golem.history.repair import OUTCOME_UNKNOWN_RESULT
@@ -197,7 +197,7 @@ async def test_a_call_to_an_unknown_tool_gets_a_failed_result_listing_the_tools(
     assert model.requests[1].messages[-1] == Message.tool(
         "c1",
         "multiply",
-        "unknown tool 'multiply'; the tools you may call are: add, echo",
+        NO_SUCH_TOOL.format(name="multiply", tools="add, echo"),
         failed=True,
     ).stamped(result.run_id, result.conversation_id)
     assert result.output == "sorry"

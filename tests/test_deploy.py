@@ -180,6 +180,7 @@ async def test_a_turn_on_a_version_without_the_tool_a_pending_call_names_tells_t
     refused = [m for m in again.messages if m.role == "tool"][-1]
     assert refused.failed and refused.tool_name == "legacy_refund"
     assert "unknown tool 'legacy_refund'" in refused.content
+    assert "no longer, available" in refused.content  # what the model reads of a removed tool
     assert "order_status, track_parcel" in refused.content
     assert again.output.startswith("support v2 | call legacy_refund (legacy_refund: unknown tool")
 

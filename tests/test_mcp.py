@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import FAST_RETRY, Deps, ask, call, scripted
+from agents import FAST_RETRY, NO_SUCH_TOOL, Deps, ask, call, scripted
 from mcp_servers.common import PICTURE
 from mcp_support import HTTPServer, Log, alive, files_server, http_server, lines
 from runners import Runner
@@ -95,7 +95,7 @@ async def test_a_tool_the_toolset_does_not_offer_is_unknown_to_the_model(
     result = await runner(agent, "go")
 
     assert tool_results(result.messages) == [
-        ("delete", "unknown tool 'delete'; the tools you may call are: read", True)
+        ("delete", NO_SUCH_TOOL.format(name="delete", tools="read"), True)
     ]
     assert log() == []  # never sent to the server
 

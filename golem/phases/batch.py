@@ -195,7 +195,8 @@ class _BatchRun:
             names = ", ".join(sorted(agent.tools)) or "none"
             return (
                 None,
-                f"unknown tool {call.name!r}; the tools you may call are: {names}",
+                f"unknown tool {call.name!r}: this agent has no tool by that name (it is not, "
+                f"or no longer, available); the tools you may call are: {names}",
                 None,
                 agent.retries,
             )
