@@ -32,7 +32,7 @@ from golem.loop import RunInput, RunLoop
 from golem.messages import Message, Part
 from golem.models.base import Model, ModelSettings, ToolDefinition
 from golem.models.fallback import plan
-from golem.results import Result, RunError
+from golem.results import Result, RunError, StreamResult
 from golem.retry import Retry
 from golem.tools import RunContext, Tool
 from golem.toolsets import Toolset, check_toolsets
@@ -288,20 +288,13 @@ def _inputs(
     )
 
 
-class RunStream(Generic[OutputT]):
+class RunStream(StreamResult[OutputT]):
     """Events of an in-process run as they happen; ``result`` once the stream is exhausted."""
 
     def __init__(self, agent: Agent[Any, OutputT], inputs: RunInput) -> None:
         self._agent = agent
         self._inputs = inputs
-        self._result: Result[OutputT] | None = None
         self._task: asyncio.Task[Result[Any]] | None = None
-
-    @property
-    def result(self) -> Result[OutputT]:
-        if self._result is None:
-            raise RuntimeError("the run has not finished: iterate the stream to the end first")
-        return self._result
 
     async def __aiter__(self) -> AsyncIterator[RunEvent]:
         queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()

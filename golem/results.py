@@ -8,7 +8,7 @@ from typing import Generic, Literal, TypeVar
 from golem.messages import Message, ToolCall, Usage
 from golem.usage import Spent
 
-__all__ = ["STAGES", "PartialResult", "Result", "RunError", "Stage"]
+__all__ = ["STAGES", "PartialResult", "Result", "RunError", "Stage", "StreamResult"]
 
 OutputT = TypeVar("OutputT")
 
@@ -137,3 +137,16 @@ class RunError(Exception):
         self.run_id = partial.run_id if partial else run_id
         """The run that failed (known without evidence when it was a delegated run)."""
         super().__init__(f"run failed at stage {stage!r}: {message}")
+
+
+class StreamResult(Generic[OutputT]):
+    """What a run's event stream gives once exhausted: its ``result``."""
+
+    _result: Result[OutputT] | None = None
+
+    @property
+    def result(self) -> Result[OutputT]:
+        """The ``Result`` the run gave (``RuntimeError`` until the stream is exhausted)."""
+        if self._result is None:
+            raise RuntimeError("the run has not finished: iterate the stream to the end first")
+        return self._result

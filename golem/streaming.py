@@ -23,7 +23,7 @@ import contextlib
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowQueryFailedError
 from temporalio.common import RawValue
@@ -31,7 +31,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient, WorkflowSt
 from temporalio.service import RPCError, RPCStatusCode
 
 from golem.events import RunEvent
-from golem.results import Result
+from golem.results import Result, StreamResult
 from golem.wire import StreamEvent
 from golem.worker.converter import golem_data_converter
 from golem.workflows.streams import TOPIC
@@ -51,7 +51,7 @@ POLL_COOLDOWN = timedelta(milliseconds=10)
 CHILD_START = timedelta(seconds=60)
 
 
-class DurableRunStream(Generic[OutputT]):
+class DurableRunStream(StreamResult[OutputT]):
     """The ``RunEvent``s of a durable run, from ``offset`` on, each once and in order;
     ``result`` once exhausted. Leaving the loop early leaves the run running."""
 
@@ -70,7 +70,6 @@ class DurableRunStream(Generic[OutputT]):
         self._start = run if callable(run) else None
         self._offset = from_offset
         self._read = from_offset  # where the run's own items not yet read begin
-        self._result: Result[OutputT] | None = None
         # A conversation turn's Result is its update's, not its run's (run.result()).
         self._outcome = outcome
         self._on_close = on_close
@@ -88,12 +87,6 @@ class DurableRunStream(Generic[OutputT]):
     def offset(self) -> int:
         """Where the events not yet yielded begin: pass it to ``DurableRun.stream`` to resume."""
         return self._offset
-
-    @property
-    def result(self) -> Result[OutputT]:
-        if self._result is None:
-            raise RuntimeError("the run has not finished: iterate the stream to the end first")
-        return self._result
 
     async def __aiter__(self) -> AsyncIterator[RunEvent]:
         try:
