@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from cli_agents import broken, counter, echo
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -258,6 +258,33 @@ async def test_chat_conversation_id_starts_that_conversation_then_attaches_to_it
     assert [line.split()[3] for line in runs] == ["completed"] * 3
     assert [line.split()[4] for line in runs] == ["parent=-", *(f"parent={r}" for r in run_ids[:2])]
     assert answers == ["answer: 1: one", "answer: 2: two", "answer: 3: three"]
+
+
+async def test_chat_leaves_a_conversation_that_rests_when_idle_and_reopens_on_its_next_turn(
+    address: str, temporal_client: Client
+) -> None:
+    tq = queue()
+    conversation_id = f"idle-{uuid.uuid4().hex[:8]}"
+    chat = ("chat", "--agent", "counter", "--task-queue", tq, "--conversation-id", conversation_id)
+    handle = temporal_client.get_workflow_handle(conversation_id)
+
+    async def closed() -> bool:
+        return (await handle.describe()).status != WorkflowExecutionStatus.RUNNING
+
+    async with golem_worker(tq, "counter"):
+        first = await golem(*chat, "--idle-timeout", "1", stdin="one\n")
+        await until(closed)  # no workflow stays open after the chat: it rested
+        listed = await golem("conversation", conversation_id)
+        shown = await golem("show", conversation_id)
+        again = await golem(*chat, stdin="two\n")  # reopens it, from where it rested
+        running = (await handle.describe()).status
+    assert first.code == again.code == 0, first.err + again.err
+    resting = (
+        f"conversation {conversation_id} (ConversationWorkflow, resting: its next turn reopens it)"
+    )
+    assert listed.out.splitlines()[0] == f"{resting}: 1 run(s)"
+    assert shown.out.splitlines()[0] == resting
+    assert "counter> 2: two" in again.out and running == WorkflowExecutionStatus.RUNNING
 
 
 async def test_chat_asks_for_the_approvals_a_turn_waits_for(address: str) -> None:
@@ -535,7 +562,10 @@ async def test_a_failed_run_says_how_to_resume_and_golem_resume_continues_it(
         failed = await golem("run", "--agent", "moody", "--task-queue", tq, "explode please")
         assert failed.code == 1
         run_id = ids(failed.err)["run id"]
-        assert failed.err.startswith("run failed at stage tool:")
+        # The call is named once (the activity's error is not wrapped in the loop's again).
+        assert failed.err.splitlines()[0] == (
+            "run failed at stage tool: tool 'explode' (call x-1) failed: ValueError: boom"
+        )
         assert f"resume with:     golem resume {run_id} [PROMPT]" in failed.err
         resumed = await golem("resume", run_id, "calmly now")
         conversation = await golem("show", "--json", ids(resumed.out)["run id"])

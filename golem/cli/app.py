@@ -177,6 +177,14 @@ def parser() -> argparse.ArgumentParser:
     chat.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE, help=QUEUE_HELP)
     chat.add_argument("--history", help="a JSON history to continue (`golem show --json`)")
     chat.add_argument("--conversation-id", help="continue this conversation (or start it)")
+    chat.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=600,
+        metavar="SECONDS",
+        help="a new conversation rests (its workflow closes) after this long without a turn; "
+        "its next turn, from any client, reopens it (0: it stays open until closed)",
+    )
     approve = command(
         "approve", "approve (or deny) the calls a waiting run asks about", server, links
     )

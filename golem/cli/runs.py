@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Awaitable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,8 @@ async def open_conversation(
             )
         return await durable.conversation(args.conversation_id)
     seed = await starting_history(client, args)
-    return await durable.conversation(args.conversation_id, history=seed)
+    idle = timedelta(seconds=args.idle_timeout) if args.idle_timeout > 0 else None
+    return await durable.conversation(args.conversation_id, history=seed, idle_timeout=idle)
 
 
 async def starting_history(client: Client, args: argparse.Namespace) -> list[Message] | None:

@@ -20,6 +20,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from golem.cli.connect import WORKER_HINT, CliError, client_link, connect_args
 from golem.cli.output import describe_call, format_message
 from golem.client import conversation_runs, fetch_run
+from golem.client.conversations import conversation_status
 from golem.client.lookups import (
     Approvals,
     RunInfo,
@@ -93,13 +94,19 @@ async def show_conversation(client: Client, info: RunInfo, as_json: bool) -> int
         sys.stdout.write(dump_messages(messages).decode() + "\n")
         return 0
     waiting = await awaiting_approval(client, info.run_id) if info.status == "running" else None
-    print(f"conversation {info.run_id} ({info.workflow_type}, {info.status})")
+    print(f"conversation {info.run_id} ({info.workflow_type}, {await status_of(client, info)})")
     for index, message in enumerate(messages):
         print(format_message(index, message))
     print_approvals(waiting, info.run_id)
     print(f"its runs: golem conversation {info.run_id}")
     print(f"UI: {client_link(client, info.run_id)}")
     return 0
+
+
+async def status_of(client: Client, conversation: RunInfo) -> str:
+    """A conversation workflow's status; a resting one says what reopens it."""
+    status = await conversation_status(client, conversation.run_id, conversation.description.status)
+    return "resting: its next turn reopens it" if status == "resting" else status
 
 
 def print_approvals(waiting: Approvals | None, shown: str) -> None:
@@ -121,7 +128,7 @@ async def cmd_conversation(args: argparse.Namespace) -> int:
     run_ids = await chained_runs(client, conversation_id)
     workflow = await conversation_info(client, conversation_id)
     if workflow is not None:
-        heading += f" ({workflow.workflow_type}, {workflow.status})"
+        heading += f" ({workflow.workflow_type}, {await status_of(client, workflow)})"
         try:  # from its history (no worker needed), across continue-as-new
             turns = await conversation_runs(client, conversation_id)
         except ShippingError as exc:  # an earlier workflow run is gone (retention)

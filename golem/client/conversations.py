@@ -59,7 +59,13 @@ from golem.workflows.transcript import CARRY_BYTES, with_segments
 if TYPE_CHECKING:
     from golem.client.agents import DurableAgent
 
-__all__ = ["DurableConversation", "reopen", "rested", "start_conversation"]
+__all__ = [
+    "DurableConversation",
+    "conversation_status",
+    "reopen",
+    "rested",
+    "start_conversation",
+]
 
 OutputT = TypeVar("OutputT")
 
@@ -120,6 +126,16 @@ async def rested(
     latest = client.get_workflow_handle(conversation_id, result_type=ConversationSummary)
     summary: ConversationSummary = await latest.result()
     return summary.reopen
+
+
+async def conversation_status(
+    client: Client, conversation_id: str, status: WorkflowExecutionStatus | None
+) -> str:
+    """A conversation workflow's status as a user reads it: ``resting`` when it closed
+    itself after its idle timeout (its next turn reopens it), else Temporal's (lowercase)."""
+    if await rested(client, conversation_id, status) is not None:
+        return "resting"
+    return status.name.lower() if status is not None else "unknown"
 
 
 class DurableConversation(Generic[OutputT]):
