@@ -10,9 +10,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
+from test_replay import history
 
 from golem import Message
 from golem.agent import Agent
@@ -122,3 +124,23 @@ async def test_an_idle_timeout_must_be_positive(temporal_client: Client) -> None
     durable = DurableAgent(temporal_client, counter, task_queue="never-polled")
     with pytest.raises(ValueError, match="idle_timeout must be positive"):
         await durable.conversation(idle_timeout=timedelta(0))
+
+
+def test_the_recorded_rest_and_reopen_hold_what_they_were_recorded_for() -> None:
+    """tests/histories/conversation_rested|reopened (tests/record_histories.py); both replay
+    in tests/test_replay.py."""
+    rested = history("conversation_rested")
+    kinds = [e.event_type for e in rested.events]
+    assert EventType.EVENT_TYPE_TIMER_FIRED in kinds  # the idle timeout, once no turn waited
+    signals = [
+        e for e in rested.events if e.HasField("workflow_execution_signaled_event_attributes")
+    ]
+    assert len(signals) == 1  # the turn waited for an approval meanwhile: no rest then
+    done = rested.events[-1].workflow_execution_completed_event_attributes
+    assert b'"reopen":{"agent":"replay_approval"' in done.result.payloads[0].data
+    reopened = history("conversation_reopened")
+    started = reopened.events[0].workflow_execution_started_event_attributes
+    assert not started.continued_execution_run_id  # a new run of the id, not continue-as-new
+    assert b'"idleTimeout":1.0' in started.input.payloads[0].data
+    closed = reopened.events[-1].workflow_execution_completed_event_attributes
+    assert b'"reopen"' not in closed.result.payloads[0].data  # close() is final
