@@ -642,7 +642,7 @@ async def test_run_conversation_id_continues_that_conversation_and_show_json_fee
 async def test_flags_are_consistent_documented_and_show_their_defaults() -> None:
     version = await golem("--version")
     assert version.code == 0 and version.out.strip() == "golem 0.1.0"
-    for command in ["worker", "run", "resume", "chat", "show", "conversation", "setup"]:
+    for command in ["worker", "run", "resume", "chat", "approve", "show", "conversation", "setup"]:
         shown = await golem(command, "--help")
         assert shown.code == 0
         for flag in ["--address", "--namespace", "--debug"]:
@@ -651,6 +651,9 @@ async def test_flags_are_consistent_documented_and_show_their_defaults() -> None
             assert "module:attribute" in shown.out, command
     run_help = " ".join((await golem("run", "--help")).out.split())
     assert "the task queue golem workers poll (default: golem)" in run_help
+    assert "exits 3" in run_help and "--ui-url" in run_help
+    chat_help = " ".join((await golem("chat", "--help")).out.split())
+    assert "--idle-timeout SECONDS" in chat_help and "(default: 600)" in chat_help
     dev_help = " ".join((await golem("dev", "--help")).out.split())
     assert "(default: 7233)" in dev_help and "(default: error)" in dev_help
 
