@@ -28,8 +28,10 @@ browser: $(UI_DEPS)
 	@test -x /usr/bin/chromium || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
+# The whole suite takes minutes: it says how long it took here last time before it starts
+# (tests/suite_clock.py), then prints a line per test file as it goes.
 test: $(VENV)/.installed $(UI_DEPS)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -p suite_clock
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check golem tests examples benchmarks

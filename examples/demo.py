@@ -1,6 +1,8 @@
 """`make demo`: a durable conversation that survives both kinds of worker crash.
 
-1. starts the Temporal dev server (unless one already answers on localhost:7233),
+1. uses the Temporal server on localhost:7233 if one answers there (with golem's search
+   attributes), else starts the dev server (golem dev) on 7233, or on free ports when
+   something else holds 7233 or 8233,
 2. starts two worker processes serving the travel agent,
 3. opens a conversation (one ConversationWorkflow; each turn is a child run) and streams
    each turn's answer as it arrives,
@@ -32,13 +34,19 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 from temporalio.worker import Worker  # noqa: E402
 
 from examples.demo_agent import agent, model_description  # noqa: E402
 from golem import normalize_history  # noqa: E402
 from golem.cli import connect, describe_run, format_message, ui_link  # noqa: E402
-from golem.client import DurableAgent, DurableConversation  # noqa: E402
+from golem.cli.connect import DEFAULT_ADDRESS, UNKNOWN_UI  # noqa: E402
+from golem.client import (  # noqa: E402
+    SEARCH_ATTRIBUTES,
+    DurableAgent,
+    DurableConversation,
+)
 from golem.results import Result, RunError  # noqa: E402
 from golem.worker import GolemPlugin  # noqa: E402
 from golem.worker.logs import configure_logging  # noqa: E402
@@ -47,6 +55,8 @@ from golem.worker.logs import configure_logging  # noqa: E402
 TASK_QUEUE = f"golem-demo-{uuid.uuid4().hex[:6]}"
 #: The workers' log lines (one per run start and end) go here, not into the dialogue.
 WORKER_LOG = ROOT / ".golem" / "demo-worker.log"
+#: Where the dev server the demo starts keeps its data (`golem dev` finds it there later).
+STATE = ROOT / ".golem"
 #: How long a killed worker's tool stays silent before Temporal gives up on it.
 HEARTBEAT = timedelta(seconds=2)
 INDENT = "       "
@@ -66,15 +76,24 @@ async def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60
         await asyncio.sleep(0.05)
 
 
-def closing_hints(run_id: str, conversation_id: str, task_queue: str = TASK_QUEUE) -> list[str]:
-    """What to try next, with the same commands as the README."""
+def closing_hints(
+    run_id: str, conversation_id: str, task_queue: str = TASK_QUEUE, server: Server | None = None
+) -> list[str]:
+    """What to try next, with the same commands as the README (naming the server's address
+    when it is not golem's default)."""
+    address = server.address if server is not None else DEFAULT_ADDRESS
+    ui_url = server.ui_url if server is not None else None
+    golem = ".venv/bin/golem"
+    if address != DEFAULT_ADDRESS:
+        golem = f"TEMPORAL_ADDRESS={address} {golem}"
+    link = ui_link(conversation_id, address=address, ui_url=ui_url) or UNKNOWN_UI
     return [
-        f"See it in the Temporal UI:       {ui_link(conversation_id)}",
-        f"Every run of the conversation:   .venv/bin/golem conversation {conversation_id}",
-        f"The last run's messages:         .venv/bin/golem show {run_id}",
-        "Go on talking (serve it first):  .venv/bin/golem worker --agent "
+        f"See it in the Temporal UI:       {link}",
+        f"Every run of the conversation:   {golem} conversation {conversation_id}",
+        f"The last run's messages:         {golem} show {run_id}",
+        f"Go on talking (serve it first):  {golem} worker --agent "
         f"examples.demo_agent:agent --task-queue {task_queue}",
-        "                                 .venv/bin/golem chat --agent travel --task-queue "
+        f"                                 {golem} chat --agent travel --task-queue "
         f"{task_queue} --conversation-id {conversation_id}",
         f"The workers' log:                {WORKER_LOG.relative_to(ROOT)}",
     ]
@@ -184,19 +203,96 @@ async def kill_when_claimed(
     workers.append(start_worker(os.environ.copy()))  # back to two workers, for what follows
 
 
-async def main() -> None:
-    server = None
-    if answering(7233):
-        print("Temporal: using the server already on localhost:7233")
-    else:
-        print("Temporal: starting the dev server (golem dev), data in .golem/temporal.sqlite")
-        server = subprocess.Popen(
-            [sys.executable, "-m", "golem.cli", "dev"],
+class Server:
+    """The Temporal server the demo talks to; ``process`` when the demo started it."""
+
+    def __init__(self, port: int, ui_url: str | None, process: Any = None) -> None:
+        self.address = f"localhost:{port}"
+        self.ui_url = ui_url
+        self.process = process
+
+
+async def is_temporal(address: str) -> bool:
+    """Whether a Temporal server answers at ``address`` (not merely something listening)."""
+    try:
+        await asyncio.wait_for(Client.connect(address), timeout=5)
+    except (RuntimeError, TimeoutError):
+        return False
+    return True
+
+
+async def missing_search_attributes(address: str) -> list[str]:
+    client = await Client.connect(address)
+    response = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=client.namespace)
+    )
+    return [key.name for key in SEARCH_ATTRIBUTES if key.name not in response.custom_attributes]
+
+
+def shown(path: Path) -> str:
+    """``path`` as the reader finds it: relative to the repository when it is inside."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def temporal_server(port: int = 7233, ui_port: int = 8233, state: Path = STATE) -> Server:
+    """The server on ``port`` when it is Temporal and has golem's search attributes (one
+    without them stops the demo, saying how to add them); else the dev server, its data in
+    ``state``, started on ``port`` and ``ui_port``, or on free ports when something else
+    holds either."""
+    address = f"localhost:{port}"
+    if answering(port) and await is_temporal(address):
+        missing = await missing_search_attributes(address)
+        if missing:
+            raise SystemExit(
+                f"demo: the Temporal server on {address} lacks golem's search attributes "
+                f"{', '.join(missing)}: add them with `.venv/bin/golem setup --address {address}`,"
+                " or stop that server and run `make demo` again"
+            )
+        print(f"Temporal: using the server already on {address}")
+        return Server(port, None)
+    if answering(port) or answering(ui_port):
+        held = port if answering(port) else ui_port
+        port, ui_port = free_port(), free_port()
+        print(
+            f"Temporal: port {held} is held by something that is not a Temporal server; "
+            f"the demo's dev server takes ports {port} and {ui_port}"
+        )
+    print(f"Temporal: starting the dev server (golem dev), data in {shown(state)}/temporal.sqlite")
+    state.mkdir(exist_ok=True)
+    log_file = state / "demo-server.log"
+    with log_file.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "golem.cli",
+                "dev",
+                "--port",
+                str(port),
+                "--ui-port",
+                str(ui_port),
+                "--dir",
+                str(state),
+            ],
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=log,
         )
-        await wait_for(lambda: answering(7233), "the dev server")
+    await wait_for(lambda: answering(port) or process.poll() is not None, "the dev server")
+    if process.poll() is not None:
+        raise SystemExit(f"demo: the dev server did not start: {log_file.read_text().strip()}")
+    return Server(port, f"http://localhost:{ui_port}", process)
+
+
+async def main() -> None:
+    server = await temporal_server()
+    os.environ["TEMPORAL_ADDRESS"] = server.address  # the workers', and the hints' commands
     print(f"Model: {model_description}")
     crash_base = Path(tempfile.mkdtemp()) / "crash"
     os.environ.update(GOLEM_DEMO_CRASH_FILE=str(crash_base), PYTHONPATH=str(ROOT))
@@ -205,7 +301,7 @@ async def main() -> None:
     try:
         await asyncio.gather(*(ready(w) for w in workers))
         print(f"Workers: pids {workers[0].pid} and {workers[1].pid} on task queue {TASK_QUEUE}")
-        client: Client = await connect()
+        client: Client = await connect(address=server.address)
         durable = DurableAgent(client, agent, task_queue=TASK_QUEUE)
         conversation = await durable.conversation()
         print(f"Conversation {conversation.id}: one workflow, each turn a child run\n")
@@ -264,7 +360,7 @@ async def main() -> None:
             print(f"  {entry['runId']}  {entry['status']:<10} {said[:60]}")
         print()
         last_id = last.run_id if isinstance(last, Result) else (await conversation.runs())[-1]
-        for hint in closing_hints(last_id, conversation.id):
+        for hint in closing_hints(last_id, conversation.id, server=server):
             print(hint)
     finally:
         for worker in workers:
@@ -272,9 +368,9 @@ async def main() -> None:
         for worker in workers:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 worker.wait(timeout=10)
-        if server is not None:
-            server.send_signal(signal.SIGINT)
-            server.wait()
+        if server.process is not None:
+            server.process.send_signal(signal.SIGINT)
+            server.process.wait()
             print("(dev server stopped; `.venv/bin/golem dev` brings it back with these runs)")
 
 

@@ -35,7 +35,7 @@ from replay_agents import (
     stop_agent,
     tools_agent,
 )
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 from test_conversation_boundaries import budgeted
 
@@ -148,6 +148,7 @@ async def main(wanted: set[str]) -> None:
             runs |= await record_segments(env.client, tq)
             runs |= await record_delegation(env.client, tq)
             runs |= await record_handoffs(env.client, tq)
+            runs |= await record_rested(env.client, tq)
             runs["ticket_child_and_inline"] = await record_ticket(env.client, tq)
         if not wanted or wanted & {"crash_taken_over", "crash_resumed"}:
             runs |= await record_crash(env.client)
@@ -262,6 +263,23 @@ async def record_handoffs(client: Client, tq: str) -> dict[str, str | tuple[str,
         "handoff_conversation": (handle.id, first_run),
         "handoff_conversation_after": handle.id,
     }
+
+
+async def record_rested(client: Client, tq: str) -> dict[str, str | tuple[str, str]]:
+    """A conversation whose turn waits for an approval (no rest meanwhile), then rests after
+    its idle timeout (1 s), is reopened by its next turn, and closed (docs/adr/0021)."""
+    durable = DurableAgent(client, approval_agent, task_queue=tq)
+    conv = await durable.conversation(idle_timeout=timedelta(seconds=1))
+    assert (await conv.send("pay 5")).paused
+    assert (await conv.approve({"t1": True})).output == "transfer: sent 5"
+    handle = client.get_workflow_handle(conv.id)
+    async with asyncio.timeout(30):
+        while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
+            await asyncio.sleep(0.05)
+    rested = (await handle.describe()).run_id or ""
+    await conv.send("and now?")  # reopens it
+    await conv.close()
+    return {"conversation_rested": (conv.id, rested), "conversation_reopened": conv.id}
 
 
 async def record_ticket(client: Client, tq: str) -> str:

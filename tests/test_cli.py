@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 from cli_agents import broken, counter, echo
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from golem import cli
+from golem.cli.connect import UI_URL_VARIABLES, ui_base
 from golem.client import DurableAgent
 from golem.messages import load_messages
 from golem.testing import temporal_cli
@@ -46,7 +47,8 @@ class Done:
 def address(temporal_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch) -> str:
     target = temporal_env.client.service_client.config.target_host
     monkeypatch.setenv("TEMPORAL_ADDRESS", target)
-    monkeypatch.delenv("GOLEM_UI_URL", raising=False)
+    for name in UI_URL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
     return target
 
 
@@ -54,7 +56,12 @@ def queue() -> str:
     return f"cli-{uuid.uuid4().hex[:8]}"
 
 
-async def golem(*argv: str, stdin: str | None = None, env: dict[str, str] | None = None) -> Done:
+async def golem(
+    *argv: str,
+    stdin: str | None = None,
+    env: dict[str, str] | None = None,
+    cwd: Path = TESTS,
+) -> Done:
     """Run the installed ``golem`` command (without blocking this loop's workers)."""
     proc = await asyncio.create_subprocess_exec(
         GOLEM,
@@ -62,7 +69,7 @@ async def golem(*argv: str, stdin: str | None = None, env: dict[str, str] | None
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        cwd=TESTS,
+        cwd=cwd,
         env={**os.environ, **(env or {})},
     )
     async with asyncio.timeout(120):
@@ -145,36 +152,50 @@ async def test_run_exits_0_thirty_times_in_a_row_and_ctrl_c_stops_the_worker_wit
 # -- output ----------------------------------------------------------------------------------
 
 
-async def test_run_prints_the_answer_the_ids_and_a_ui_link_for_its_server(address: str) -> None:
-    tq = queue()
-    async with golem_worker(tq, "echo"):
-        done = await golem("run", "--agent", "echo", "--task-queue", tq, "hello there")
-        custom = await golem(
-            "run",
-            "--agent",
-            "echo",
-            "--task-queue",
-            tq,
-            "again",
-            env={"GOLEM_UI_URL": "https://ui.x/"},
-        )
-    assert done.code == 0 and done.out.splitlines()[0] == "echo: hello there (LOUD)"
-    found = ids(done.out)
-    host, _, port = address.rpartition(":")
-    ui = f"http://{host}:{int(port) + 1000}/namespaces/default/workflows/{found['run id']}"
-    assert found["UI"] == ui
-    assert ids(custom.out)["UI"].startswith("https://ui.x/namespaces/default/workflows/")
-
-
-def test_the_ui_link_honours_the_namespace_and_the_servers_address(
-    monkeypatch: pytest.MonkeyPatch,
+async def test_ui_links_go_where_configuration_says_the_ui_is_never_to_a_guessed_port(
+    address: str, tmp_path: Path
 ) -> None:
-    monkeypatch.delenv("GOLEM_UI_URL", raising=False)
-    assert cli.ui_link("r1", "prod", "temporal.internal:7000") == (
-        "http://temporal.internal:8000/namespaces/prod/workflows/r1"
+    tq = queue()
+    run = ("run", "--agent", "echo", "--task-queue", tq)
+    recorded = tmp_path / ".golem"
+    recorded.mkdir()
+    (recorded / "ui-url").write_text("http://localhost:8391\n")  # as `golem dev` writes it
+    async with golem_worker(tq, "echo"):
+        plain = await golem(*run, "hello there")
+        flag = await golem(*run, "--ui-url", "http://127.0.0.1:9000/", "again")
+        variable = await golem(*run, "again", env={"TEMPORAL_UI_URL": "https://ui.x/"})
+        dev = await golem(*run, "again", cwd=tmp_path)
+        as_json = await golem(*run, "--json", "again")
+    assert plain.code == 0 and plain.out.splitlines()[0] == "echo: hello there (LOUD)"
+    assert ids(plain.out)["UI"] == (
+        "unknown: pass --ui-url (or set TEMPORAL_UI_URL) to link the Temporal UI"
     )
-    assert cli.ui_link("r1", "acme.a1b2c", "acme.a1b2c.tmprl.cloud:7233") == (
-        "https://cloud.temporal.io/namespaces/acme.a1b2c/workflows/r1"
+    assert json.loads(as_json.out)["ui"] is None
+    page = "/namespaces/default/workflows/"
+    assert ids(flag.out)["UI"] == f"http://127.0.0.1:9000{page}{ids(flag.out)['run id']}"
+    assert ids(variable.out)["UI"] == f"https://ui.x{page}{ids(variable.out)['run id']}"
+    assert ids(dev.out)["UI"] == f"http://localhost:8391{page}{ids(dev.out)['run id']}"
+
+
+def test_the_ui_address_comes_from_configuration_cloud_or_the_default_dev_server(
+    tmp_path: Path,
+) -> None:
+    nothing = tmp_path / "no-ui-url"
+    assert ui_base("temporal.internal:7000", environ={}, recorded=nothing) is None
+    assert ui_base("localhost:7800", environ={}, recorded=nothing) is None  # no arithmetic
+    assert ui_base("localhost:7233", environ={}, recorded=nothing) == "http://localhost:8233"
+    assert ui_base("acme.a1b2c.tmprl.cloud:7233", environ={}, recorded=nothing) == (
+        "https://cloud.temporal.io"
+    )
+    written = tmp_path / "ui-url"
+    written.write_text("http://localhost:7801\n")
+    assert ui_base("localhost:7800", environ={}, recorded=written) == "http://localhost:7801"
+    assert ui_base("temporal.internal:7000", environ={}, recorded=written) is None  # not ours
+    environ = {"TEMPORAL_UI_URL": "https://t/", "GOLEM_UI_URL": "https://g"}
+    assert ui_base("localhost:7800", environ=environ, recorded=written) == "https://g"
+    assert ui_base("x:1", "https://flag/", environ=environ) == "https://flag"
+    assert (
+        cli.ui_link("r1", "prod", "x:1", "https://ui") == "https://ui/namespaces/prod/workflows/r1"
     )
 
 
@@ -237,6 +258,33 @@ async def test_chat_conversation_id_starts_that_conversation_then_attaches_to_it
     assert [line.split()[3] for line in runs] == ["completed"] * 3
     assert [line.split()[4] for line in runs] == ["parent=-", *(f"parent={r}" for r in run_ids[:2])]
     assert answers == ["answer: 1: one", "answer: 2: two", "answer: 3: three"]
+
+
+async def test_chat_leaves_a_conversation_that_rests_when_idle_and_reopens_on_its_next_turn(
+    address: str, temporal_client: Client
+) -> None:
+    tq = queue()
+    conversation_id = f"idle-{uuid.uuid4().hex[:8]}"
+    chat = ("chat", "--agent", "counter", "--task-queue", tq, "--conversation-id", conversation_id)
+    handle = temporal_client.get_workflow_handle(conversation_id)
+
+    async def closed() -> bool:
+        return (await handle.describe()).status != WorkflowExecutionStatus.RUNNING
+
+    async with golem_worker(tq, "counter"):
+        first = await golem(*chat, "--idle-timeout", "1", stdin="one\n")
+        await until(closed)  # no workflow stays open after the chat: it rested
+        listed = await golem("conversation", conversation_id)
+        shown = await golem("show", conversation_id)
+        again = await golem(*chat, stdin="two\n")  # reopens it, from where it rested
+        running = (await handle.describe()).status
+    assert first.code == again.code == 0, first.err + again.err
+    resting = (
+        f"conversation {conversation_id} (ConversationWorkflow, resting: its next turn reopens it)"
+    )
+    assert listed.out.splitlines()[0] == f"{resting}: 1 run(s)"
+    assert shown.out.splitlines()[0] == resting
+    assert "counter> 2: two" in again.out and running == WorkflowExecutionStatus.RUNNING
 
 
 async def test_chat_asks_for_the_approvals_a_turn_waits_for(address: str) -> None:
@@ -514,7 +562,10 @@ async def test_a_failed_run_says_how_to_resume_and_golem_resume_continues_it(
         failed = await golem("run", "--agent", "moody", "--task-queue", tq, "explode please")
         assert failed.code == 1
         run_id = ids(failed.err)["run id"]
-        assert failed.err.startswith("run failed at stage tool:")
+        # The call is named once (the activity's error is not wrapped in the loop's again).
+        assert failed.err.splitlines()[0] == (
+            "run failed at stage tool: tool 'explode' (call x-1) failed: ValueError: boom"
+        )
         assert f"resume with:     golem resume {run_id} [PROMPT]" in failed.err
         resumed = await golem("resume", run_id, "calmly now")
         conversation = await golem("show", "--json", ids(resumed.out)["run id"])
@@ -591,7 +642,7 @@ async def test_run_conversation_id_continues_that_conversation_and_show_json_fee
 async def test_flags_are_consistent_documented_and_show_their_defaults() -> None:
     version = await golem("--version")
     assert version.code == 0 and version.out.strip() == "golem 0.1.0"
-    for command in ["worker", "run", "resume", "chat", "show", "conversation", "setup"]:
+    for command in ["worker", "run", "resume", "chat", "approve", "show", "conversation", "setup"]:
         shown = await golem(command, "--help")
         assert shown.code == 0
         for flag in ["--address", "--namespace", "--debug"]:
@@ -600,6 +651,9 @@ async def test_flags_are_consistent_documented_and_show_their_defaults() -> None
             assert "module:attribute" in shown.out, command
     run_help = " ".join((await golem("run", "--help")).out.split())
     assert "the task queue golem workers poll (default: golem)" in run_help
+    assert "exits 3" in run_help and "--ui-url" in run_help
+    chat_help = " ".join((await golem("chat", "--help")).out.split())
+    assert "--idle-timeout SECONDS" in chat_help and "(default: 600)" in chat_help
     dev_help = " ".join((await golem("dev", "--help")).out.split())
     assert "(default: 7233)" in dev_help and "(default: error)" in dev_help
 
@@ -682,19 +736,93 @@ def test_the_demos_closing_hints_use_the_readmes_path() -> None:
     assert ".venv/bin/golem conversation" in readme
 
 
-async def test_dev_starts_a_persistent_server_with_golems_search_attributes_quietly(
-    tmp_path: Path,
+async def test_the_demo_reuses_a_temporal_server_with_golems_search_attributes(
+    temporal_env: WorkflowEnvironment, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from examples.demo import temporal_server
+
+    port = int(temporal_env.client.service_client.config.target_host.rpartition(":")[2])
+    server = await temporal_server(port, free_port())
+    assert (server.address, server.process) == (f"localhost:{port}", None)
+    assert capsys.readouterr().out == f"Temporal: using the server already on localhost:{port}\n"
+
+
+async def test_the_demo_starts_its_own_server_on_free_ports_when_something_else_holds_its_port(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from examples.demo import closing_hints, temporal_server
+
+    with socket.socket() as held:  # listening, but no Temporal server
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        server = await temporal_server(port, free_port(), tmp_path)
+    try:
+        assert server.process is not None and server.address != f"localhost:{port}"
+        said = capsys.readouterr().out.splitlines()
+        assert said[0] == (
+            f"Temporal: port {port} is held by something that is not a Temporal server; the "
+            f"demo's dev server takes ports {server.address.rpartition(':')[2]} and "
+            f"{server.ui_url.rpartition(':')[2] if server.ui_url else ''}"
+        )
+        await Client.connect(server.address)  # a Temporal server answers there
+        assert (tmp_path / "ui-url").read_text() == f"{server.ui_url}\n"
+        hints = closing_hints("run-1", "conv-1", server=server)
+        assert hints[0].endswith(f"{server.ui_url}/namespaces/default/workflows/conv-1")
+        assert f"TEMPORAL_ADDRESS={server.address} .venv/bin/golem conversation conv-1" in hints[1]
+    finally:
+        server.process.send_signal(signal.SIGINT)
+        server.process.wait(timeout=30)
+
+
+def test_codec_server_problems_name_the_command_once_and_a_bad_key_its_format(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("GOLEM_ENCRYPTION_KEY", raising=False)
+    assert cli.run_command(["codec-server"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("golem codec-server: set GOLEM_ENCRYPTION_KEY to the key(s) the workers")
+    assert err.count("golem codec-server") == 1
+    monkeypatch.setenv("GOLEM_ENCRYPTION_KEY", "garbage")
+    assert cli.run_command(["codec-server"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("golem codec-server") == 1
+    assert (
+        "GOLEM_ENCRYPTION_KEY: key '(no id)' is 5 bytes once base64-decoded, not 32; "
+        "expected id:base64key[,id:base64key...], each key 32 random bytes in base64"
+    ) in err
+
+
+def test_the_license_is_an_spdx_expression_with_its_file() -> None:
+    """setuptools deprecates the ``{text = ...}`` table: its warning on every install is gone."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["project"]["license"] == "MIT"
+    assert [f for f in pyproject["project"]["license-files"] if (ROOT / f).is_file()] == ["LICENSE"]
+    assert pyproject["build-system"]["requires"] == ["setuptools>=77"]  # PEP 639 support
+
+
+async def test_dev_starts_a_persistent_server_with_golems_search_attributes_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in UI_URL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
     port, ui_port = free_port(), free_port()
     server = subprocess.Popen(
-        [GOLEM, "dev", "--dir", str(tmp_path), "--port", str(port), "--ui-port", str(ui_port)],
+        [GOLEM, "dev", "--port", str(port), "--ui-port", str(ui_port)],
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        cwd=tmp_path,
     )
     try:
         assert server.stdout is not None
-        assert f"localhost:{port}" in server.stdout.readline().decode()
+        assert server.stdout.readline().decode() == (
+            f"golem dev: Temporal on localhost:{port}, UI on http://localhost:{ui_port}\n"
+        )
+        assert server.stdout.readline().decode() == (
+            f"golem dev: elsewhere: export TEMPORAL_ADDRESS=localhost:{port} "
+            f"TEMPORAL_UI_URL=http://localhost:{ui_port}\n"
+        )
         client: Client | None = None
         async with asyncio.timeout(30):
             while client is None:
@@ -707,9 +835,25 @@ async def test_dev_starts_a_persistent_server_with_golems_search_attributes_quie
         client = await Client.connect(f"127.0.0.1:{port}", plugins=[plugin])
         async with Worker(client, task_queue=tq):
             result = await DurableAgent(client, echo, task_queue=tq).run("persist me")
+            # The CLI, run where `golem dev` ran, links to the UI it recorded.
+            ran = await golem(
+                "run",
+                "--address",
+                f"127.0.0.1:{port}",
+                "--agent",
+                "echo",
+                "--task-queue",
+                tq,
+                "link me",
+                cwd=tmp_path,
+            )
         described = await client.get_workflow_handle(result.run_id).describe()
         assert described.search_attributes["GolemAgent"] == ["echo"]
-        assert (tmp_path / "temporal.sqlite").exists()
+        assert (tmp_path / ".golem" / "temporal.sqlite").exists()
+        assert (tmp_path / ".golem" / "ui-url").read_text() == f"http://localhost:{ui_port}\n"
+        assert ids(ran.out)["UI"] == (
+            f"http://localhost:{ui_port}/namespaces/default/workflows/{ids(ran.out)['run id']}"
+        )
     finally:
         server.terminate()
         out, err = server.communicate(timeout=30)

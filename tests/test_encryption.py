@@ -456,7 +456,11 @@ def test_a_relabelled_or_altered_payload_fails_to_decrypt() -> None:
     ("spec", "message"),
     [
         ("", "no key given"),
-        ("k1:" + base64.b64encode(b"short").decode(), "is 5 bytes; AES-256 needs exactly 32"),
+        (
+            "k1:" + base64.b64encode(b"short").decode(),
+            "'k1' is 5 bytes once base64-decoded, not 32",
+        ),
+        ("garbage", r"is 5 bytes .*; expected id:base64key\[,id:base64key\.\.\.\], each key 32"),
         ("k1:not*base64", "not valid base64"),
     ],
 )

@@ -337,6 +337,8 @@ async def _call_tool(input: ToolCallInput) -> ToolOutcome:
     except Exception as exc:
         raise ApplicationError(
             f"{_failure(f'tool {call.name!r}', exc)} (call {call.id})",
+            # The error alone, as details: the run's loop names the tool and the call itself.
+            str(exc) if isinstance(exc, UserCodeError) else f"{type(exc).__name__}: {exc}",
             type=TOOL_ERROR,
             # The tool's policy decides, as in process (SystemExit and the like: never).
             non_retryable=not tool.retry_policy.retryable(exc),

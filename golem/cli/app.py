@@ -6,6 +6,7 @@
     golem resume <run-id> ["try again"]         # continue a failed run in its conversation
     golem chat --agent support                  # a conversation workflow: each turn a child run
     golem conversation <conversation-id>        # the runs of a conversation, in order
+    golem approve <run-id> [CALL_ID ...]        # answer a run that waits (--deny: refuse)
     golem show <run-id>                         # one run's conversation (--json: a history file)
     golem setup                                 # register golem's search attributes on a cluster
     golem codec-server                          # decrypt payloads for the Temporal UI
@@ -13,8 +14,9 @@
 
 ``--agent`` is ``module:attribute`` everywhere; ``run`` and ``chat`` also take the bare
 name a worker serves. Against a real cluster or Temporal Cloud, ``--address``,
-``--namespace`` and the usual TEMPORAL_* settings apply. Errors are one line; ``--debug``
-prints the traceback.
+``--namespace`` and the usual TEMPORAL_* settings apply; UI links go to ``--ui-url``,
+TEMPORAL_UI_URL or the UI ``golem dev`` recorded. Errors are one line; ``--debug`` prints
+the traceback.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from golem import codec_server
 from golem.cli import deploy
+from golem.cli.approvals import WAITS_FOR_APPROVAL, cmd_approve
 from golem.cli.connect import DEFAULT_ADDRESS, DEFAULT_TASK_QUEUE, WORKER_HINT, CliError
 from golem.cli.runs import cmd_chat, cmd_resume, cmd_run
 from golem.cli.server import cmd_codec_server, cmd_dev, cmd_setup, cmd_worker
@@ -109,12 +112,25 @@ def parser() -> argparse.ArgumentParser:
     server.add_argument(
         "--namespace", help="Temporal namespace (default: TEMPORAL_NAMESPACE or default)"
     )
+    links = argparse.ArgumentParser(add_help=False, formatter_class=_Help)
+    links.add_argument(
+        "--ui-url",
+        help="the Temporal UI's address, for links (default: GOLEM_UI_URL, TEMPORAL_UI_URL, "
+        "the UI `golem dev` recorded in .golem/ui-url, or Temporal Cloud's)",
+    )
     agent_help = "the agent: module:attribute, or the name a worker serves"
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name: str, help: str, *parents: argparse.ArgumentParser) -> Any:
+    def command(
+        name: str, help: str, *parents: argparse.ArgumentParser, epilog: str | None = None
+    ) -> Any:
         return sub.add_parser(
-            name, help=help, description=help, parents=[common, *parents], formatter_class=_Help
+            name,
+            help=help,
+            description=help,
+            epilog=epilog,
+            parents=[common, *parents],
+            formatter_class=_Help,
         )
 
     dev = command("dev", "start the Temporal dev server tuned for agents")
@@ -134,7 +150,15 @@ def parser() -> argparse.ArgumentParser:
     worker.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE, help=QUEUE_HELP)
     worker.add_argument("--deployment", help="the Worker Deployment it is a version of")
     worker.add_argument("--build-id", help="its version in --deployment (`golem deploy`)")
-    run = command("run", "start a run, wait, print the answer and ids", server)
+    run = command(
+        "run",
+        "start a run, wait, print the answer and ids",
+        server,
+        links,
+        epilog="A run that waits for approvals asks at a terminal; otherwise it names the "
+        f"calls and exits {WAITS_FOR_APPROVAL}: answer with `golem approve RUN_ID`. Exit codes: "
+        f"0 answered, 1 failed, {WAITS_FOR_APPROVAL} waits for approval.",
+    )
     run.add_argument("--agent", required=True, help=agent_help)
     run.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE, help=QUEUE_HELP)
     run.add_argument("--history", help="a JSON history to continue (`golem show --json`)")
@@ -143,7 +167,7 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--json", action="store_true", help="print the result as JSON")
     run.add_argument("prompt")
-    resume = command("resume", "continue a failed run in its conversation", server)
+    resume = command("resume", "continue a failed run in its conversation", server, links)
     resume.add_argument("run_id", help="the failed run's id (or the UI's Run ID)")
     resume.add_argument("prompt", nargs="?", default="continue", help="the next user message")
     resume.add_argument("--task-queue", help="default: the failed run's task queue")
@@ -153,8 +177,27 @@ def parser() -> argparse.ArgumentParser:
     chat.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE, help=QUEUE_HELP)
     chat.add_argument("--history", help="a JSON history to continue (`golem show --json`)")
     chat.add_argument("--conversation-id", help="continue this conversation (or start it)")
-    show = command("show", "print one run's conversation", server)
-    show.add_argument("run_id", help="golem's run id (the Workflow ID) or the UI's Run ID")
+    chat.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=600,
+        metavar="SECONDS",
+        help="a new conversation rests (its workflow closes) after this long without a turn; "
+        "its next turn, from any client, reopens it (0: it stays open until closed)",
+    )
+    approve = command(
+        "approve", "approve (or deny) the calls a waiting run asks about", server, links
+    )
+    approve.add_argument(
+        "run_id", help="the waiting run's id, or its conversation's (the turn in flight)"
+    )
+    approve.add_argument("call_id", nargs="*", help="the calls to decide (default: every one)")
+    approve.add_argument("--deny", action="store_true", help="deny them: they are not executed")
+    approve.add_argument("--json", action="store_true", help="print the result as JSON")
+    show = command("show", "print one run's (or a conversation's) messages", server, links)
+    show.add_argument(
+        "run_id", help="golem's run id (the Workflow ID), the UI's Run ID, or a conversation id"
+    )
     show.add_argument("--json", action="store_true", help="print the history as JSON")
     conversation = command("conversation", "list a conversation's runs in order", server)
     conversation.add_argument("conversation_id")
@@ -176,6 +219,7 @@ COMMANDS = {
     "run": cmd_run,
     "resume": cmd_resume,
     "chat": cmd_chat,
+    "approve": cmd_approve,
     "show": cmd_show,
     "conversation": cmd_conversation,
     "setup": cmd_setup,
@@ -203,7 +247,8 @@ def run_command(argv: Sequence[str] | None = None) -> int:
         return 141
     except SystemExit as exc:
         if isinstance(exc.code, str):
-            print(f"golem {args.command}: {exc.code}", file=sys.stderr)
+            prefix = f"golem {args.command}: "
+            print(prefix + exc.code.removeprefix(prefix), file=sys.stderr)  # said once
             return 2
         return exc.code or 0
     except Exception as exc:

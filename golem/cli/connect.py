@@ -16,7 +16,9 @@ import contextlib
 import importlib
 import os
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextvars import ContextVar
+from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
@@ -25,11 +27,14 @@ from temporalio.service import RPCError
 
 from golem.agent import Agent
 from golem.client.lookups import has_worker
+from golem.codec_server import DEV_UI_FILE, UI_URL_VARIABLES
 from golem.worker import golem_converter
 
 __all__ = [
     "DEFAULT_ADDRESS",
     "DEFAULT_TASK_QUEUE",
+    "DEV_UI_FILE",
+    "UI_URL_VARIABLES",
     "WORKER_HINT",
     "CliError",
     "agent_name",
@@ -47,31 +52,62 @@ DEFAULT_ADDRESS = "localhost:7233"
 #: How long ``run`` waits for a worker to poll its task queue before saying none does.
 NO_WORKER_AFTER = 3.0
 WORKER_HINT = "golem worker --agent module:attribute"
+#: ``temporal server start-dev``'s UI when it serves the default address.
+DEFAULT_UI = "http://localhost:8233"
+LOOPBACK = ("localhost", "127.0.0.1", "::1", "")
+UNKNOWN_UI = "unknown: pass --ui-url (or set TEMPORAL_UI_URL) to link the Temporal UI"
+#: This command's ``--ui-url``.
+UI_URL: ContextVar[str | None] = ContextVar("golem_ui_url", default=None)
 
 
 class CliError(Exception):
     """A problem the user can fix; its message names the problem and the fix, in one line."""
 
 
-def ui_base(address: str | None = None) -> str:
-    """The Temporal UI for a server: GOLEM_UI_URL, Temporal Cloud's, or the dev server's
-    (its UI listens on the gRPC port + 1000, as ``temporal server start-dev`` does)."""
-    configured = os.environ.get("GOLEM_UI_URL")
-    if configured:
-        return configured.rstrip("/")
-    host, _, port = (address or DEFAULT_ADDRESS).rpartition(":")
+def ui_base(
+    address: str | None = None,
+    configured: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    recorded: Path = DEV_UI_FILE,
+) -> str | None:
+    """The Temporal UI's address for a server, from configuration only: ``configured``
+    (``--ui-url``), GOLEM_UI_URL or TEMPORAL_UI_URL, the UI ``golem dev`` recorded in
+    ``.golem/ui-url`` (for a server on this machine), Temporal Cloud's, or the dev server's
+    default for the default address; ``None`` when nothing says where it is."""
+    env = os.environ if environ is None else environ
+    for url in (configured, *(env.get(name) for name in UI_URL_VARIABLES)):
+        if url and url.strip():
+            return url.strip().rstrip("/")
+    target = address or DEFAULT_ADDRESS
+    host = target.rpartition(":")[0].strip("[]")
     if host.endswith(".tmprl.cloud"):
         return "https://cloud.temporal.io"
-    ui_port = int(port) + 1000 if port.isdigit() else 8233
-    return f"http://{host or 'localhost'}:{ui_port}"
+    if host in LOOPBACK:
+        with contextlib.suppress(OSError):
+            written = recorded.read_text().strip()
+            if written:
+                return written.rstrip("/")
+    if target in (DEFAULT_ADDRESS, "127.0.0.1:7233"):
+        return DEFAULT_UI  # `temporal server start-dev`'s own, where nothing else is said
+    return None
 
 
-def ui_link(run_id: str, namespace: str = "default", address: str | None = None) -> str:
-    return f"{ui_base(address)}/namespaces/{namespace}/workflows/{run_id}"
+def ui_link(
+    run_id: str,
+    namespace: str = "default",
+    address: str | None = None,
+    ui_url: str | None = None,
+) -> str | None:
+    """The UI page of run ``run_id`` (``None``: where the UI is is not configured)."""
+    base = ui_base(address, ui_url or UI_URL.get())
+    return f"{base}/namespaces/{namespace}/workflows/{run_id}" if base else None
 
 
 def client_link(client: Client, run_id: str) -> str:
-    return ui_link(run_id, client.namespace, client.service_client.config.target_host)
+    """``run_id``'s UI page for this client's server, or how to configure where the UI is."""
+    link = ui_link(run_id, client.namespace, client.service_client.config.target_host)
+    return link or UNKNOWN_UI
 
 
 async def connect(
@@ -99,6 +135,9 @@ async def connect(
 
 
 async def connect_args(args: argparse.Namespace) -> Client:
+    """``connect`` with the command's ``--address``/``--namespace``; its ``--ui-url`` is
+    where this command's UI links point."""
+    UI_URL.set(getattr(args, "ui_url", None))
     return await connect(address=args.address, namespace=args.namespace)
 
 

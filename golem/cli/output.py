@@ -12,11 +12,17 @@ from typing import Any
 
 from temporalio.client import Client
 
-from golem.cli.connect import client_link
-from golem.messages import Message
+from golem.cli.connect import client_link, ui_link
+from golem.messages import Message, ToolCall
 from golem.results import Result, RunError
 
-__all__ = ["echo", "format_message", "print_failure", "print_result"]
+__all__ = ["describe_call", "echo", "format_message", "print_failure", "print_result"]
+
+
+def describe_call(call: ToolCall) -> str:
+    """``transfer({"amount": 5}) #t-1``: a call as the user reads it everywhere."""
+    args = call.args if len(call.args) <= 200 else call.args[:197] + "..."
+    return f"{call.name}({args}) #{call.id}"
 
 
 def format_message(index: int, message: Message) -> str:
@@ -46,7 +52,9 @@ def print_result(
                     "output": result.output,
                     "runId": result.run_id,
                     "conversationId": result.conversation_id,
-                    "ui": client_link(client, result.run_id),
+                    "ui": ui_link(
+                        result.run_id, client.namespace, client.service_client.config.target_host
+                    ),
                 },
                 default=str,
             )

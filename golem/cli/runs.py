@@ -12,24 +12,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Awaitable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
 
+from golem.cli.approvals import ask_approvals, print_waiting, read_line
 from golem.cli.connect import CliError, agent_name, connect_args, watching
 from golem.cli.output import echo, print_failure, print_result
 from golem.cli.show import resolve_run_id
-from golem.client import (
-    DurableAgent,
-    DurableConversation,
-    fetch_run,
-)
+from golem.client import DurableAgent, DurableConversation, DurableRun, fetch_run
 from golem.client.lookups import is_conversation, newest_run, run_info
 from golem.ids import new_id
-from golem.messages import HistoryError, Message, ToolCall, load_messages
-from golem.results import RunError
-from golem.streaming import write_text
+from golem.messages import HistoryError, Message, load_messages
+from golem.results import Result, RunError
+from golem.streaming import DurableRunStream, write_text
+from golem.workflows.conversation import ConversationWorkflow
 
 __all__ = ["cmd_chat", "cmd_resume", "cmd_run"]
 
@@ -60,7 +60,8 @@ async def open_conversation(
             )
         return await durable.conversation(args.conversation_id)
     seed = await starting_history(client, args)
-    return await durable.conversation(args.conversation_id, history=seed)
+    idle = timedelta(seconds=args.idle_timeout) if args.idle_timeout > 0 else None
+    return await durable.conversation(args.conversation_id, history=seed, idle_timeout=idle)
 
 
 async def starting_history(client: Client, args: argparse.Namespace) -> list[Message] | None:
@@ -101,15 +102,13 @@ async def cmd_run(args: argparse.Namespace) -> int:
     started = await durable.start(
         args.prompt, history=history, conversation_id=args.conversation_id, stream=live
     )
-    streamed = False
+    follow = Follow(started, live)
     try:
         async with watching(client, args.task_queue, started.run_id):
-            if not live:
-                result = await started.result()
-            else:
-                stream = started.stream()
-                streamed = await write_text(stream, echo)  # the answer as it streams
-                result = stream.result
+            result = await follow.until(started.result())
+            while result.pending_approvals and sys.stdin.isatty():  # a person can answer
+                decisions = await ask_approvals(result.pending_approvals, True, sys.stderr)
+                result = await follow.until(started.approve(decisions))
     except RunError as exc:
         return print_failure(client, exc, started.run_id)
     except asyncio.CancelledError:  # Ctrl-C: stop waiting, not the run
@@ -119,8 +118,43 @@ async def cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         raise
-    print_result(client, result, args.json, streamed=streamed)
+    if result.pending_approvals:
+        return print_waiting(client, result, started.run_id, started.conversation_id, args.json)
+    print_result(client, result, args.json, streamed=follow.streamed)
     return 0
+
+
+class Follow:
+    """A run's text as it streams (to a terminal), up to its next ``Result``: final, or
+    paused for approvals (a run's stream does not end while it waits)."""
+
+    def __init__(self, run: DurableRun[Any], live: bool) -> None:
+        self.run = run
+        self.live = live
+        self.offset = 0
+        self.streamed = False
+        """The last stretch wrote text: the answer is out already."""
+
+    async def until(self, waiting: Awaitable[Result[Any]]) -> Result[Any]:
+        outcome = asyncio.ensure_future(waiting)
+        if not self.live:
+            return await outcome
+
+        async def paused() -> None:
+            try:
+                result: Result[Any] | None = await asyncio.shield(outcome)
+            except Exception:
+                result = None  # the run failed: its stream ends by itself
+            if result is None or not result.pending_approvals:
+                await asyncio.Event().wait()
+
+        stream = DurableRunStream(self.run, self.offset, outcome=lambda: outcome, paused=paused)
+        try:
+            self.streamed = await write_text(stream, echo)
+        finally:
+            self.offset = stream.offset
+            outcome.cancel()  # done already, unless we stopped early (Ctrl-C)
+        return stream.result
 
 
 async def run_turn(
@@ -137,8 +171,13 @@ async def run_turn(
                 stream = conversation.send_stream(args.prompt, run_id=run_id)
                 streamed = await write_text(stream, echo)
                 result = stream.result
+            while result.pending_approvals and sys.stdin.isatty():
+                decisions = await ask_approvals(result.pending_approvals, True, sys.stderr)
+                result, streamed = await conversation.approve(decisions), False
     except RunError as exc:
         return print_failure(client, exc, run_id, conversation.id)
+    if result.pending_approvals:
+        return print_waiting(client, result, run_id, conversation.id, args.json)
     print_result(client, result, args.json, streamed=streamed)
     return 0
 
@@ -154,6 +193,12 @@ async def cmd_resume(args: argparse.Namespace) -> int:
     info = await run_info(client, run_id)
     if not info.agent:
         raise CliError(f"{run_id} is not a golem run (it has no GolemAgent search attribute)")
+    if info.workflow_type == ConversationWorkflow.__name__:
+        raise CliError(
+            f"{run_id} is a conversation, not a run: its next turn goes on from a failed one; "
+            f"send it with `golem run --agent {info.agent} --conversation-id {run_id} PROMPT` "
+            f"(its runs: `golem conversation {run_id}`)"
+        )
     task_queue = args.task_queue or info.task_queue
     durable: DurableAgent[Any] = DurableAgent(client, info.agent, task_queue=task_queue)
     record = await fetch_run(client, run_id)
@@ -174,11 +219,6 @@ async def cmd_resume(args: argparse.Namespace) -> int:
     print(f"resumed {run_id} as run {result.run_id}", file=sys.stderr)
     print_result(client, result, args.json)
     return 0
-
-
-def read_line(prompt: str) -> str:
-    """One line from the person at the terminal."""
-    return input(prompt)
 
 
 async def cmd_chat(args: argparse.Namespace) -> int:
@@ -212,9 +252,7 @@ async def cmd_chat(args: argparse.Namespace) -> int:
                     print("(waits for your approval)" if paused else stream.result.output)
                 result = stream.result
                 while result.pending_approvals:  # the run waits in its workflow for us
-                    decisions = {
-                        c.id: await ask_approval(c, interactive) for c in result.pending_approvals
-                    }
+                    decisions = await ask_approvals(result.pending_approvals, interactive)
                     result = await conversation.approve(decisions)
                     print(f"{name}> {result.output or ''}")
         except RunError as exc:
@@ -223,15 +261,3 @@ async def cmd_chat(args: argparse.Namespace) -> int:
             print(f"      run {run_id} (failed; the next turn resumes from it)", flush=True)
             continue
         print(f"      run {run_id}", flush=True)
-
-
-async def ask_approval(call: ToolCall, interactive: bool) -> bool:
-    """The person's decision on one call (end of input denies)."""
-    question = f"approve {call.name}({call.args})? [y/N] "
-    try:
-        answer = (await asyncio.to_thread(read_line, question if interactive else "")).strip()
-    except EOFError:
-        answer = ""
-    if not interactive:
-        print(f"{question}{answer}")  # piped input: show the decision
-    return answer.lower() in ("y", "yes")

@@ -25,7 +25,7 @@ from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.worker import Worker
 
 from golem import codec_server
-from golem.cli.connect import CliError, connect_args, load_agent
+from golem.cli.connect import DEV_UI_FILE, CliError, connect_args, load_agent
 from golem.client import SEARCH_ATTRIBUTES
 from golem.testing import DEV_SERVER_ARGS, temporal_cli
 from golem.worker import Deployment, GolemPlugin
@@ -94,6 +94,12 @@ def cmd_dev(args: argparse.Namespace) -> int:
         command += ["--search-attribute", f"{key.name}=Keyword"]
     (state / "ui-url").write_text(f"http://localhost:{ui_port}\n")  # the codec server's origin
     print(f"golem dev: Temporal on localhost:{args.port}, UI on http://localhost:{ui_port}")
+    if (args.port, ui_port, state) != (7233, 8233, DEV_UI_FILE.parent):
+        # Commands run in this directory find the UI in .golem/ui-url; elsewhere, say so.
+        print(
+            f"golem dev: elsewhere: export TEMPORAL_ADDRESS=localhost:{args.port} "
+            f"TEMPORAL_UI_URL=http://localhost:{ui_port}"
+        )
     sys.stdout.flush()
     # Become the server, so a signal to `golem dev` reaches it and nothing is orphaned.
     os.execv(command[0], command)

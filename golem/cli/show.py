@@ -1,6 +1,7 @@
 """The commands that read: ``golem show`` and ``golem conversation``.
 
     golem show <run-id>                         # one run's conversation (--json: a history file)
+    golem show <conversation-id>                # a conversation workflow's whole transcript
     golem conversation <conversation-id>        # the runs of a conversation, in order
 
 A closed run is read from its history, no worker needed.
@@ -17,11 +18,22 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from golem.cli.connect import WORKER_HINT, CliError, client_link, connect_args
-from golem.cli.output import format_message
+from golem.cli.output import describe_call, format_message
 from golem.client import conversation_runs, fetch_run
-from golem.client.lookups import chained_runs, conversation_info, find_run, run_info
+from golem.client.conversations import conversation_status
+from golem.client.lookups import (
+    Approvals,
+    RunInfo,
+    awaiting_approval,
+    chained_runs,
+    conversation_info,
+    conversation_messages,
+    find_run,
+    run_info,
+)
 from golem.messages import dump_messages
 from golem.wire import ShippingError
+from golem.workflows.conversation import ConversationWorkflow
 
 __all__ = ["cmd_conversation", "cmd_show", "describe_run", "resolve_run_id"]
 
@@ -47,26 +59,66 @@ async def resolve_run_id(client: Client, given: str) -> str:
 async def cmd_show(args: argparse.Namespace) -> int:
     client = await connect_args(args)
     run_id = await resolve_run_id(client, args.run_id)
+    info = await run_info(client, run_id)
     try:
+        if info.workflow_type == ConversationWorkflow.__name__:
+            return await show_conversation(client, info, args.json)
         record = await fetch_run(client, run_id)
+        waiting = await awaiting_approval(client, run_id) if record.status == "running" else None
     except RPCError as exc:
         if exc.status not in (RPCStatusCode.CANCELLED, RPCStatusCode.DEADLINE_EXCEEDED):
             raise
-        queue = (await run_info(client, run_id)).task_queue
         raise CliError(
-            f"run {run_id} is running and no worker answered for it: start one "
-            f"(`{WORKER_HINT} --task-queue {queue}`), then ask again"
+            f"{run_id} is running and no worker answered for it: start one "
+            f"(`{WORKER_HINT} --task-queue {info.task_queue}`), then ask again"
         ) from exc
     if args.json:
         # Exactly a history: `golem run --history FILE` continues from it.
         sys.stdout.write(dump_messages(record.messages).decode() + "\n")
         return 0
     failure = f" ({record.error})" if record.error else ""
-    print(f"run {run_id}: {record.status}{failure}")
+    doing = ", waiting for approval" if waiting is not None and waiting.calls else ""
+    print(f"run {run_id}: {record.status}{doing}{failure}")
     for index, message in enumerate(record.messages):
         print(format_message(index, message))
+    print_approvals(waiting, run_id)
     print(f"UI: {client_link(client, run_id)}")
     return 0
+
+
+async def show_conversation(client: Client, info: RunInfo, as_json: bool) -> int:
+    """``golem show`` of a conversation id: the whole conversation (from its history), and
+    what its turn in flight waits for."""
+    messages = await conversation_messages(client, info.run_id)
+    if as_json:
+        sys.stdout.write(dump_messages(messages).decode() + "\n")
+        return 0
+    waiting = await awaiting_approval(client, info.run_id) if info.status == "running" else None
+    print(f"conversation {info.run_id} ({info.workflow_type}, {await status_of(client, info)})")
+    for index, message in enumerate(messages):
+        print(format_message(index, message))
+    print_approvals(waiting, info.run_id)
+    print(f"its runs: golem conversation {info.run_id}")
+    print(f"UI: {client_link(client, info.run_id)}")
+    return 0
+
+
+async def status_of(client: Client, conversation: RunInfo) -> str:
+    """A conversation workflow's status; a resting one says what reopens it."""
+    status = await conversation_status(client, conversation.run_id, conversation.description.status)
+    return "resting: its next turn reopens it" if status == "resting" else status
+
+
+def print_approvals(waiting: Approvals | None, shown: str) -> None:
+    """The calls a run waits for (a turn's: named, below its conversation), and the command
+    that answers them."""
+    if waiting is None or not waiting.calls:
+        return
+    turn = f" (its turn {waiting.run_id})" if waiting.run_id != shown else ""
+    for call in waiting.calls:
+        print(f"waiting for approval of {describe_call(call)}{turn}")
+    calls = " ".join(c.id for c in waiting.calls)
+    print(f"approve with: golem approve {waiting.run_id} {calls}  (or --deny)")
 
 
 async def cmd_conversation(args: argparse.Namespace) -> int:
@@ -76,7 +128,7 @@ async def cmd_conversation(args: argparse.Namespace) -> int:
     run_ids = await chained_runs(client, conversation_id)
     workflow = await conversation_info(client, conversation_id)
     if workflow is not None:
-        heading += f" ({workflow.workflow_type}, {workflow.status})"
+        heading += f" ({workflow.workflow_type}, {await status_of(client, workflow)})"
         try:  # from its history (no worker needed), across continue-as-new
             turns = await conversation_runs(client, conversation_id)
         except ShippingError as exc:  # an earlier workflow run is gone (retention)

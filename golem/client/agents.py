@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
@@ -208,14 +209,22 @@ class DurableAgent(Generic[OutputT]):
         *,
         history: Sequence[HistoryItem] | None = None,
         parent_run_id: str = "",
+        idle_timeout: timedelta | None = None,
     ) -> DurableConversation[OutputT]:
         """A durable conversation (a ``ConversationWorkflow``): started when absent, attached
-        when it runs already. ``history`` seeds a new conversation only."""
+        when it runs already. ``history`` and ``idle_timeout`` shape a new conversation only:
+        after ``idle_timeout`` without a turn it rests (its workflow closes, the transcript
+        readable) and its next ``send`` reopens it; ``None`` keeps it open until ``close()``."""
         seed = checked(history=history).history
         await check_not_waiting(self.client, seed)
         conversation_id = conversation_id or resolve_conversation_id(seed, None) or new_id()
         parent = parent_run_id or next((m.run_id for m in reversed(seed) if m.run_id), "")
-        input = ConversationInput(agent=self.agent_name, messages=seed, parent_run_id=parent)
+        idle = idle_timeout.total_seconds() if idle_timeout is not None else None
+        if idle is not None and idle <= 0:
+            raise ValueError(f"idle_timeout must be positive, not {idle_timeout}")
+        input = ConversationInput(
+            agent=self.agent_name, messages=seed, parent_run_id=parent, idle_timeout=idle
+        )
         return await start_conversation(self, conversation_id, input)
 
     async def resume(

@@ -11,11 +11,17 @@ Use it from any process with a client; a turn that waits for approvals is answer
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import FailureError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
@@ -53,7 +59,13 @@ from golem.workflows.transcript import CARRY_BYTES, with_segments
 if TYPE_CHECKING:
     from golem.client.agents import DurableAgent
 
-__all__ = ["DurableConversation", "start_conversation"]
+__all__ = [
+    "DurableConversation",
+    "conversation_status",
+    "reopen",
+    "rested",
+    "start_conversation",
+]
 
 OutputT = TypeVar("OutputT")
 
@@ -63,8 +75,9 @@ async def start_conversation(
 ) -> DurableConversation[OutputT]:
     """Start conversation workflow ``conversation_id`` (attach when it runs already)."""
     parent = input.parent_run_id
-    try:
-        handle = await agent.client.start_workflow(
+    # Closed already: readable only, unless it rests (its next send reopens it).
+    with contextlib.suppress(WorkflowAlreadyStartedError):
+        await agent.client.start_workflow(
             ConversationWorkflow.run,
             input,
             id=conversation_id,
@@ -74,9 +87,55 @@ async def start_conversation(
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         )
-    except WorkflowAlreadyStartedError:
-        handle = agent.client.get_workflow_handle(conversation_id)  # closed: readable only
-    return DurableConversation(agent, handle)
+    # Bound to no run chain, so it follows the conversation across a rest and a reopen.
+    return DurableConversation(agent, agent.client.get_workflow_handle(conversation_id))
+
+
+async def reopen(client: Client, conversation_id: str) -> bool:
+    """Reopen a conversation that rests (closed itself after its idle timeout): its next
+    workflow run starts from the input its last one left, as continue-as-new would.
+    ``False`` when it does not rest (closed for good, failed, terminated)."""
+    latest = client.get_workflow_handle(conversation_id)
+    description = await latest.describe()
+    if description.status == WorkflowExecutionStatus.RUNNING:
+        return True  # another client reopened it meanwhile
+    following = await rested(client, conversation_id, description.status)
+    if following is None:
+        return False
+    await client.start_workflow(
+        ConversationWorkflow.run,
+        following,
+        id=conversation_id,
+        task_queue=description.task_queue,
+        search_attributes=description.typed_search_attributes,
+        static_summary=f"{following.agent}: conversation",
+        # Only a rested run is followed so: a conversation closed for good stays closed.
+        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+    )
+    return True
+
+
+async def rested(
+    client: Client, conversation_id: str, status: WorkflowExecutionStatus | None
+) -> ConversationInput | None:
+    """The input that reopens conversation ``conversation_id`` when its latest workflow run
+    (of ``status``) rested, else ``None``. Read from its history: no worker needed."""
+    if status != WorkflowExecutionStatus.COMPLETED:
+        return None
+    latest = client.get_workflow_handle(conversation_id, result_type=ConversationSummary)
+    summary: ConversationSummary = await latest.result()
+    return summary.reopen
+
+
+async def conversation_status(
+    client: Client, conversation_id: str, status: WorkflowExecutionStatus | None
+) -> str:
+    """A conversation workflow's status as a user reads it: ``resting`` when it closed
+    itself after its idle timeout (its next turn reopens it), else Temporal's (lowercase)."""
+    if await rested(client, conversation_id, status) is not None:
+        return "resting"
+    return status.name.lower() if status is not None else "unknown"
 
 
 class DurableConversation(Generic[OutputT]):
@@ -157,8 +216,12 @@ class DurableConversation(Generic[OutputT]):
             except WorkflowUpdateFailedError as exc:
                 if not isinstance(await golem_error(exc.cause), TurnContinuing):
                     raise
-            # The conversation finishes its turns in flight, then continues as new:
-            # the same update, sent again, lands on the next run.
+            except RPCError:
+                if not await reopen(self.agent.client, self.id):
+                    raise
+                continue  # the same update, to the reopened conversation
+            # The conversation finishes its turns in flight, then continues as new (or
+            # rests): the same update, sent again, lands on the next run.
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
 
@@ -264,10 +327,18 @@ class DurableConversation(Generic[OutputT]):
         return with_segments(run_pager(self.handle), self._histories.segment)
 
     async def close(self) -> None:
-        """End the conversation once the turn in flight (if any) finishes."""
+        """End the conversation for good once the turn in flight (if any) finishes (one
+        that rests is reopened to be closed, so no later send reopens it)."""
         try:
             await self.handle.execute_update("golem.close", result_type=ConversationSummary)
-        except (WorkflowUpdateFailedError, RPCError) as exc:
+        except RPCError as exc:
+            if await reopen(self.agent.client, self.id):  # it rested: reopened, to close it
+                await self.handle.execute_update("golem.close", result_type=ConversationSummary)
+                return
+            error = await self._closed_or(exc)
+            if not isinstance(error, ConversationClosedError):
+                raise error from exc
+        except WorkflowUpdateFailedError as exc:
             error = await self._closed_or(exc)
             if not isinstance(error, ConversationClosedError):
                 raise error from exc
@@ -298,10 +369,15 @@ class DurableConversation(Generic[OutputT]):
 
     async def _closed_or(self, exc: Exception) -> Exception:
         description = await self.handle.describe()
-        if description.status != WorkflowExecutionStatus.RUNNING:
-            status = description.status.name.lower() if description.status else "closed"
-            return ConversationClosedError(f"conversation {self.id} is {status}; fork it to go on")
-        return exc
+        if description.status == WorkflowExecutionStatus.RUNNING:
+            return exc
+        if await rested(self.agent.client, self.id, description.status) is not None:
+            return ConversationClosedError(
+                f"conversation {self.id} rests (idle): nothing waits in it; its next turn "
+                "reopens it"
+            )
+        status = description.status.name.lower() if description.status else "closed"
+        return ConversationClosedError(f"conversation {self.id} is {status}; fork it to go on")
 
 
 async def turn_started(

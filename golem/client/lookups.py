@@ -3,8 +3,11 @@
     info = await run_info(client, run_id)                  # status, agent, task queue, ...
     run_id = await find_run(client, "0196...")             # a run id, or the UI's Run ID
     runs = await chained_runs(client, conversation_id)     # oldest first (visibility)
+    messages = await conversation_messages(client, conversation_id)   # a conversation workflow's
+    waiting = await awaiting_approval(client, run_id)      # which calls wait, and who answers
 
-Each reads Temporal's description or its visibility store: no worker needed.
+Each reads Temporal's description or its visibility store, no worker needed (but
+``awaiting_approval`` asks a running run: a worker must be up).
 """
 
 from __future__ import annotations
@@ -20,15 +23,19 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowExecutionDescription
 from temporalio.service import RPCError, RPCStatusCode
 
-from golem.client.records import RunRecord, fetch_run
+from golem.client.records import RunRecord, fetch_run, history_reader
+from golem.messages import Message, ToolCall
 from golem.workflows.agent_run import OUTCOME_MEMO, AgentRunWorkflow
 from golem.workflows.conversation import ConversationWorkflow
 from golem.workflows.lineage import AGENT, CONVERSATION_ID, PARENT_RUN_ID
 
 __all__ = [
+    "Approvals",
     "RunInfo",
+    "awaiting_approval",
     "chained_runs",
     "conversation_info",
+    "conversation_messages",
     "existing_run",
     "find_run",
     "has_worker",
@@ -115,6 +122,13 @@ async def is_conversation(client: Client, conversation_id: str) -> bool:
     return await conversation_info(client, conversation_id) is not None
 
 
+async def conversation_messages(client: Client, conversation_id: str) -> list[Message]:
+    """The whole transcript of conversation workflow ``conversation_id``, read from its
+    history across continue-as-new (no worker needed)."""
+    histories = history_reader(client)
+    return await histories.messages(await histories.transcript(conversation_id))
+
+
 async def chained_runs(client: Client, conversation_id: str) -> list[str]:
     """The runs started under ``conversation_id`` (each with the history of the one before,
     not a ``ConversationWorkflow``'s turns), oldest first, from the visibility store."""
@@ -131,6 +145,43 @@ async def newest_run(client: Client, conversation_id: str) -> RunRecord | None:
     """The newest run chained under ``conversation_id``, read back (``None``: it has none)."""
     runs = await chained_runs(client, conversation_id)
     return await fetch_run(client, runs[-1]) if runs else None
+
+
+@dataclass(frozen=True)
+class Approvals:
+    """Who waits for a person's decisions, and on which calls."""
+
+    run_id: str
+    """The run that waits (a conversation's turn in flight, for a conversation)."""
+    conversation_id: str
+    """The conversation workflow that answers for its turn (approve through it), or ""."""
+    info: RunInfo
+    """The run's description (its status, agent, task queue)."""
+    calls: list[ToolCall]
+    """The calls waiting now; empty when the run does not wait (or has ended)."""
+
+
+async def awaiting_approval(client: Client, run_id: str) -> Approvals:
+    """The approvals run ``run_id`` waits for: a run's, or, for a conversation workflow, its
+    turn in flight's. A conversation's turn is answered through its conversation. Asks the
+    run (a query), so a worker must be up while it runs."""
+    info = await run_info(client, run_id)
+    conversation = ""
+    if info.workflow_type == ConversationWorkflow.__name__:
+        conversation = run_id
+        children = info.description.raw_description.pending_children
+        turn = next((c.workflow_id for c in children), "")
+        if not turn:
+            return Approvals(run_id, conversation, info, [])
+        run_id, info = turn, await run_info(client, turn)
+    elif info.parent_workflow_id and await is_conversation(client, info.parent_workflow_id):
+        conversation = info.parent_workflow_id
+    if info.status != "running":
+        return Approvals(run_id, conversation, info, [])
+    calls = await client.get_workflow_handle(run_id).query(
+        "golem.pending", result_type=list[ToolCall]
+    )
+    return Approvals(run_id, conversation, info, list(calls))
 
 
 async def has_worker(client: Client, task_queue: str) -> bool:

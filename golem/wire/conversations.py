@@ -46,6 +46,9 @@ class ConversationInput(Wire):
     """Run id -> ``TurnInput.fingerprint()`` of the latest turns: a retry must match."""
     current_agent: str = ""
     """The agent serving the next turn after a handoff (empty: ``agent``)."""
+    idle_timeout: float | None = None
+    """Seconds without a turn after which the conversation rests: it closes, its transcript
+    readable, and its next send reopens it (``None``: it stays open until closed)."""
 
 
 class TurnInput(Wire):
@@ -86,3 +89,6 @@ class ConversationSummary(Wire):
     turns: int = 0
     messages: int = 0
     last_run: str = ""
+    reopen: ConversationInput | None = None
+    """Set when it rested (closed itself after its idle timeout): the input that reopens
+    it, as continue-as-new would have; ``None`` after ``close()``, which is final."""

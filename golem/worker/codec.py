@@ -38,6 +38,11 @@ __all__ = [
 ]
 
 _NONCE = 12
+#: What ``GOLEM_ENCRYPTION_KEY`` holds, as its errors say.
+KEY_FORMAT = (
+    "id:base64key[,id:base64key...], each key 32 random bytes in base64, e.g. "
+    "2026-11:$(python -c 'import os,base64;print(base64.b64encode(os.urandom(32)).decode())')"
+)
 
 
 class DecryptionError(ApplicationError):
@@ -92,9 +97,14 @@ class EncryptionCodec(PayloadCodec):
                 continue
             name, sep, encoded = item.rpartition(":")
             key = _decode_key(encoded)
+            if len(key) != 32:
+                raise ValueError(
+                    f"{ENV_VAR}: key {name or '(no id)'!r} is {len(key)} bytes once "
+                    f"base64-decoded, not 32; expected {KEY_FORMAT}"
+                )
             keys[name if sep else cls.key_fingerprint(key)] = key
         if not keys:
-            raise ValueError(f"{ENV_VAR}: no key given (expected id:base64key[,id:base64key...])")
+            raise ValueError(f"{ENV_VAR}: no key given; expected {KEY_FORMAT}")
         return cls(keys)
 
     @classmethod
@@ -148,4 +158,6 @@ def _decode_key(encoded: str) -> bytes:
     try:
         return base64.b64decode(encoded + "=" * (-len(encoded) % 4), altchars=b"-_", validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise ValueError(f"{ENV_VAR}: a key is not valid base64 ({exc})") from None
+        raise ValueError(
+            f"{ENV_VAR}: a key is not valid base64 ({exc}); expected {KEY_FORMAT}"
+        ) from None

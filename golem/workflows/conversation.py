@@ -59,14 +59,16 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows import lineage, registry
     from golem.workflows.agent_run import AgentRunWorkflow
     from golem.workflows.approvals import PAUSED_SIGNAL
-    from golem.workflows.transcript import RECENT_RUNS, Transcript
+    from golem.workflows.transcript import Transcript
     from golem.workflows.turn_runs import (
         CLOSED,
         CONTINUING,
         RECORDED,
         WAITING,
         Handoffs,
+        IdleTimeout,
         by_reference,
+        carried_input,
         child_input,
         details,
         paused_output,
@@ -117,6 +119,11 @@ def _version_changed() -> bool:
     return workflow.info().is_target_worker_deployment_version_changed()
 
 
+def _switch_suggested() -> bool:
+    """Continue as new: the server suggests it, or the deployment's version changed."""
+    return workflow.info().is_continue_as_new_suggested() or _version_changed()
+
+
 @workflow.defn(name="ConversationWorkflow")
 class ConversationWorkflow:
     """A durable conversation. Workflow id = conversation id."""
@@ -145,6 +152,7 @@ class ConversationWorkflow:
         self._paused: PausedRun | None = None  # the turn in flight's latest pause
         self._outcome: TurnOutput | ApplicationError | None = None  # of the turn that ended
         self._tasks: set[asyncio.Task[None]] = set()  # held: the loop keeps weak references
+        self._idle = IdleTimeout(input.idle_timeout)
 
     @workflow.run
     async def run(self, input: ConversationInput) -> ConversationSummary:
@@ -154,36 +162,27 @@ class ConversationWorkflow:
         while not turns.over:
             # Without the machine's due flag, sends from several clients, each arriving while
             # another's turn runs, would put the switch off forever.
-            await workflow.wait_condition(
-                lambda: (
-                    turns.over
-                    or (
-                        not turns.due
-                        and (workflow.info().is_continue_as_new_suggested() or _version_changed())
-                    )
-                )
-            )
-            await self._perform(turns.suggest() if not turns.over else [])
+            due = lambda: turns.over or (not turns.due and _switch_suggested())  # noqa: E731
+            if await self._idle.wait(turns, due):
+                await self._perform(turns.rest())
+            elif not turns.over and not turns.due and _switch_suggested():
+                await self._perform(turns.suggest())
         # Every update admitted before the switch is answered in this run.
         await workflow.wait_condition(workflow.all_handlers_finished)
         if turns.phase == "closed":
             return summary(self._transcript)
-        info = workflow.info()
-        transcript = self._transcript
-        # Runs recorded before the transcript could go by reference carry it by value.
-        by_reference = bool(self._reference)
-        carried = transcript.carry(info.workflow_id, info.run_id, by_reference)
-        recent = [*carried.get("recent", []), *carried.get("runs", [])][-RECENT_RUNS:]
+        following = ConversationInput(
+            agent=self._agent,
+            turns_per_run=self._turns_per_run,
+            by_reference=self._reference,
+            current_agent=self._handoffs.current,
+            idle_timeout=self._idle.seconds,
+        )
+        following = carried_input(following, self._transcript, turns.known)
+        if turns.phase == "resting":  # closed until its next send reopens it from here
+            return summary(self._transcript, reopen=following)
         workflow.continue_as_new(
-            ConversationInput(
-                agent=self._agent,
-                parent_run_id=transcript.parent_run_id,
-                turns_per_run=self._turns_per_run,
-                by_reference=self._reference,
-                fingerprints={r: turns.known[r] for r in recent if turns.known.get(r)},
-                current_agent=self._handoffs.current,
-                **carried,
-            ),
+            following,
             # Onto the deployment's target version: unversioned workers ignore it.
             initial_versioning_behavior=workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE,
         )
@@ -281,6 +280,7 @@ class ConversationWorkflow:
                 self._spawn(self._expire_after(effect))
         queued = {run_id for _, run_id in self._turns.queue}
         self._sent = {r: t for r, t in self._sent.items() if r in queued}  # drop refused ones
+        self._idle.restart()
         self._details()
 
     def _answer(self, outcome: Outcome) -> TurnOutput | ConversationSummary | ApplicationError:
@@ -358,7 +358,8 @@ class ConversationWorkflow:
         await self._perform(self._turns.ended(child.id))
 
     def _details(self) -> None:
-        workflow.set_current_details(details(self._transcript, self._paused, self._turns.waiting))
+        rested = self._idle.seconds if self._turns.phase == "resting" else None
+        workflow.set_current_details(details(self._transcript, self._paused, self._turns, rested))
 
     # -- reading -------------------------------------------------------------------------
 

@@ -246,6 +246,10 @@ class TemporalExecutor:
                 # A start-to-close or heartbeat timeout: the call had started, so it may
                 # have taken effect; it must not be shown as never run.
                 raise ToolOutcomeUnknown(str(exc)) from exc
+            own = not isinstance(tool, ToolsetTool)  # golem.tool: its details are the error
+            if own and isinstance(cause, ApplicationError) and cause.details:
+                # The tool's error alone: the loop names the tool and the call itself.
+                raise ActivityFailed(str(cause.details[0])) from exc.__cause__
             raise
         finally:
             self.progress.in_flight.remove(call.name)

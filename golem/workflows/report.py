@@ -202,17 +202,17 @@ def details(
     outcome: str = "",
     pending: list[ToolCall] | None = None,
 ) -> str:
-    """What the UI's Current Details show: the outcome first once there is one, then the
-    counts (a tool call that ran and failed counts: it ran)."""
+    """What the UI's Current Details show: how the run ended once it has, or the calls it
+    waits for, first; then the counts (a tool call that ran and failed counts: it ran)."""
     usage = state.usage
     lines = [f"**{outcome}**"] if outcome else []
+    if pending and not outcome:
+        calls = ", ".join(f"{c.name} ({c.id})" for c in pending)
+        lines.append(f"**waiting for approval** {calls}")
     lines.append(
         f"**turn** {turn} · **requests** {state.requests} · **tool calls** "
         f"{max(state.tool_calls, progress.finished)}"
     )
     lines.append(f"**tokens** {usage.input_tokens} in / {usage.output_tokens} out")
     lines.append(f"**tools in flight** {', '.join(progress.in_flight) or 'none'}")
-    if pending:
-        calls = ", ".join(f"{c.name} ({c.id})" for c in pending)
-        lines.append(f"**waiting for approval** {calls}")
     return "\n\n".join(lines)

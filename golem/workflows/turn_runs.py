@@ -11,6 +11,8 @@ step here is deterministic.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -25,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         PAGE_BYTES,
         AgentRunInput,
         Completed,
+        ConversationInput,
         ConversationSummary,
         HistoryBase,
         InTranscript,
@@ -34,8 +37,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from golem.workflows.agent_run import RUN_ERROR
     from golem.workflows.report import run_failure
-    from golem.workflows.transcript import Transcript
-    from golem.workflows.turns import Refusal
+    from golem.workflows.transcript import RECENT_RUNS, Transcript
+    from golem.workflows.turns import Refusal, Turns
 
 __all__ = [
     "CLOSED",
@@ -46,9 +49,11 @@ __all__ = [
     "WAITING",
     "ConversationSummary",
     "Handoffs",
+    "IdleTimeout",
     "TurnInput",
     "TurnOutput",
     "by_reference",
+    "carried_input",
     "child_input",
     "details",
     "paused_output",
@@ -212,13 +217,6 @@ class Handoffs:
         )
 
 
-def summary(transcript: Transcript) -> ConversationSummary:
-    """A closed conversation's result."""
-    return ConversationSummary(
-        turns=transcript.turns, messages=transcript.length, last_run=transcript.last_run
-    )
-
-
 def start_refusal(run_id: str, exc: Exception) -> Refusal:
     """Why the turn's run could not start, as the send's refusal."""
     if isinstance(exc, WorkflowAlreadyStartedError):
@@ -237,12 +235,78 @@ def paused_output(paused: Paused, pending: tuple[str, ...], start: int, based: b
     return TurnOutput(run=run, start=start, based=based)
 
 
-def details(transcript: Transcript, paused: Paused | None, waiting: tuple[str, ...]) -> str:
-    """What the UI shows for a conversation."""
+class IdleTimeout:
+    """A conversation's idle timeout (``seconds``; ``None``: none), restarted by every
+    transition of its turns."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self._changes = 0
+
+    def restart(self) -> None:
+        self._changes += 1
+
+    async def wait(self, turns: Turns, done: Callable[[], bool]) -> bool:
+        """Wait until ``done()`` or a transition (``False``), or until the timeout runs out
+        while no turn is in flight (``True``: the conversation rests)."""
+        changes = self._changes
+        idle = self.seconds if turns.phase == "idle" else None
+        try:
+            await workflow.wait_condition(
+                lambda: done() or (self.seconds is not None and self._changes != changes),
+                timeout=None if idle is None else timedelta(seconds=idle),
+            )
+        except TimeoutError:
+            return True
+        return False
+
+
+def carried_input(
+    following: ConversationInput, transcript: Transcript, known: dict[str, str]
+) -> ConversationInput:
+    """``following`` (the settings a conversation keeps) with what this workflow run carries
+    to the next, by continue-as-new or when a rested conversation reopens: the transcript
+    by value while small, else by reference (runs recorded before the transcript could go
+    by reference carry it by value), and the fingerprints of its latest turns."""
+    info = workflow.info()
+    carried = transcript.carry(info.workflow_id, info.run_id, bool(following.by_reference))
+    recent = [*carried.get("recent", []), *carried.get("runs", [])][-RECENT_RUNS:]
+    fingerprints = {r: known[r] for r in recent if known.get(r)}
+    return ConversationInput(
+        **{
+            **dict(following),
+            "parent_run_id": transcript.parent_run_id,
+            "fingerprints": fingerprints,
+            **carried,
+        }
+    )
+
+
+def summary(transcript: Transcript, reopen: ConversationInput | None = None) -> ConversationSummary:
+    """A closed conversation's result (``reopen``: it rested, and reopens from that input)."""
+    return ConversationSummary(
+        turns=transcript.turns,
+        messages=transcript.length,
+        last_run=transcript.last_run,
+        reopen=reopen,
+    )
+
+
+def details(
+    transcript: Transcript, paused: Paused | None, turns: Turns, rested_after: float | None
+) -> str:
+    """What the UI shows for a conversation; one that rests (idle ``rested_after`` seconds)
+    says so first."""
+    waiting = turns.waiting
     calls = paused.pending_approvals if paused is not None else []
     pending = ", ".join(f"{c.name} ({c.id})" for c in calls if c.id in waiting) or "none"
+    rest = (
+        f"**resting** after {rested_after:g} s without a turn: its next turn reopens it\n\n"
+        if rested_after is not None
+        else ""
+    )
     return (
-        f"**turns** {transcript.turns} · **messages** {transcript.length}\n\n"
+        f"{rest}**turns** {transcript.turns} · **messages** {transcript.length}\n\n"
         f"**last run** {transcript.last_run or 'none'}\n\n"
         f"**waiting for approval** {pending}"
     )

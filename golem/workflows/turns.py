@@ -18,8 +18,10 @@ The phases: ``idle`` (no turn) → ``running`` (a turn's run is starting or runs
 approval timeout or close decided the rest; the run goes on) → ``running``'s end:
 ``idle`` again, or the next queued turn (a run that hands the conversation over starts
 the same turn's next run instead: ``handed_off``). ``close`` leads to ``closed`` once no
-turn is in flight; continue-as-new (``continuing``) happens from ``idle`` once it is due.
-The same ``Pause`` rules decide approvals for a standalone run (golem.workflows.approvals).
+turn is in flight; continue-as-new (``continuing``) happens from ``idle`` once it is due,
+and so does ``resting``: the conversation's idle timeout ran out, it closes until its next
+send reopens it (docs/adr/0021-conversations-rest-when-idle.md). The same ``Pause`` rules
+decide approvals for a standalone run (golem.workflows.approvals).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ __all__ = [
     "Turns",
 ]
 
-Phase = Literal["idle", "running", "waiting", "settling", "closed", "continuing"]
+Phase = Literal["idle", "running", "waiting", "settling", "closed", "continuing", "resting"]
 #: Why an update is refused; the workflow maps each to an ``ApplicationError.type``.
 RefusalKind = Literal[
     "closed", "waiting", "continuing", "recorded", "differs", "approvals", "taken", "failed"
@@ -198,8 +200,8 @@ class Turns:
 
     @property
     def over(self) -> bool:
-        """This workflow run is done: closed, or continuing as new."""
-        return self.phase in ("closed", "continuing")
+        """This workflow run is done: closed, continuing as new, or resting."""
+        return self.phase in ("closed", "continuing", "resting")
 
     @property
     def waiting(self) -> tuple[str, ...]:
@@ -223,6 +225,8 @@ class Turns:
             return Refusal("recorded", f"run {run_id} is already a turn of this conversation")
         if self.phase == "waiting" and self.current is not None:
             return self._waiting_refusal(self.current.run_id)
+        if self.phase == "resting":
+            return Refusal("continuing", "the conversation rests; send the turn again to reopen it")
         if self.due or self.phase == "continuing":
             return Refusal(
                 "continuing", "the conversation is continuing as new; send the turn again"
@@ -331,7 +335,7 @@ class Turns:
     def close(self, ticket: int) -> list[Effect]:
         """Close: at once when no turn is in flight, else once it ends (a waiting turn's
         calls are denied, so it ends); turns not started yet are refused."""
-        if self.phase in ("closed", "idle", "continuing"):
+        if self.phase in ("closed", "idle", "continuing", "resting"):
             self.phase = "closed"
             return [Answer(ticket, Closed())]
         self.close_requested = True
@@ -347,6 +351,13 @@ class Turns:
             self.phase = "settling"
             effects.append(Decide(self.current.run_id, denied))
         return effects
+
+    def rest(self) -> list[Effect]:
+        """The idle timeout ran out: from ``idle`` the conversation rests (closes until its
+        next send, refused meanwhile as while it continues as new, reopens it)."""
+        if self.phase == "idle" and not self.queue:
+            self.phase = "resting"
+        return []
 
     def suggest(self) -> list[Effect]:
         """The server suggests continuing as new: once no turn is in flight."""

@@ -1,0 +1,140 @@
+"""Approvals from the command line: ``golem approve``, and the question ``run`` and ``chat`` ask.
+
+    golem approve <run-id>                      # approve every call the run waits for
+    golem approve <run-id> t-1 --deny           # deny that call; the model reads it was denied
+    golem approve <conversation-id>             # the conversation's turn in flight
+
+A run waits for approvals in its own workflow: ``golem run`` asks at a terminal and
+otherwise says what waits and exits 3; ``golem approve`` answers from anywhere, later.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from temporalio.client import Client
+
+from golem.cli.connect import CliError, client_link, connect_args, watching
+from golem.cli.output import describe_call, print_failure, print_result
+from golem.cli.show import resolve_run_id
+from golem.client import DurableAgent, DurableConversation
+from golem.client.lookups import Approvals, awaiting_approval
+from golem.messages import ToolCall
+from golem.results import Result, RunError
+
+__all__ = [
+    "WAITS_FOR_APPROVAL",
+    "ask_approvals",
+    "cmd_approve",
+    "print_waiting",
+    "read_line",
+]
+
+#: ``golem run``'s exit code when its run waits for approvals nobody at a terminal gave.
+WAITS_FOR_APPROVAL = 3
+
+
+def read_line(prompt: str, out: TextIO | None = None) -> str:
+    """One line from the person at the terminal (``EOFError`` at end of input); the prompt
+    goes to ``out`` (stdout by default: ``run`` asks on stderr, beside its answer)."""
+    stream = out or sys.stdout
+    stream.write(prompt)
+    stream.flush()
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line.rstrip("\n")
+
+
+async def ask_approvals(
+    calls: Sequence[ToolCall], interactive: bool, out: TextIO | None = None
+) -> dict[str, bool]:
+    """The person's decision on each call, asked in turn (end of input denies)."""
+    stream = out or sys.stdout
+    decisions = {}
+    for call in calls:
+        question = f"approve {call.name}({call.args})? [y/N] "
+        try:
+            answer = await asyncio.to_thread(read_line, question if interactive else "", stream)
+        except EOFError:
+            answer = ""
+        if not interactive:
+            print(f"{question}{answer}", file=stream)  # piped input: show the decision
+        decisions[call.id] = answer.strip().lower() in ("y", "yes")
+    return decisions
+
+
+def print_waiting(
+    client: Client, result: Result[Any], run_id: str, conversation_id: str, as_json: bool
+) -> int:
+    """Say which calls ``run_id`` waits for and how to answer them; ``WAITS_FOR_APPROVAL``."""
+    calls = result.pending_approvals
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "waitingFor": [{"id": c.id, "name": c.name, "args": c.args} for c in calls],
+                    "runId": run_id,
+                    "conversationId": conversation_id,
+                }
+            )
+        )
+        return WAITS_FOR_APPROVAL
+    ids = " ".join(c.id for c in calls)
+    for call in calls:
+        print(f"waiting for approval of {describe_call(call)}", file=sys.stderr)
+    print(f"approve with:    golem approve {run_id} {ids}  (or --deny)", file=sys.stderr)
+    print(f"run id:          {run_id}", file=sys.stderr)
+    print(f"conversation id: {conversation_id}", file=sys.stderr)
+    print(f"UI:              {client_link(client, run_id)}", file=sys.stderr)
+    return WAITS_FOR_APPROVAL
+
+
+async def cmd_approve(args: argparse.Namespace) -> int:
+    client = await connect_args(args)
+    waiting = await awaiting_approval(client, await resolve_run_id(client, args.run_id))
+    decisions = chosen(waiting, args.call_id, approved=not args.deny)
+    info = waiting.info
+    durable: DurableAgent[Any] = DurableAgent(client, info.agent, task_queue=info.task_queue)
+    verb = "denied" if args.deny else "approved"
+    for call in waiting.calls:
+        if call.id in decisions:
+            print(f"golem: {verb} {describe_call(call)}", file=sys.stderr)
+    try:
+        async with watching(client, info.task_queue, waiting.run_id):
+            if waiting.conversation_id:
+                handle = client.get_workflow_handle(waiting.conversation_id)
+                result = await DurableConversation(durable, handle).approve(decisions)
+            else:
+                result = await (await durable.attach(waiting.run_id)).approve(decisions)
+    except RunError as exc:
+        return print_failure(client, exc, waiting.run_id, waiting.conversation_id)
+    if result.pending_approvals:  # another batch, or calls this approval left undecided
+        return print_waiting(
+            client, result, waiting.run_id, result.conversation_id or "", args.json
+        )
+    print_result(client, result, args.json)
+    return 0
+
+
+def chosen(waiting: Approvals, call_ids: Sequence[str], *, approved: bool) -> dict[str, bool]:
+    """The decisions ``golem approve`` sends: for the calls named, else every pending one."""
+    run = waiting.run_id
+    if not waiting.calls:
+        if run == waiting.conversation_id:
+            raise CliError(f"conversation {run} is not waiting for approval: no turn is in flight")
+        raise CliError(
+            f"run {run} is not waiting for approval: it is {waiting.info.status} "
+            f"(`golem show {run}`)"
+        )
+    pending = {c.id: c for c in waiting.calls}
+    unknown = [c for c in call_ids if c not in pending]
+    if unknown:
+        listed = ", ".join(describe_call(c) for c in waiting.calls)
+        raise CliError(f"run {run} is not waiting for {', '.join(unknown)}: it waits for {listed}")
+    return dict.fromkeys(call_ids or pending, approved)

@@ -1,0 +1,131 @@
+"""Approvals from the command line: ``golem run`` asks at a terminal, says what waits
+otherwise, and ``golem approve`` / ``golem show`` answer and list them (real CLI, dev server)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pty
+import select
+import subprocess
+import time
+
+from test_cli import GOLEM, TESTS, address, golem, golem_worker, ids, one_line, queue
+
+__all__ = ["address"]  # the fixture, shared with tests/test_cli.py
+
+TRANSFER = 'transfer({"amount": 5})'
+DENIED = "transfer: the user denied this tool call; it was not executed"
+
+
+def at_terminal(argv: list[str], answer: str, timeout: float = 60.0) -> tuple[int, str]:
+    """Run ``golem`` at a terminal (a pty for stdin, stdout and stderr), answering the first
+    ``[y/N]`` question with ``answer``; its exit code and everything the terminal showed."""
+    main, child = pty.openpty()
+    proc = subprocess.Popen([GOLEM, *argv], stdin=child, stdout=child, stderr=child, cwd=TESTS)
+    os.close(child)
+    shown, answered = b"", False
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            readable, _, _ = select.select([main], [], [], 0.2)
+            if not readable:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:  # the terminal closed: the command ended
+                break
+            shown += chunk
+            if not answered and b"[y/N] " in shown:
+                os.write(main, answer.encode() + b"\n")
+                answered = True
+        code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(main)
+    return code, shown.decode().replace("\r\n", "\n")
+
+
+async def test_run_at_a_terminal_asks_for_each_approval_as_chat_does(address: str) -> None:
+    tq = queue()
+    argv = ["run", "--agent", "bank", "--task-queue", tq, "pay"]
+    async with golem_worker(tq, "bank"):
+        code, shown = await asyncio.to_thread(at_terminal, argv, "n")
+    assert code == 0, shown
+    assert f"approve {TRANSFER}? [y/N] n\n" in shown
+    assert f"{DENIED}\n" in shown  # the answer streamed on after the decision
+    assert "run id:" in shown and "waiting for approval" not in shown
+
+
+async def test_run_without_a_terminal_says_what_waits_and_golem_approve_finishes_it(
+    address: str,
+) -> None:
+    tq = queue()
+    async with golem_worker(tq, "bank"):
+        waiting = await golem("run", "--agent", "bank", "--task-queue", tq, "pay")
+        run_id = ids(waiting.err)["run id"]
+        shown = await golem("show", run_id)
+        wrong = await golem("approve", run_id, "t-9")
+        done = await golem("approve", run_id)
+        again = await golem("approve", run_id)
+    assert waiting.code == 3 and waiting.out == "", waiting
+    assert waiting.err.splitlines()[:2] == [
+        f"waiting for approval of {TRANSFER} #t-1",
+        f"approve with:    golem approve {run_id} t-1  (or --deny)",
+    ]
+    assert shown.code == 0, shown.err
+    lines = shown.out.splitlines()
+    assert lines[0] == f"run {run_id}: running, waiting for approval"
+    assert lines[3:5] == [
+        f"waiting for approval of {TRANSFER} #t-1",
+        f"approve with: golem approve {run_id} t-1  (or --deny)",
+    ]
+    assert one_line(wrong) == (
+        f"golem approve: run {run_id} is not waiting for t-9: it waits for {TRANSFER} #t-1"
+    )
+    assert done.code == 0 and done.out.splitlines()[0] == "transfer: moved 5", done.err
+    assert done.err == f"golem: approved {TRANSFER} #t-1\n"
+    assert ids(done.out)["run id"] == run_id  # the same run went on
+    assert one_line(again) == (
+        f"golem approve: run {run_id} is not waiting for approval: it is completed "
+        f"(`golem show {run_id}`)"
+    )
+
+
+async def test_a_conversations_waiting_turn_is_shown_and_answered_by_the_conversation_id(
+    address: str,
+) -> None:
+    tq = queue()
+    async with golem_worker(tq, "bank"):
+        chat = await golem("chat", "--agent", "bank", "--task-queue", tq, stdin="pay\ny\n")
+        conversation = chat.out.splitlines()[-1].split()[-1]
+        waiting = await golem("run", "--agent", "bank", "--conversation-id", conversation, "more")
+        turn = ids(waiting.err)["run id"]
+        shown = await golem("show", conversation)
+        resumed = await golem("resume", conversation)
+        denied = await golem("approve", conversation, "--deny")
+        idle = await golem("approve", conversation)
+    assert waiting.code == 3, waiting
+    assert shown.code == 0, shown.err
+    lines = shown.out.splitlines()
+    assert lines[0] == f"conversation {conversation} (ConversationWorkflow, running)"
+    assert [line.split()[1] for line in lines[1:5]] == ["user", "assistant", "tool", "assistant"]
+    assert lines[4].endswith("transfer: moved 5")
+    assert lines[5:8] == [
+        f"waiting for approval of {TRANSFER} #t-5 (its turn {turn})",
+        f"approve with: golem approve {turn} t-5  (or --deny)",
+        f"its runs: golem conversation {conversation}",
+    ]
+    assert one_line(resumed).startswith(
+        f"golem resume: {conversation} is a conversation, not a run: its next turn goes on from "
+        f"a failed one; send it with `golem run --agent bank --conversation-id {conversation} "
+    )
+    assert denied.code == 0 and denied.out.splitlines()[0] == DENIED, denied.err
+    assert ids(denied.out) == {**ids(denied.out), "run id": turn, "conversation id": conversation}
+    assert one_line(idle) == (
+        f"golem approve: conversation {conversation} is not waiting for approval: "
+        "no turn is in flight"
+    )

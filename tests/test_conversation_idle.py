@@ -1,0 +1,146 @@
+"""A conversation rests after its idle timeout (its workflow closes, the transcript readable)
+and its next send reopens it; ``close()`` stays final (docs/adr/0021)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.sdk.v1 import WorkflowMetadata
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.worker import Worker
+from test_replay import history
+
+from golem import Message
+from golem.agent import Agent
+from golem.client import ConversationClosedError, DurableAgent
+from golem.models import FunctionModel
+from golem.wire import ConversationSummary
+from golem.worker import GolemPlugin
+from golem.workflows.turns import Answer, Closed, Refusal, StartChild, Turns
+
+
+def _count(messages: list[Message], tools: Any) -> Message:
+    users = [m for m in messages if m.role == "user"]
+    return Message.assistant(f"{len(users)}: {users[-1].content}")
+
+
+counter: Agent[Any, Any] = Agent(FunctionModel(_count, model_name="count"), name="idle_counter")
+
+
+async def until(condition: Callable[[], Awaitable[bool]], timeout: float = 30.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not await condition():
+            await asyncio.sleep(0.05)
+
+
+def closed(client: Client, workflow_id: str) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        status = (await client.get_workflow_handle(workflow_id).describe()).status
+        return status != WorkflowExecutionStatus.RUNNING
+
+    return check
+
+
+# -- the state machine -----------------------------------------------------------------------
+
+
+def test_only_an_idle_conversation_rests_and_a_send_meanwhile_is_sent_again() -> None:
+    turns = Turns()
+    assert turns.send(1, "r1", "f1") == [StartChild("r1")]
+    assert turns.rest() == [] and turns.phase == "running"  # a turn in flight: no rest
+    turns.ended("r1")
+    assert turns.rest() == [] and turns.phase == "resting" and turns.over
+    refusal = turns.check_send("r2", "f2")
+    assert refusal == Refusal(
+        "continuing", "the conversation rests; send the turn again to reopen it"
+    )
+    assert turns.send(2, "r1", "f1") == [
+        Answer(2, Refusal("recorded", "run r1 is already a turn of this conversation"))
+    ]
+
+
+def test_close_while_it_rests_closes_it_for_good() -> None:
+    turns = Turns()
+    turns.rest()
+    assert turns.close(1) == [Answer(1, Closed())] and turns.phase == "closed"
+
+
+# -- durably ---------------------------------------------------------------------------------
+
+
+async def test_an_idle_conversation_rests_and_its_next_send_reopens_it_with_its_transcript(
+    temporal_client: Client,
+) -> None:
+    tq = f"idle-{uuid.uuid4().hex[:8]}"
+    async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(counter)]):
+        durable = DurableAgent(temporal_client, counter, task_queue=tq)
+        conv = await durable.conversation(idle_timeout=timedelta(seconds=1))
+        first = await conv.send("one")
+        await until(closed(temporal_client, conv.id))  # it closed itself
+        rested = temporal_client.get_workflow_handle(conv.id, result_type=ConversationSummary)
+        summary = await rested.result()
+        assert (summary.turns, summary.last_run) == (1, first.run_id)
+        assert summary.reopen is not None and summary.reopen.idle_timeout == 1.0
+        metadata = await rested.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+        assert metadata.current_details.startswith(
+            "**resting** after 1 s without a turn: its next turn reopens it"
+        )
+        second = await conv.send("two")  # reopens it, from where it rested
+        assert second.output == "2: two"
+        assert [m.content for m in second.messages if m.role == "user"] == ["one", "two"]
+        assert await conv.runs() == [first.run_id, second.run_id]
+        attached = await durable.conversation(conv.id)  # by id, from anywhere
+        assert [m.content for m in await attached.messages()][-1] == "2: two"
+        await conv.close()  # final: no send reopens a closed conversation
+        with pytest.raises(ConversationClosedError, match="fork it to go on"):
+            await conv.send("three")
+    executions = [e async for e in temporal_client.list_workflows(f'WorkflowId = "{conv.id}"')]
+    assert len(executions) == 2  # the rested run and the reopened one
+
+
+async def test_closing_a_resting_conversation_closes_it_for_good(temporal_client: Client) -> None:
+    tq = f"idle-{uuid.uuid4().hex[:8]}"
+    async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(counter)]):
+        durable = DurableAgent(temporal_client, counter, task_queue=tq)
+        conv = await durable.conversation(idle_timeout=timedelta(seconds=1))
+        await conv.send("one")
+        await until(closed(temporal_client, conv.id))
+        await conv.close()
+        summary = await temporal_client.get_workflow_handle(
+            conv.id, result_type=ConversationSummary
+        ).result()
+        assert summary.reopen is None and summary.turns == 1
+        with pytest.raises(ConversationClosedError, match="fork it to go on"):
+            await conv.send("two")
+
+
+async def test_an_idle_timeout_must_be_positive(temporal_client: Client) -> None:
+    durable = DurableAgent(temporal_client, counter, task_queue="never-polled")
+    with pytest.raises(ValueError, match="idle_timeout must be positive"):
+        await durable.conversation(idle_timeout=timedelta(0))
+
+
+def test_the_recorded_rest_and_reopen_hold_what_they_were_recorded_for() -> None:
+    """tests/histories/conversation_rested|reopened (tests/record_histories.py); both replay
+    in tests/test_replay.py."""
+    rested = history("conversation_rested")
+    kinds = [e.event_type for e in rested.events]
+    assert EventType.EVENT_TYPE_TIMER_FIRED in kinds  # the idle timeout, once no turn waited
+    signals = [
+        e for e in rested.events if e.HasField("workflow_execution_signaled_event_attributes")
+    ]
+    assert len(signals) == 1  # the turn waited for an approval meanwhile: no rest then
+    done = rested.events[-1].workflow_execution_completed_event_attributes
+    assert b'"reopen":{"agent":"replay_approval"' in done.result.payloads[0].data
+    reopened = history("conversation_reopened")
+    started = reopened.events[0].workflow_execution_started_event_attributes
+    assert not started.continued_execution_run_id  # a new run of the id, not continue-as-new
+    assert b'"idleTimeout":1.0' in started.input.payloads[0].data
+    closed = reopened.events[-1].workflow_execution_completed_event_attributes
+    assert b'"reopen"' not in closed.result.payloads[0].data  # close() is final
