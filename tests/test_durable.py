@@ -292,7 +292,7 @@ async def test_a_closed_runs_result_leaves_its_conversation_to_its_history(
     ]
     messages = json.loads(completed)["messages"]
     # The model calls in its history hold all but the final answer, which rides alone.
-    assert messages["kind"] == "log" and messages["count"] == 7
+    assert messages["kind"] == "history" and messages["count"] == 7
     assert len(messages["added"]["messages"]) == 1 and len(completed) < 400
     assert [len(r.messages) for r in model.requests] == [1, 3, 5, 7]
     assert model.requests[-1].messages == result.messages[:-1]

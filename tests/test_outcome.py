@@ -19,7 +19,7 @@ from golem.results import PartialResult, Result, RunError
 from golem.wire import (
     Carried,
     Completed,
-    Logged,
+    InHistory,
     MessagesPage,
     MessagesQuery,
     Paged,
@@ -294,7 +294,7 @@ async def test_a_result_leaves_what_its_history_holds_to_the_history() -> None:
     sent = result([*HISTORY, *added(3)])
     last_request = sent.messages[:-1]  # as the model saw it, instructions aside
     encoded = completed(sent, HISTORY, logged=len(sent.messages) - 1)
-    assert isinstance(encoded.messages, Logged)
+    assert isinstance(encoded.messages, InHistory)
     assert encoded.messages.added.messages == [sent.messages[-1].stamped("", "")]
 
     async def logged() -> list[Message]:

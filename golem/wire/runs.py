@@ -6,7 +6,7 @@ A closed run's result is what a person reads in the Temporal UI's Result panel: 
 (``messages``, one variant each, decoded in one place):
 
 - ``Carried``: in the result: the given history's first ``keep`` messages, then ``added``;
-- ``Logged``: the run's history holds it: the last model request's own messages
+- ``InHistory``: the run's history holds it: the last model request's own messages
   (instructions aside), rebuilt from the model calls' inputs and their activities'
   results, then ``added``;
 - ``Paged``: too long for one payload: read with the run's ``golem.conversation`` query;
@@ -38,8 +38,8 @@ __all__ = [
     "Carried",
     "Completed",
     "Failed",
+    "InHistory",
     "InTranscript",
-    "Logged",
     "ModelFailure",
     "OutcomeMemo",
     "Paged",
@@ -168,11 +168,11 @@ class Carried(Tagged):
         return [*given[: self.keep], *expand(self.added, stamps)]
 
 
-class Logged(Tagged):
+class InHistory(Tagged):
     """In the run's history: its last model request's first ``count`` own messages, then
     ``added``."""
 
-    kind: Literal["log"] = "log"
+    kind: Literal["history"] = "history"
     count: int
     added: Compact = Field(default_factory=Compact)
 
@@ -216,7 +216,7 @@ class InTranscript(Tagged):
         return await read_pages(sources.transcript, self.start, self.start + self.count)
 
 
-RunMessages = Annotated[Carried | Logged | Paged | InTranscript, Field(discriminator="kind")]
+RunMessages = Annotated[Carried | InHistory | Paged | InTranscript, Field(discriminator="kind")]
 
 
 # -- outcomes ---------------------------------------------------------------------------

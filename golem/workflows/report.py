@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
         Carried,
         Completed,
         Failed,
-        Logged,
+        InHistory,
         OutcomeMemo,
         Paged,
         Paused,
@@ -82,7 +82,7 @@ def report_messages(
     contents whose digest is in ``recorded`` by reference; paged past ``page_bytes``
     (``None``: never, external storage takes a payload of any size)."""
     if logged:
-        variant: Carried | Logged = Logged(
+        variant: Carried | InHistory = InHistory(
             count=logged, added=compact(messages[logged:], stamps, recorded)
         )
     else:

@@ -133,7 +133,7 @@ async def test_a_completed_runs_result_shows_output_usage_and_where_its_messages
         f'"inputTokens": {done.usage.input_tokens}',
         '"toolCalls": 1',
         '"messages": {',
-        '"kind": "log"',  # the conversation is in the run's own history
+        '"kind": "history"',  # the conversation is in the run's own history
     ):
         assert shown in result, shown
     for internal in ("snapshot", "unstamped", "paged", "logged"):
