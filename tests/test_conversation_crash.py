@@ -14,7 +14,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
-from test_crash import crash_dir, doomed_worker, executions, until
+from test_crash import TAKEN_OVER, crash_dir, doomed_worker, executions, until
+from waiting import within
 
 from golem.client import DurableAgent
 from golem.worker import GolemPlugin
@@ -49,8 +50,7 @@ async def test_a_worker_killed_mid_turn_leaves_the_turn_to_another_worker_once(
     doomed = f"{process.pid}@"
     plugin = GolemPlugin(*AGENTS, heartbeat_timeout=timedelta(seconds=2))
     async with Worker(client, task_queue=task_queue, plugins=[plugin]):
-        async with asyncio.timeout(60):
-            second = await turn  # the same send: its update outlived the worker
+        second = await within(turn, what=TAKEN_OVER, timeout=60)  # its update outlived the worker
         third = await conv.send("thanks")
         runs = await conv.runs()
         transcript = await conv.messages()

@@ -30,7 +30,8 @@ from temporalio.client import Client
 from temporalio.contrib.opentelemetry import create_tracer_provider
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
-from test_crash import doomed_worker, until
+from test_crash import TAKEN_OVER, assert_heartbeats, doomed_worker, until
+from waiting import within
 
 from golem.agent import Agent
 from golem.client import DurableAgent
@@ -245,8 +246,9 @@ async def test_a_trace_continues_across_a_worker_crash(
             await until(lambda: (tmp_path / "started").exists(), "the tool call to start")
             process.send_signal(signal.SIGKILL)
             await process.wait()
+        await assert_heartbeats(run)
         async with Worker(client, task_queue=task_queue):
-            await run.result()
+            await within(run.result(), what=TAKEN_OVER)
     finished = spans.get_finished_spans()
     lines = tree(finished, ("golem.attempt",))
     print("\n" + "\n".join(lines))
