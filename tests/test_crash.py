@@ -28,7 +28,7 @@ from crash_agents import (
 )
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
-from waiting import within
+from waiting import eventually, within
 
 from golem.agent import Agent
 from golem.client import DurableAgent, DurableRun
@@ -42,13 +42,6 @@ TAKEN_OVER = (
     "the run to end on the second worker (a dead worker's call is retried once its "
     "heartbeat times out: is the activity's heartbeat_timeout set?)"
 )
-
-
-async def until(condition: object, what: str, timeout: float = 30.0) -> None:
-    """Await a condition (a zero-argument callable) with a deadline."""
-    async with asyncio.timeout(timeout):
-        while not condition():  # type: ignore[operator]
-            await asyncio.sleep(0.02)
 
 
 @asynccontextmanager
@@ -104,10 +97,13 @@ async def crash_then_take_over(
     durable: DurableAgent[str] = DurableAgent(env.client, agent_name, task_queue=task_queue)
     async with doomed_worker(env, task_queue, crash_dir) as process:
         run = await durable.start("go")
-        await until(lambda: (crash_dir / "started").exists(), "the call to start")
-        async with asyncio.timeout(30):
-            while await completed_activities(run) < completed_before_kill:
-                await asyncio.sleep(0.05)
+        started = crash_dir / "started"
+        await eventually(started.exists, what="the call to start", timeout=30, interval=0.02)
+
+        async def completed() -> bool:
+            return await completed_activities(run) >= completed_before_kill
+
+        await eventually(completed, what=f"{completed_before_kill} activities done", timeout=30)
         process.send_signal(signal.SIGKILL)
         await process.wait()
     await assert_heartbeats(run)
