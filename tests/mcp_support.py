@@ -64,13 +64,6 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-async def until(condition: Any, timeout: float = 30.0) -> None:
-    """Await a condition (a zero-argument callable) with a deadline."""
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.02)
-
-
 async def started(*command: str, env: dict[str, str]) -> asyncio.subprocess.Process:
     """``python *command`` (with ``env`` added), once it has printed ``ready``."""
     process = await asyncio.create_subprocess_exec(

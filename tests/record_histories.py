@@ -38,6 +38,7 @@ from replay_agents import (
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 from test_conversation_boundaries import budgeted
+from waiting import eventually
 
 from examples.support_ticket import Ticket, TicketWorkflow
 from golem.client import DurableAgent, DurableConversation
@@ -122,9 +123,8 @@ async def record_crash(client: Client) -> dict[str, str]:
     assert (await process.stdout.readline()).strip() == b"ready"
     durable: DurableAgent[str] = DurableAgent(client, "at_most_once", task_queue=tq)
     run = await durable.start("go")
-    async with asyncio.timeout(30):
-        while not (crash_dir / "started").exists():
-            await asyncio.sleep(0.05)
+    started = crash_dir / "started"
+    await eventually(started.exists, what="the at-most-once call to start", timeout=30)
     process.send_signal(signal.SIGKILL)
     await process.wait()
     plugin = GolemPlugin(*AGENTS, heartbeat_timeout=timedelta(seconds=2))
@@ -273,9 +273,11 @@ async def record_rested(client: Client, tq: str) -> dict[str, str | tuple[str, s
     assert (await conv.send("pay 5")).paused
     assert (await conv.approve({"t1": True})).output == "transfer: sent 5"
     handle = client.get_workflow_handle(conv.id)
-    async with asyncio.timeout(30):
-        while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
-            await asyncio.sleep(0.05)
+
+    async def at_rest() -> bool:
+        return (await handle.describe()).status != WorkflowExecutionStatus.RUNNING
+
+    await eventually(at_rest, what="the conversation to rest after its idle timeout", timeout=30)
     rested = (await handle.describe()).run_id or ""
     await conv.send("and now?")  # reopens it
     await conv.close()

@@ -22,6 +22,7 @@ from cli_agents import broken, counter, echo
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
+from waiting import eventually
 
 from golem import cli
 from golem.cli.connect import UI_URL_VARIABLES, ui_base
@@ -116,12 +117,6 @@ async def golem_worker(task_queue: str, *agents: str) -> AsyncIterator[WorkerPro
             code = await proc.wait()
             await draining
         assert code == 0, "".join(worker.stderr)
-
-
-async def until(condition: object, timeout: float = 20.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not await condition():  # type: ignore[operator]
-            await asyncio.sleep(0.05)
 
 
 def ids(out: str) -> dict[str, str]:
@@ -273,7 +268,8 @@ async def test_chat_leaves_a_conversation_that_rests_when_idle_and_reopens_on_it
 
     async with golem_worker(tq, "counter"):
         first = await golem(*chat, "--idle-timeout", "1", stdin="one\n")
-        await until(closed)  # no workflow stays open after the chat: it rested
+        # No workflow stays open after the chat: it rested.
+        await eventually(closed, what="the chat's conversation to rest", timeout=20)
         listed = await golem("conversation", conversation_id)
         shown = await golem("show", conversation_id)
         again = await golem(*chat, stdin="two\n")  # reopens it, from where it rested
@@ -504,7 +500,7 @@ async def test_show_finds_a_run_by_the_uis_temporal_run_id(
         query = f'RunId = "{temporal_run_id}"'
         return (await temporal_client.count_workflows(query)).count == 1
 
-    await until(visible)
+    await eventually(visible, what="the run in the visibility store", timeout=20)
     done = await golem("show", temporal_run_id)
     assert done.code == 0 and done.out.splitlines()[0] == f"run {result.run_id}: completed"
     assert f"{temporal_run_id} is a Temporal Run ID" in done.err and result.run_id in done.err
@@ -525,7 +521,7 @@ async def test_show_and_conversation_list_a_conversations_runs_in_order(
     async def both_visible() -> bool:
         return (await temporal_client.count_workflows(query)).count == 2
 
-    await until(both_visible)
+    await eventually(both_visible, what="both runs in the visibility store", timeout=20)
     shown = (await golem("show", second.run_id)).out.splitlines()
     assert shown[0] == f"run {second.run_id}: completed"
     roles = [line.split()[1] for line in shown[1:-1]]
@@ -605,7 +601,7 @@ async def test_run_conversation_id_continues_that_conversation_and_show_json_fee
         async def visible() -> bool:
             return (await temporal_client.count_workflows(query)).count == 1
 
-        await until(visible)
+        await eventually(visible, what="the first run in the visibility store", timeout=20)
         second = await golem(
             "run",
             "--agent",
@@ -823,13 +819,14 @@ async def test_dev_starts_a_persistent_server_with_golems_search_attributes_quie
             f"golem dev: elsewhere: export TEMPORAL_ADDRESS=localhost:{port} "
             f"TEMPORAL_UI_URL=http://localhost:{ui_port}\n"
         )
-        client: Client | None = None
-        async with asyncio.timeout(30):
-            while client is None:
-                try:
-                    client = await Client.connect(f"127.0.0.1:{port}")
-                except RuntimeError:
-                    await asyncio.sleep(0.1)
+
+        async def connected() -> Client | None:
+            try:
+                return await Client.connect(f"127.0.0.1:{port}")
+            except RuntimeError:
+                return None
+
+        await eventually(connected, what="golem dev's server to accept a client", timeout=30)
         tq = f"dev-{uuid.uuid4().hex[:8]}"
         plugin = GolemPlugin(echo, heartbeat_timeout=timedelta(seconds=5))
         client = await Client.connect(f"127.0.0.1:{port}", plugins=[plugin])
@@ -858,9 +855,9 @@ async def test_dev_starts_a_persistent_server_with_golems_search_attributes_quie
         server.terminate()
         out, err = server.communicate(timeout=30)
     # Stopping `golem dev` stops the server itself: nothing is left listening.
-    async with asyncio.timeout(30):
-        while answering(port):
-            await asyncio.sleep(0.1)
+    await eventually(
+        lambda: not answering(port), what="golem dev's server to stop listening", timeout=30
+    )
     # The server's known noise (poll errors while it stops) stays out of the default output.
     assert b"level=WARN" not in out + err
 

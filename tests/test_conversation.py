@@ -15,6 +15,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
+from waiting import eventually
 
 from golem import Agent, Message, ToolCall
 from golem.client import (
@@ -112,7 +113,7 @@ async def test_concurrent_sends_are_serialized_in_arrival_order(temporal_client:
     async with serve(temporal_client, agent) as tq:
         conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
         first = asyncio.ensure_future(conv.send("first"))
-        await _until(lambda: seen == [1])
+        await eventually(lambda: seen == [1], what="the first turn at the model", interval=0.01)
         second = asyncio.ensure_future(conv.send("second"))
         await _until_update_admitted(conv.handle, 2)
         gate.set()
@@ -274,24 +275,19 @@ async def test_a_long_conversation_continues_as_new_with_an_identical_transcript
     assert len(continued) >= 2
 
 
-async def _until(condition: Any) -> None:
-    while not condition():
-        await asyncio.sleep(0)
-
-
 async def _until_update_admitted(handle: Any, count: int) -> None:
     """Until ``count`` updates have reached the workflow (accepted or waiting on the lock)."""
-    async with asyncio.timeout(10):
-        while True:
-            events = [e async for e in handle.fetch_history_events()]
-            accepted = sum(
-                1
-                for e in events
-                if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
-            )
-            if accepted >= count:
-                return
-            await asyncio.sleep(0.05)
+
+    async def admitted() -> bool:
+        events = [e async for e in handle.fetch_history_events()]
+        accepted = sum(
+            1
+            for e in events
+            if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+        )
+        return accepted >= count
+
+    await eventually(admitted, what=f"{count} updates accepted by the conversation")
 
 
 # -- history by reference (docs/adr/0009-conversations.md) --------------------------------

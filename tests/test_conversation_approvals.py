@@ -15,6 +15,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 from test_conversation_boundaries import budgeted, continued
 from test_durable_approvals import asks_two, held_agent, serve, timer_fired, transfer_agent
+from waiting import eventually
 
 from golem import Agent, Message, ToolCall
 from golem.client import ConversationClosedError, DurableAgent
@@ -66,9 +67,11 @@ async def test_the_approval_timeout_answers_no_decision_and_the_conversation_tak
         paused = await conv.send("pay")
         run = await DurableAgent(temporal_client, agent, task_queue=tq).attach(paused.run_id)
         timed_out = await run.result(final=True)  # nobody answers: the timeout decides
-        async with asyncio.timeout(10):  # the conversation learns of it without a message
-            while "waiting for approval** none" not in await details(conv):
-                await asyncio.sleep(0.05)
+
+        async def settled() -> bool:  # the conversation learns of it without a message
+            return "waiting for approval** none" in await details(conv)
+
+        await eventually(settled, what="the conversation to show no turn waiting")
         following = await conv.send("next")
         transcript = await conv.messages()
     assert executed == []
@@ -149,9 +152,11 @@ async def test_a_run_that_asks_again_after_the_timeout_waits_for_the_new_calls(
     async with serve(temporal_client, agent) as tq:
         conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
         paused = await conv.send("pay")
-        async with asyncio.timeout(10):  # t1 times out, then the run asks for t2
-            while "transfer (t2)" not in await details(conv):
-                await asyncio.sleep(0.05)
+
+        async def asks_for_t2() -> bool:  # t1 times out, then the run asks for t2
+            return "transfer (t2)" in await details(conv)
+
+        await eventually(asks_for_t2, what="the run to wait for t2")
         done = await conv.approve({"t2": True})
     assert paused.pending_approvals[0].id == "t1"
     assert done.output == f"{NO_DECISION_RESULT} | moved"

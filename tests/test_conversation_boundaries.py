@@ -8,7 +8,8 @@ import uuid
 from typing import Any
 
 from temporalio.client import Client
-from test_conversation import _until, _until_update_admitted, contents, echo_agent, serve
+from test_conversation import _until_update_admitted, contents, echo_agent, serve
+from waiting import eventually
 
 from golem import Agent, Message
 from golem.client import DurableAgent, DurableConversation
@@ -69,13 +70,21 @@ async def test_turns_arriving_at_the_switch_finish_in_this_run_or_move_to_the_ne
 
         conv.handle.execute_update = counted  # type: ignore[method-assign]
         first = asyncio.ensure_future(conv.send("first"))
-        await _until(lambda: seen == ["first"])
+        await eventually(
+            lambda: seen == ["first"], what="the first turn at the model", interval=0.01
+        )
         second = asyncio.ensure_future(conv.send("second"))  # admitted while the first runs
         await _until_update_admitted(conv.handle, 2)
         gates[1].set()
-        await _until(lambda: seen == ["first", "second"])  # the budget is spent: draining
+        # The budget is spent: draining.
+        await eventually(
+            lambda: seen == ["first", "second"], what="the second turn at the model", interval=0.01
+        )
         third = asyncio.ensure_future(conv.send("third"))
-        await _until(lambda: len(attempts) >= 4)  # the third was refused once, and retries
+        # The third was refused once, and retries.
+        await eventually(
+            lambda: len(attempts) >= 4, what="the third send sent again", interval=0.01
+        )
         gates[2].set()
         one, two, three = await asyncio.gather(first, second, third)
         runs = await conv.runs()
@@ -137,9 +146,11 @@ async def test_a_send_retried_after_a_switch_returns_the_same_turn(
         conv = await budgeted(temporal_client, agent, tq, turns_per_run=1)
         run_id = str(uuid.uuid4())
         once = await conv.send("hi", run_id=run_id)
-        async with asyncio.timeout(10):  # the turn that ran sits in the previous run now
-            while await continued(temporal_client, conv.id) < 1:
-                await asyncio.sleep(0.05)
+
+        async def switched() -> bool:  # the turn that ran sits in the previous run now
+            return await continued(temporal_client, conv.id) >= 1
+
+        await eventually(switched, what="the conversation continued as new")
         # Temporal dedups update ids per workflow run only: golem dedups by its run list.
         again = await conv.send("hi", run_id=run_id)
         runs = await conv.runs()

@@ -14,7 +14,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
-from test_crash import crash_dir, doomed_worker, executions, until
+from test_crash import TAKEN_OVER, crash_dir, doomed_worker, executions
+from waiting import eventually, within
 
 from golem.client import DurableAgent
 from golem.worker import GolemPlugin
@@ -43,14 +44,14 @@ async def test_a_worker_killed_mid_turn_leaves_the_turn_to_another_worker_once(
         conv = await durable.conversation()
         first = await conv.send("hello")  # a whole turn on the doomed worker
         turn = asyncio.ensure_future(conv.send("please look it up"))
-        await until(lambda: (crash_dir / "started").exists(), "the lookup to start")
+        started = crash_dir / "started"
+        await eventually(started.exists, what="the lookup to start", timeout=30, interval=0.02)
         process.send_signal(signal.SIGKILL)
         await process.wait()
     doomed = f"{process.pid}@"
     plugin = GolemPlugin(*AGENTS, heartbeat_timeout=timedelta(seconds=2))
     async with Worker(client, task_queue=task_queue, plugins=[plugin]):
-        async with asyncio.timeout(60):
-            second = await turn  # the same send: its update outlived the worker
+        second = await within(turn, what=TAKEN_OVER, timeout=60)  # its update outlived the worker
         third = await conv.send("thanks")
         runs = await conv.runs()
         transcript = await conv.messages()

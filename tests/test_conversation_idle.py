@@ -3,7 +3,6 @@ and its next send reopens it; ``close()`` stays final (docs/adr/0021)."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -15,6 +14,7 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 from test_replay import history
+from waiting import eventually
 
 from golem import Message
 from golem.agent import Agent
@@ -31,12 +31,6 @@ def _count(messages: list[Message], tools: Any) -> Message:
 
 
 counter: Agent[Any, Any] = Agent(FunctionModel(_count, model_name="count"), name="idle_counter")
-
-
-async def until(condition: Callable[[], Awaitable[bool]], timeout: float = 30.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not await condition():
-            await asyncio.sleep(0.05)
 
 
 def closed(client: Client, workflow_id: str) -> Callable[[], Awaitable[bool]]:
@@ -82,7 +76,10 @@ async def test_an_idle_conversation_rests_and_its_next_send_reopens_it_with_its_
         durable = DurableAgent(temporal_client, counter, task_queue=tq)
         conv = await durable.conversation(idle_timeout=timedelta(seconds=1))
         first = await conv.send("one")
-        await until(closed(temporal_client, conv.id))  # it closed itself
+        # It closed itself.
+        await eventually(
+            closed(temporal_client, conv.id), what="the conversation to rest", timeout=30
+        )
         rested = temporal_client.get_workflow_handle(conv.id, result_type=ConversationSummary)
         summary = await rested.result()
         assert (summary.turns, summary.last_run) == (1, first.run_id)
@@ -110,7 +107,9 @@ async def test_closing_a_resting_conversation_closes_it_for_good(temporal_client
         durable = DurableAgent(temporal_client, counter, task_queue=tq)
         conv = await durable.conversation(idle_timeout=timedelta(seconds=1))
         await conv.send("one")
-        await until(closed(temporal_client, conv.id))
+        await eventually(
+            closed(temporal_client, conv.id), what="the conversation to rest", timeout=30
+        )
         await conv.close()
         summary = await temporal_client.get_workflow_handle(
             conv.id, result_type=ConversationSummary

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 from test_conversation_approvals import details
+from waiting import eventually
 
 from golem import Agent, Message, ToolCall
 from golem.client import ConversationClosedError, DurableAgent, DurableConversation
@@ -106,8 +107,11 @@ class Model:
             refusal = "decided already" if self.decided else "not pending"
             await self.approve(dict.fromkeys(again, False), refusal if self.pending else "no turn")
         elif action == "timeout":
-            while self.pending and "approval** none" not in await details(conv):
-                await asyncio.sleep(0.05)
+
+            async def settled() -> bool:
+                return not self.pending or "approval** none" in await details(conv)
+
+            await eventually(settled, what="the approval timeout to settle the waiting turn")
             self.pending, self.decided = [], []
         else:
             await conv.close()

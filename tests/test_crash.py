@@ -28,6 +28,7 @@ from crash_agents import (
 )
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
+from waiting import eventually, within
 
 from golem.agent import Agent
 from golem.client import DurableAgent, DurableRun
@@ -36,13 +37,11 @@ from golem.results import Result, RunError
 from golem.worker import GolemPlugin
 
 WORKER = Path(__file__).parent / "crash_worker.py"
-
-
-async def until(condition: object, what: str, timeout: float = 30.0) -> None:
-    """Await a condition (a zero-argument callable) with a deadline."""
-    async with asyncio.timeout(timeout):
-        while not condition():  # type: ignore[operator]
-            await asyncio.sleep(0.02)
+#: What a take-over waits for; it needs the dead worker's call to time out on its heartbeat.
+TAKEN_OVER = (
+    "the run to end on the second worker (a dead worker's call is retried once its "
+    "heartbeat times out: is the activity's heartbeat_timeout set?)"
+)
 
 
 @asynccontextmanager
@@ -79,6 +78,18 @@ async def completed_activities(run: DurableRun[Any]) -> int:
     return sum(e.HasField("activity_task_completed_event_attributes") for e in events)
 
 
+async def assert_heartbeats(run: DurableRun[Any]) -> None:
+    """Every activity the run scheduled has a heartbeat timeout: the call of a worker that
+    died is retried within seconds, not once its start-to-close timeout (minutes) is out."""
+    async for event in run.handle.fetch_history_events():
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            attrs = event.activity_task_scheduled_event_attributes
+            assert attrs.heartbeat_timeout.ToTimedelta() > timedelta(0), (
+                f"{attrs.activity_type.name} was scheduled without a heartbeat timeout: the "
+                "call of a worker that died would wait out its start-to-close timeout"
+            )
+
+
 async def crash_then_take_over(
     env: WorkflowEnvironment, agent_name: str, crash_dir: Path, completed_before_kill: int = 0
 ) -> tuple[DurableAgent[str], object]:
@@ -86,16 +97,20 @@ async def crash_then_take_over(
     durable: DurableAgent[str] = DurableAgent(env.client, agent_name, task_queue=task_queue)
     async with doomed_worker(env, task_queue, crash_dir) as process:
         run = await durable.start("go")
-        await until(lambda: (crash_dir / "started").exists(), "the call to start")
-        async with asyncio.timeout(30):
-            while await completed_activities(run) < completed_before_kill:
-                await asyncio.sleep(0.05)
+        started = crash_dir / "started"
+        await eventually(started.exists, what="the call to start", timeout=30, interval=0.02)
+
+        async def completed() -> bool:
+            return await completed_activities(run) >= completed_before_kill
+
+        await eventually(completed, what=f"{completed_before_kill} activities done", timeout=30)
         process.send_signal(signal.SIGKILL)
         await process.wait()
+    await assert_heartbeats(run)
     plugin = GolemPlugin(*AGENTS, heartbeat_timeout=timedelta(seconds=2))
     async with Worker(env.client, task_queue=task_queue, plugins=[plugin]):
         try:
-            outcome: object = await run.result()
+            outcome: object = await within(run.result(), what=TAKEN_OVER)
         except RunError as exc:
             outcome = exc
         if isinstance(outcome, RunError):

@@ -18,6 +18,7 @@ from delegation_agents import (
 )
 from temporalio.client import Client, WorkflowExecutionStatus
 from test_conversation import serve
+from waiting import eventually
 
 from golem import Agent, RunContext, RunError
 from golem.client import DurableAgent
@@ -144,9 +145,10 @@ async def test_cancelling_the_caller_cancels_its_children(
             ]
             return found[0].status if found else None
 
-        async with asyncio.timeout(20):
-            while await child_status() != WorkflowExecutionStatus.CANCELED:
-                await asyncio.sleep(0.1)
+        async def child_canceled() -> bool:
+            return await child_status() == WorkflowExecutionStatus.CANCELED
+
+        await eventually(child_canceled, what="the child run to end canceled", timeout=20)
 
 
 async def test_the_callers_stream_carries_its_childrens_events_marked_with_their_runs(

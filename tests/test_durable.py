@@ -16,6 +16,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
+from waiting import eventually
 
 from golem import Message, ToolCall, load_messages
 from golem.activities import MessageCache
@@ -785,14 +786,17 @@ async def test_a_finished_tool_leaves_tools_in_flight_while_its_sibling_runs(
     async with serve(temporal_client, agent) as tq:
         run = await DurableAgent(temporal_client, agent, task_queue=tq).start("go")
         await quick_done.wait()
-        details = ""
-        async with asyncio.timeout(20):  # a query per 50 ms until the UI catches up
-            while "**tools in flight** slow\n" not in details + "\n":
-                await asyncio.sleep(0.05)
-                metadata = await run.handle.query(
-                    "__temporal_workflow_metadata", result_type=WorkflowMetadata
-                )
-                details = metadata.current_details
+
+        async def only_slow_in_flight() -> str:  # a query per 50 ms until the UI catches up
+            metadata = await run.handle.query(
+                "__temporal_workflow_metadata", result_type=WorkflowMetadata
+            )
+            shown: str = metadata.current_details
+            return shown if "**tools in flight** slow\n" in shown + "\n" else ""
+
+        details = await eventually(
+            only_slow_in_flight, what="the UI to show only slow in flight", timeout=20
+        )
         pending = (await run.handle.describe()).raw_description.pending_activities
         release.set()
         assert (await run.result()).output == "done"

@@ -15,6 +15,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
+from waiting import eventually
 
 from golem import Agent, Message, ToolCall
 from golem.client import DurableAgent
@@ -90,9 +91,11 @@ async def timer_fired(client: Client, workflow_id: str) -> None:
     or not)."""
     handle = client.get_workflow_handle(workflow_id)
     kind = EventType.EVENT_TYPE_TIMER_FIRED
-    async with asyncio.timeout(30):
-        while not [e async for e in handle.fetch_history_events() if e.event_type == kind]:
-            await asyncio.sleep(0.05)
+
+    async def fired() -> bool:
+        return any([e async for e in handle.fetch_history_events() if e.event_type == kind])
+
+    await eventually(fired, what=f"a fired timer in {workflow_id}", timeout=30)
 
 
 @asynccontextmanager

@@ -27,6 +27,7 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
+from waiting import eventually
 
 from golem.agent import Agent
 from golem.cli import run_command
@@ -404,15 +405,16 @@ async def test_golem_codec_server_serves_the_ui_over_http_on_loopback() -> None:
             f"127.0.0.1:{port}" in banner and "keys ui" in banner and "auth: bearer token" in banner
         )
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
-            answer = None
-            async with asyncio.timeout(30):
-                while answer is None:  # until uvicorn listens
-                    try:
-                        answer = await http.post(
-                            "/decode", content=body, headers={"Authorization": "Bearer t0ken"}
-                        )
-                    except httpx.ConnectError:
-                        await asyncio.sleep(0.05)
+
+            async def decoded() -> httpx.Response | None:
+                try:
+                    return await http.post(
+                        "/decode", content=body, headers={"Authorization": "Bearer t0ken"}
+                    )
+                except httpx.ConnectError:
+                    return None  # uvicorn does not listen yet
+
+            answer = await eventually(decoded, what="the codec server to answer", timeout=30)
         assert answer.status_code == 200
         decoded = json_format.Parse(answer.content, Payloads()).payloads[0]
         assert decoded.metadata["encoding"] == b"json/plain"

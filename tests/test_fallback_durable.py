@@ -17,7 +17,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
-from test_crash import crash_dir, doomed_worker, until
+from test_crash import TAKEN_OVER, assert_heartbeats, crash_dir, doomed_worker
+from waiting import eventually, within
 
 from golem import Agent, Message, Retry, RunEvent
 from golem.client import DurableAgent
@@ -82,12 +83,14 @@ async def test_a_worker_killed_mid_fallback_repeats_nothing_that_completed(
     )
     async with doomed_worker(temporal_env, task_queue, crash_dir) as process:
         run = await durable.start("go")
-        await until(lambda: (crash_dir / "started").exists(), "the backup's call to start")
+        started = crash_dir / "started"
+        await eventually(started.exists, what="the backup's call to start", timeout=30)
         process.send_signal(signal.SIGKILL)  # the primary has failed; the backup is mid-call
         await process.wait()
+    await assert_heartbeats(run)
     plugin = GolemPlugin(*CRASH_AGENTS, heartbeat_timeout=timedelta(seconds=2))
     async with Worker(temporal_env.client, task_queue=task_queue, plugins=[plugin]):
-        result = await run.result()
+        result = await within(run.result(), what=TAKEN_OVER)
 
     assert result.output == "the backup answered"
     assert result.model == "crash-backup"

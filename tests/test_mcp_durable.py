@@ -14,12 +14,14 @@ from typing import Any
 import pytest
 from agents import ask, call, scripted
 from mcp_agents import agents, replayed
-from mcp_support import alive, files_server, http_server, killed, lines, started, until
+from mcp_support import alive, files_server, http_server, killed, lines, started
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
+from test_crash import TAKEN_OVER
+from waiting import eventually, within
 
 from golem.agent import Agent
 from golem.client import DurableAgent
@@ -183,17 +185,19 @@ async def crash_then_take_over(env: WorkflowEnvironment, agent: str, log: Path) 
     worker = await started(str(WORKER), address, task_queue, env={"MCP_TEST_DIR": str(log)})
     try:
         run = await durable.start("go")
-        await until(lambda: lines(log, "started"))
+        await eventually(lambda: lines(log, "started"), what="slow to start", interval=0.02)
         [orphan] = lines(log, "pids")
     finally:
         await killed(worker)
     # Its stdio server reads the end of its input and goes: no process outlives the worker.
-    await until(lambda: not alive(int(orphan)), timeout=10)
+    await eventually(
+        lambda: not alive(int(orphan)), what="the stdio server to end", timeout=10, interval=0.02
+    )
     (log / "release").touch()  # from now on a call of slow answers at once
     plugin = GolemPlugin(*agents(log), heartbeat_timeout=timedelta(seconds=2))
     async with Worker(env.client, task_queue=task_queue, plugins=[plugin]):
         try:
-            return await run.result()
+            return await within(run.result(), what=TAKEN_OVER)
         except RunError as error:
             return error, await durable.resume(error, "try again")
 

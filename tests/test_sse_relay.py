@@ -23,6 +23,7 @@ from agents import FAST_RETRY, ask, call, scripted
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 from uicheck import Page, free_port, snap
+from waiting import eventually
 
 from golem.agent import Agent
 from golem.client import DurableAgent
@@ -67,9 +68,9 @@ async def relay_for(
     async with Worker(env.client, task_queue=task_queue, plugins=[plugin]):
         serving = asyncio.create_task(server.serve())
         try:
-            async with asyncio.timeout(DEADLINE):
-                while not server.started:
-                    await asyncio.sleep(0.01)
+            await eventually(
+                lambda: server.started, what="the relay to listen", timeout=DEADLINE, interval=0.01
+            )
             yield relay
         finally:
             server.should_exit = True

@@ -27,6 +27,8 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 from test_conversation_boundaries import budgeted, continued
+from test_crash import TAKEN_OVER
+from waiting import within
 
 from golem.agent import Agent
 from golem.client import DurableAgent, fetch_run
@@ -280,7 +282,7 @@ async def test_a_worker_killed_between_storing_and_completing_leaves_no_dangling
     assert stored_before  # the dead worker's blob, which no history names yet
 
     async with Worker(client, task_queue=task_queue):
-        result = await run.result()
+        result = await within(run.result(), what=TAKEN_OVER)
     assert result.output == f"read {len(DOCUMENT)} characters"
     named = await referenced_blobs(client, run.run_id)
     assert named and all((store.root / path).is_file() for path in named)

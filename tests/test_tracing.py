@@ -30,7 +30,8 @@ from temporalio.client import Client
 from temporalio.contrib.opentelemetry import create_tracer_provider
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
-from test_crash import doomed_worker, until
+from test_crash import TAKEN_OVER, assert_heartbeats, doomed_worker
+from waiting import eventually, within
 
 from golem.agent import Agent
 from golem.client import DurableAgent
@@ -242,11 +243,13 @@ async def test_a_trace_continues_across_a_worker_crash(
     with trace.get_tracer("test").start_as_current_span("client request") as root:
         async with doomed_worker(temporal_env, task_queue, tmp_path) as process:
             run = await DurableAgent(client, idempotent, task_queue=task_queue).start("go")
-            await until(lambda: (tmp_path / "started").exists(), "the tool call to start")
+            started = tmp_path / "started"
+            await eventually(started.exists, what="the tool call to start", timeout=30)
             process.send_signal(signal.SIGKILL)
             await process.wait()
+        await assert_heartbeats(run)
         async with Worker(client, task_queue=task_queue):
-            await run.result()
+            await within(run.result(), what=TAKEN_OVER)
     finished = spans.get_finished_spans()
     lines = tree(finished, ("golem.attempt",))
     print("\n" + "\n".join(lines))

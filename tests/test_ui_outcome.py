@@ -10,6 +10,7 @@ from datetime import timedelta
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client
 from temporalio.worker import Worker
+from waiting import eventually
 
 from golem import Message, ToolCall
 from golem.agent import Agent
@@ -70,9 +71,11 @@ async def test_a_finished_tool_leaves_tools_in_flight_at_once(temporal_client: C
             return metadata.current_details
 
         try:
-            async with asyncio.timeout(20):
-                while in_flight(await details()) != "slow":
-                    await asyncio.sleep(0.05)
+
+            async def only_slow() -> bool:
+                return in_flight(await details()) == "slow"
+
+            await eventually(only_slow, what="the UI to show only slow in flight", timeout=20)
             pending = (await run.handle.describe()).raw_description.pending_activities
             assert [p.activity_type.name for p in pending] == ["golem.tool"]
         finally:
