@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: demo test lint bench mutate clean browser
+.PHONY: demo test lint bench mutate clean browser dist
 
 $(VENV)/.installed: pyproject.toml
 	@echo "installing dependencies, first run only (into $(VENV))"
@@ -71,5 +71,15 @@ mutate: $(VENV)/.mutate
 	$(VENV)/bin/mutmut run --max-children 2 $(MUTANTS)
 	$(VENV)/bin/mutmut results
 
+# The release's sdist and wheel in dist/, built in isolation and checked as PyPI checks them.
+$(VENV)/.release: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[release]'
+	touch $@
+
+dist: $(VENV)/.release
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	$(VENV)/bin/twine check --strict dist/*
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) dist .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -3,7 +3,8 @@
 Run: .venv/bin/python tests/record_histories.py [NAME ...] (about half a minute; it starts
 its own dev server and, for the crash, a worker process it kills). With names, only those
 histories are rewritten: the others keep what older code recorded, which is the point.
-
+``--release VERSION`` instead copies the corpus, MCP histories included, to
+tests/histories/release-VERSION/, which no later run may write again.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent))  # for examples/
 import replay_agents
 from replay_agents import (
     AGENTS,
+    ENCRYPTION_KEY,
     Deps,
     approval_agent,
     cancel_agent,
@@ -150,6 +152,8 @@ async def main(wanted: set[str]) -> None:
             runs |= await record_handoffs(env.client, tq)
             runs |= await record_rested(env.client, tq)
             runs["ticket_child_and_inline"] = await record_ticket(env.client, tq)
+            runs["conversation_fork"] = await record_fork(env.client, tq)
+        runs["encrypted_run"] = await record_encrypted(env.client)
         if not wanted or wanted & {"crash_taken_over", "crash_resumed"}:
             runs |= await record_crash(env.client)
         for name, run in runs.items():
@@ -222,6 +226,31 @@ async def record_segments(client: Client, tq: str) -> dict[str, str | tuple[str,
     first_run, given = await continued_from(client, handle.id)
     assert b'"earlier"' in given
     return {"segments_repaired_continued": (handle.id, first_run), "segments_after": handle.id}
+
+
+async def record_fork(client: Client, tq: str) -> str:
+    """A conversation forked at its first turn; the fork takes a turn of its own."""
+    conv = await DurableAgent(client, tools_agent, task_queue=tq).conversation()
+    first = await conv.send("weather?", deps=Deps(user="Ada"))
+    await conv.send("and tomorrow?", deps=Deps(user="Ada"))
+    fork = await conv.fork(at_run_id=first.run_id)
+    turned = await fork.send("and in Oslo?", deps=Deps(user="Bo"))
+    assert turned.messages[: len(first.messages)] == first.messages
+    await fork.close()
+    await conv.close()
+    return fork.id
+
+
+async def record_encrypted(client: Client) -> str:
+    """A run whose every payload is sealed with ``ENCRYPTION_KEY`` (its replay needs it)."""
+    plugin = GolemPlugin(*AGENTS, encryption_key=ENCRYPTION_KEY)
+    sealed = await Client.connect(client.service_client.config.target_host, plugins=[plugin])
+    tq = f"replay-sealed-{uuid.uuid4().hex[:8]}"
+    async with Worker(sealed, task_queue=tq):
+        result = await DurableAgent(sealed, tools_agent, task_queue=tq).run(
+            "weather?", deps=Deps(user="Ada")
+        )
+    return result.run_id
 
 
 async def record_delegation(client: Client, tq: str) -> dict[str, str | tuple[str, str]]:
@@ -308,7 +337,23 @@ async def record_streamed(client: Client, tq: str) -> str:
     return stream.run.run_id
 
 
+def freeze(version: str) -> None:
+    """Copy the current corpus to ``histories/release-VERSION/``: the histories a release
+    recorded, which every later release must replay (docs/adr/0015-wire-format.md). A
+    release's folder is never written again."""
+    target = OUT / f"release-{version}"
+    if target.exists():
+        raise SystemExit(f"{target} exists: a release's histories are never re-recorded")
+    (target / "mcp").mkdir(parents=True)
+    for path in [*OUT.glob("*.json*"), *(OUT / "mcp").glob("*.json")]:
+        (target / path.relative_to(OUT)).write_bytes(path.read_bytes())
+    print("froze", len(list(target.rglob("*.json*"))), "histories into", target)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--release"]:
+        freeze(sys.argv[2])
+        sys.exit(0)
     asyncio.run(main(set(sys.argv[1:])))
     sys.stdout.flush()
     os._exit(0)  # the Temporal core runtime can abort at interpreter teardown

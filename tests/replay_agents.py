@@ -7,6 +7,7 @@ workflow; the replay test then guards every later change against nondeterminism.
 from __future__ import annotations
 
 import asyncio
+import base64
 from typing import Any
 
 import crash_agents
@@ -235,3 +236,7 @@ AGENTS = [
     triage_agent,  # examples/support_ticket.py's TicketWorkflow
     reply_agent,
 ]
+
+
+#: The key tests/histories/encrypted_run.json was sealed with (a test key, not a secret).
+ENCRYPTION_KEY = "replay:" + base64.b64encode(bytes(range(32))).decode()

@@ -637,7 +637,7 @@ async def test_run_conversation_id_continues_that_conversation_and_show_json_fee
 
 async def test_flags_are_consistent_documented_and_show_their_defaults() -> None:
     version = await golem("--version")
-    assert version.code == 0 and version.out.strip() == "golem 0.1.0"
+    assert version.code == 0 and version.out.strip() == "golem 0.2.0"
     for command in ["worker", "run", "resume", "chat", "approve", "show", "conversation", "setup"]:
         shown = await golem(command, "--help")
         assert shown.code == 0

@@ -229,6 +229,8 @@ async def test_an_at_most_once_mcp_call_whose_worker_died_is_closed_as_outcome_u
 # -- recorded runs (tests/record_mcp_histories.py) ---------------------------------------------
 
 HISTORIES = sorted((Path(__file__).parent / "histories" / "mcp").glob("*.json"))
+#: Released corpora replay too (docs/adr/0015): recorded once, never again.
+RELEASED = sorted((Path(__file__).parent / "histories").glob("release-*/mcp/*.json"))
 
 
 def recorded(path: Path) -> WorkflowHistory:
@@ -257,7 +259,7 @@ def test_the_recorded_mcp_histories_hold_what_they_were_recorded_for() -> None:
     assert "golem.approve" in updates
 
 
-@pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [*HISTORIES, *RELEASED], ids=lambda p: f"{p.parent.name}/{p.stem}")
 async def test_a_recorded_mcp_run_replays_deterministically(path: Path, tmp_path: Path) -> None:
     replayer = Replayer(workflows=[], plugins=[GolemPlugin(*replayed(tmp_path))])
     result = await replayer.replay_workflow(recorded(path), raise_on_replay_failure=False)

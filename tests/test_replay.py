@@ -1,5 +1,11 @@
 """Recorded workflow histories replay without a nondeterminism error, and each one still
-holds the situation it was recorded for (re-record with tests/record_histories.py)."""
+holds the situation it was recorded for (re-record with tests/record_histories.py).
+
+Two corpora replay: the current one (tests/histories/*.json*, re-recorded whenever the
+wire format changes) and every released one (tests/histories/release-*/, never re-recorded):
+a release's in-flight runs must replay on every later release (docs/adr/0015). The agents
+and workflows they were recorded with (tests/replay_agents.py, examples/support_ticket.py)
+change only additively for that reason."""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ import gzip
 from pathlib import Path
 
 import pytest
-from replay_agents import AGENTS
+from replay_agents import AGENTS, ENCRYPTION_KEY
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
@@ -15,7 +21,9 @@ from temporalio.worker import Replayer
 from examples.support_ticket import TicketWorkflow
 from golem.worker import GolemPlugin
 
-HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json*"))
+ROOT = Path(__file__).parent / "histories"
+HISTORIES = sorted(ROOT.glob("*.json*"))
+RELEASED = sorted(ROOT.glob("release-*/*.json*"))
 
 
 def name(path: Path) -> str:
@@ -61,7 +69,15 @@ def test_histories_are_checked_in() -> None:
         "handoff_standalone",
         "handoff_conversation",
         "handoff_conversation_after",
+        "conversation_fork",
+        "encrypted_run",
     }
+
+
+def test_the_first_release_has_its_histories() -> None:
+    released = {name(p) for p in RELEASED if p.parent.name == "release-0.2.0"}
+    assert released >= {"streamed_run", "conversation_fork", "encrypted_run", "paged_result"}
+    assert len(list(ROOT.glob("release-0.2.0/mcp/*.json"))) == 2
 
 
 def test_each_history_holds_what_it_was_recorded_for() -> None:
@@ -146,9 +162,19 @@ def test_the_delegation_and_handoff_histories_hold_what_they_were_recorded_for()
     )
 
 
-@pytest.mark.parametrize("path", HISTORIES, ids=name)
+def test_the_fork_and_the_encrypted_run_hold_what_they_were_recorded_for() -> None:
+    started = history("conversation_fork").events[0].workflow_execution_started_event_attributes
+    assert b'"parentRunId"' in started.input.payloads[0].data  # it continues another's turn
+    sealed = history("encrypted_run").events[0].workflow_execution_started_event_attributes
+    assert sealed.input.payloads[0].metadata["encoding"] == b"binary/encrypted"
+
+
+@pytest.mark.parametrize("path", [*HISTORIES, *RELEASED], ids=lambda p: str(p.relative_to(ROOT)))
 async def test_recorded_history_replays_deterministically(path: Path) -> None:
-    replayer = Replayer(workflows=[TicketWorkflow], plugins=[GolemPlugin(*AGENTS)])
+    # A sealed history replays only with its key, as a worker would run it.
+    key = ENCRYPTION_KEY if name(path).startswith("encrypted") else None
+    plugin = GolemPlugin(*AGENTS, encryption_key=key)
+    replayer = Replayer(workflows=[TicketWorkflow], plugins=[plugin])
     result = await replayer.replay_workflow(load(path), raise_on_replay_failure=False)
     assert result.replay_failure is None, result.replay_failure
 
