@@ -124,6 +124,17 @@ def _switch_suggested() -> bool:
     return workflow.info().is_continue_as_new_suggested() or _version_changed()
 
 
+def _reference(input: ConversationInput) -> tuple[bool, str]:
+    """Whether turns take the transcript by reference, decided when the conversation
+    starts and carried from then on; or why this worker cannot serve its agent."""
+    if input.by_reference is not None:
+        return input.by_reference, ""
+    try:
+        return by_reference(registry.lookup(workflow.info().task_queue, input.agent)), ""
+    except LookupError as exc:
+        return False, str(exc)
+
+
 @workflow.defn(name="ConversationWorkflow")
 class ConversationWorkflow:
     """A durable conversation. Workflow id = conversation id."""
@@ -136,15 +147,7 @@ class ConversationWorkflow:
         self._turns_per_run = input.turns_per_run
         known = {run: input.fingerprints.get(run, "") for run in [*input.recent, *input.runs]}
         self._turns = Turns(input.turns_per_run, known)
-        self._unknown = ""  # why the worker cannot serve the agent
-        self._reference = input.by_reference
-        if self._reference is None:  # a new conversation: decided once, carried from then on
-            try:
-                self._reference = by_reference(
-                    registry.lookup(workflow.info().task_queue, input.agent)
-                )
-            except LookupError as exc:
-                self._unknown = str(exc)
+        self._reference, self._unknown = _reference(input)
         self._tickets = 0
         self._answers: dict[int, TurnOutput | ConversationSummary | ApplicationError] = {}
         self._sent: dict[str, TurnInput] = {}  # accepted turns whose runs have not started
@@ -309,18 +312,15 @@ class ConversationWorkflow:
         except TimeoutError:
             await self._perform(turns.expire(arm.run_id, arm.pause))
 
-    def _turn_by_reference(self) -> bool:
-        """Whether the next turn takes the transcript by reference. Once earlier workflow
-        runs hold its start, every turn does (an agent that needs the history by value
-        fails in its run, saying so). A failed turn's evidence is repaired first."""
-        return self._transcript.offset > 0 or bool(self._reference)
-
     async def _start_turn(self, run_id: str) -> None:
         turn = self._sent.pop(run_id)
         transcript = self._transcript
         parent = transcript.last_run
         agent = self._handoffs.current
-        payload, start = child_input(transcript, agent, turn, self._turn_by_reference())
+        # Once earlier workflow runs hold the transcript's start, every turn takes it by
+        # reference (an agent that needs it by value fails in its run, saying so).
+        reference = transcript.offset > 0 or self._reference
+        payload, start = child_input(transcript, agent, turn, reference)
         self._start, self._paused, self._outcome = start, None, None
         self._handoffs.begin(turn, start)
         try:
