@@ -42,3 +42,25 @@ def runner(request: pytest.FixtureRequest) -> Runner:
 def local_runner() -> Runner:
     """For behaviour only an in-process run has (streaming, the caller's task)."""
     return LocalRunner()
+
+
+_bad_inputs: list[tuple[str, str, str, float]] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Collect tests/test_bad_inputs.py's rows from the reports (xdist's workers send them)."""
+    if report.when == "call":
+        _bad_inputs.extend(tuple(row) for key, row in report.user_properties if key == "bad input")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The bad-input catalogue as a table: kind, where, outcome, seconds."""
+    if not _bad_inputs:
+        return
+    write = terminalreporter.write_line
+    width = max(len(kind) for kind, *_ in _bad_inputs)
+    write("")
+    write(f"{'kind'.ljust(width)}  {'where':<12}  {'outcome':<24}  seconds")
+    for kind, where, outcome, seconds in sorted(_bad_inputs):
+        write(f"{kind.ljust(width)}  {where:<12}  {outcome:<24}  {seconds:7.3f}")
+    write(f"{len(_bad_inputs)} kinds of bad input")

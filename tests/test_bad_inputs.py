@@ -1,11 +1,11 @@
 """Every kind of bad input ends (a run, a client call, the codec server) within a bound,
 naming its culprit: the catalogue of tests/bad_inputs.py, printed as a table of kind ->
-outcome -> seconds at the end of the module."""
+outcome -> seconds at the end of the run (each row rides its test's report, so the table
+is whole under pytest-xdist too; tests/conftest.py prints it)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +22,6 @@ BOUND = 60.0
 """Seconds any kind may take to end (most take milliseconds; durable ones about one)."""
 
 KINDS = kinds()
-_table: list[tuple[str, str, str, float]] = []
 
 
 @pytest.fixture(scope="module")
@@ -54,22 +53,6 @@ def canned() -> Iterator[CannedProvider]:
         server.server_close()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def table(request: pytest.FixtureRequest) -> Iterator[None]:
-    yield
-    reporter = request.config.pluginmanager.getplugin("terminalreporter")
-    if reporter is None or not _table:
-        return
-    capture = request.config.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-        width = max(len(kind) for kind, *_ in _table)
-        reporter.write_line("")
-        reporter.write_line(f"{'kind'.ljust(width)}  {'where':<12}  {'outcome':<24}  seconds")
-        for kind, where, outcome, seconds in _table:
-            reporter.write_line(f"{kind.ljust(width)}  {where:<12}  {outcome:<24}  {seconds:7.3f}")
-        reporter.write_line(f"{len(_table)} kinds of bad input")
-
-
 def outcome_of(exc: BaseException) -> str:
     if isinstance(exc, RunError):
         return f"RunError({exc.stage})"
@@ -78,7 +61,7 @@ def outcome_of(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-async def attempt(kind: Kind, env: Env) -> None:
+async def attempt(kind: Kind, env: Env, request: pytest.FixtureRequest) -> None:
     began = time.perf_counter()
     async with asyncio.timeout(BOUND):
         try:
@@ -88,7 +71,7 @@ async def attempt(kind: Kind, env: Env) -> None:
             outcome, text = outcome_of(exc), str(exc)
     seconds = time.perf_counter() - began
     shown = f"{outcome} (open: {kind.known})" if kind.known else outcome
-    _table.append((kind.name, kind.where, shown, seconds))
+    request.node.user_properties.append(("bad input", (kind.name, kind.where, shown, seconds)))
     assert (outcome, kind.culprit in text) == (kind.outcome, True), text[:500]
 
 
@@ -112,16 +95,16 @@ DURABLE = params([k for k in KINDS if k.durable])
 
 @pytest.mark.parametrize("kind", LOCAL)
 async def test_a_bad_input_ends_in_bounded_time_naming_its_culprit(
-    kind: Kind, canned: CannedProvider
+    kind: Kind, canned: CannedProvider, request: pytest.FixtureRequest
 ) -> None:
-    await attempt(kind, Env(_no_client, canned))
+    await attempt(kind, Env(_no_client, canned), request)
 
 
 @pytest.mark.parametrize("kind", DURABLE)
 async def test_a_bad_durable_input_ends_in_bounded_time_naming_its_culprit(
-    kind: Kind, canned: CannedProvider, temporal_client: Client
+    kind: Kind, canned: CannedProvider, temporal_client: Client, request: pytest.FixtureRequest
 ) -> None:
-    await attempt(kind, Env(lambda: temporal_client, canned))
+    await attempt(kind, Env(lambda: temporal_client, canned), request)
 
 
 def test_the_catalogue_names_each_kind_once() -> None:

@@ -39,6 +39,22 @@ def test_make_test_prints_a_line_per_file_and_says_how_long_the_last_whole_run_t
     )
 
 
+def test_under_xdist_each_file_gets_its_line_once_its_tests_end_and_failures_are_summed_up(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))
+    pytester.makeini("[pytest]\ntestpaths = checks\n")
+    checks = pytester.mkdir("checks")
+    (checks / "test_one.py").write_text("def test_a(): pass\ndef test_b(): assert 1 == 2\n")
+    (checks / "test_two.py").write_text("import pytest\n@pytest.mark.skip\ndef test_c(): pass\n")
+    result = pytester.runpytest_subprocess("-p", "suite_clock", "-n", "2", "--dist", "loadfile")
+    # Files end in any order: each line is looked for on its own.
+    result.stdout.re_match_lines([r"checks/test_one.py \.F \[ *\d+%\]"])
+    result.stdout.re_match_lines([r"checks/test_two.py s \[ *\d+%\]"])
+    result.stdout.fnmatch_lines(["FAILED checks/test_one.py::test_b - assert 1 == 2"])
+    result.assert_outcomes(passed=1, failed=1, skipped=1)
+
+
 def test_make_test_runs_the_clock_without_quieting_the_per_file_lines() -> None:
     plan = subprocess.run(
         ["make", "-n", "-W", ".venv/.installed", "test"],
@@ -48,4 +64,4 @@ def test_make_test_runs_the_clock_without_quieting_the_per_file_lines() -> None:
         check=True,
     ).stdout
     command = next(line for line in plan.splitlines() if "-m pytest" in line)
-    assert "-p suite_clock" in command and " -q" not in command
+    assert "-p suite_clock" in command and " -q" not in command and "-n 2" in command
