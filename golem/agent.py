@@ -29,7 +29,7 @@ from golem.events import RunEvent
 from golem.history.processors import HistoryProcessor
 from golem.local import LocalExecutor
 from golem.loop import RunInput, RunLoop
-from golem.messages import Message, Part
+from golem.messages import HistoryItem, Part, as_messages
 from golem.models.base import Model, ModelSettings, ToolDefinition
 from golem.models.fallback import plan
 from golem.results import Result, RunError, StreamResult
@@ -225,7 +225,7 @@ class Agent(Generic[DepsT, OutputT]):
         self,
         prompt: str | None = None,
         *,
-        history: Sequence[Message] | None = None,
+        history: Sequence[HistoryItem] | None = None,
         parts: Sequence[Part] = (),
         deps: DepsT | None = None,
         run_id: str | None = None,
@@ -243,7 +243,7 @@ class Agent(Generic[DepsT, OutputT]):
         self,
         prompt: str | None = None,
         *,
-        history: Sequence[Message] | None = None,
+        history: Sequence[HistoryItem] | None = None,
         parts: Sequence[Part] = (),
         deps: DepsT | None = None,
         run_id: str | None = None,
@@ -270,7 +270,7 @@ class Agent(Generic[DepsT, OutputT]):
 
 def _inputs(
     prompt: str | None,
-    history: Sequence[Message] | None,
+    history: Sequence[HistoryItem] | None,
     parts: Sequence[Part],
     deps: Any,
     run_id: str | None,
@@ -280,7 +280,7 @@ def _inputs(
     return RunInput.model_construct(
         prompt=prompt,
         parts=list(parts),
-        history=list(history or ()),
+        history=as_messages(history or ()),
         deps=deps,
         run_id=run_id or "",
         conversation_id=conversation_id or "",

@@ -12,7 +12,7 @@ what a newer one added. Empty fields are omitted from JSON.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import (
@@ -224,6 +224,35 @@ def load_messages(data: bytes | str) -> list[Message]:
     except ValidationError as exc:
         raise _history_error(exc) from None
     validate_history(messages)
+    return messages
+
+
+#: A history's message as callers may give it: a ``Message``, or a dict of one as
+#: ``dump_messages`` writes it.
+HistoryItem = Message | dict[str, Any]
+
+
+def as_messages(items: Sequence[Any]) -> list[Message]:
+    """A caller's history as messages: each a ``Message`` or a dict of one, as
+    ``dump_messages`` writes it (the durable client takes both too); anything else is a
+    :class:`HistoryError` naming its position and type."""
+    messages: list[Message] = []
+    for index, item in enumerate(items):
+        if isinstance(item, Mapping):
+            try:
+                item = Message.model_validate(item)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                field = ".".join(str(p) for p in err["loc"]) or "message"
+                problem = f"{field}: {err['msg']} (in a dict given as a message)"
+                raise HistoryError(problem, index) from None
+        if not isinstance(item, Message):
+            raise HistoryError(
+                f"is a {type(item).__name__}, not a golem Message (or a dict of one, as "
+                "dump_messages writes it)",
+                index,
+            )
+        messages.append(item)
     return messages
 
 

@@ -535,7 +535,9 @@ def kinds() -> list[Kind]:
         Kind("an encrypting key id not among the keys", "client", sync(lambda: EncryptionCodec({"a": KEY}, key_id="z")), "ValueError", "key_id 'z' is not among the keys"),
         Kind("an encryption codec without keys", "client", sync(lambda: EncryptionCodec({})), "ValueError", "needs at least one key"),
         Kind("max_concurrent_tools of -5", "in process", sync(lambda: answers(max_concurrent_tools=-5)), "ValueError", "got -5"),
-        Kind("history given as dicts (in process)", "in process", run(answers(Message.assistant("x")), history=[{"role": "user", "content": "hi"}]), "RunError(history)", "Message", known="issue 18 item 10, in process"),
+        Kind("history given as dicts (in process, read as messages)", "in process", run(answers(Message.assistant("read as messages")), history=[{"role": "user", "content": "hi"}]), "completed", "read as messages"),
+        Kind("history given as strings (in process)", "in process", run(answers(), history=["hello"]), "HistoryError", "not a golem Message"),
+        Kind("a dict that is no message in history (in process)", "in process", run(answers(), history=[{"role": "wizard"}]), "HistoryError", "role: Input should be"),
         Kind("durable: history given as strings", "client", start(answers(), history=["hello"]), "ValueError", "not a golem Message", durable=True),
         Kind("JSON nested 5,000 deep", "in process", sync(lambda: loads_strict("[" * 5000 + "]" * 5000)), "TooDeep", "limit of 256"),
     ]  # fmt: skip

@@ -21,7 +21,7 @@ from temporalio.client import Client
 from temporalio.converter import DataConverter
 
 from golem.client.lookups import existing_run
-from golem.messages import HistoryError, Message, Part, validate_history
+from golem.messages import HistoryError, HistoryItem, Message, Part, validate_history
 from golem.results import RunError
 from golem.strict_json import loads_strict
 from golem.tools import validation_problems
@@ -40,8 +40,6 @@ __all__ = [
 #: Largest history a run may start with (the workflow input is one Temporal payload).
 MAX_INPUT_BYTES = 2_000_000 - 65_536
 
-#: A history's message: a ``Message``, or a dict of one as ``dump_messages`` writes it.
-HistoryItem = Message | dict[str, Any]
 
 _STRICT_JSON = SchemaSerializer(any_schema(), {"ser_json_inf_nan": "constants"})
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
