@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from golem.models._args import args_object, args_object_text
@@ -119,3 +121,12 @@ def test_secrets_are_the_key_extra_headers_auth_headers_and_secret_named_extra_b
     assert secrets.redact("Bearer tok-0123456789 / tok-0123456789: required") == (
         f"{REDACTED} / {REDACTED}: required"
     )
+
+
+@pytest.mark.parametrize("depth", [257, 5000])
+def test_arguments_nested_past_the_limit_are_sent_as_truncated_args(depth: int) -> None:
+    # Issue 18 item 1: past golem's JSON limit the arguments are not-a-JSON-object, so the
+    # provider gets them verbatim under truncated_args, never a RecursionError.
+    deep = '{"a": ' + "[" * depth + "]" * depth + "}"
+    assert args_object(deep) == {"truncated_args": deep}
+    assert json.loads(args_object_text(deep)) == {"truncated_args": deep}
