@@ -743,6 +743,21 @@ async def test_the_demo_reuses_a_temporal_server_with_golems_search_attributes(
     assert capsys.readouterr().out == f"Temporal: using the server already on localhost:{port}\n"
 
 
+async def test_the_demo_stops_at_a_temporal_server_without_golems_search_attributes() -> None:
+    from examples.demo import temporal_server
+
+    bare = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_cli())
+    try:
+        port = int(bare.client.service_client.config.target_host.rpartition(":")[2])
+        with pytest.raises(SystemExit) as stopped:
+            await temporal_server(port, free_port())
+        said = str(stopped.value)
+        assert f"the Temporal server on localhost:{port} lacks golem's search attributes" in said
+        assert f"golem setup --address localhost:{port}" in said
+    finally:
+        await bare.shutdown()
+
+
 async def test_the_demo_starts_its_own_server_on_free_ports_when_something_else_holds_its_port(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
