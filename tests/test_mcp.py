@@ -47,6 +47,11 @@ def tool_results(messages: list[Message]) -> list[tuple[str, str, bool]]:
     return [(m.tool_name, m.content, m.failed) for m in messages if m.role == "tool"]
 
 
+def server_for(transport: str, tmp_path: Path, docs: HTTPServer) -> MCPServer:
+    """The same tools over stdio (a server the run or worker starts) or streamable HTTP."""
+    return files_server(tmp_path) if transport == "stdio" else docs.toolset()
+
+
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_a_call_and_its_result_are_in_the_transcript(
     runner: Runner, tmp_path: Path, docs: HTTPServer, log: Log, transport: str
@@ -67,12 +72,13 @@ async def test_a_call_and_its_result_are_in_the_transcript(
     assert read.parameters["required"] == ["path"]
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_an_is_error_result_is_failed_the_model_sees_it_and_the_run_goes_on(
-    runner: Runner, docs: HTTPServer, log: Log
+    runner: Runner, tmp_path: Path, docs: HTTPServer, transport: str
 ) -> None:
     agent, model = scripted(
         [ask(call("c1", "broken", why="disk full")), Message.assistant("sorry")],
-        toolsets=[docs.toolset()],
+        toolsets=[server_for(transport, tmp_path, docs)],
     )
 
     result = await runner(agent, "go")
@@ -100,8 +106,9 @@ async def test_a_tool_the_toolset_does_not_offer_is_unknown_to_the_model(
     assert log() == []  # never sent to the server
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_invalid_arguments_are_a_failed_result_naming_the_problem(
-    runner: Runner, docs: HTTPServer, log: Log
+    runner: Runner, tmp_path: Path, docs: HTTPServer, transport: str
 ) -> None:
     agent, _ = scripted(
         [
@@ -109,7 +116,7 @@ async def test_invalid_arguments_are_a_failed_result_naming_the_problem(
             ask(call("c2", "strict", count=3)),
             Message.assistant("counted"),
         ],
-        toolsets=[docs.toolset()],
+        toolsets=[server_for(transport, tmp_path, docs)],
     )
 
     result = await runner(agent, "count")
@@ -141,12 +148,13 @@ async def test_rejected_arguments_past_max_retries_end_the_run_at_stage_tool(
     )
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_images_and_embedded_resources_are_parts_of_the_tool_message(
-    runner: Runner, docs: HTTPServer, log: Log
+    runner: Runner, tmp_path: Path, docs: HTTPServer, transport: str
 ) -> None:
     agent, _ = scripted(
         [ask(call("c1", "picture"), call("c2", "attachment")), Message.assistant("seen")],
-        toolsets=[docs.toolset()],
+        toolsets=[server_for(transport, tmp_path, docs)],
     )
 
     result = await runner(agent, "show me")
