@@ -12,14 +12,23 @@ pytest_plugins = ["pytester"]
 TESTS = Path(__file__).resolve().parent
 
 
-def test_make_test_prints_a_line_per_file_and_says_how_long_the_last_whole_run_took(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+def two_files(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, one: str, two: str
 ) -> None:
+    """A suite of two test files, ``checks/test_one.py`` and ``checks/test_two.py``."""
     monkeypatch.setenv("PYTHONPATH", str(TESTS))
     pytester.makeini("[pytest]\ntestpaths = checks\n")
     checks = pytester.mkdir("checks")
-    (checks / "test_one.py").write_text("def test_a(): pass\ndef test_b(): pass\n")
-    (checks / "test_two.py").write_text("def test_c(): pass\n")
+    (checks / "test_one.py").write_text(one)
+    (checks / "test_two.py").write_text(two)
+
+
+def test_make_test_prints_a_line_per_file_and_says_how_long_the_last_whole_run_took(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    two_files(
+        pytester, monkeypatch, "def test_a(): pass\ndef test_b(): pass\n", "def test_c(): pass\n"
+    )
     first = pytester.runpytest_subprocess("-p", "suite_clock")
     first.stdout.fnmatch_lines(
         [
@@ -42,11 +51,10 @@ def test_make_test_prints_a_line_per_file_and_says_how_long_the_last_whole_run_t
 def test_under_xdist_each_file_gets_its_line_once_its_tests_end_and_failures_are_summed_up(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("PYTHONPATH", str(TESTS))
-    pytester.makeini("[pytest]\ntestpaths = checks\n")
-    checks = pytester.mkdir("checks")
-    (checks / "test_one.py").write_text("def test_a(): pass\ndef test_b(): assert 1 == 2\n")
-    (checks / "test_two.py").write_text("import pytest\n@pytest.mark.skip\ndef test_c(): pass\n")
+    failing = "def test_a(): pass\ndef test_b(): assert 1 == 2\n"
+    two_files(
+        pytester, monkeypatch, failing, "import pytest\n@pytest.mark.skip\ndef test_c(): pass\n"
+    )
     result = pytester.runpytest_subprocess("-p", "suite_clock", "-n", "2", "--dist", "loadfile")
     # Files end in any order: each line is looked for on its own.
     result.stdout.re_match_lines([r"checks/test_one.py \.F \[ *\d+%\]"])
