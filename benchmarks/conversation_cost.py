@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from _worker_process import WorkerProcess
 from conversations import turn_agent
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -32,7 +31,6 @@ from golem.testing import dev_server
 from golem.worker import GolemPlugin
 
 AGENT = turn_agent("cost")
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 async def serve(target: str, task_queue: str) -> None:
@@ -46,38 +44,6 @@ async def serve(target: str, task_queue: str) -> None:
     ):
         print("ready", flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
-
-
-class WorkerProcess:
-    def __init__(self, target: str) -> None:
-        self.target = target
-        self.task_queue = f"cost-{uuid.uuid4().hex[:6]}"
-        self.proc: asyncio.subprocess.Process | None = None
-
-    async def __aenter__(self) -> WorkerProcess:
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            __file__,
-            "worker",
-            self.target,
-            self.task_queue,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-        )
-        assert self.proc.stdout is not None
-        if (await asyncio.wait_for(self.proc.stdout.readline(), 120)).strip() != b"ready":
-            raise RuntimeError("the worker did not start")
-        return self
-
-    def cpu(self) -> float:
-        assert self.proc is not None
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / TICK
-
-    async def __aexit__(self, *exc: Any) -> None:
-        assert self.proc is not None and self.proc.stdin is not None
-        self.proc.stdin.close()
-        await asyncio.wait_for(self.proc.wait(), 60)
 
 
 async def plain(durable: DurableAgent[str], runs: int, at_once: int) -> None:
@@ -114,7 +80,9 @@ def summary(values: list[float]) -> str:
 async def main(repeats: int, count: int, turns: int) -> None:
     async with (
         dev_server() as env,
-        WorkerProcess(env.client.service_client.config.target_host) as worker,
+        WorkerProcess(
+            env.client.service_client.config.target_host, __file__, prefix="cost"
+        ) as worker,
     ):
         durable: DurableAgent[str] = DurableAgent(env.client, AGENT, task_queue=worker.task_queue)
         await plain(durable, 20, 20)  # warm the worker up

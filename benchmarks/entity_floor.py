@@ -1,0 +1,195 @@
+"""A golem conversation turn beside the floor a Temporal engineer would hand-write.
+
+    .venv/bin/python benchmarks/entity_floor.py [--conversations 20] [--turns 10] [--repeats 3]
+
+The floor is a plain "entity" chat workflow: one workflow per conversation, an update per
+turn that runs the same three activities inline (model: a tool call; tool: a 2 KB result;
+model: the answer), the transcript in workflow state, continue-as-new when the server
+suggests it. golem runs the same work as a ``ConversationWorkflow`` (benchmarks/
+conversations.py's agent). Each side has its own worker process, so its CPU is read from the
+OS for that process alone; repeats are interleaved (floor, golem, ...) and reported as median
+(min-max). Printed per turn: worker CPU, throughput, history bytes, events and workflow tasks
+(summed over every workflow the turns touched), and each ratio beside issue 34's target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _entity_floor import EntityChat, floor_model, floor_tool
+from _worker_process import WorkerProcess
+from conversations import RESULT_BYTES, turn_agent
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from golem.client import DurableAgent
+from golem.testing import dev_server
+from golem.worker import GolemPlugin
+
+AGENT = turn_agent("floorcmp")
+
+
+async def serve(target: str, task_queue: str, side: str) -> None:
+    """One side's worker, in this process, until stdin closes."""
+    if side == "golem":
+        client = await Client.connect(target, plugins=[GolemPlugin(AGENT)])
+        worker = Worker(client, task_queue=task_queue, max_concurrent_workflow_tasks=400)
+    else:
+        client = await Client.connect(target)
+        worker = Worker(
+            client,
+            task_queue=task_queue,
+            workflows=[EntityChat],
+            activities=[floor_model, floor_tool],
+            max_concurrent_workflow_tasks=400,
+        )
+    async with worker:
+        print("ready", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+
+async def floor_conversations(client: Client, tq: str, count: int, turns: int) -> list[str]:
+    async def one() -> str:
+        handle = await client.start_workflow(
+            EntityChat.run, None, id=f"entity-{uuid.uuid4()}", task_queue=tq
+        )
+        for n in range(turns):
+            await handle.execute_update(EntityChat.turn, f"page {n}?")
+        await handle.signal(EntityChat.close)
+        await handle.result()
+        return handle.id
+
+    return list(await asyncio.gather(*(one() for _ in range(count))))
+
+
+async def golem_conversations(durable: DurableAgent[str], count: int, turns: int) -> list[str]:
+    async def one() -> str:
+        conv = await durable.conversation()
+        for n in range(turns):
+            await conv.send(f"page {n}?")
+        await conv.close()
+        return conv.id
+
+    return list(await asyncio.gather(*(one() for _ in range(count))))
+
+
+@dataclass
+class Shape:
+    bytes: int = 0
+    events: int = 0
+    tasks: int = 0
+
+
+async def shape(client: Client, workflow_ids: list[str], children: bool) -> Shape:
+    """History bytes, events and workflow tasks of every run of these workflows (and of
+    the child runs they started, for golem's turns)."""
+    total = Shape()
+    queue = list(workflow_ids)
+    while queue:
+        workflow_id = queue.pop()
+        async for execution in client.list_workflows(f"WorkflowId = '{workflow_id}'"):
+            handle = client.get_workflow_handle(workflow_id, run_id=execution.run_id)
+            async for event in handle.fetch_history_events():
+                total.bytes += event.ByteSize()
+                total.events += 1
+                if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+                    total.tasks += 1
+                started = event.start_child_workflow_execution_initiated_event_attributes
+                if children and started.workflow_id:
+                    queue.append(started.workflow_id)
+    return total
+
+
+def summary(values: list[float]) -> str:
+    return f"{statistics.median(values):8.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def verdict(ratio: float, target: float, at_most: bool) -> str:
+    met = ratio <= target if at_most else ratio >= target
+    return f"target {'<=' if at_most else '>='} {target}x: {'met' if met else 'NOT met'}"
+
+
+async def main(repeats: int, count: int, turns: int) -> None:
+    async with dev_server() as env:
+        target = env.client.service_client.config.target_host
+        async with (
+            WorkerProcess(target, __file__, "floor", prefix="floor") as floor_worker,
+            WorkerProcess(target, __file__, "golem", prefix="golem") as golem_worker,
+        ):
+            client = env.client
+            durable: DurableAgent[str] = DurableAgent(
+                client, AGENT, task_queue=golem_worker.task_queue
+            )
+            await floor_conversations(client, floor_worker.task_queue, 5, 2)  # warm up
+            await golem_conversations(durable, 5, 2)
+            total = count * turns
+            cpu: dict[str, list[float]] = {"floor": [], "golem": []}
+            rate: dict[str, list[float]] = {"floor": [], "golem": []}
+            ids: dict[str, list[str]] = {}
+            for repeat in range(repeats):
+                for side, worker in (("floor", floor_worker), ("golem", golem_worker)):
+                    print(f"  .. repeat {repeat + 1}: {side}", file=sys.stderr, flush=True)
+                    before, wall = worker.cpu(), time.perf_counter()
+                    if side == "floor":
+                        ids[side] = await floor_conversations(
+                            client, floor_worker.task_queue, count, turns
+                        )
+                    else:
+                        ids[side] = await golem_conversations(durable, count, turns)
+                    wall = time.perf_counter() - wall
+                    cpu[side].append((worker.cpu() - before) / total * 1e3)
+                    rate[side].append(total / wall)
+            floor_shape = await shape(client, ids["floor"], children=False)
+            golem_shape = await shape(client, ids["golem"], children=True)
+    cpu_ratio = [g / f for g, f in zip(cpu["golem"], cpu["floor"], strict=True)]
+    rate_ratio = [g / f for g, f in zip(rate["golem"], rate["floor"], strict=True)]
+    print(
+        f"a conversation turn vs the entity-workflow floor: {count} conversations at once x "
+        f"{turns} turns, {RESULT_BYTES} B tool result, {repeats} interleaved repeats"
+    )
+    print(f"   {'per turn':24s} {'golem':>22s} {'floor':>22s}   ratio")
+    print(
+        f"   {'worker CPU, ms':24s} {summary(cpu['golem']):>22s} {summary(cpu['floor']):>22s}"
+        f"   {statistics.median(cpu_ratio):.2f}x  "
+        f"({verdict(statistics.median(cpu_ratio), 1.2, True)})"
+    )
+    print(
+        f"   {'throughput, turns/s':24s} {summary(rate['golem']):>22s} "
+        f"{summary(rate['floor']):>22s}   {statistics.median(rate_ratio):.2f}x  "
+        f"({verdict(statistics.median(rate_ratio), 0.85, False)})"
+    )
+    for name, attr in (
+        ("history bytes", "bytes"),
+        ("events", "events"),
+        ("workflow tasks", "tasks"),
+    ):
+        g = getattr(golem_shape, attr) / total
+        f = getattr(floor_shape, attr) / total
+        note = f"  ({verdict(g / f, 1.2, True)})" if attr == "bytes" else ""
+        print(f"   {name:24s} {g:22.1f} {f:22.1f}   {g / f:.2f}x{note}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "worker":
+        asyncio.run(serve(sys.argv[2], sys.argv[3], sys.argv[4]))
+        sys.exit(0)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--conversations", type=int, default=20)
+    parser.add_argument("--turns", type=int, default=10)
+    args = parser.parse_args()
+    asyncio.run(main(args.repeats, args.conversations, args.turns))
+    sys.stdout.flush()
+    import os
+
+    os._exit(0)  # the Temporal core runtime can abort at interpreter teardown
