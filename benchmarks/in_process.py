@@ -1,0 +1,155 @@
+"""golem's in-process overhead per model request over a no-framework loop, at two run lengths.
+
+    .venv/bin/python benchmarks/in_process.py [--turns 10 200] [--profile TURNS]
+
+Both sides run the same run: each turn an instant model (it reads only the last message, so
+its own cost does not grow with the run) asks for one call of a sync tool that answers at
+once; after the last result it answers. The bare loop is what a person writes with no
+framework: a list of dicts, ``json.loads`` of the arguments, the tool called on the loop.
+What is left is golem's own work per request: building and validating the request,
+repairing the history, dispatching the tool, bookkeeping. Printed per run length: µs per
+request for each side, golem's overhead (golem - bare) and overhead(long) / overhead(short),
+which is 1.0 when the cost per request does not grow with the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import json
+import pstats
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+REPEAT_SECONDS = 0.4  # each timed repeat runs as many whole runs as fit in about this
+REPEATS = 7  # best of
+
+
+def next_call(last_role: str, last_call_id: str, turns: int) -> int | None:
+    """The index of the next call to ask for, or None to answer: O(1) in the run's length."""
+    if last_role == "user":
+        return 0
+    done = int(last_call_id.removeprefix("call_")) + 1
+    return None if done >= turns else done
+
+
+def lookup(key: str) -> str:
+    return f"value of {key}"
+
+
+def golem_run(turns: int) -> Callable[[], Awaitable[object]]:
+    from golem.agent import Agent
+    from golem.messages import Message, ToolCall
+    from golem.models.base import ToolDefinition
+    from golem.models.function import FunctionModel
+    from golem.usage import UsageLimits
+
+    def answer(messages: list[Message], tools: list[ToolDefinition]) -> Message:
+        last = messages[-1]
+        n = next_call(last.role, last.tool_call_id or "", turns)
+        if n is None:
+            return Message.assistant(f"done after {turns} lookups")
+        return Message.assistant(
+            tool_calls=[ToolCall(id=f"call_{n}", name="lookup", args=f'{{"key": "k{n}"}}')]
+        )
+
+    model = FunctionModel(answer)
+    agent: Agent[None, str] = Agent(
+        model,
+        instructions="Look things up.",
+        max_iterations=turns + 5,
+        usage_limits=UsageLimits(request_limit=None),
+    )
+    agent.tool(lookup)
+
+    async def run() -> object:
+        result = await agent.run("go")
+        assert result.output == f"done after {turns} lookups", result.output
+        model.requests.clear()  # the recording would otherwise grow across runs
+        return result
+
+    return run
+
+
+def bare_run(turns: int) -> Callable[[], Awaitable[object]]:
+    async def model(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        last = messages[-1]
+        n = next_call(last["role"], last.get("tool_call_id", ""), turns)
+        if n is None:
+            return {"role": "assistant", "content": f"done after {turns} lookups"}
+        call = {"id": f"call_{n}", "name": "lookup", "args": f'{{"key": "k{n}"}}'}
+        return {"role": "assistant", "content": "", "tool_calls": [call]}
+
+    tools = {"lookup": lookup}
+
+    async def run() -> object:
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": "Look things up."},
+            {"role": "user", "content": "go"},
+        ]
+        while True:
+            reply = await model(messages)
+            messages.append(reply)
+            if not reply.get("tool_calls"):
+                return reply["content"]
+            for call in reply["tool_calls"]:
+                result = tools[call["name"]](**json.loads(call["args"]))
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+
+    return run
+
+
+async def per_request_us(run: Callable[[], Awaitable[object]], requests: int) -> float:
+    """Best-of-REPEATS wall time of one run, in µs per model request."""
+    await run()  # warm up: imports, schema building, caches
+    start = time.perf_counter()
+    await run()
+    runs = max(1, int(REPEAT_SECONDS / max(time.perf_counter() - start, 1e-6)))
+    best = float("inf")
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        for _ in range(runs):
+            await run()
+        best = min(best, (time.perf_counter() - start) / runs)
+    return best / requests * 1e6
+
+
+async def main(lengths: list[int], profile: int | None) -> None:
+    if profile:
+        run = golem_run(profile)
+        await run()
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(20):
+            await run()
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+        return
+    print("in-process overhead per model request (instant model, instant sync tool), best of 7")
+    print(
+        f"   {'turns':>6s} {'golem µs':>10s} {'bare µs':>10s} {'overhead µs':>12s} {'golem/bare':>11s}"
+    )
+    overheads = []
+    for turns in lengths:
+        requests = turns + 1
+        golem_us = await per_request_us(golem_run(turns), requests)
+        bare_us = await per_request_us(bare_run(turns), requests)
+        overheads.append(golem_us - bare_us)
+        print(
+            f"   {turns:6d} {golem_us:10.1f} {bare_us:10.1f} {golem_us - bare_us:12.1f} "
+            f"{golem_us / bare_us:10.1f}x"
+        )
+    print(
+        f"   overhead at {lengths[-1]} turns / at {lengths[0]} turns: "
+        f"{overheads[-1] / overheads[0]:.2f}x (1.00: the cost per request does not grow)"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, nargs="+", default=[10, 200])
+    parser.add_argument("--profile", type=int, default=None)
+    args = parser.parse_args()
+    asyncio.run(main(args.turns, args.profile))
