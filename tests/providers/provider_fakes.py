@@ -28,6 +28,13 @@ def recording(name: str) -> dict[str, Any]:
     return data
 
 
+def completed_response(name: str) -> dict[str, Any]:
+    """The whole response a recorded Responses stream ends with (its response.completed)."""
+    last = [e for e in recording(name)["response"]["sse"].split("\n\n") if e][-1]
+    response: dict[str, Any] = json.loads(last.split("data: ", 1)[1])["response"]
+    return response
+
+
 @dataclass
 class Answer:
     status: int = 200

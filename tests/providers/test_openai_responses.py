@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from provider_fakes import API_KEY, Answer, FakeProvider, recording
+from provider_fakes import API_KEY, Answer, FakeProvider, completed_response, recording
 from test_openai import DANGLING, ORPHAN
 
 from golem import Agent, Retry
@@ -64,8 +64,7 @@ def output(name: str) -> list[dict[str, Any]]:
     if "body" in response:
         items: list[dict[str, Any]] = response["body"]["output"]
         return items
-    last = [e for e in response["sse"].split("\n\n") if e][-1]
-    completed: list[dict[str, Any]] = json.loads(last.split("data: ", 1)[1])["response"]["output"]
+    completed: list[dict[str, Any]] = completed_response(name)["output"]
     return completed
 
 
@@ -247,11 +246,8 @@ async def test_stream_text_after_a_function_call_output(
 async def test_streamed_and_whole_answers_are_equal(
     responses_fake: FakeProvider, responses_model: OpenAIResponsesModel
 ) -> None:
-    last = recording("openai-responses-04-stream-function-call")["response"]["sse"]
-    completed = json.loads([e for e in last.split("\n\n") if e][-1].split("data: ", 1)[1])
-    responses_fake.answer(
-        Answer.json(200, completed["response"]), "openai-responses-04-stream-function-call"
-    )
+    completed = completed_response("openai-responses-04-stream-function-call")
+    responses_fake.answer(Answer.json(200, completed), "openai-responses-04-stream-function-call")
     request = ModelRequest(messages=[Message.user("What's the weather in Paris?")], tools=[WEATHER])
     whole = await responses_model.request(request)
     streamed = (await collect(responses_model, request))[-1]

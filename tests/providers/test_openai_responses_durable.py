@@ -5,14 +5,13 @@ Temporal payloads, when durable) and replayed as it came, its stream the same bo
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from collections.abc import AsyncIterable, Sequence
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from provider_fakes import Answer, FakeProvider, recording
+from provider_fakes import Answer, FakeProvider, completed_response, recording
 from runners import Runner
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -26,13 +25,6 @@ from golem.worker import GolemPlugin
 CALL = "openai-responses-04-stream-function-call"
 ANSWER = "openai-responses-05-stream-text-after-function-call-output"
 DEADLINE = 60.0
-
-
-def completed(name: str) -> dict[str, Any]:
-    """The whole response a recorded stream ends with (its response.completed event)."""
-    last = [e for e in recording(name)["response"]["sse"].split("\n\n") if e][-1]
-    response: dict[str, Any] = json.loads(last.split("data: ", 1)[1])["response"]
-    return response
 
 
 def weather_agent(model: OpenAIResponsesModel) -> Agent[None, str]:
@@ -53,7 +45,9 @@ def replayed_reasoning(body: dict[str, Any]) -> list[dict[str, Any]]:
 async def test_a_run_answers_its_call_and_replays_the_encrypted_reasoning_in_both_executors(
     runner: Runner, responses_fake: FakeProvider, responses_model: OpenAIResponsesModel
 ) -> None:
-    responses_fake.answer(Answer.json(200, completed(CALL)), Answer.json(200, completed(ANSWER)))
+    responses_fake.answer(
+        Answer.json(200, completed_response(CALL)), Answer.json(200, completed_response(ANSWER))
+    )
     result = await runner(weather_agent(responses_model), "What's the weather in Paris?")
 
     assert result.output == "The weather in Paris is sunny, 22°C."
@@ -63,7 +57,7 @@ async def test_a_run_answers_its_call_and_replays_the_encrypted_reasoning_in_bot
     assert responses_fake.bodies[1]["input"] == recorded["input"]
     assert responses_fake.bodies[1]["store"] is False
     thinking = result.messages[1].thinking
-    item = completed(CALL)["output"][0]
+    item = completed_response(CALL)["output"][0]
     assert thinking == [
         ThinkingBlock(text=item["summary"][0]["text"], provider="openai-responses", id=item["id"]),
         ThinkingBlock(
@@ -116,6 +110,6 @@ async def test_a_streamed_run_yields_the_same_events_and_result_in_both_executor
     ]
     assert result.output == "The weather in Paris is sunny, 22°C."
     assert [i["encrypted_content"] for i in replayed_reasoning(responses_fake.bodies[1])] == [
-        completed(CALL)["output"][0]["encrypted_content"]
+        completed_response(CALL)["output"][0]["encrypted_content"]
     ]
     assert all(body["stream"] is True for body in responses_fake.bodies)
