@@ -119,10 +119,12 @@ def stream_error(body: Any, provider: str) -> ModelHTTPError:
     code = error.get("code")
     if isinstance(code, int):
         status = code
+    elif str(code) in _ERROR_CODE_STATUS:
+        status = _ERROR_CODE_STATUS[str(code)]
+    elif error.get("param"):
+        status = 400  # an error that names a request parameter is the request's fault
     else:
-        status = _ERROR_CODE_STATUS.get(str(code)) or _ERROR_TYPE_STATUS.get(
-            str(error.get("type", "")), 500
-        )
+        status = _ERROR_TYPE_STATUS.get(str(error.get("type", "")), 500)
     message = str(error.get("message") or "error event in the response stream")
     return ModelHTTPError(
         status,

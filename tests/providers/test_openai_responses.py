@@ -312,10 +312,13 @@ def test_refusals_and_content_filter_stops_are_read() -> None:
     assert parse_response(filtered).finish_reason == "content_filter"
 
 
-def test_the_string_form_names_the_responses_adapter() -> None:
+def test_the_string_form_names_the_responses_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     model = infer_model("openai-responses:gpt-5")
     assert isinstance(model, OpenAIResponsesModel)
     assert (model.model_name, model.base_url) == ("gpt-5", "https://api.openai.com/v1")
+    agent: Agent[None, str] = Agent("openai-responses:gpt-5-mini", name="by-name")
+    assert isinstance(agent.model, OpenAIResponsesModel) and agent.model_name == "gpt-5-mini"
     with pytest.raises(ValueError) as caught:
         infer_model("openai-response:gpt-5")
     assert str(caught.value) == (
@@ -604,24 +607,38 @@ async def test_a_stream_cut_mid_call_is_a_retryable_error_naming_the_call(
         ({"code": "rate_limit_exceeded", "message": "Rate limit reached for gpt-5."}, 429, True),
         ({"code": "server_error", "message": "The server had an error."}, 500, True),
         ({"code": "invalid_prompt", "message": "Invalid prompt: flagged."}, 400, False),
+        ({"code": "invalid_value", "message": "Invalid 'input[2]'.", "param": "input"}, 400, False),
+        (
+            {
+                "error": {
+                    "type": "invalid_request_error",
+                    "code": None,
+                    "message": "Invalid 'input'.",
+                    "param": None,
+                }
+            },
+            400,
+            False,
+        ),
     ],
-    ids=["rate-limit", "server-error", "invalid-prompt"],
+    ids=["rate-limit", "server-error", "invalid-prompt", "names-a-parameter", "nested-error"],
 )
 async def test_an_error_event_mid_stream_is_the_http_error_it_stands_for(
     responses_fake: FakeProvider,
     responses_model: OpenAIResponsesModel,
-    error: dict[str, str],
+    error: dict[str, Any],
     status: int,
     retryable: bool,
 ) -> None:
     start = sse_events("openai-responses-05-stream-text-after-function-call-output")[:2]
-    failure = event({"type": "error", **error, "param": None, "sequence_number": 2})
+    failure = event({"type": "error", "param": None, **error, "sequence_number": 2})
     responses_fake.answer(stream_of(*start, failure))
     with pytest.raises(ModelHTTPError) as caught:
         await collect(responses_model, ModelRequest(messages=[Message.user("hi")]))
+    message = error.get("error", error)["message"]
     assert (caught.value.status, caught.value.message, caught.value.retryable) == (
         status,
-        error["message"],
+        message,
         retryable,
     )
 
