@@ -118,6 +118,9 @@ class ThinkingBlock(_Wire):
     """Opaque encrypted reasoning the provider wants replayed as-is."""
     provider: str = ""
     """Which provider produced the block, so another provider is never sent its signature."""
+    id: str = ""
+    """The provider's id of the reasoning item the block belongs to (OpenAI Responses
+    ``rs_...``); blocks sharing it are replayed as that one item."""
 
 
 class Usage(_Wire):

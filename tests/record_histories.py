@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -20,9 +21,18 @@ from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent / "providers"))  # the fake Responses API
 sys.path.insert(0, str(Path(__file__).parent.parent))  # for examples/
 
 import replay_agents
+from provider_fakes import (
+    Answer,
+    FakeProvider,
+    check_openai_responses,
+    completed_response,
+    openai_malformed,
+)
+from pytest_httpserver import HTTPServer
 from replay_agents import (
     AGENTS,
     ENCRYPTION_KEY,
@@ -33,6 +43,8 @@ from replay_agents import (
     escalating_agent,
     front_agent,
     paged_agent,
+    responses_agent,
+    responses_model,
     retry_agent,
     stop_agent,
     tools_agent,
@@ -153,6 +165,7 @@ async def main(wanted: set[str]) -> None:
             runs |= await record_rested(env.client, tq)
             runs["ticket_child_and_inline"] = await record_ticket(env.client, tq)
             runs["conversation_fork"] = await record_fork(env.client, tq)
+            runs["responses_run"] = await record_responses(env.client, tq)
         runs["encrypted_run"] = await record_encrypted(env.client)
         if not wanted or wanted & {"crash_taken_over", "crash_resumed"}:
             runs |= await record_crash(env.client)
@@ -335,6 +348,30 @@ async def record_streamed(client: Client, tq: str) -> str:
     async for _ in stream:
         pass
     return stream.run.run_id
+
+
+async def record_responses(client: Client, tq: str) -> str:
+    """A run through OpenAIResponsesModel against the checking fake of /v1/responses: a
+    call after encrypted reasoning, its result, the reasoning replayed, the answer."""
+    fake = FakeProvider(check_openai_responses, re.compile(r"/v1/responses"), openai_malformed)
+    for name in (
+        "openai-responses-04-stream-function-call",
+        "openai-responses-05-stream-text-after-function-call-output",
+    ):
+        fake.answer(Answer.json(200, completed_response(name)))
+    server = HTTPServer(host="127.0.0.1", port=0)
+    server.expect_request(re.compile(".*"), method="POST").respond_with_handler(fake.handle)
+    server.start()
+    try:
+        responses_model.base_url = server.url_for("/v1").rstrip("/")
+        result = await DurableAgent(client, responses_agent, task_queue=tq).run(
+            "What's the weather in Paris?"
+        )
+    finally:
+        server.stop()
+    assert result.output == "The weather in Paris is sunny, 22°C.", result.output
+    assert [i["type"] for i in fake.bodies[1]["input"]][:2] == ["message", "reasoning"]
+    return result.run_id
 
 
 def freeze(version: str) -> None:

@@ -17,7 +17,7 @@ from examples.support_ticket import reply_agent, triage_agent
 from golem import Message, ToolCall
 from golem.agent import Agent
 from golem.history.processors import trim_history
-from golem.models import FunctionModel, ModelHTTPError
+from golem.models import FunctionModel, ModelHTTPError, OpenAIResponsesModel
 from golem.retry import Retry
 from golem.tools import Canceled, RunContext, ToolFailed
 
@@ -221,7 +221,22 @@ front_agent = Agent(
 )
 
 
+#: A real adapter: tests/record_histories.py points it at the checking fake of the Responses
+#: API (tests/providers/provider_fakes.py) while it records; a replay never calls it.
+responses_model = OpenAIResponsesModel(
+    "gpt-5", base_url="http://127.0.0.1:9/v1", api_key="sk-test-0123456789abcdef"
+)  # provider_fakes.API_KEY, the key the fake accepts
+responses_agent = Agent(responses_model, name="replay_responses")
+
+
+@responses_agent.tool
+def get_weather(city: str) -> str:
+    """Get the current weather for a city."""
+    return "sunny, 22°C" if city == "Paris" else "unknown"
+
+
 AGENTS = [
+    responses_agent,
     delegating_agent,
     reader_agent,
     escalating_agent,

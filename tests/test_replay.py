@@ -71,6 +71,7 @@ def test_histories_are_checked_in() -> None:
         "handoff_conversation_after",
         "conversation_fork",
         "encrypted_run",
+        "responses_run",
     }
 
 
@@ -167,6 +168,22 @@ def test_the_fork_and_the_encrypted_run_hold_what_they_were_recorded_for() -> No
     assert b'"parentRunId"' in started.input.payloads[0].data  # it continues another's turn
     sealed = history("encrypted_run").events[0].workflow_execution_started_event_attributes
     assert sealed.input.payloads[0].metadata["encoding"] == b"binary/encrypted"
+
+
+def test_the_responses_run_holds_the_adapters_reasoning_items() -> None:
+    """A run through OpenAIResponsesModel: its model results carry reasoning blocks with the
+    item ids they are replayed by (docs/adr/0003-provider-adapters.md)."""
+    assert activity_names("responses_run") == [
+        "golem.model_request",
+        "golem.tool",
+        "golem.model_request",
+    ]
+    completed = events("responses_run", EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED)
+    results = [
+        e.activity_task_completed_event_attributes.result.payloads[0].data for e in completed
+    ]  # type: ignore[attr-defined]
+    assert b'"provider":"openai-responses","id":"rs_68af1d4a7b8c81a4a1b2c3d4e5f60004"' in results[0]
+    assert b'"redacted":"gAAAAAB' in results[2]
 
 
 @pytest.mark.parametrize("path", [*HISTORIES, *RELEASED], ids=lambda p: str(p.relative_to(ROOT)))

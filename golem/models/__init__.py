@@ -19,6 +19,7 @@ from golem.models.function import FunctionModel, ScriptedModel
 from golem.models.gemini import GeminiModel
 from golem.models.infer import infer_model
 from golem.models.openai import OpenAIChatModel
+from golem.models.openai_responses import OpenAIResponsesModel
 
 __all__ = [
     "AnthropicModel",
@@ -36,6 +37,7 @@ __all__ = [
     "ModelResponseError",
     "ModelSettings",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "ScriptedModel",
     "StreamDelta",
     "ToolDefinition",

@@ -6,6 +6,7 @@ content = encode_body(body, "openai")     # bytes; a NaN anywhere is a ModelErro
 from __future__ import annotations
 
 import base64
+import json
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -14,7 +15,15 @@ from golem.messages import Message, Part
 from golem.models.base import ModelError
 from golem.strict_json import dumps_strict
 
-__all__ = ["base64_text", "encode_body", "merge_turns", "system_text", "unsupported_part"]
+__all__ = [
+    "base64_text",
+    "data_url",
+    "encode_body",
+    "merge_turns",
+    "system_text",
+    "tool_result_text",
+    "unsupported_part",
+]
 
 
 def encode_body(body: dict[str, Any], provider: str) -> bytes:
@@ -52,9 +61,21 @@ def system_text(messages: list[Message]) -> str:
     return "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
 
 
+def tool_result_text(message: Message) -> str:
+    """A tool message's text where results have no error flag: a failure is ``{"error": ...}``."""
+    if message.failed:
+        return json.dumps({"error": message.content}, ensure_ascii=False)
+    return message.content
+
+
 def base64_text(data: bytes) -> str:
     """Inline media as standard base64 text."""
     return base64.b64encode(data).decode("ascii")
+
+
+def data_url(part: Part) -> str:
+    """Inline media as a ``data:`` URL."""
+    return f"data:{part.media_type};base64,{base64_text(part.data)}"
 
 
 def merge_turns(turns: list[tuple[str, list[Any]]]) -> list[tuple[str, list[Any]]]:

@@ -40,6 +40,13 @@ _ERROR_TYPE_STATUS = {
     "api_error": 500,
     "overloaded_error": 529,
 }
+# OpenAI names error codes in stream error events and failed responses; the status of each.
+_ERROR_CODE_STATUS = {
+    "rate_limit_exceeded": 429,
+    "server_error": 500,
+    "invalid_prompt": 400,
+    "context_length_exceeded": 400,
+}
 
 
 def error_object(body: Any) -> dict[str, Any] | None:
@@ -103,10 +110,20 @@ def http_error(response: httpx.Response, provider: str) -> ModelHTTPError:
 
 
 def stream_error(body: Any, provider: str) -> ModelHTTPError:
-    """An error object sent inside a 200 answer, as the HTTP error it stands for."""
-    error = error_object(body) or {}
-    status = error.get("code") if isinstance(error.get("code"), int) else None
-    if status is None:
+    """An error object sent inside a 200 answer, as the HTTP error it stands for.
+
+    The error is the body's ``"error"`` object, or the body itself when its fields sit at the
+    top (the Responses API's ``error`` event: ``{"type": "error", "code", "message"}``).
+    """
+    error = error_object(body) or (body if isinstance(body, dict) else {})
+    code = error.get("code")
+    if isinstance(code, int):
+        status = code
+    elif str(code) in _ERROR_CODE_STATUS:
+        status = _ERROR_CODE_STATUS[str(code)]
+    elif error.get("param"):
+        status = 400  # an error that names a request parameter is the request's fault
+    else:
         status = _ERROR_TYPE_STATUS.get(str(error.get("type", "")), 500)
     message = str(error.get("message") or "error event in the response stream")
     return ModelHTTPError(

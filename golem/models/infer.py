@@ -1,6 +1,7 @@
 """Build a model from a ``"provider:model"`` string.
 
 model = infer_model("openai:gpt-4o")
+model = infer_model("openai-responses:gpt-5")       # the Responses API
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from golem.models.anthropic import AnthropicModel
 from golem.models.base import Model
 from golem.models.gemini import GeminiModel
 from golem.models.openai import OpenAIChatModel
+from golem.models.openai_responses import OpenAIResponsesModel
 
 __all__ = ["KNOWN_PREFIXES", "infer_model"]
 
 _FACTORIES: dict[str, Callable[[str], Model]] = {
     "openai": OpenAIChatModel,
+    "openai-responses": OpenAIResponsesModel,
     "anthropic": AnthropicModel,
     "gemini": GeminiModel,
     "google-gla": GeminiModel,

@@ -7,18 +7,17 @@ response = await model.request(ModelRequest(messages=[Message.user("hi")]))
 
 from __future__ import annotations
 
-import json
 from typing import Any, get_args
 
 from golem.messages import Message, Part, ThinkingBlock, ToolCall, Usage
 from golem.models._args import args_object_text
-from golem.models._body import base64_text, unsupported_part
+from golem.models._body import base64_text, data_url, tool_result_text, unsupported_part
 from golem.models._errors import event_data, unreadable_answer
 from golem.models._http import HTTPModel
 from golem.models._sse import ServerSentEvent
 from golem.models.base import FinishReason, ModelRequest, ModelResponse, StreamDelta
 
-__all__ = ["OpenAIChatModel"]
+__all__ = ["OpenAIChatModel", "OpenAIEndpoint"]
 
 PROVIDER = "openai"
 
@@ -29,7 +28,17 @@ _FINISH["function_call"] = "tool_calls"
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
 
-class OpenAIChatModel(HTTPModel):
+class OpenAIEndpoint(HTTPModel):
+    """OpenAI's host, key and environment, shared by its Chat Completions and Responses APIs."""
+
+    default_base_url = "https://api.openai.com/v1"
+    api_key_env = ("OPENAI_API_KEY",)
+    base_url_env = ("OPENAI_BASE_URL",)
+    key_header = "authorization"
+    key_scheme = "Bearer "
+
+
+class OpenAIChatModel(OpenAIEndpoint):
     """A Chat Completions model: ``POST {base_url}/chat/completions``.
 
     ``base_url`` follows the OpenAI SDK (it includes ``/v1``); ``OPENAI_BASE_URL`` is
@@ -39,11 +48,6 @@ class OpenAIChatModel(HTTPModel):
     """
 
     provider = PROVIDER
-    default_base_url = "https://api.openai.com/v1"
-    api_key_env = ("OPENAI_API_KEY",)
-    base_url_env = ("OPENAI_BASE_URL",)
-    key_header = "authorization"
-    key_scheme = "Bearer "
     path = "/chat/completions"
 
     def _parse(self, data: Any, request: ModelRequest) -> ModelResponse:
@@ -103,9 +107,7 @@ def chat_messages(messages: list[Message]) -> list[dict[str, Any]]:
         elif message.role == "assistant":
             out.append(_assistant(message))
         elif message.role == "tool":
-            content = message.content
-            if message.failed:
-                content = json.dumps({"error": message.content}, ensure_ascii=False)
+            content = tool_result_text(message)
             out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": content})
             if message.parts:
                 pending_media.append(
@@ -129,7 +131,7 @@ def _user_content(message: Message) -> str | list[dict[str, Any]]:
 
 def _media(part: Part) -> dict[str, Any]:
     if part.kind == "image":
-        url = part.url or f"data:{part.media_type};base64,{base64_text(part.data)}"
+        url = part.url or data_url(part)
         return {"type": "image_url", "image_url": {"url": url}}
     if part.kind == "audio" and part.data:
         fmt = _AUDIO_FORMATS.get(part.media_type, part.media_type.rpartition("/")[2])
@@ -138,8 +140,7 @@ def _media(part: Part) -> dict[str, Any]:
             "input_audio": {"data": base64_text(part.data), "format": fmt},
         }
     if part.kind == "document" and part.data:
-        data_url = f"data:{part.media_type};base64,{base64_text(part.data)}"
-        return {"type": "file", "file": {"file_data": data_url, "filename": "document"}}
+        return {"type": "file", "file": {"file_data": data_url(part), "filename": "document"}}
     raise unsupported_part(PROVIDER, part, "Chat Completions")
 
 

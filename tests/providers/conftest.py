@@ -13,12 +13,13 @@ from provider_fakes import (
     check_anthropic,
     check_gemini,
     check_openai,
+    check_openai_responses,
     gemini_malformed,
     openai_malformed,
 )
 from pytest_httpserver import HTTPServer
 
-from golem.models import AnthropicModel, GeminiModel, OpenAIChatModel
+from golem.models import AnthropicModel, GeminiModel, OpenAIChatModel, OpenAIResponsesModel
 
 # --- fixtures --------------------------------------------------------------------------------
 
@@ -33,6 +34,14 @@ def openai_fake(httpserver: HTTPServer) -> FakeProvider:
     return _serve(
         httpserver,
         FakeProvider(check_openai, re.compile(r"/v1/chat/completions"), openai_malformed),
+    )
+
+
+@pytest.fixture
+def responses_fake(httpserver: HTTPServer) -> FakeProvider:
+    return _serve(
+        httpserver,
+        FakeProvider(check_openai_responses, re.compile(r"/v1/responses"), openai_malformed),
     )
 
 
@@ -52,6 +61,13 @@ def gemini_fake(httpserver: HTTPServer) -> FakeProvider:
 @pytest.fixture
 async def openai_model(httpserver: HTTPServer) -> AsyncIterator[OpenAIChatModel]:
     model = OpenAIChatModel("gpt-4o", base_url=httpserver.url_for("/v1"), api_key=API_KEY)
+    yield model
+    await model.aclose()
+
+
+@pytest.fixture
+async def responses_model(httpserver: HTTPServer) -> AsyncIterator[OpenAIResponsesModel]:
+    model = OpenAIResponsesModel("gpt-5", base_url=httpserver.url_for("/v1"), api_key=API_KEY)
     yield model
     await model.aclose()
 

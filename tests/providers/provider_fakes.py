@@ -28,6 +28,13 @@ def recording(name: str) -> dict[str, Any]:
     return data
 
 
+def completed_response(name: str) -> dict[str, Any]:
+    """The whole response a recorded Responses stream ends with (its response.completed)."""
+    last = [e for e in recording(name)["response"]["sse"].split("\n\n") if e][-1]
+    response: dict[str, Any] = json.loads(last.split("data: ", 1)[1])["response"]
+    return response
+
+
 @dataclass
 class Answer:
     status: int = 200
@@ -310,4 +317,126 @@ def check_gemini(request: Request, body: Any) -> Answer | None:
             "Please ensure that the number of function response parts is equal to the "
             "number of function call parts of the function call turn.",
         )
+    return None
+
+
+# --- OpenAI Responses ------------------------------------------------------------------------
+
+RESPONSES_PARAMETERS = frozenset(
+    {
+        "background", "conversation", "include", "input", "instructions", "max_output_tokens",
+        "max_tool_calls", "metadata", "model", "parallel_tool_calls", "previous_response_id",
+        "prompt", "prompt_cache_key", "prompt_cache_retention", "reasoning", "safety_identifier",
+        "service_tier", "store", "stream", "stream_options", "temperature", "text",
+        "tool_choice", "tools", "top_logprobs", "top_p", "truncation", "user",
+    }
+)  # fmt: skip
+"""The request body's top-level parameters the API reference lists; any other is refused."""
+RESPONSES_CONTENT_TYPES = {
+    "user": {"input_text", "input_image", "input_file"},
+    "system": {"input_text"},
+    "developer": {"input_text"},
+    "assistant": {"output_text", "refusal"},
+}
+RESPONSES_OUTPUT_TYPES = {"input_text", "input_image", "input_file"}
+
+
+def _missing(param: str) -> Answer:
+    return openai_error(
+        400,
+        f"Missing required parameter: '{param}'.",
+        param=param,
+        code="missing_required_parameter",
+    )
+
+
+def _wrong_part(parts: Any, where: str, allowed: set[str]) -> Answer | None:
+    """The refusal of the first content part (of a list; text is always fine) of a wrong type."""
+    for j, part in enumerate(parts if isinstance(parts, list) else ()):
+        if part.get("type") not in allowed:
+            names = sorted(allowed)
+            supported = ", ".join(f"'{n}'" for n in names[:-1]) + f", and '{names[-1]}'"
+            return openai_error(
+                400,
+                f"Invalid value: '{part.get('type')}'. Supported values are: {supported}.",
+                param=f"{where}[{j}].type",
+                code="invalid_value",
+            )
+    return None
+
+
+def check_openai_responses(request: Request, body: Any) -> Answer | None:
+    """What POST /v1/responses refuses, with the API's own error bodies."""
+    if request.headers.get("authorization") != f"Bearer {API_KEY}":
+        return openai_error(401, "Incorrect API key provided.", code="invalid_api_key")
+    for name in body:
+        if name not in RESPONSES_PARAMETERS:
+            return openai_error(
+                400, f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter"
+            )
+    for i, tool in enumerate(body.get("tools") or ()):
+        if tool.get("type") == "function" and not tool.get("name"):
+            return _missing(f"tools[{i}].name")
+    output_format = (body.get("text") or {}).get("format") or {}
+    if output_format.get("type") == "json_schema":
+        for field_name in ("name", "schema"):
+            if field_name not in output_format:
+                return _missing(f"text.format.{field_name}")
+    items = body["input"] if isinstance(body["input"], list) else []
+    stored = body.get("store", True) is not False
+    calls: list[str] = []
+    answered: set[str] = set()
+    for i, item in enumerate(items):
+        kind = item.get("type", "message")
+        if kind == "message":
+            allowed = RESPONSES_CONTENT_TYPES.get(item.get("role"), set())
+            refused = _wrong_part(item.get("content"), f"input[{i}].content", allowed)
+            if refused:
+                return refused
+        elif kind == "function_call":
+            if not isinstance(item.get("arguments"), str):
+                return openai_error(
+                    400,
+                    f"Invalid type for 'input[{i}].arguments': expected a string, but got "
+                    f"{type(item.get('arguments')).__name__} instead.",
+                    param=f"input[{i}].arguments",
+                    code="invalid_type",
+                )
+            calls.append(item["call_id"])
+        elif kind == "function_call_output":
+            if item["call_id"] not in calls:
+                return openai_error(
+                    400,
+                    f"No tool call found for function call output with call_id {item['call_id']}.",
+                    param="input",
+                )
+            answered.add(item["call_id"])
+            refused = _wrong_part(item.get("output"), f"input[{i}].output", RESPONSES_OUTPUT_TYPES)
+            if refused:
+                return refused
+        elif kind == "reasoning":
+            for field_name in ("id", "summary"):
+                if field_name not in item:
+                    return _missing(f"input[{i}].{field_name}")
+            if not stored and not item.get("encrypted_content"):
+                return openai_error(
+                    404,
+                    f"Item with id '{item['id']}' not found. Items are not persisted when "
+                    "`store` is set to false. Try again with `store` set to true, or remove "
+                    "this item from your input.",
+                    param="input",
+                )
+            following = next((n for n in items[i + 1 :] if n.get("type") != "reasoning"), {})
+            if following.get("type") != "function_call" and following.get("role") != "assistant":
+                return openai_error(
+                    400,
+                    f"Item '{item['id']}' of type 'reasoning' was provided without its required "
+                    "following item.",
+                    param="input",
+                )
+    for call_id in calls:
+        if call_id not in answered:
+            return openai_error(
+                400, f"No tool output found for function call {call_id}.", param="input"
+            )
     return None

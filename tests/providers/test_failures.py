@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +27,7 @@ from golem.models import (
     ModelResponseError,
     ModelSettings,
     OpenAIChatModel,
+    OpenAIResponsesModel,
 )
 from golem.models._http import HTTPModel
 
@@ -36,7 +38,10 @@ HTML_502 = (
 )
 
 
-@pytest.fixture(params=["openai", "anthropic", "gemini"])
+ADAPTERS = [OpenAIChatModel, AnthropicModel, GeminiModel, OpenAIResponsesModel]
+
+
+@pytest.fixture(params=["openai", "anthropic", "gemini", "responses"])
 def adapter(
     request: pytest.FixtureRequest,
 ) -> tuple[FakeProvider, HTTPModel]:
@@ -46,7 +51,7 @@ def adapter(
 
 
 async def call(model: HTTPModel, stream: bool = False) -> ModelResponse:
-    assert isinstance(model, OpenAIChatModel | AnthropicModel | GeminiModel)
+    assert isinstance(model, OpenAIChatModel | AnthropicModel | GeminiModel | OpenAIResponsesModel)
     if not stream:
         return await model.request(HI)
     items = [item async for item in model.request_stream(HI)]
@@ -182,6 +187,7 @@ def _sse_events(name: str) -> list[str]:
 CUTS = {
     "openai": ("openai-chat-05-stream-tool-call", 3, "data: [DONE]"),
     "anthropic": ("anthropic-07-stream-thinking-text", 8, "message_stop"),
+    "responses": ("openai-responses-04-stream-function-call", 12, "response.completed"),
 }
 
 
@@ -231,10 +237,23 @@ async def test_gemini_stream_without_finish_reason_is_truncated(
     )
 
 
+DROPS = {
+    "openai": ("/v1/chat/completions", "openai-chat-05-stream-tool-call"),
+    "responses": ("/v1/responses", "openai-responses-04-stream-function-call"),
+}
+
+
+@pytest.fixture(params=sorted(DROPS))
+def dropping(request: pytest.FixtureRequest) -> tuple[HTTPModel, str, str]:
+    model: HTTPModel = request.getfixturevalue(f"{request.param}_model")
+    return (model, *DROPS[request.param])
+
+
 async def test_connection_dropped_mid_stream_is_a_retryable_response_error(
-    httpserver: HTTPServer, openai_model: OpenAIChatModel
+    httpserver: HTTPServer, dropping: tuple[HTTPModel, str, str]
 ) -> None:
-    events = _sse_events("openai-chat-05-stream-tool-call")
+    model, path, name = dropping
+    events = _sse_events(name)
 
     def body() -> Iterator[bytes]:
         yield "".join(events[:3]).encode()
@@ -243,9 +262,9 @@ async def test_connection_dropped_mid_stream_is_a_retryable_response_error(
     def handler(request: Request) -> Response:
         return Response(body(), content_type="text/event-stream")
 
-    httpserver.expect_request("/v1/chat/completions").respond_with_handler(handler)
+    httpserver.expect_request(path).respond_with_handler(handler)
     with pytest.raises(ModelResponseError) as caught:
-        await call(openai_model, stream=True)
+        await call(model, stream=True)
     assert caught.value.retryable
     assert caught.value.message.startswith("stream")
 
@@ -257,7 +276,7 @@ def _closed_port() -> int:
     return port
 
 
-@pytest.mark.parametrize("cls", [OpenAIChatModel, AnthropicModel, GeminiModel])
+@pytest.mark.parametrize("cls", ADAPTERS)
 @pytest.mark.parametrize("stream", [False, True])
 async def test_connection_refused_is_a_connection_error(cls: type[HTTPModel], stream: bool) -> None:
     model: Any = cls("m", base_url=f"http://127.0.0.1:{_closed_port()}", api_key=API_KEY)
@@ -270,7 +289,32 @@ async def test_connection_refused_is_a_connection_error(cls: type[HTTPModel], st
     assert API_KEY not in str(caught.value)
 
 
-@pytest.mark.parametrize("cls", [OpenAIChatModel, AnthropicModel, GeminiModel])
+@pytest.mark.parametrize("cls", ADAPTERS)
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_provider_that_does_not_answer_in_time_is_a_retryable_timeout(
+    httpserver: HTTPServer, cls: type[HTTPModel], stream: bool
+) -> None:
+    released = threading.Event()
+
+    def stalled(request: Request) -> Response:
+        released.wait(10)  # until the test is over: the answer never comes in time
+        return Response("{}", content_type="application/json")
+
+    httpserver.expect_request(re.compile(".*"), method="POST").respond_with_handler(stalled)
+    client = httpx.AsyncClient(timeout=httpx.Timeout(0.2))
+    base_url = httpserver.url_for(BASE_PATHS[cls])
+    model: Any = cls("m", base_url=base_url, api_key=API_KEY, http_client=client)
+    try:
+        with pytest.raises(ModelConnectionError) as caught:
+            await call(model, stream=stream)
+    finally:
+        released.set()
+        await client.aclose()
+    assert caught.value.retryable
+    assert str(caught.value) == f"{cls.provider}: timed out at {model.base_url}: ReadTimeout"
+
+
+@pytest.mark.parametrize("cls", ADAPTERS)
 def test_api_key_is_absent_from_repr(cls: type[HTTPModel]) -> None:
     model = cls("some-model", api_key=API_KEY)
     assert API_KEY not in repr(model) and API_KEY not in str(model)
@@ -298,6 +342,7 @@ async def test_api_key_echoed_by_a_server_is_redacted(
         (OpenAIChatModel, "OPENAI_API_KEY"),
         (AnthropicModel, "ANTHROPIC_API_KEY"),
         (GeminiModel, "GEMINI_API_KEY or GOOGLE_API_KEY"),
+        (OpenAIResponsesModel, "OPENAI_API_KEY"),
     ],
 )
 @pytest.mark.parametrize("stream", [False, True])
@@ -346,7 +391,12 @@ def test_stream_error_chunk_from_openai_is_mapped() -> None:
 GATEWAY_TOKEN = "gw-token-0123456789"
 CLIENT_TOKEN = "client-bearer-abcdef012345"
 EXTRA_SECRET = "extra-secret-9876543210"
-BASE_PATHS = {OpenAIChatModel: "/v1", AnthropicModel: "", GeminiModel: ""}
+BASE_PATHS = {
+    OpenAIChatModel: "/v1",
+    AnthropicModel: "",
+    GeminiModel: "",
+    OpenAIResponsesModel: "/v1",
+}
 
 
 def _echo(request: Request) -> Response:
@@ -359,7 +409,7 @@ def _echo(request: Request) -> Response:
     )
 
 
-@pytest.mark.parametrize("cls", [OpenAIChatModel, AnthropicModel, GeminiModel])
+@pytest.mark.parametrize("cls", ADAPTERS)
 @pytest.mark.parametrize("stream", [False, True])
 async def test_every_configured_secret_is_redacted_from_an_echoed_error(
     httpserver: HTTPServer, cls: type[HTTPModel], stream: bool
