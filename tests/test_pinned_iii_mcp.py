@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 from agents import FAST_RETRY, ask, call, scripted
-from mcp.types import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
+from mcp.types import INTERNAL_ERROR, METHOD_NOT_FOUND
 from mcp_servers.kinds_server import CLIP
 from mcp_support import SERVERS, HTTPServer, Log, http_server
 from runners import Runner
@@ -40,8 +40,8 @@ async def docs(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[HTTPSe
 
 @pytest.mark.parametrize(
     ("code", "attempts"),
-    [(METHOD_NOT_FOUND, 1), (INVALID_REQUEST, 1), (INTERNAL_ERROR, 3), (-32050, 3)],
-    ids=["method-not-found", "invalid-request", "internal-error", "server-defined"],
+    [(METHOD_NOT_FOUND, 1), (INTERNAL_ERROR, 3), (-32050, 3)],
+    ids=["method-not-found", "internal-error", "server-defined"],
 )
 async def test_an_error_answer_a_retry_cannot_fix_is_tried_once_any_other_per_the_policy(
     runner: Runner, kinds: HTTPServer, code: int, attempts: int
