@@ -92,17 +92,19 @@ class HTTPServer:
     log: Path
     port: int
     process: asyncio.subprocess.Process | None = None
+    script: Path = HTTP_SERVER
+    name: str = "docs"
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
     def toolset(self, **options: Any) -> MCPServer:
-        return MCPServer.http("docs", url=self.url, **options)
+        return MCPServer.http(self.name, url=self.url, **options)
 
     async def start(self) -> None:
         env = {"MCP_TEST_DIR": str(self.log)}
-        self.process = await started(str(HTTP_SERVER), str(self.port), env=env)
+        self.process = await started(str(self.script), str(self.port), env=env)
 
     async def kill(self) -> None:
         if self.process is not None:
@@ -110,8 +112,11 @@ class HTTPServer:
 
 
 @asynccontextmanager
-async def http_server(log: Path) -> AsyncIterator[HTTPServer]:
-    server = HTTPServer(log, free_port())
+async def http_server(
+    log: Path, script: Path = HTTP_SERVER, name: str = "docs"
+) -> AsyncIterator[HTTPServer]:
+    """``script`` (default: the docs server) serving on a free port, as toolset ``name``."""
+    server = HTTPServer(log, free_port(), script=script, name=name)
     await server.start()
     try:
         yield server

@@ -280,17 +280,23 @@ def scripted_whoami(seen: list[tuple[str, str]]) -> tuple[Agent[Any, Any], Scrip
     return agent, model
 
 
+async def completed_payload(client: Client, run_id: str) -> bytes:
+    """The run's result as its history holds it (the JSON of a ``Completed``)."""
+    [completed] = [
+        e.workflow_execution_completed_event_attributes.result.payloads[0].data
+        for e in await history_events(client, run_id)
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+    ]
+    return completed
+
+
 async def test_a_closed_runs_result_leaves_its_conversation_to_its_history(
     temporal_client: Client,
 ) -> None:
     agent, model = tool_turns(3, result_bytes=2048)
     async with serve(temporal_client, agent) as tq:
         result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
-    [completed] = [
-        e.workflow_execution_completed_event_attributes.result.payloads[0].data
-        for e in await history_events(temporal_client, result.run_id)
-        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
-    ]
+    completed = await completed_payload(temporal_client, result.run_id)
     messages = json.loads(completed)["messages"]
     # The model calls in its history hold all but the final answer, which rides alone.
     assert messages["kind"] == "history" and messages["count"] == 7

@@ -100,6 +100,24 @@ def add_tools(server: MCPServer) -> None:
         return f"slow {label} done"
 
 
+async def serve_http(server: MCPServer, port: int) -> None:
+    """Serve ``server`` over streamable HTTP on 127.0.0.1:``port`` (path ``/mcp``); print
+    ``ready`` once it listens."""
+    import uvicorn
+
+    app = server.streamable_http_app()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+    running = uvicorn.Server(config)
+    task = asyncio.create_task(running.serve())
+    while not running.started:
+        if task.done():
+            task.result()  # it failed to start: say why
+        await asyncio.sleep(0.01)
+    announce()
+    print("ready", flush=True)
+    await task
+
+
 def announce() -> None:
     """Note this process in the test's log: the tests check none outlives its worker."""
     record(str(os.getpid()), "pids")

@@ -9,10 +9,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
 
-import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 
-from mcp_servers.common import add_tools, announce, record
+from mcp_servers.common import add_tools, record, serve_http
 
 
 def build() -> MCPServer:
@@ -29,19 +28,5 @@ def build() -> MCPServer:
     return server
 
 
-async def serve(port: int) -> None:
-    app = build().streamable_http_app()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()  # it failed to start: say why
-        await asyncio.sleep(0.01)
-    announce()
-    print("ready", flush=True)
-    await task
-
-
 if __name__ == "__main__":
-    asyncio.run(serve(int(sys.argv[1])))
+    asyncio.run(serve_http(build(), int(sys.argv[1])))
