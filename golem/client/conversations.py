@@ -381,7 +381,7 @@ class DurableConversation(Generic[OutputT]):
 
 
 async def turn_started(
-    child: WorkflowHandle[Any, Any], sent: asyncio.Future[TurnOutput], conversation_id: str
+    child: WorkflowHandle[Any, Any], sent: asyncio.Future[Any], conversation_id: str
 ) -> bool:
     """Wait until the turn's child run exists (a turn may queue behind the one in flight):
     ``True`` then, ``False`` when the update ended first without a child (refused)."""

@@ -13,6 +13,7 @@ Each reads Temporal's description or its visibility store, no worker needed (but
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -31,6 +32,7 @@ from golem.workflows.lineage import AGENT, CONVERSATION_ID, PARENT_RUN_ID
 
 __all__ = [
     "Approvals",
+    "ConversationListing",
     "RunInfo",
     "awaiting_approval",
     "chained_runs",
@@ -40,6 +42,7 @@ __all__ = [
     "find_run",
     "has_worker",
     "is_conversation",
+    "list_conversations",
     "newest_run",
     "run_info",
 ]
@@ -127,6 +130,34 @@ async def conversation_messages(client: Client, conversation_id: str) -> list[Me
     history across continue-as-new (no worker needed)."""
     histories = history_reader(client)
     return await histories.messages(await histories.transcript(conversation_id))
+
+
+@dataclass(frozen=True)
+class ConversationListing:
+    """One conversation workflow as the visibility store lists it."""
+
+    conversation_id: str
+    agent: str
+    status: str
+    """running, completed (closed or resting), failed, terminated, ..."""
+    start_time: datetime | None
+
+
+async def list_conversations(
+    client: Client, *, agents: Sequence[str] = (), limit: int = 100
+) -> list[ConversationListing]:
+    """The newest ``limit`` conversation workflows (of ``agents``, when given), newest
+    first, from the visibility store (no worker needed)."""
+    query = f'WorkflowType = "{ConversationWorkflow.__name__}"'
+    if agents:
+        query += " AND GolemAgent IN (" + ", ".join(f'"{_quoted(a)}"' for a in agents) + ")"
+    found = []
+    async for workflow in client.list_workflows(query, limit=limit):
+        attributes = workflow.typed_search_attributes
+        status = workflow.status.name.lower() if workflow.status else "unknown"
+        agent = attributes.get(AGENT) or ""
+        found.append(ConversationListing(workflow.id, agent, status, workflow.start_time))
+    return found
 
 
 async def chained_runs(client: Client, conversation_id: str) -> list[str]:
