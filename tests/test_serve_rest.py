@@ -120,6 +120,7 @@ async def test_bad_requests_get_a_status_and_one_line_never_a_500(
             ),
             "no turn yet": await http.get(f"/conversations/{conversation}/events"),
         }
+        await run.result()  # it waits: deny, so the worker leaves nothing running
         await run.approve({"refund-7": False})
 
     seen = {n: (r.status_code, r.json()["error"] if r.content else "") for n, r in answers.items()}

@@ -15,6 +15,7 @@ from temporalio.client import Client
 
 from golem.agent import Agent
 from golem.client import DurableAgent
+from golem.serve.agui import agui_routes
 from golem.serve.auth import Auth
 from golem.serve.errors import Problem
 from golem.serve.openapi import openapi
@@ -63,6 +64,7 @@ def create_app(
 
     routes: list[BaseRoute] = [Route("/openapi.json", document, methods=["GET"])]
     routes += rest_routes(state)
+    routes += agui_routes(state)
     cors = Middleware(
         CORSMiddleware,
         allow_origins=list(origins),

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-__all__ = ["Problem"]
+__all__ = ["SEP", "Problem"]
+
+#: Server-sent events end their lines with LF alone: some clients (AG-UI's) split on it.
+SEP = "\n"
 
 
 class Problem(Exception):

@@ -30,7 +30,7 @@ from golem.client.lookups import list_conversations
 from golem.events import RunEvent
 from golem.messages import Message, ToolCall, dump_messages
 from golem.serve.decisions import decision
-from golem.serve.errors import Problem
+from golem.serve.errors import SEP, Problem
 from golem.serve.threads import Served, Thread, TurnEnd, turn_events
 
 __all__ = ["END", "rest_routes"]
@@ -152,9 +152,11 @@ def rest_routes(served: Served) -> list[Route]:
                     yield end_event(item, run_id, served)
                     return
                 data = _EVENT.dump_json(item, by_alias=True, exclude_defaults=True).decode()
-                yield ServerSentEvent(data=data, event=item.kind, id=f"{run_id}:{stream.offset}")
+                yield ServerSentEvent(
+                    sep=SEP, data=data, event=item.kind, id=f"{run_id}:{stream.offset}"
+                )
 
-        return EventSourceResponse(relay(), ping=15)
+        return EventSourceResponse(relay(), ping=15, sep=SEP)
 
     async def decide(request: Request) -> Response:
         found = await thread(request)
@@ -228,17 +230,17 @@ def end_event(end: TurnEnd, run_id: str, served: Served) -> ServerSentEvent:
         stage = getattr(end.error, "stage", "refused")
         message = getattr(end.error, "detail", None) or str(end.error)
         data = {"status": "failed", "runId": rid, "stage": stage, "message": message}
-        return ServerSentEvent(data=json.dumps(data), event="failed", id=ident)
+        return ServerSentEvent(sep=SEP, data=json.dumps(data), event="failed", id=ident)
     result = end.result
     assert result is not None
     if end.waiting:
         calls = [call_json(c, rid, served) for c in end.waiting]
         data = {"status": "waiting", "runId": rid, "waiting": calls}
-        return ServerSentEvent(data=json.dumps(data), event="waiting", id=ident)
+        return ServerSentEvent(sep=SEP, data=json.dumps(data), event="waiting", id=ident)
     output = result.output
     try:
         json.dumps(output)
     except TypeError:
         output = str(output)
     data = {"status": "done", "runId": rid, "output": output, "link": served.link(rid)}
-    return ServerSentEvent(data=json.dumps(data), event="result", id=ident)
+    return ServerSentEvent(sep=SEP, data=json.dumps(data), event="result", id=ident)
