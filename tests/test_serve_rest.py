@@ -57,8 +57,13 @@ async def test_a_turn_waits_for_approval_streams_resumes_and_finishes_after_a_de
         after = (await http.get(f"/conversations/{conversation}")).json()
 
     assert (created.status_code, sent.status_code) == (201, 202)
-    assert [e["event"] for e in events] == ["model_start", "model_end", "waiting"]
-    assert [e["id"] for e in events] == [f"{run_id}:1", f"{run_id}:2", f"{run_id}:end"]
+    assert [e["event"] for e in events] == [
+        "model_start",
+        "tool_call_delta",
+        "model_end",
+        "waiting",
+    ]
+    assert [e["id"] for e in events] == [f"{run_id}:{n}" for n in (1, 2, 3, "end")]
     waiting = json.loads(events[-1]["data"])
     assert [(c["id"], c["name"], c["args"]) for c in waiting["waiting"]] == [
         ("refund-42", "refund", '{"order": 42}')
@@ -76,6 +81,7 @@ async def test_a_turn_waits_for_approval_streams_resumes_and_finishes_after_a_de
         "tool_start",
         "tool_end",
         "model_start",
+        "text_delta",
         "model_end",
         "result",
     ]

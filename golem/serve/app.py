@@ -22,6 +22,7 @@ from golem.serve.openapi import openapi
 from golem.serve.requests import MAX_BODY_BYTES
 from golem.serve.rest import rest_routes
 from golem.serve.threads import Served
+from golem.serve.vercel import chat_routes
 
 __all__ = ["create_app"]
 
@@ -65,6 +66,7 @@ def create_app(
     routes: list[BaseRoute] = [Route("/openapi.json", document, methods=["GET"])]
     routes += rest_routes(state)
     routes += agui_routes(state)
+    routes += chat_routes(state)
     cors = Middleware(
         CORSMiddleware,
         allow_origins=list(origins),

@@ -97,7 +97,13 @@ class Thread:
         """Send a turn and return its run id once the run exists; the turn goes on in
         Temporal whatever happens to this process (``keep`` holds the wait for its end)."""
         run_id = new_id()
-        sent = asyncio.ensure_future(self.conversation.send(prompt, run_id=run_id))
+        stream = self.conversation.send_stream(prompt, run_id=run_id)  # streamed: deltas too
+
+        async def drain() -> None:
+            async for _ in stream:
+                pass
+
+        sent = asyncio.ensure_future(drain())
         keep.add(sent)
         sent.add_done_callback(keep.discard)
         child = self.client.get_workflow_handle(run_id)
