@@ -28,7 +28,7 @@ from golem.client.records import RunRecord, fetch_run, history_reader
 from golem.messages import Message, ToolCall
 from golem.workflows.agent_run import OUTCOME_MEMO, AgentRunWorkflow
 from golem.workflows.conversation import ConversationWorkflow
-from golem.workflows.lineage import AGENT, CONVERSATION_ID, PARENT_RUN_ID
+from golem.workflows.lineage import AGENT, CONVERSATION_ID, OWNER, PARENT_RUN_ID
 
 __all__ = [
     "Approvals",
@@ -65,6 +65,8 @@ class RunInfo:
     """The workflow that started it as a child (a conversation, a user's workflow), or ""."""
     start_time: datetime | None
     description: WorkflowExecutionDescription = field(repr=False)
+    owner: str = ""
+    """Who owns it (``GolemOwner``, a conversation ``golem serve`` started with auth), or ""."""
 
     async def outcome(self) -> dict[str, Any]:
         """A closed run's outcome memo (``stopReason``, ``output`` shortened, counts); empty
@@ -88,6 +90,7 @@ async def run_info(client: Client, run_id: str) -> RunInfo:
         parent_workflow_id=description.parent_id or "",
         start_time=description.start_time,
         description=description,
+        owner=attributes.get(OWNER) or "",
     )
 
 
@@ -144,11 +147,13 @@ class ConversationListing:
 
 
 async def list_conversations(
-    client: Client, *, agents: Sequence[str] = (), limit: int = 100
+    client: Client, *, agents: Sequence[str] = (), owner: str | None = None, limit: int = 100
 ) -> list[ConversationListing]:
-    """The newest ``limit`` conversation workflows (of ``agents``, when given), newest
-    first, from the visibility store (no worker needed)."""
+    """The newest ``limit`` conversation workflows (of ``agents``, when given, and owned
+    by ``owner``, when given), newest first, from the visibility store (no worker needed)."""
     query = f'WorkflowType = "{ConversationWorkflow.__name__}"'
+    if owner is not None:
+        query += f' AND GolemOwner = "{_quoted(owner)}"'
     if agents:
         query += " AND GolemAgent IN (" + ", ".join(f'"{_quoted(a)}"' for a in agents) + ")"
     found = []

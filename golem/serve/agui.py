@@ -64,14 +64,15 @@ def agui_routes(served: Served) -> list[Route]:
         durable = served.agent(request.path_params["agent"])
         body = await served.body(request)
         subject = await served.subject(request)
-        del subject
         try:
             given = RunAgentInput.model_validate(body)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             raise Problem(400, f"not a RunAgentInput: {where}: {first['msg']}") from None
-        return EventSourceResponse(_events(served, durable.agent_name, given), ping=15, sep=SEP)
+        return EventSourceResponse(
+            _events(served, durable.agent_name, given, subject), ping=15, sep=SEP
+        )
 
     return [Route("/agents/{agent}/agui", run, methods=["POST"])]
 
@@ -81,11 +82,11 @@ def _sse(event: BaseEvent) -> ServerSentEvent:
 
 
 async def _events(
-    served: Served, agent: str, given: RunAgentInput
+    served: Served, agent: str, given: RunAgentInput, subject: str
 ) -> AsyncIterator[ServerSentEvent]:
     thread_id, run_id = given.thread_id, given.run_id
     try:
-        thread = await served.thread(thread_id, agent)
+        thread = await served.thread(thread_id, subject, agent)
         plan = await _plan(thread, given)
     except Problem as exc:
         yield _sse(RunErrorEvent(message=exc.reason, code=exc.code))

@@ -1,15 +1,46 @@
-"""Who calls ``golem serve``: an ``Auth`` names the subject behind a request."""
+"""Who calls ``golem serve``: an ``Auth`` names the subject behind a request.
+
+    auth = JWTAuth(issuer="https://idp.example/", audience="golem", jwks_file="jwks.json")
+    auth = JWTAuth(issuer="me", audience="golem", hs_key=os.environ["GOLEM_SERVE_HS_KEY"])
+
+The token's ``sub`` owns the conversations it starts (``GolemOwner`` on the workflow);
+another subject is answered 404 for them, in every protocol.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
-__all__ = ["Auth"]
+from golem import codec_server
+from golem.serve.errors import Problem
+
+__all__ = ["Auth", "JWTAuth"]
 
 
 class Auth(Protocol):
     """Names who sends a request, or raises ``golem.serve.errors.Problem`` (401/403)."""
 
     async def subject(self, request: Request) -> str: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class JWTAuth(codec_server.JWTAuth):
+    """``Authorization: Bearer <JWT>`` checked as the codec server checks it (signature,
+    issuer, audience, expiry, claims); the subject is the token's ``sub``."""
+
+    async def subject(self, request: Request) -> str:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Problem(401, "send Authorization: Bearer <access token>")
+        try:
+            claims = await run_in_threadpool(self.verify, token.strip())
+        except codec_server.AuthError as exc:
+            raise Problem(exc.status, exc.reason) from None
+        subject = claims.get("sub")
+        if not isinstance(subject, str) or not subject:
+            raise Problem(401, "the access token names no subject (sub)")
+        return subject

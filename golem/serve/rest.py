@@ -65,14 +65,21 @@ def rest_routes(served: Served) -> list[Route]:
         if given is not None and not isinstance(given, str):
             raise Problem(400, f'"id" must be a string, not {given!r}')
         durable = served.agent(agent)
-        owner = await served.subject(request)
-        conversation = await durable.conversation(given or None)
-        del owner  # ownership: recorded by the auth layer
+        subject = await served.subject(request)
+        if given:  # an id in use, whoever's it is, is refused without saying whose
+            try:
+                await served.thread(given, subject)
+            except Problem as exc:
+                if exc.status != 404 or "not a conversation" in exc.reason:
+                    raise
+            else:
+                raise Problem(409, f"conversation {given!r} exists already")
+        conversation = await durable.conversation(given or None, owner=subject)
         return JSONResponse({"id": conversation.id, "agent": agent}, status_code=201)
 
     async def listing(request: Request) -> Response:
-        await served.subject(request)
-        found = await list_conversations(served.client, agents=sorted(served.agents))
+        owner = served.owner(await served.subject(request))
+        found = await list_conversations(served.client, agents=sorted(served.agents), owner=owner)
         return JSONResponse(
             {
                 "conversations": [
@@ -89,8 +96,8 @@ def rest_routes(served: Served) -> list[Route]:
         )
 
     async def thread(request: Request) -> Thread:
-        await served.subject(request)
-        return await served.thread(request.path_params["id"])
+        subject = await served.subject(request)
+        return await served.thread(request.path_params["id"], subject)
 
     async def read(request: Request) -> Response:
         found = await thread(request)
@@ -189,13 +196,14 @@ def rest_routes(served: Served) -> list[Route]:
         return JSONResponse({"id": found.id, "status": "closed"})
 
     async def pending(request: Request) -> Response:
-        await served.subject(request)
-        found = await list_conversations(served.client, agents=sorted(served.agents))
+        subject = await served.subject(request)
+        owner = served.owner(subject)
+        found = await list_conversations(served.client, agents=sorted(served.agents), owner=owner)
         calls = []
         for listed in found:
             if listed.status != "running":
                 continue
-            waiting = await (await served.thread(listed.conversation_id)).waiting()
+            waiting = await (await served.thread(listed.conversation_id, subject)).waiting()
             for call in waiting.calls if waiting is not None else []:
                 entry = call_json(call, waiting.run_id if waiting else "", served)
                 calls.append({**entry, "conversationId": listed.conversation_id})

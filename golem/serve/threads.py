@@ -59,6 +59,8 @@ class Thread:
     conversation: DurableConversation[Any]
     info: RunInfo | None
     """Temporal's description; ``None`` for a conversation this request starts."""
+    owner: str = ""
+    """Who a conversation this request starts belongs to."""
 
     @property
     def id(self) -> str:
@@ -87,7 +89,7 @@ class Thread:
         """Start the conversation workflow when this request is its first."""
         if self.info is None:
             agent = self.conversation.agent
-            self.conversation = await agent.conversation(self.id)
+            self.conversation = await agent.conversation(self.id, owner=self.owner)
 
     def send(self, prompt: str) -> DurableRunStream[Any]:
         """A new turn's events (the turn starts when iterated)."""
@@ -186,6 +188,10 @@ class Served:
         """The request's JSON object, bounded by ``max_body_bytes``."""
         return await read_json(request, self.max_body_bytes)
 
+    def owner(self, subject: str) -> str | None:
+        """The owner a listing is filtered by: the subject, with auth; anyone without."""
+        return subject if self.auth is not None else None
+
     async def subject(self, request: Request) -> str:
         """Who calls ("" without auth); 401 when the credentials do not hold."""
         if self.auth is None:
@@ -199,14 +205,17 @@ class Served:
             served = ", ".join(sorted(self.agents)) or "none"
             raise Problem(404, f"no agent {name!r} is served here (served: {served})") from None
 
-    async def thread(self, conversation_id: str, agent: str | None = None) -> Thread:
-        """Conversation ``conversation_id``; with ``agent``, started on first use (a new
-        thread id), else it must exist. 404 for a workflow that is not a conversation."""
+    async def thread(self, conversation_id: str, subject: str, agent: str | None = None) -> Thread:
+        """Conversation ``conversation_id`` as ``subject`` may see it; with ``agent``,
+        started on first use (a new thread id, owned by ``subject``), else it must exist.
+        404 for a workflow that is not a conversation, or (with auth) not the subject's."""
         if not conversation_id or len(conversation_id) > 200:
             raise Problem(400, "a conversation id is 1 to 200 characters")
         info = await conversation_info(self.client, conversation_id)
         if info is None and await existing_run(self.client, conversation_id) is not None:
             raise Problem(404, f"{conversation_id!r} is not a conversation (it is a run's id)")
+        if info is not None and self.auth is not None and info.owner != subject:
+            raise Problem(404, f"no conversation {conversation_id!r}")  # not said whose it is
         if info is None and agent is None:
             raise Problem(404, f"no conversation {conversation_id!r}")
         name = info.agent if info is not None else agent
@@ -215,7 +224,7 @@ class Served:
             raise Problem(409, f"conversation {conversation_id!r} is {name!r}'s, not {agent!r}'s")
         durable = self.agent(name)
         handle = self.client.get_workflow_handle(conversation_id)
-        return Thread(DurableConversation(durable, handle), info)
+        return Thread(DurableConversation(durable, handle), info, subject)
 
     def link(self, workflow_id: str) -> str:
         """The Temporal UI's page of workflow ``workflow_id`` ("" without a UI address)."""

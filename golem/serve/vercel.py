@@ -38,13 +38,13 @@ def chat_routes(served: Served) -> list[Route]:
     async def chat(request: Request) -> Response:
         durable = served.agent(request.path_params["agent"])
         body = await served.body(request)
-        await served.subject(request)
+        subject = await served.subject(request)
         chat_id, messages = body.get("id"), body.get("messages")
         if not isinstance(chat_id, str) or not isinstance(messages, list) or not messages:
             raise Problem(400, 'send useChat\'s body: {"id": "<chat id>", "messages": [...]}')
         if not all(isinstance(m, dict) and isinstance(m.get("parts"), list) for m in messages):
             raise Problem(400, "every message needs its parts (a list), as useChat sends them")
-        thread = await served.thread(chat_id, durable.agent_name)
+        thread = await served.thread(chat_id, subject, durable.agent_name)
         stream, message_id, denied = await _plan(thread, messages)
         chunks = _chunks(stream, message_id, denied)
         return EventSourceResponse(_sse(chunks), headers=HEADERS, ping=15, sep=SEP)
