@@ -49,6 +49,7 @@ __all__ = [
     "codec_app",
     "default_origins",
     "exposure_problem",
+    "is_loopback",
     "serve",
 ]
 
@@ -307,7 +308,7 @@ def _origins(url: str) -> list[str]:
 
 def exposure_problem(host: str, authenticated: bool, insecure: bool) -> str | None:
     """Why serving decryption on ``host`` is refused, or ``None`` when it is not."""
-    if authenticated or insecure or _loopback(host):
+    if authenticated or insecure or is_loopback(host):
         return None
     return (
         f"refusing to serve decryption on {host} without authentication: set "
@@ -316,7 +317,8 @@ def exposure_problem(host: str, authenticated: bool, insecure: bool) -> str | No
     )
 
 
-def _loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine only (localhost or a loopback address)."""
     if host == "localhost":
         return True
     try:
