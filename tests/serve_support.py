@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import uvicorn
+from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 from uicheck import free_port
@@ -46,7 +47,7 @@ class Server:
 
 @asynccontextmanager
 async def serving(
-    env: WorkflowEnvironment,
+    env: WorkflowEnvironment | Client,
     agents: Sequence[Agent[Any, Any]] = (refunds,),
     *,
     auth: Auth | None = None,
@@ -54,16 +55,15 @@ async def serving(
     max_body_bytes: int | None = None,
 ) -> AsyncIterator[Server]:
     """A worker for ``agents`` and the app for them on a free 127.0.0.1 port."""
+    client = env if isinstance(env, Client) else env.client
     port = free_port()
     task_queue = f"serve-{uuid.uuid4().hex[:8]}"
     options: dict[str, Any] = {} if max_body_bytes is None else {"max_body_bytes": max_body_bytes}
-    app = create_app(
-        env.client, agents, task_queue=task_queue, auth=auth, origins=origins, **options
-    )
+    app = create_app(client, agents, task_queue=task_queue, auth=auth, origins=origins, **options)
     plugin = GolemPlugin(*agents, heartbeat_timeout=timedelta(seconds=5))
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None)
     server = uvicorn.Server(config)
-    async with Worker(env.client, task_queue=task_queue, plugins=[plugin]):
+    async with Worker(client, task_queue=task_queue, plugins=[plugin]):
         task = asyncio.create_task(server.serve())
         try:
             await eventually(

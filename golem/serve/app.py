@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
 from temporalio.client import Client
 
 from golem.agent import Agent
@@ -26,6 +28,8 @@ from golem.serve.vercel import chat_routes
 
 __all__ = ["create_app"]
 
+#: The console's page and its module: plain files, no build step.
+CONSOLE = Path(__file__).with_name("console")
 AgentLike = Agent[Any, Any] | DurableAgent[Any] | str
 
 
@@ -63,7 +67,14 @@ def create_app(
     async def document(request: Request) -> Response:
         return JSONResponse(openapi(sorted(durable)))
 
-    routes: list[BaseRoute] = [Route("/openapi.json", document, methods=["GET"])]
+    async def console(request: Request) -> Response:
+        return FileResponse(CONSOLE / "index.html", media_type="text/html")
+
+    routes: list[BaseRoute] = [
+        Route("/openapi.json", document, methods=["GET"]),
+        Route("/", console, methods=["GET"]),
+        Mount("/console", StaticFiles(directory=CONSOLE), name="console"),
+    ]
     routes += rest_routes(state)
     routes += agui_routes(state)
     routes += chat_routes(state)

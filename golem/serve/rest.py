@@ -6,6 +6,7 @@
     POST /conversations/{id}/messages      {"text": "..."} -> 202 {"runId": ...}
     GET  /conversations/{id}/events        SSE of the turn in flight (Last-Event-ID resumes)
     POST /conversations/{id}/decisions     {"decisions": {call_id: {"approved": true}}}
+                                           (Accept: text/event-stream: what the run does next)
     POST /conversations/{id}/close
     GET  /pending                          every call that waits for a person (mine)
 
@@ -32,6 +33,7 @@ from golem.messages import Message, ToolCall, dump_messages
 from golem.serve.decisions import decision
 from golem.serve.errors import SEP, Problem
 from golem.serve.threads import Served, Thread, TurnEnd, turn_events
+from golem.streaming import DurableRunStream
 
 __all__ = ["END", "rest_routes"]
 
@@ -152,18 +154,7 @@ def rest_routes(served: Served) -> list[Route]:
                 return Response(status_code=204)  # no turn yet: nothing to follow
             offset = 0
         stream = await found.follow(run_id, offset)
-
-        async def relay() -> AsyncIterator[ServerSentEvent]:
-            async for item in turn_events(stream):
-                if isinstance(item, TurnEnd):
-                    yield end_event(item, run_id, served)
-                    return
-                data = _EVENT.dump_json(item, by_alias=True, exclude_defaults=True).decode()
-                yield ServerSentEvent(
-                    sep=SEP, data=data, event=item.kind, id=f"{run_id}:{stream.offset}"
-                )
-
-        return EventSourceResponse(relay(), ping=15, sep=SEP)
+        return EventSourceResponse(relay(stream, run_id, served), ping=15, sep=SEP)
 
     async def decide(request: Request) -> Response:
         found = await thread(request)
@@ -183,6 +174,8 @@ def rest_routes(served: Served) -> list[Route]:
                 f": it waits for {what}",
             )
         stream = await found.decide(waiting.run_id, decisions)
+        if "text/event-stream" in request.headers.get("accept", ""):  # what the run does next
+            return EventSourceResponse(relay(stream, waiting.run_id, served), ping=15, sep=SEP)
         end: TurnEnd | None = None
         async for item in turn_events(stream):
             if isinstance(item, TurnEnd):
@@ -228,6 +221,18 @@ def rest_routes(served: Served) -> list[Route]:
         Route("/conversations/{id}/close", close, methods=["POST"]),
         Route("/pending", pending, methods=["GET"]),
     ]
+
+
+async def relay(
+    stream: DurableRunStream[Any], run_id: str, served: Served
+) -> AsyncIterator[ServerSentEvent]:
+    """A turn's events as SSE (id ``<run id>:<offset>``), then its last event."""
+    async for item in turn_events(stream):
+        if isinstance(item, TurnEnd):
+            yield end_event(item, run_id, served)
+            return
+        data = _EVENT.dump_json(item, by_alias=True, exclude_defaults=True).decode()
+        yield ServerSentEvent(sep=SEP, data=data, event=item.kind, id=f"{run_id}:{stream.offset}")
 
 
 def end_event(end: TurnEnd, run_id: str, served: Served) -> ServerSentEvent:
