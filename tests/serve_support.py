@@ -4,11 +4,13 @@ Node clients of tests/serve (the real ``@ag-ui/client`` and ``ai`` packages)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import sys
 import uuid
+from asyncio.subprocess import Process
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -16,6 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import uvicorn
 from temporalio.client import Client
@@ -35,7 +38,7 @@ DEADLINE = 60.0
 CLIENTS = Path(__file__).parent / "serve"
 NODE_MODULES = CLIENTS / "node_modules"
 
-__all__ = ["DEADLINE", "Server", "node_client", "refunds", "serving"]
+__all__ = ["DEADLINE", "Server", "golem_serve", "node_client", "refunds", "serving"]
 
 
 @dataclass
@@ -53,8 +56,10 @@ async def serving(
     auth: Auth | None = None,
     origins: Sequence[str] = (),
     max_body_bytes: int | None = None,
+    worker: bool = True,
 ) -> AsyncIterator[Server]:
-    """A worker for ``agents`` and the app for them on a free 127.0.0.1 port."""
+    """A worker for ``agents`` (unless ``worker=False``: the test runs its own) and the app
+    for them on a free 127.0.0.1 port."""
     client = env if isinstance(env, Client) else env.client
     port = free_port()
     task_queue = f"serve-{uuid.uuid4().hex[:8]}"
@@ -63,7 +68,9 @@ async def serving(
     plugin = GolemPlugin(*agents, heartbeat_timeout=timedelta(seconds=5))
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None)
     server = uvicorn.Server(config)
-    async with Worker(client, task_queue=task_queue, plugins=[plugin]):
+    async with contextlib.AsyncExitStack() as stack:
+        if worker:
+            await stack.enter_async_context(Worker(client, task_queue=task_queue, plugins=[plugin]))
         task = asyncio.create_task(server.serve())
         try:
             await eventually(
@@ -73,6 +80,31 @@ async def serving(
         finally:
             server.should_exit = True
             await task
+
+
+@asynccontextmanager
+async def golem_serve(client: Client, port: int, queue: str) -> AsyncIterator[Process]:
+    """`golem serve` as a process (its workers are the test's), until it exits or is killed."""
+    environ = {**os.environ, "TEMPORAL_ADDRESS": client.service_client.config.target_host}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "golem.cli", "serve", "--agent", "examples.refunds:agent",
+        "--port", str(port), "--task-queue", queue, env=environ, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=2) as http:
+
+            async def up() -> bool:
+                try:
+                    return (await http.get("/openapi.json")).status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            await eventually(up, what="golem serve to answer", timeout=DEADLINE)
+        yield process
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        await process.wait()
 
 
 def need_node() -> None:

@@ -4,17 +4,15 @@ address without auth."""
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import uuid
 from datetime import timedelta
 
 import httpx
-from serve_support import DEADLINE, refunds
+from serve_support import DEADLINE, golem_serve, refunds
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 from uicheck import free_port
-from waiting import eventually
 
 from golem.worker import GolemPlugin
 
@@ -25,35 +23,19 @@ async def test_golem_serve_answers_a_turn_of_a_workers_agent(
     temporal_env: WorkflowEnvironment,
 ) -> None:
     port, queue = free_port(), f"cli-{uuid.uuid4().hex[:8]}"
-    env = {**os.environ, "TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host}
     plugin = GolemPlugin(refunds, heartbeat_timeout=timedelta(seconds=5))
-    async with Worker(temporal_env.client, task_queue=queue, plugins=[plugin]):
-        process = await asyncio.create_subprocess_exec(
-            *GOLEM, "serve", "--agent", "examples.refunds:agent", "--port", str(port),
-            "--task-queue", queue, env=env, stdout=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        try:
-            assert process.stdout is not None
-            said = (await asyncio.wait_for(process.stdout.readline(), DEADLINE)).decode()
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=5) as http:
-
-                async def up() -> bool:
-                    try:
-                        return (await http.get("/openapi.json")).status_code == 200
-                    except httpx.TransportError:
-                        return False
-
-                await eventually(up, what="golem serve to answer", timeout=DEADLINE)
-                conversation = (await http.post("/conversations", json={"agent": "refunds"})).json()
-                url = f"/conversations/{conversation['id']}"
-                await http.post(f"{url}/messages", json={"text": "Refund 1"})
-                await http.get(f"{url}/events", timeout=DEADLINE)
-                decided = await http.post(
-                    f"{url}/decisions", json={"decisions": {"refund-1": True}}, timeout=DEADLINE
-                )
-        finally:
-            process.terminate()
-            await process.wait()
+    async with (
+        Worker(temporal_env.client, task_queue=queue, plugins=[plugin]),
+        golem_serve(temporal_env.client, port, queue) as process,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=DEADLINE) as http,
+    ):
+        assert process.stdout is not None
+        said = (await asyncio.wait_for(process.stdout.readline(), DEADLINE)).decode()
+        conversation = (await http.post("/conversations", json={"agent": "refunds"})).json()
+        url = f"/conversations/{conversation['id']}"
+        await http.post(f"{url}/messages", json={"text": "Refund 1"})
+        await http.get(f"{url}/events")
+        decided = await http.post(f"{url}/decisions", json={"decisions": {"refund-1": True}})
 
     assert said.startswith(f"golem serve: http://127.0.0.1:{port}/ for refunds on task queue ")
     assert decided.json()["output"] == "Done: order 1 refunded."

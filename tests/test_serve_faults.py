@@ -1,24 +1,25 @@
-"""golem serve's faults, with real processes: a reader that disconnects mid-turn, and a
-`golem serve` SIGKILLed mid-stream and started again. The turn finishes durably; the
-reconnect (AG-UI's snapshot, or Last-Event-ID) yields the rest, nothing lost or repeated."""
+"""golem serve's faults, with real processes: a reader that disconnects mid-turn, a
+`golem serve` SIGKILLed mid-stream and started again, a worker SIGKILLed mid-answer. The
+turn finishes durably; the reconnect (AG-UI's snapshot, or Last-Event-ID) yields the rest,
+nothing lost or repeated; a restarted model call is marked on the stream."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import sys
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
-from serve_support import DEADLINE, serving
+import pytest
+from crash_agents import stream_crash
+from serve_support import DEADLINE, golem_serve, serving
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
+from test_crash import doomed_worker
 from test_serve_rest import parse
 from uicheck import free_port
 from waiting import eventually
@@ -29,6 +30,7 @@ from golem.models import FunctionModel
 from golem.worker import GolemPlugin
 
 GATE = asyncio.Event()
+USER = {"id": "u1", "role": "user", "content": "go"}
 
 
 def _slow(messages: list[Message], tools: Any) -> Message:
@@ -96,32 +98,6 @@ async def _has_four(read: Any) -> bool:
     return len(await read()) == 4
 
 
-@asynccontextmanager
-async def golem_serve(env: WorkflowEnvironment, port: int, queue: str) -> AsyncIterator[Any]:
-    """`golem serve` as a process (its worker is this test's), until it exits or is killed."""
-    environ = {**os.environ, "TEMPORAL_ADDRESS": env.client.service_client.config.target_host}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "golem.cli", "serve", "--agent", "examples.refunds:agent",
-        "--port", str(port), "--task-queue", queue, env=environ,
-        stdout=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=2) as http:
-
-            async def up() -> bool:
-                try:
-                    return (await http.get("/openapi.json")).status_code == 200
-                except httpx.TransportError:
-                    return False
-
-            await eventually(up, what="golem serve to answer", timeout=DEADLINE)
-        yield process
-    finally:
-        if process.returncode is None:
-            process.terminate()
-        await process.wait()
-
-
 async def test_a_killed_golem_serve_started_again_gives_the_rest_by_last_event_id(
     temporal_env: WorkflowEnvironment,
 ) -> None:
@@ -131,7 +107,7 @@ async def test_a_killed_golem_serve_started_again_gives_the_rest_by_last_event_i
     plugin = GolemPlugin(slow_agent(), heartbeat_timeout=timedelta(seconds=5))
     async with Worker(temporal_env.client, task_queue=queue, plugins=[plugin]):
         async with (
-            golem_serve(temporal_env, port, queue) as first,
+            golem_serve(temporal_env.client, port, queue) as first,
             httpx.AsyncClient(base_url=url, timeout=DEADLINE) as http,
         ):
             conversation = (await http.post("/conversations", json={"agent": "refunds"})).json()
@@ -147,7 +123,7 @@ async def test_a_killed_golem_serve_started_again_gives_the_rest_by_last_event_i
                         break
         GATE.set()
         async with (
-            golem_serve(temporal_env, port, queue),
+            golem_serve(temporal_env.client, port, queue),
             httpx.AsyncClient(base_url=url, timeout=DEADLINE) as http,
         ):
             rest = parse((await http.get(events, headers={"Last-Event-ID": before[-1]})).text)
@@ -164,3 +140,35 @@ async def test_a_killed_golem_serve_started_again_gives_the_rest_by_last_event_i
         "result",
     ]
     assert json.loads(rest[-1]["data"])["output"] == "finished after the gate"
+
+
+async def test_a_worker_killed_mid_answer_marks_the_restart_and_the_stream_goes_on(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GOLEM_CRASH_DIR", str(tmp_path))
+    monkeypatch.delenv("GOLEM_CRASH_HANG", raising=False)
+    body = {"threadId": str(uuid.uuid4()), "runId": "r1", "messages": [USER]}
+    async with (
+        serving(temporal_env, [stream_crash], worker=False) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        async with doomed_worker(temporal_env, server.task_queue, tmp_path) as doomed:
+            reading = asyncio.ensure_future(http.post("/agents/stream_crash/agui", json=body))
+            started = tmp_path / "started"
+            await eventually(started.exists, what="the model call to start", timeout=DEADLINE)
+            doomed.send_signal(signal.SIGKILL)
+            await doomed.wait()
+        plugin = GolemPlugin(stream_crash, heartbeat_timeout=timedelta(seconds=2))
+        async with Worker(temporal_env.client, task_queue=server.task_queue, plugins=[plugin]):
+            answer = await reading
+
+    lines = answer.text.splitlines()
+    events = [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
+    kinds = [e.get("name") or e["type"] for e in events]
+    restart = kinds.index("golem.turn_restarted")
+    texts = [e.get("delta", "") for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    before = [e.get("delta", "") for e in events[:restart] if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    assert before == ["a partial "]
+    assert "".join(texts[len(before) :]) == "the retried answer"
+    assert events[restart]["value"]["attempt"] == 2
+    assert kinds[-1] == "RUN_FINISHED" and events[-1]["outcome"] == {"type": "success"}
