@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from serve_support import DEADLINE, serving
 from temporalio.testing import WorkflowEnvironment
 
-from golem.serve import JWTAuth
+from golem.serve import JWTAuth, TrustedHeaderAuth
 
 TEXT, LISTED = {"type": "text", "text": "x"}, "conversations"
 ISSUER, AUDIENCE, KEY = "https://idp.test/", "golem", "a-shared-secret-of-32-bytes-or-more"
@@ -129,4 +129,25 @@ def test_jwt_auth_takes_exactly_one_key_source() -> None:
         JWTAuth(issuer=ISSUER, audience=AUDIENCE, hs_key=KEY, jwks_file="x.json")
     assert str(raised.value) == (
         "JWTAuth takes one of jwks_url, jwks_file or hs_key, not ['jwks_file', 'hs_key']"
+    )
+
+
+async def test_a_trusted_proxys_header_names_the_subject(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    auth = TrustedHeaderAuth("x-forwarded-user")
+    async with (
+        serving(temporal_env, auth=auth) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        alice, bob = {"x-forwarded-user": "alice"}, {"x-forwarded-user": "bob"}
+        mine = (await http.post("/conversations", json={"agent": "refunds"}, headers=alice)).json()
+        hers = await http.get(f"/conversations/{mine['id']}", headers=alice)
+        other = await http.get(f"/conversations/{mine['id']}", headers=bob)
+        nobody = await http.get(f"/conversations/{mine['id']}")
+
+    assert (hers.status_code, other.status_code) == (200, 404)
+    assert (nobody.status_code, nobody.json()["error"]) == (
+        401,
+        "no x-forwarded-user header: sign in through the proxy",
     )

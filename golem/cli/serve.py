@@ -33,7 +33,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--origin", action="append", default=[], help="a page origin to allow (repeatable)"
     )
-    parser.add_argument("--auth", choices=["none", "jwt"], default="none", help="who may call")
+    parser.add_argument(
+        "--auth", choices=["none", "jwt", "header"], default="none", help="who may call"
+    )
+    parser.add_argument(
+        "--auth-header",
+        default="x-forwarded-user",
+        help="--auth header: the header a trusted reverse proxy sets to the signed-in user",
+    )
     parser.add_argument("--issuer", help="--auth jwt: the tokens' issuer")
     parser.add_argument("--audience", help="--auth jwt: the tokens' audience")
     parser.add_argument("--jwks-file", help="--auth jwt: the identity provider's keys (JWKS)")
@@ -55,13 +62,15 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from golem.serve import MAX_BODY_BYTES, JWTAuth, create_app
+        from golem.serve import MAX_BODY_BYTES, Auth, JWTAuth, TrustedHeaderAuth, create_app
     except ImportError as exc:
         raise SystemExit(
             f"golem serve needs: pip install 'golem-temporal[serve]' ({exc})"
         ) from None
     agents = [load_agent(spec) for spec in args.agent]
-    auth = None
+    auth: Auth | None = None
+    if args.auth == "header":
+        auth = TrustedHeaderAuth(args.auth_header)
     if args.auth == "jwt":
         if not (args.issuer and args.audience):
             raise SystemExit("--auth jwt needs --issuer and --audience")

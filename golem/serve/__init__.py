@@ -10,9 +10,17 @@ Needs the ``golem-temporal[serve]`` extra.
 """
 
 from golem.serve.app import create_app
-from golem.serve.auth import Auth, JWTAuth
+from golem.serve.auth import Auth, JWTAuth, TrustedHeaderAuth
 from golem.serve.decisions import to_approvals
 from golem.serve.errors import Problem
 from golem.serve.requests import MAX_BODY_BYTES
 
-__all__ = ["MAX_BODY_BYTES", "Auth", "JWTAuth", "Problem", "create_app", "to_approvals"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "Auth",
+    "JWTAuth",
+    "Problem",
+    "TrustedHeaderAuth",
+    "create_app",
+    "to_approvals",
+]

@@ -2,6 +2,7 @@
 
     auth = JWTAuth(issuer="https://idp.example/", audience="golem", jwks_file="jwks.json")
     auth = JWTAuth(issuer="me", audience="golem", hs_key=os.environ["GOLEM_SERVE_HS_KEY"])
+    auth = TrustedHeaderAuth("x-forwarded-user")    # behind a proxy that sets it, and only then
 
 The token's ``sub`` owns the conversations it starts (``GolemOwner`` on the workflow);
 another subject is answered 404 for them, in every protocol.
@@ -18,7 +19,7 @@ from starlette.requests import Request
 from golem import codec_server
 from golem.serve.errors import Problem
 
-__all__ = ["Auth", "JWTAuth"]
+__all__ = ["Auth", "JWTAuth", "TrustedHeaderAuth"]
 
 
 class Auth(Protocol):
@@ -43,4 +44,19 @@ class JWTAuth(codec_server.JWTAuth):
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject:
             raise Problem(401, "the access token names no subject (sub)")
+        return subject
+
+
+@dataclass(frozen=True)
+class TrustedHeaderAuth:
+    """The subject is a header a reverse proxy in front sets after its own sign-in (e.g.
+    ``X-Forwarded-User``). Anyone who reaches the server directly can set it too: serve
+    it only where nothing but the proxy reaches."""
+
+    header: str = "x-forwarded-user"
+
+    async def subject(self, request: Request) -> str:
+        subject = request.headers.get(self.header, "").strip()
+        if not subject:
+            raise Problem(401, f"no {self.header} header: sign in through the proxy")
         return subject
