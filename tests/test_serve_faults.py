@@ -153,16 +153,26 @@ async def test_a_worker_killed_mid_answer_marks_the_restart_and_the_stream_goes_
         httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
     ):
         async with doomed_worker(temporal_env, server.task_queue, tmp_path) as doomed:
-            reading = asyncio.ensure_future(http.post("/agents/stream_crash/agui", json=body))
-            started = tmp_path / "started"
-            await eventually(started.exists, what="the model call to start", timeout=DEADLINE)
+            lines: list[str] = []
+
+            async def read() -> None:
+                async with http.stream("POST", "/agents/stream_crash/agui", json=body) as answer:
+                    async for line in answer.aiter_lines():
+                        lines.append(line)
+
+            reading = asyncio.ensure_future(read())
+            # Killed once the partial text is on the stream (deltas go out in batches).
+            await eventually(
+                lambda: any("a partial" in line for line in lines),
+                what="the partial answer to stream",
+                timeout=DEADLINE,
+            )
             doomed.send_signal(signal.SIGKILL)
             await doomed.wait()
         plugin = GolemPlugin(stream_crash, heartbeat_timeout=timedelta(seconds=2))
         async with Worker(temporal_env.client, task_queue=server.task_queue, plugins=[plugin]):
-            answer = await reading
+            await reading
 
-    lines = answer.text.splitlines()
     events = [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
     kinds = [e.get("name") or e["type"] for e in events]
     restart = kinds.index("golem.turn_restarted")

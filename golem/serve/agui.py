@@ -51,6 +51,7 @@ from golem.events import RunEvent
 from golem.messages import Message, ToolCall
 from golem.serve.decisions import DECISION_SCHEMA, Decision
 from golem.serve.errors import SEP, Problem
+from golem.serve.texts import OpenText
 from golem.serve.threads import Served, Thread, TurnEnd, prompts_after, turn_events
 
 __all__ = ["agui_routes", "to_agui_messages"]
@@ -184,20 +185,25 @@ class Translator:
 
     def __init__(self, thread_id: str, run_id: str) -> None:
         self.thread_id, self.run_id = thread_id, run_id
-        self.text: str | None = None  # the text message open now
-        self.texted: set[str] = set()  # model turns whose text was streamed
+        self.texts: OpenText[BaseEvent] = OpenText(
+            lambda key: TextMessageStartEvent(message_id=key, role="assistant"),
+            lambda key: TextMessageEndEvent(message_id=key),
+        )
         self.calls: dict[str, str] = {}  # call id -> "started" | "ended"
         self.indexes: dict[tuple[str, int, int], str] = {}  # (run, turn, index) -> call id
 
     def on(self, event: RunEvent) -> list[BaseEvent]:
         delta = event.delta
         if event.kind == "text_delta" and delta is not None and delta.text:
-            out = self._open_text(f"{event.run_id}-{event.turn}")
-            return [*out, TextMessageContentEvent(message_id=self.text or "", delta=delta.text)]
+            out = self.texts.open(f"{event.run_id}-{event.turn}")
+            return [
+                *out,
+                TextMessageContentEvent(message_id=self.texts.key or "", delta=delta.text),
+            ]
         if event.kind == "tool_call_delta" and delta is not None:
             key = (event.run_id, event.turn, delta.index)
             call_id = self.indexes.setdefault(key, delta.call_id or f"{event.run_id}-{delta.index}")
-            out = self._close_text()
+            out = self.texts.close()
             if call_id not in self.calls:
                 self.calls[call_id] = "started"
                 out.append(ToolCallStartEvent(tool_call_id=call_id, tool_call_name=delta.name))
@@ -208,7 +214,7 @@ class Translator:
             return self._model_end(event)
         if event.kind == "tool_end" and event.call is not None and event.message is not None:
             call = event.call
-            out = self._close_text()  # a call announced by an earlier run of the thread stays so
+            out = self.texts.close()  # a call announced by an earlier run of the thread stays so
             result = ToolCallResultEvent(
                 message_id=f"{call.id}-result",
                 tool_call_id=call.id,
@@ -218,7 +224,7 @@ class Translator:
             return [*out, result]
         if event.kind == "turn_restarted":
             restart = {"attempt": event.attempt, "model": event.model, "runId": event.run_id}
-            return [*self._close_text(), CustomEvent(name="golem.turn_restarted", value=restart)]
+            return [*self.texts.close(), CustomEvent(name="golem.turn_restarted", value=restart)]
         return []
 
     def _model_end(self, event: RunEvent) -> list[BaseEvent]:
@@ -226,10 +232,10 @@ class Translator:
         message = event.message
         key = f"{event.run_id}-{event.turn}"
         out: list[BaseEvent] = []
-        if message.content and key not in self.texted:  # a model that did not stream its text
-            out += self._open_text(key)
+        if message.content and key not in self.texts.texted:  # a model that did not stream its text
+            out += self.texts.open(key)
             out.append(TextMessageContentEvent(message_id=key, delta=message.content))
-        out += self._close_text()
+        out += self.texts.close()
         for call in message.tool_calls:
             out += self._announce(call)
         return out
@@ -246,25 +252,10 @@ class Translator:
         self.calls[call.id] = "ended"
         return out
 
-    def _open_text(self, key: str) -> list[BaseEvent]:
-        if self.text == key:
-            return []
-        out = self._close_text()
-        self.text = key
-        self.texted.add(key)
-        return [*out, TextMessageStartEvent(message_id=key, role="assistant")]
-
-    def _close_text(self) -> list[BaseEvent]:
-        if self.text is None:
-            return []
-        ended = TextMessageEndEvent(message_id=self.text)
-        self.text = None
-        return [ended]
-
     def end(self, end: TurnEnd, waiting: Sequence[ToolCall] = ()) -> list[BaseEvent]:
         """The run's last events: ``RUN_ERROR``, or ``RUN_FINISHED`` (an interrupt per
         waiting call, or success with the turn's output)."""
-        out = self._close_text()
+        out = self.texts.close()
         if end.error is not None:
             code = getattr(end.error, "stage", "") or "refused"
             message = getattr(end.error, "detail", None) or str(end.error)

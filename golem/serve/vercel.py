@@ -23,6 +23,7 @@ from golem.ids import new_id
 from golem.messages import ToolCall
 from golem.serve.decisions import Decision
 from golem.serve.errors import SEP, Problem
+from golem.serve.texts import OpenText
 from golem.serve.threads import Served, Thread, TurnEnd, prompts_after, turn_events
 from golem.streaming import DurableRunStream
 
@@ -125,8 +126,10 @@ class Translator:
 
     def __init__(self, denied: set[str]) -> None:
         self.denied = denied
-        self.text: str | None = None
-        self.texted: set[str] = set()
+        self.texts: OpenText[Chunk] = OpenText(
+            lambda key: {"type": "text-start", "id": key},
+            lambda key: {"type": "text-end", "id": key},
+        )
         self.inputs: set[str] = set()  # calls whose input started
         self.indexes: dict[tuple[str, int, int], str] = {}
         self.stepping = False
@@ -138,13 +141,13 @@ class Translator:
             return [{"type": "start-step"}]
         if event.kind == "text_delta" and delta is not None and delta.text:
             key = f"{event.run_id}-{event.turn}"
-            return [*self._open_text(key), {"type": "text-delta", "id": key, "delta": delta.text}]
+            return [*self.texts.open(key), {"type": "text-delta", "id": key, "delta": delta.text}]
         if event.kind == "tool_call_delta" and delta is not None:
             key3 = (event.run_id, event.turn, delta.index)
             call_id = self.indexes.setdefault(
                 key3, delta.call_id or f"{event.run_id}-{delta.index}"
             )
-            out = self._close_text()
+            out = self.texts.close()
             if call_id not in self.inputs:
                 self.inputs.add(call_id)
                 out.append(
@@ -162,10 +165,10 @@ class Translator:
         if event.kind == "model_end" and event.message is not None:
             out = []
             key = f"{event.run_id}-{event.turn}"
-            if event.message.content and key not in self.texted:
-                out += self._open_text(key)
+            if event.message.content and key not in self.texts.texted:
+                out += self.texts.open(key)
                 out.append({"type": "text-delta", "id": key, "delta": event.message.content})
-            out += self._close_text()
+            out += self.texts.close()
             for call in event.message.tool_calls:
                 out += self._input(call)
             return [*out, *self._finish_step()]
@@ -215,23 +218,8 @@ class Translator:
         self.stepping = False
         return [{"type": "finish-step"}]
 
-    def _open_text(self, key: str) -> list[Chunk]:
-        if self.text == key:
-            return []
-        out = self._close_text()
-        self.text = key
-        self.texted.add(key)
-        return [*out, {"type": "text-start", "id": key}]
-
-    def _close_text(self) -> list[Chunk]:
-        if self.text is None:
-            return []
-        ended = {"type": "text-end", "id": self.text}
-        self.text = None
-        return [ended]
-
     def end(self, end: TurnEnd, waiting: Sequence[ToolCall] = ()) -> list[Chunk]:
-        out = [*self._close_text(), *self._finish_step()]
+        out = [*self.texts.close(), *self._finish_step()]
         if end.error is not None:
             message = getattr(end.error, "detail", None) or str(end.error)
             return [*out, {"type": "error", "errorText": message}]
