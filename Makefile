@@ -23,8 +23,14 @@ $(UI_DEPS): tests/ui/package.json tests/ui/package-lock.json
 	@if command -v npm >/dev/null; then npm ci --prefix tests/ui --no-audit --no-fund; \
 	else echo "no npm: the browser tests will skip (install Node.js 20+)"; fi
 
+# golem serve's real clients (@ag-ui/client, ai) for tests/test_serve_*.py, the same way.
+SERVE_DEPS := tests/serve/node_modules/.package-lock.json
+$(SERVE_DEPS): tests/serve/package.json tests/serve/package-lock.json
+	@if command -v npm >/dev/null; then npm ci --prefix tests/serve --no-audit --no-fund; \
+	else echo "no npm: the golem serve client tests will skip (install Node.js 20+)"; fi
+
 # Chromium for the browser tests, from Debian (needs root); skipped when it is there.
-browser: $(UI_DEPS)
+browser: $(UI_DEPS) $(SERVE_DEPS)
 	@test -x /usr/bin/chromium || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
@@ -32,7 +38,7 @@ browser: $(UI_DEPS)
 # (tests/suite_clock.py), then prints a line per test file as each ends. Two pytest-xdist
 # workers, each with its own dev server, a test file on one worker (its module fixtures
 # start once): most of a test's time is waiting on Temporal, so two halve the wall time.
-test: $(VENV)/.installed $(UI_DEPS)
+test: $(VENV)/.installed $(UI_DEPS) $(SERVE_DEPS)
 	$(PY) -m pytest -p suite_clock -n 2 --dist loadfile
 
 lint: $(VENV)/.installed

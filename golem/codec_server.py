@@ -49,6 +49,7 @@ __all__ = [
     "codec_app",
     "default_origins",
     "exposure_problem",
+    "is_loopback",
     "serve",
 ]
 
@@ -71,22 +72,33 @@ class AuthError(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JWTAuth:
     """Accept an OIDC access token signed by one of the identity provider's keys (read
-    from ``jwks_url`` and cached), issued by ``issuer`` for ``audience`` and unexpired.
+    from ``jwks_url`` and cached, or from a ``jwks_file``) or with a shared ``hs_key``
+    (HMAC), issued by ``issuer`` for ``audience`` and unexpired (``exp`` required).
 
     ``claims`` restricts it further: each named claim must equal the value (or, for a list
     claim such as ``groups``, hold it); ``email_domain`` requires a verified address there.
+    ``golem serve`` verifies its callers with the same class.
     """
 
-    jwks_url: str
     issuer: str
     audience: str
+    jwks_url: str = ""
+    jwks_file: str = ""
+    hs_key: str = field(default="", repr=False)
     claims: Mapping[str, str] = field(default_factory=dict)
     email_domain: str | None = None
     leeway: float = 30.0
     """Seconds of clock skew tolerated on ``exp`` and ``nbf``."""
+
+    def __post_init__(self) -> None:
+        given = [n for n in ("jwks_url", "jwks_file", "hs_key") if getattr(self, n)]
+        if len(given) != 1:
+            raise ValueError(
+                f"JWTAuth takes one of jwks_url, jwks_file or hs_key, not {given or 'none'}"
+            )
 
     @cached_property
     def _keys(self) -> jwt.PyJWKClient:
@@ -94,16 +106,37 @@ class JWTAuth:
 
         return jwt.PyJWKClient(self.jwks_url, cache_keys=True, lifespan=300, timeout=10)
 
+    @cached_property
+    def _key_file(self) -> jwt.PyJWKSet:
+        import jwt
+
+        return jwt.PyJWKSet.from_json(Path(self.jwks_file).read_text())
+
+    def _signing_key(self, token: str) -> tuple[Any, list[str]]:
+        """The key that must have signed ``token``, and the algorithms it allows."""
+        import jwt
+
+        if self.hs_key:
+            return self.hs_key, ["HS256", "HS384", "HS512"]
+        if self.jwks_url:
+            key = self._keys.get_signing_key_from_jwt(token)
+            return key.key, [key.algorithm_name]
+        kid = jwt.get_unverified_header(token).get("kid")
+        keys = [k for k in self._key_file.keys if kid is None or k.key_id == kid]
+        if not keys:
+            raise jwt.PyJWKClientError(f"no key {kid!r} in {self.jwks_file}")
+        return keys[0].key, [keys[0].algorithm_name]
+
     def verify(self, token: str) -> dict[str, Any]:
         """The token's claims, or :class:`AuthError` saying why not (may fetch the JWKS)."""
         import jwt
 
         try:
-            key = self._keys.get_signing_key_from_jwt(token)
+            key, algorithms = self._signing_key(token)
             claims: dict[str, Any] = jwt.decode(
                 token,
-                key.key,
-                algorithms=[key.algorithm_name],  # the key's own: never a caller's choice
+                key,
+                algorithms=algorithms,  # the key's own: never a caller's choice
                 audience=self.audience,
                 issuer=self.issuer,
                 leeway=self.leeway,
@@ -275,7 +308,7 @@ def _origins(url: str) -> list[str]:
 
 def exposure_problem(host: str, authenticated: bool, insecure: bool) -> str | None:
     """Why serving decryption on ``host`` is refused, or ``None`` when it is not."""
-    if authenticated or insecure or _loopback(host):
+    if authenticated or insecure or is_loopback(host):
         return None
     return (
         f"refusing to serve decryption on {host} without authentication: set "
@@ -284,7 +317,8 @@ def exposure_problem(host: str, authenticated: bool, insecure: bool) -> str | No
     )
 
 
-def _loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine only (localhost or a loopback address)."""
     if host == "localhost":
         return True
     try:

@@ -35,7 +35,7 @@ from typing import Any, NoReturn
 from temporalio.service import RPCError, RPCStatusCode
 
 from golem import codec_server
-from golem.cli import deploy
+from golem.cli import deploy, serve
 from golem.cli.approvals import WAITS_FOR_APPROVAL, cmd_approve
 from golem.cli.connect import DEFAULT_ADDRESS, DEFAULT_TASK_QUEUE, WORKER_HINT, CliError
 from golem.cli.runs import cmd_chat, cmd_resume, cmd_run
@@ -210,6 +210,9 @@ def parser() -> argparse.ArgumentParser:
         "the UI's OIDC tokens or a bearer token from GOLEM_CODEC_TOKEN)",
     )
     codec_server.add_arguments(codec)
+    serve.add_arguments(
+        command("serve", "serve agents to browsers: AG-UI, AI SDK, REST", server, links)
+    )
     deploy.add_parser(sub, [common, server], _Help)
     return top
 
@@ -224,6 +227,7 @@ COMMANDS = {
     "conversation": cmd_conversation,
     "setup": cmd_setup,
     "deploy": deploy.cmd_deploy,
+    "serve": serve.cmd_serve,
 }
 
 

@@ -21,11 +21,18 @@ from golem.workflows.failures import (
     RunIdInUseError,
     UnknownAgentError,
 )
-from golem.workflows.lineage import AGENT, CONVERSATION_ID, PARENT_RUN_ID, SEARCH_ATTRIBUTES
+from golem.workflows.lineage import (
+    AGENT,
+    CONVERSATION_ID,
+    OWNER,
+    PARENT_RUN_ID,
+    SEARCH_ATTRIBUTES,
+)
 
 __all__ = [
     "AGENT",
     "CONVERSATION_ID",
+    "OWNER",
     "PARENT_RUN_ID",
     "SEARCH_ATTRIBUTES",
     "ConversationClosedError",

@@ -210,11 +210,13 @@ class DurableAgent(Generic[OutputT]):
         history: Sequence[HistoryItem] | None = None,
         parent_run_id: str = "",
         idle_timeout: timedelta | None = None,
+        owner: str = "",
     ) -> DurableConversation[OutputT]:
         """A durable conversation (a ``ConversationWorkflow``): started when absent, attached
         when it runs already. ``history`` and ``idle_timeout`` shape a new conversation only:
         after ``idle_timeout`` without a turn it rests (its workflow closes, the transcript
-        readable) and its next ``send`` reopens it; ``None`` keeps it open until ``close()``."""
+        readable) and its next ``send`` reopens it; ``None`` keeps it open until ``close()``.
+        ``owner`` names who owns a new conversation (``GolemOwner``: ``golem serve``'s auth)."""
         seed = checked(history=history).history
         await check_not_waiting(self.client, seed)
         conversation_id = conversation_id or resolve_conversation_id(seed, None) or new_id()
@@ -225,7 +227,7 @@ class DurableAgent(Generic[OutputT]):
         input = ConversationInput(
             agent=self.agent_name, messages=seed, parent_run_id=parent, idle_timeout=idle
         )
-        return await start_conversation(self, conversation_id, input)
+        return await start_conversation(self, conversation_id, input, owner)
 
     async def resume(
         self,

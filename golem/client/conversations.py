@@ -71,9 +71,10 @@ OutputT = TypeVar("OutputT")
 
 
 async def start_conversation(
-    agent: DurableAgent[OutputT], conversation_id: str, input: ConversationInput
+    agent: DurableAgent[OutputT], conversation_id: str, input: ConversationInput, owner: str = ""
 ) -> DurableConversation[OutputT]:
-    """Start conversation workflow ``conversation_id`` (attach when it runs already)."""
+    """Start conversation workflow ``conversation_id`` (attach when it runs already);
+    ``owner`` is recorded on it (``GolemOwner``)."""
     parent = input.parent_run_id
     # Closed already: readable only, unless it rests (its next send reopens it).
     with contextlib.suppress(WorkflowAlreadyStartedError):
@@ -82,7 +83,9 @@ async def start_conversation(
             input,
             id=conversation_id,
             task_queue=agent.task_queue,
-            search_attributes=run_search_attributes(conversation_id, agent.agent_name, parent),
+            search_attributes=run_search_attributes(
+                conversation_id, agent.agent_name, parent, owner
+            ),
             static_summary=f"{agent.agent_name}: conversation",
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
@@ -381,7 +384,7 @@ class DurableConversation(Generic[OutputT]):
 
 
 async def turn_started(
-    child: WorkflowHandle[Any, Any], sent: asyncio.Future[TurnOutput], conversation_id: str
+    child: WorkflowHandle[Any, Any], sent: asyncio.Future[Any], conversation_id: str
 ) -> bool:
     """Wait until the turn's child run exists (a turn may queue behind the one in flight):
     ``True`` then, ``False`` when the update ended first without a child (refused)."""

@@ -13,6 +13,7 @@ Each reads Temporal's description or its visibility store, no worker needed (but
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -27,10 +28,11 @@ from golem.client.records import RunRecord, fetch_run, history_reader
 from golem.messages import Message, ToolCall
 from golem.workflows.agent_run import OUTCOME_MEMO, AgentRunWorkflow
 from golem.workflows.conversation import ConversationWorkflow
-from golem.workflows.lineage import AGENT, CONVERSATION_ID, PARENT_RUN_ID
+from golem.workflows.lineage import AGENT, CONVERSATION_ID, OWNER, PARENT_RUN_ID
 
 __all__ = [
     "Approvals",
+    "ConversationListing",
     "RunInfo",
     "awaiting_approval",
     "chained_runs",
@@ -40,6 +42,7 @@ __all__ = [
     "find_run",
     "has_worker",
     "is_conversation",
+    "list_conversations",
     "newest_run",
     "run_info",
 ]
@@ -62,6 +65,8 @@ class RunInfo:
     """The workflow that started it as a child (a conversation, a user's workflow), or ""."""
     start_time: datetime | None
     description: WorkflowExecutionDescription = field(repr=False)
+    owner: str = ""
+    """Who owns it (``GolemOwner``, a conversation ``golem serve`` started with auth), or ""."""
 
     async def outcome(self) -> dict[str, Any]:
         """A closed run's outcome memo (``stopReason``, ``output`` shortened, counts); empty
@@ -85,6 +90,7 @@ async def run_info(client: Client, run_id: str) -> RunInfo:
         parent_workflow_id=description.parent_id or "",
         start_time=description.start_time,
         description=description,
+        owner=attributes.get(OWNER) or "",
     )
 
 
@@ -127,6 +133,36 @@ async def conversation_messages(client: Client, conversation_id: str) -> list[Me
     history across continue-as-new (no worker needed)."""
     histories = history_reader(client)
     return await histories.messages(await histories.transcript(conversation_id))
+
+
+@dataclass(frozen=True)
+class ConversationListing:
+    """One conversation workflow as the visibility store lists it."""
+
+    conversation_id: str
+    agent: str
+    status: str
+    """running, completed (closed or resting), failed, terminated, ..."""
+    start_time: datetime | None
+
+
+async def list_conversations(
+    client: Client, *, agents: Sequence[str] = (), owner: str | None = None, limit: int = 100
+) -> list[ConversationListing]:
+    """The newest ``limit`` conversation workflows (of ``agents``, when given, and owned
+    by ``owner``, when given), newest first, from the visibility store (no worker needed)."""
+    query = f'WorkflowType = "{ConversationWorkflow.__name__}"'
+    if owner is not None:
+        query += f' AND GolemOwner = "{_quoted(owner)}"'
+    if agents:
+        query += " AND GolemAgent IN (" + ", ".join(f'"{_quoted(a)}"' for a in agents) + ")"
+    found = []
+    async for workflow in client.list_workflows(query, limit=limit):
+        attributes = workflow.typed_search_attributes
+        status = workflow.status.name.lower() if workflow.status else "unknown"
+        agent = attributes.get(AGENT) or ""
+        found.append(ConversationListing(workflow.id, agent, status, workflow.start_time))
+    return found
 
 
 async def chained_runs(client: Client, conversation_id: str) -> list[str]:

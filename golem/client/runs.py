@@ -22,6 +22,7 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.converter import DataConverter
 from temporalio.service import RPCError
 
@@ -128,6 +129,11 @@ class DurableRun(Generic[OutputT]):
     async def cancel(self) -> None:
         """Ask the run to stop; ``result()`` then raises a ``RunError`` (stage ``canceled``)."""
         await self.handle.cancel()
+
+    async def stream_end(self) -> int:
+        """Where the run's stream ends now: ``stream(from_offset=...)`` from here yields only
+        what the run publishes next (e.g. once an approval lets it go on)."""
+        return await WorkflowStreamClient(self.handle).get_offset()
 
     def stream(self, from_offset: int = 0) -> DurableRunStream[OutputT]:
         """The run's events from ``from_offset`` (live, or replayed once it has ended)."""

@@ -11,6 +11,7 @@ from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSear
 __all__ = [
     "AGENT",
     "CONVERSATION_ID",
+    "OWNER",
     "PARENT_RUN_ID",
     "SEARCH_ATTRIBUTES",
     "run_search_attributes",
@@ -20,20 +21,25 @@ __all__ = [
 CONVERSATION_ID = SearchAttributeKey.for_keyword("GolemConversationId")
 AGENT = SearchAttributeKey.for_keyword("GolemAgent")
 PARENT_RUN_ID = SearchAttributeKey.for_keyword("GolemParentRunId")
+#: Who owns a conversation started by ``golem serve`` with auth (the token's subject).
+OWNER = SearchAttributeKey.for_keyword("GolemOwner")
 #: Register these on a cluster once (``golem setup``); the dev server gets them from ``golem dev``.
-SEARCH_ATTRIBUTES = (CONVERSATION_ID, AGENT, PARENT_RUN_ID)
+SEARCH_ATTRIBUTES = (CONVERSATION_ID, AGENT, PARENT_RUN_ID, OWNER)
 
 
 def run_search_attributes(
-    conversation_id: str, agent: str, parent_run_id: str = ""
+    conversation_id: str, agent: str, parent_run_id: str = "", owner: str = ""
 ) -> TypedSearchAttributes:
-    """The lineage every run (and conversation workflow) carries."""
+    """The lineage every run (and conversation workflow) carries; ``owner`` for a
+    conversation someone owns."""
     pairs = [
         SearchAttributePair(CONVERSATION_ID, conversation_id),
         SearchAttributePair(AGENT, agent),
     ]
     if parent_run_id:
         pairs.append(SearchAttributePair(PARENT_RUN_ID, parent_run_id))
+    if owner:
+        pairs.append(SearchAttributePair(OWNER, owner))
     return TypedSearchAttributes(pairs)
 
 

@@ -1,0 +1,311 @@
+"""AG-UI 1.0 at ``POST /agents/{agent}/agui``: a ``RunAgentInput`` in, its events out (SSE).
+
+``threadId`` is the golem conversation id (a new one starts a conversation); the user
+messages past those the durable transcript holds are the turn's prompt. A turn that waits
+for approvals ends its run with ``RUN_FINISHED`` whose outcome is an interrupt per waiting
+call (the interrupt's id is the call id); the next input's ``resume`` answers them and the
+same durable run goes on (``{"approved": true|false}``; status ``cancelled`` denies). An
+input with no new message and nothing to resume is a reconnect: ``MESSAGES_SNAPSHOT`` of
+the transcript, then the rest of the turn in flight, if any.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from ag_ui.core import (
+    PROTOCOL_VERSION,
+    AssistantMessage,
+    BaseEvent,
+    CustomEvent,
+    FunctionCall,
+    Interrupt,
+    MessagesSnapshotEvent,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+    ToolMessage,
+    UserMessage,
+)
+from ag_ui.core import Message as AguiMessage
+from ag_ui.core import ToolCall as AguiToolCall
+from pydantic import ValidationError
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from golem.events import RunEvent
+from golem.messages import Message, ToolCall
+from golem.serve.decisions import DECISION_SCHEMA, Decision
+from golem.serve.errors import SEP, Problem
+from golem.serve.texts import OpenText
+from golem.serve.threads import Served, Thread, TurnEnd, prompts_after, turn_events
+
+__all__ = ["agui_routes", "to_agui_messages"]
+
+#: An interrupt's reason when a call waits for a person's approval.
+APPROVAL = "tool_approval"
+
+
+def agui_routes(served: Served) -> list[Route]:
+    async def run(request: Request) -> Response:
+        durable = served.agent(request.path_params["agent"])
+        body = await served.body(request)
+        subject = await served.subject(request)
+        try:
+            given = RunAgentInput.model_validate(body)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise Problem(400, f"not a RunAgentInput: {where}: {first['msg']}") from None
+        return EventSourceResponse(
+            _events(served, durable.agent_name, given, subject), ping=15, sep=SEP
+        )
+
+    return [Route("/agents/{agent}/agui", run, methods=["POST"])]
+
+
+def _sse(event: BaseEvent) -> ServerSentEvent:
+    return ServerSentEvent(sep=SEP, data=event.model_dump_json(by_alias=True, exclude_none=True))
+
+
+async def _events(
+    served: Served, agent: str, given: RunAgentInput, subject: str
+) -> AsyncIterator[ServerSentEvent]:
+    thread_id, run_id = given.thread_id, given.run_id
+    try:
+        thread = await served.thread(thread_id, subject, agent)
+        plan = await _plan(thread, given)
+    except Problem as exc:
+        yield _sse(RunErrorEvent(message=exc.reason, code=exc.code))
+        return
+    started = RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version=PROTOCOL_VERSION)
+    yield _sse(started)
+    translate = Translator(thread_id, run_id)
+    if plan.snapshot is not None:
+        yield _sse(MessagesSnapshotEvent(messages=to_agui_messages(plan.snapshot)))
+    if plan.stream is None:
+        for event in translate.end(TurnEnd(plan.turn, result=None), plan.waiting):
+            yield _sse(event)
+        return
+    async for item in turn_events(plan.stream):
+        events = translate.end(item) if isinstance(item, TurnEnd) else translate.on(item)
+        for event in events:
+            yield _sse(event)
+
+
+class _Plan:
+    """What one input asks of the thread: a stream to relay, a snapshot to send first."""
+
+    def __init__(
+        self,
+        stream: Any = None,
+        snapshot: list[Message] | None = None,
+        waiting: Sequence[ToolCall] = (),
+        turn: str = "",
+    ) -> None:
+        self.stream, self.snapshot, self.waiting, self.turn = stream, snapshot, waiting, turn
+
+
+async def _plan(thread: Thread, given: RunAgentInput) -> _Plan:
+    """Check the input against the thread (a ``Problem`` before anything is sent or
+    changed in Temporal) and say what the run relays."""
+    waiting = await thread.waiting()
+    if given.resume:
+        if waiting is None or not waiting.calls:
+            raise Problem(
+                409, f"thread {thread.id} waits for nothing: nothing to resume", "not_waiting"
+            )
+        pending = {c.id for c in waiting.calls}
+        decisions: dict[str, Decision] = {}
+        for entry in given.resume:
+            if entry.interrupt_id not in pending:
+                raise Problem(
+                    409,
+                    f"interrupt {entry.interrupt_id!r} does not wait in thread {thread.id} "
+                    f"(waiting: {', '.join(sorted(pending))})",
+                    "not_waiting",
+                )
+            if entry.status == "cancelled":
+                decisions[entry.interrupt_id] = {"approved": False}
+            else:
+                decisions[entry.interrupt_id] = _payload(entry.interrupt_id, entry.payload)
+        return _Plan(await thread.decide(waiting.run_id, decisions))
+    transcript = await thread.messages()
+    prompt = prompts_after(transcript, [(m.role, _text(m)) for m in given.messages])
+    if not prompt:  # a reconnect: the transcript, then the rest of the turn in flight
+        if waiting is not None and not waiting.calls:
+            return _Plan(await thread.follow(waiting.run_id, 0), transcript)
+        calls = waiting.calls if waiting is not None else []
+        return _Plan(None, transcript, calls, waiting.run_id if waiting is not None else "")
+    if waiting is not None and waiting.calls:
+        ids = ", ".join(c.id for c in waiting.calls)
+        raise Problem(
+            409, f"thread {thread.id} waits for decisions on {ids}: resume them first", "waiting"
+        )
+    await thread.start()
+    return _Plan(thread.send(prompt))
+
+
+def _payload(call_id: str, payload: Any) -> Decision:
+    if isinstance(payload, dict):
+        return payload
+    if isinstance(payload, bool):
+        return {"approved": payload}
+    raise Problem(
+        400, f'the resume payload for interrupt {call_id!r} must be {{"approved": true|false}}'
+    )
+
+
+def _text(message: AguiMessage) -> str:
+    content = getattr(message, "content", None)
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(getattr(part, "text", "") for part in content)
+    return ""
+
+
+class Translator:
+    """A turn's ``RunEvent``s as AG-UI events, in the order the spec asks: a text message
+    closes before a tool call starts, each call's start, arguments and end in turn."""
+
+    def __init__(self, thread_id: str, run_id: str) -> None:
+        self.thread_id, self.run_id = thread_id, run_id
+        self.texts: OpenText[BaseEvent] = OpenText(
+            lambda key: TextMessageStartEvent(message_id=key, role="assistant"),
+            lambda key: TextMessageEndEvent(message_id=key),
+        )
+        self.calls: dict[str, str] = {}  # call id -> "started" | "ended"
+        self.indexes: dict[tuple[str, int, int], str] = {}  # (run, turn, index) -> call id
+
+    def on(self, event: RunEvent) -> list[BaseEvent]:
+        delta = event.delta
+        if event.kind == "text_delta" and delta is not None and delta.text:
+            out = self.texts.open(f"{event.run_id}-{event.turn}")
+            return [
+                *out,
+                TextMessageContentEvent(message_id=self.texts.key or "", delta=delta.text),
+            ]
+        if event.kind == "tool_call_delta" and delta is not None:
+            key = (event.run_id, event.turn, delta.index)
+            call_id = self.indexes.setdefault(key, delta.call_id or f"{event.run_id}-{delta.index}")
+            out = self.texts.close()
+            if call_id not in self.calls:
+                self.calls[call_id] = "started"
+                out.append(ToolCallStartEvent(tool_call_id=call_id, tool_call_name=delta.name))
+            if delta.text:
+                out.append(ToolCallArgsEvent(tool_call_id=call_id, delta=delta.text))
+            return out
+        if event.kind == "model_end" and event.message is not None:
+            return self._model_end(event)
+        if event.kind == "tool_end" and event.call is not None and event.message is not None:
+            call = event.call
+            out = self.texts.close()  # a call announced by an earlier run of the thread stays so
+            result = ToolCallResultEvent(
+                message_id=f"{call.id}-result",
+                tool_call_id=call.id,
+                content=event.message.content,
+                role="tool",
+            )
+            return [*out, result]
+        if event.kind == "turn_restarted":
+            restart = {"attempt": event.attempt, "model": event.model, "runId": event.run_id}
+            return [*self.texts.close(), CustomEvent(name="golem.turn_restarted", value=restart)]
+        return []
+
+    def _model_end(self, event: RunEvent) -> list[BaseEvent]:
+        assert event.message is not None
+        message = event.message
+        key = f"{event.run_id}-{event.turn}"
+        out: list[BaseEvent] = []
+        if message.content and key not in self.texts.texted:  # a model that did not stream its text
+            out += self.texts.open(key)
+            out.append(TextMessageContentEvent(message_id=key, delta=message.content))
+        out += self.texts.close()
+        for call in message.tool_calls:
+            out += self._announce(call)
+        return out
+
+    def _announce(self, call: ToolCall) -> list[BaseEvent]:
+        """A call's start (with all its arguments, if none streamed) and end, once."""
+        out: list[BaseEvent] = []
+        if call.id not in self.calls:
+            out.append(ToolCallStartEvent(tool_call_id=call.id, tool_call_name=call.name))
+            if call.args:
+                out.append(ToolCallArgsEvent(tool_call_id=call.id, delta=call.args))
+        if self.calls.get(call.id) != "ended":
+            out.append(ToolCallEndEvent(tool_call_id=call.id))
+        self.calls[call.id] = "ended"
+        return out
+
+    def end(self, end: TurnEnd, waiting: Sequence[ToolCall] = ()) -> list[BaseEvent]:
+        """The run's last events: ``RUN_ERROR``, or ``RUN_FINISHED`` (an interrupt per
+        waiting call, or success with the turn's output)."""
+        out = self.texts.close()
+        if end.error is not None:
+            code = getattr(end.error, "stage", "") or "refused"
+            message = getattr(end.error, "detail", None) or str(end.error)
+            return [*out, RunErrorEvent(message=message, code=code)]
+        calls = list(waiting) or end.waiting
+        ids = dict(thread_id=self.thread_id, run_id=self.run_id)
+        if calls:
+            for call in calls:  # a call that waits was announced, even on a reconnect
+                if self.calls.get(call.id) != "ended":
+                    out += self._announce(call)
+            interrupts = [
+                Interrupt(
+                    id=call.id,
+                    reason=APPROVAL,
+                    message=f"approve {call.name}({call.args})?",
+                    tool_call_id=call.id,
+                    response_schema=DECISION_SCHEMA,
+                )
+                for call in calls
+            ]
+            outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
+            return [*out, RunFinishedEvent(**ids, outcome=outcome)]
+        output = end.result.output if end.result is not None else None
+        try:
+            json.dumps(output)
+        except TypeError:
+            output = str(output)
+        finished = RunFinishedEvent(**ids, result=output, outcome=RunFinishedSuccessOutcome())
+        return [*out, finished]
+
+
+def to_agui_messages(messages: Sequence[Message]) -> list[AguiMessage]:
+    """A golem transcript as AG-UI messages (ids by position: the transcript only grows)."""
+    out: list[AguiMessage] = []
+    for index, message in enumerate(messages):
+        ident = f"m{index}"
+        if message.role == "user":
+            out.append(UserMessage(id=ident, content=message.content))
+        elif message.role == "assistant":
+            calls = [
+                AguiToolCall(id=c.id, function=FunctionCall(name=c.name, arguments=c.args))
+                for c in message.tool_calls
+            ]
+            out.append(
+                AssistantMessage(
+                    id=ident, content=message.content or None, tool_calls=calls or None
+                )
+            )
+        elif message.role == "tool":
+            out.append(
+                ToolMessage(id=ident, content=message.content, tool_call_id=message.tool_call_id)
+            )
+    return out

@@ -1,0 +1,95 @@
+"""``create_app``: the ASGI app ``golem serve`` runs, to mount in an application too."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+from temporalio.client import Client
+
+from golem.agent import Agent
+from golem.client import DurableAgent
+from golem.serve.agui import agui_routes
+from golem.serve.auth import Auth
+from golem.serve.errors import Problem
+from golem.serve.openapi import openapi
+from golem.serve.requests import MAX_BODY_BYTES
+from golem.serve.rest import rest_routes
+from golem.serve.threads import Served
+from golem.serve.vercel import chat_routes
+
+__all__ = ["create_app"]
+
+#: The console's page and its module: plain files, no build step.
+CONSOLE = Path(__file__).with_name("console")
+AgentLike = Agent[Any, Any] | DurableAgent[Any] | str
+
+
+def create_app(
+    client: Client,
+    agents: Sequence[AgentLike],
+    *,
+    task_queue: str = "golem",
+    auth: Auth | None = None,
+    origins: Sequence[str] = (),
+    max_body_bytes: int = MAX_BODY_BYTES,
+    ui_url: str = "",
+) -> Starlette:
+    """An ASGI app serving ``agents`` (``Agent``s, their names, or ``DurableAgent``s) over
+    AG-UI, the Vercel AI SDK's UI message stream and REST, with the console at ``/``.
+
+    ``auth`` names who calls (without it anyone who reaches the app may do anything: serve
+    it on loopback only); ``origins`` are the pages on other origins that may call it;
+    bodies over ``max_body_bytes`` get 413; ``ui_url`` is the Temporal UI to link turns to.
+    """
+    if "*" in origins:
+        raise ValueError("origins must be listed explicitly: '*' would let any page call it")
+    durable: dict[str, DurableAgent[Any]] = {}
+    for agent in agents:
+        served = (
+            agent
+            if isinstance(agent, DurableAgent)
+            else DurableAgent(client, agent, task_queue=task_queue)
+        )
+        durable[served.agent_name] = served
+    if not durable:
+        raise ValueError("create_app needs at least one agent to serve")
+    state = Served(client, durable, ui_url, auth, max_body_bytes)
+
+    async def document(request: Request) -> Response:
+        return JSONResponse(openapi(sorted(durable)))
+
+    async def console(request: Request) -> Response:
+        return FileResponse(CONSOLE / "index.html", media_type="text/html")
+
+    routes: list[BaseRoute] = [
+        Route("/openapi.json", document, methods=["GET"]),
+        Route("/", console, methods=["GET"]),
+        Mount("/console", StaticFiles(directory=CONSOLE), name="console"),
+    ]
+    routes += rest_routes(state)
+    routes += agui_routes(state)
+    routes += chat_routes(state)
+    cors = Middleware(
+        CORSMiddleware,
+        allow_origins=list(origins),
+        allow_methods=["GET", "POST"],
+        allow_headers=["authorization", "content-type", "last-event-id"],
+    )
+    return Starlette(
+        routes=routes,
+        middleware=[cors],
+        exception_handlers={Problem: _problem},  # type: ignore[dict-item]
+    )
+
+
+async def _problem(request: Request, exc: Problem) -> Response:
+    return JSONResponse({"error": exc.reason, "code": exc.code}, status_code=exc.status)

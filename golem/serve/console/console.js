@@ -1,0 +1,196 @@
+// golem's console: a chat page on golem serve's REST API (no build step, no dependencies).
+// Turns stream from /conversations/{id}/events; waiting calls are approved or denied in place.
+
+const $ = (id) => document.getElementById(id);
+const state = { conversation: location.hash.slice(1) || null, answer: null, lastId: "" };
+
+const headers = (more = {}) => {
+  const token = localStorage.getItem("golem.token") || "";
+  return token ? { ...more, Authorization: `Bearer ${token}` } : more;
+};
+
+async function api(path, options = {}) {
+  const response = await fetch(path, { ...options, headers: headers(options.headers) });
+  if (response.status === 204) return null;
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || response.statusText);
+  return body;
+}
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  Object.entries(attrs).forEach(([k, v]) => (k === "class" ? (node.className = v) : node.setAttribute(k, v)));
+  children.forEach((c) => node.append(c));
+  return node;
+}
+
+function say(role, text = "") {
+  const node = el("div", { class: `msg ${role}` }, el("span", { class: "text" }, text));
+  $("log").append(node);
+  node.scrollIntoView();
+  return node;
+}
+
+function fold(node, summary, detail) {
+  const details = el("details", {}, el("summary", {}, summary), el("pre", {}, detail));
+  node.append(details);
+  return details;
+}
+
+// Server-sent events read with fetch (EventSource cannot send a token).
+async function* events(response) {
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value.replace(/\r\n/g, "\n");
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      const fields = {};
+      for (const line of block.split("\n")) {
+        if (!line || line.startsWith(":")) continue;
+        const at = line.indexOf(": ");
+        fields[line.slice(0, at)] = line.slice(at + 2);
+      }
+      if (fields.event) yield fields;
+    }
+  }
+}
+
+async function relay(response) {
+  if (!response.ok || response.status === 204) return;
+  let answer = state.answer || say("assistant");
+  state.answer = answer;
+  const text = answer.querySelector(".text");
+  let streamed = false;
+  for await (const event of events(response)) {
+    state.lastId = event.id || state.lastId;
+    const data = JSON.parse(event.data);
+    if (event.event === "text_delta" && data.delta) {
+      text.textContent += data.delta.text;
+      streamed = true;
+    } else if (event.event === "model_end" && data.message) {
+      if (!streamed && data.message.content) text.textContent += data.message.content;
+      streamed = false;
+    } else if (event.event === "tool_end" && data.call) {
+      fold(answer, `tool ${data.call.name}`, `${data.call.args}\n→ ${data.message.content}`);
+    } else if (event.event === "waiting") {
+      data.waiting.forEach((call) => ask(answer, call));
+    } else if (event.event === "result") {
+      state.answer = null;
+      if (data.link) answer.append(el("a", { href: data.link, target: "_blank", class: "status" }, "workflow in the Temporal UI"));
+    } else if (event.event === "failed") {
+      answer.append(el("div", { class: "error" }, `failed (${data.stage}): ${data.message}`));
+      state.answer = null;
+    }
+  }
+  refresh();
+}
+
+function ask(answer, call) {
+  const box = el("div", { class: "msg waiting" }, `approve ${call.name}(${call.args})? `);
+  const decide = async (approved) => {
+    box.querySelectorAll("button").forEach((b) => (b.disabled = true));
+    box.append(el("span", { class: "status" }, approved ? " approved" : " denied"));
+    const response = await fetch(`/conversations/${state.conversation}/decisions`, {
+      method: "POST",
+      headers: headers({ "content-type": "application/json", accept: "text/event-stream" }),
+      body: JSON.stringify({ decisions: { [call.id]: { approved } } }),
+    });
+    await relay(response);
+  };
+  const yes = el("button", {}, "Approve");
+  const no = el("button", {}, "Deny");
+  yes.onclick = () => decide(true);
+  no.onclick = () => decide(false);
+  box.append(yes, " ", no);
+  answer.append(box);
+}
+
+async function follow() {
+  const response = await fetch(`/conversations/${state.conversation}/events`, { headers: headers() });
+  await relay(response);
+}
+
+async function open(id) {
+  state.conversation = id;
+  state.answer = null;
+  location.hash = id;
+  $("log").replaceChildren();
+  const conversation = await api(`/conversations/${id}`);
+  for (const m of conversation.messages) {
+    if (m.role === "user") say("user", m.content);
+    else if (m.role === "assistant" && m.content) say("assistant", m.content);
+  }
+  if (conversation.turn) await follow(); // a turn in flight or waiting: its events from the start
+}
+
+async function refresh() {
+  const listed = await api("/conversations");
+  $("conversations").replaceChildren(
+    ...listed.conversations.map((c) => {
+      const item = el("li", {}, `${c.id.slice(0, 8)}… `, el("span", { class: "status" }, `${c.agent} · ${c.status}`));
+      item.onclick = () => open(c.id);
+      return item;
+    }),
+  );
+  const inbox = await api("/pending");
+  $("pending").replaceChildren(
+    ...inbox.pending.map((p) => {
+      const item = el("li", {}, `${p.name}(${p.args}) `, el("span", { class: "status" }, p.conversationId.slice(0, 8)));
+      item.onclick = () => open(p.conversationId);
+      return item;
+    }),
+  );
+}
+
+$("ask").onsubmit = async (event) => {
+  event.preventDefault();
+  const text = $("prompt").value.trim();
+  if (!text) return;
+  $("prompt").value = "";
+  if (!state.conversation) {
+    const created = await api("/conversations", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ agent: $("agent").value }),
+    });
+    state.conversation = created.id;
+    location.hash = created.id;
+  }
+  say("user", text);
+  try {
+    await api(`/conversations/${state.conversation}/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ text }),
+    });
+  } catch (error) {
+    say("assistant", "").append(el("div", { class: "error" }, String(error.message)));
+    return;
+  }
+  await follow();
+};
+
+$("new").onclick = () => {
+  state.conversation = null;
+  state.answer = null;
+  location.hash = "";
+  $("log").replaceChildren();
+};
+
+$("token").value = localStorage.getItem("golem.token") || "";
+$("token").onchange = () => {
+  localStorage.setItem("golem.token", $("token").value.trim());
+  refresh();
+};
+
+const document_ = await (await fetch("/openapi.json")).json();
+const agents = document_.paths["/agents/{agent}/agui"].post.parameters[0].schema.enum;
+$("agent").replaceChildren(...agents.map((a) => el("option", {}, a)));
+$("agentline").textContent = agents.join(", ");
+await refresh().catch(() => {});
+if (state.conversation) await open(state.conversation);

@@ -1,0 +1,30 @@
+"""The one error a handler raises to answer a request with a status and a reason."""
+
+from __future__ import annotations
+
+__all__ = ["SEP", "Problem"]
+
+#: Server-sent events end their lines with LF alone: some clients (AG-UI's) split on it.
+SEP = "\n"
+
+
+class Problem(Exception):
+    """Answer with HTTP ``status`` and ``{"error": reason}`` (a protocol's own error event
+    where the response is already a stream). ``code`` names it for machines."""
+
+    def __init__(self, status: int, reason: str, code: str = "") -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.code = code or _CODES.get(status, "bad_request")
+
+
+_CODES = {
+    400: "bad_request",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "not_found",
+    409: "conflict",
+    413: "too_large",
+    422: "unprocessable",
+}

@@ -1,0 +1,115 @@
+"""The OpenAPI 3.1 document ``GET /openapi.json`` serves: every path ``golem serve`` answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from golem.serve.decisions import DECISION_SCHEMA
+
+__all__ = ["openapi"]
+
+_ERROR = {
+    "description": "refused: the reason in one line",
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "properties": {"error": {"type": "string"}, "code": {"type": "string"}},
+                "required": ["error", "code"],
+            }
+        }
+    },
+}
+_SSE = {"description": "server-sent events", "content": {"text/event-stream": {}}}
+_ID = [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}]
+
+
+def _body(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    schema = {"type": "object", "properties": properties, "required": required}
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+def _op(summary: str, ok: dict[str, Any], body: dict[str, Any] | None = None, **more: Any) -> Any:
+    operation: dict[str, Any] = {"summary": summary, "responses": {**ok, "4XX": _ERROR}}
+    if body is not None:
+        operation["requestBody"] = body
+    return {**operation, **more}
+
+
+def openapi(agents: list[str]) -> dict[str, Any]:
+    """The document, naming the agents served."""
+    json_ok = {"200": {"description": "done", "content": {"application/json": {}}}}
+    agent = [{"name": "agent", "in": "path", "required": True, "schema": {"enum": agents}}]
+    text = _body({"text": {"type": "string"}}, ["text"])
+    decisions = _body(
+        {"decisions": {"type": "object", "additionalProperties": DECISION_SCHEMA}}, ["decisions"]
+    )
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "golem serve", "version": "1"},
+        "paths": {
+            "/agents/{agent}/agui": {
+                "post": _op(
+                    "AG-UI 1.0: a RunAgentInput (threadId = conversation id) -> its events",
+                    {"200": _SSE},
+                    {"required": True, "content": {"application/json": {}}},
+                    parameters=agent,
+                )
+            },
+            "/agents/{agent}/chat": {
+                "post": _op(
+                    "Vercel AI SDK UI message stream: useChat's body (id = conversation id)",
+                    {"200": _SSE},
+                    {"required": True, "content": {"application/json": {}}},
+                    parameters=agent,
+                )
+            },
+            "/conversations": {
+                "post": _op(
+                    "start a conversation",
+                    {"201": {"description": "its id", "content": {"application/json": {}}}},
+                    _body({"agent": {"enum": agents}, "id": {"type": "string"}}, ["agent"]),
+                ),
+                "get": _op("the newest conversations", json_ok),
+            },
+            "/conversations/{id}": {
+                "get": _op("transcript, status, what waits", json_ok, parameters=_ID)
+            },
+            "/conversations/{id}/messages": {
+                "post": _op(
+                    "a turn: returns once its run exists; follow it on /events",
+                    {"202": {"description": "its run id", "content": {"application/json": {}}}},
+                    text,
+                    parameters=_ID,
+                )
+            },
+            "/conversations/{id}/events": {
+                "get": _op(
+                    "SSE of the turn in flight (or the last); Last-Event-ID <run id>:<offset> "
+                    "resumes; the last event is waiting, result or failed",
+                    {"200": _SSE, "204": {"description": "nothing to follow"}},
+                    parameters=[
+                        *_ID,
+                        {"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}},
+                    ],
+                )
+            },
+            "/conversations/{id}/decisions": {
+                "post": _op(
+                    "answer waiting calls; returns when the turn ends or waits again",
+                    json_ok,
+                    decisions,
+                    parameters=_ID,
+                )
+            },
+            "/conversations/{id}/tool-results": {
+                "post": _op("external tool results (not supported yet)", json_ok, parameters=_ID)
+            },
+            "/conversations/{id}/close": {
+                "post": _op("close the conversation for good", json_ok, parameters=_ID)
+            },
+            "/pending": {"get": _op("every call that waits for a person", json_ok)},
+            "/openapi.json": {"get": _op("this document", json_ok)},
+            "/": {"get": _op("the console", {"200": {"description": "an HTML page"}})},
+        },
+    }

@@ -1,0 +1,36 @@
+"""Reading a request: its JSON body, bounded (413 with the limit once it is over)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+
+from golem.serve.errors import Problem
+
+__all__ = ["MAX_BODY_BYTES", "read_json"]
+
+#: The largest request body served by default: a long transcript sent back by AG-UI.
+MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+async def read_json(request: Request, limit: int) -> dict[str, Any]:
+    """The body as a JSON object; 413 past ``limit`` bytes (never read further), 400 when
+    it is not a JSON object."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise Problem(413, f"the request body is {declared} bytes: this server takes {limit}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise Problem(413, f"the request body is over {limit} bytes: this server takes no more")
+        chunks.append(chunk)
+    try:
+        body = json.loads(b"".join(chunks) or b"null")
+    except ValueError as exc:
+        raise Problem(400, f"the request body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise Problem(400, f"the request body must be a JSON object, not {type(body).__name__}")
+    return body

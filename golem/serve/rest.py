@@ -1,0 +1,259 @@
+"""The REST half of ``golem serve``: conversations, their turns, events and decisions.
+
+    POST /conversations                    {"agent": "refunds"} -> 201 {"id": ...}
+    GET  /conversations                    the newest conversations (mine, with auth)
+    GET  /conversations/{id}               transcript, what waits, its turns
+    POST /conversations/{id}/messages      {"text": "..."} -> 202 {"runId": ...}
+    GET  /conversations/{id}/events        SSE of the turn in flight (Last-Event-ID resumes)
+    POST /conversations/{id}/decisions     {"decisions": {call_id: {"approved": true}}}
+                                           (Accept: text/event-stream: what the run does next)
+    POST /conversations/{id}/close
+    GET  /pending                          every call that waits for a person (mine)
+
+An event's id is ``<run id>:<offset>``; a reader that reconnects with ``Last-Event-ID``
+gets the rest of that turn, each event once. The turn's last event is ``waiting`` (the
+calls it waits for), ``result`` or ``failed``, with id ``<run id>:end``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pydantic import TypeAdapter
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from golem.client.lookups import list_conversations
+from golem.events import RunEvent
+from golem.messages import Message, ToolCall, dump_messages
+from golem.serve.decisions import decision
+from golem.serve.errors import SEP, Problem
+from golem.serve.threads import Served, Thread, TurnEnd, turn_events
+from golem.streaming import DurableRunStream
+
+__all__ = ["END", "rest_routes"]
+
+#: The offset part of a turn's last event id.
+END = "end"
+_EVENT = TypeAdapter(RunEvent)
+
+
+def messages_json(messages: list[Message]) -> list[dict[str, Any]]:
+    loaded: list[dict[str, Any]] = json.loads(dump_messages(messages))
+    return loaded
+
+
+def call_json(call: ToolCall, run_id: str, served: Served) -> dict[str, Any]:
+    return {
+        "id": call.id,
+        "name": call.name,
+        "args": call.args,
+        "runId": run_id,
+        "link": served.link(run_id),
+    }
+
+
+def rest_routes(served: Served) -> list[Route]:
+    async def create(request: Request) -> Response:
+        body = await served.body(request)
+        agent = body.get("agent")
+        if not isinstance(agent, str) or not agent:
+            raise Problem(400, 'send {"agent": "<name>"}: the agent the conversation talks to')
+        given = body.get("id")
+        if given is not None and not isinstance(given, str):
+            raise Problem(400, f'"id" must be a string, not {given!r}')
+        durable = served.agent(agent)
+        subject = await served.subject(request)
+        if given:  # an id in use, whoever's it is, is refused without saying whose
+            try:
+                await served.thread(given, subject)
+            except Problem as exc:
+                if exc.status != 404 or "not a conversation" in exc.reason:
+                    raise
+            else:
+                raise Problem(409, f"conversation {given!r} exists already")
+        conversation = await durable.conversation(given or None, owner=subject)
+        return JSONResponse({"id": conversation.id, "agent": agent}, status_code=201)
+
+    async def listing(request: Request) -> Response:
+        owner = served.owner(await served.subject(request))
+        found = await list_conversations(served.client, agents=sorted(served.agents), owner=owner)
+        return JSONResponse(
+            {
+                "conversations": [
+                    {
+                        "id": c.conversation_id,
+                        "agent": c.agent,
+                        "status": c.status,
+                        "startTime": c.start_time.isoformat() if c.start_time else None,
+                        "link": served.link(c.conversation_id),
+                    }
+                    for c in found
+                ]
+            }
+        )
+
+    async def thread(request: Request) -> Thread:
+        subject = await served.subject(request)
+        return await served.thread(request.path_params["id"], subject)
+
+    async def read(request: Request) -> Response:
+        found = await thread(request)
+        waiting = await found.waiting()
+        calls = waiting.calls if waiting is not None else []
+        return JSONResponse(
+            {
+                "id": found.id,
+                "agent": found.conversation.agent.agent_name,
+                "status": found.info.status if found.info else "unknown",
+                "messages": messages_json(await found.messages()),
+                "turn": waiting.run_id if waiting is not None else None,
+                "waiting": [call_json(c, waiting.run_id, served) for c in calls] if waiting else [],
+                "link": served.link(found.id),
+            }
+        )
+
+    async def send(request: Request) -> Response:
+        found = await thread(request)
+        body = await served.body(request)
+        text = body.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise Problem(400, 'send {"text": "..."} with a non-empty text')
+        waiting = await found.waiting()
+        if waiting is not None and waiting.calls:
+            ids = ", ".join(c.id for c in waiting.calls)
+            raise Problem(409, f"conversation {found.id} waits for decisions on {ids}")
+        run_id = await found.begin(text, served.in_flight)
+        events = f"/conversations/{found.id}/events"
+        return JSONResponse(
+            {"runId": run_id, "events": events, "link": served.link(run_id)}, status_code=202
+        )
+
+    async def events(request: Request) -> Response:
+        found = await thread(request)
+        last = request.headers.get("last-event-id") or request.query_params.get("after", "")
+        if last:
+            run_id, sep, at = last.rpartition(":")
+            if at == END:
+                return Response(status_code=204)  # the reader has the turn's last event
+            if not sep or not at.isdigit():
+                raise Problem(400, f"Last-Event-ID must be <run id>:<offset>, not {last!r}")
+            runs = await found.conversation.runs()
+            if run_id not in runs:
+                raise Problem(404, f"run {run_id!r} is not a turn of conversation {found.id}")
+            offset = int(at)
+        else:
+            waiting = await found.waiting()
+            runs = [] if waiting is not None else await found.conversation.runs()
+            run_id = waiting.run_id if waiting is not None else (runs[-1] if runs else "")
+            if not run_id:
+                return Response(status_code=204)  # no turn yet: nothing to follow
+            offset = 0
+        stream = await found.follow(run_id, offset)
+        return EventSourceResponse(relay(stream, run_id, served), ping=15, sep=SEP)
+
+    async def decide(request: Request) -> Response:
+        found = await thread(request)
+        body = await served.body(request)
+        given = body.get("decisions")
+        if not isinstance(given, dict) or not given:
+            raise Problem(400, 'send {"decisions": {"<call id>": {"approved": true}}}')
+        decisions = {str(k): decision(str(k), v) for k, v in given.items()}
+        waiting = await found.waiting()
+        pending = {c.id for c in waiting.calls} if waiting is not None else set()
+        unknown = sorted(set(decisions) - pending)
+        if waiting is None or unknown:
+            what = ", ".join(sorted(pending)) or "nothing"
+            raise Problem(
+                409,
+                f"conversation {found.id} does not wait for {', '.join(unknown) or 'a decision'}"
+                f": it waits for {what}",
+            )
+        stream = await found.decide(waiting.run_id, decisions)
+        if "text/event-stream" in request.headers.get("accept", ""):  # what the run does next
+            return EventSourceResponse(relay(stream, waiting.run_id, served), ping=15, sep=SEP)
+        end: TurnEnd | None = None
+        async for item in turn_events(stream):
+            if isinstance(item, TurnEnd):
+                end = item
+        assert end is not None
+        return JSONResponse(json.loads(end_event(end, waiting.run_id, served).data or "{}"))
+
+    async def close(request: Request) -> Response:
+        found = await thread(request)
+        await found.conversation.close()
+        return JSONResponse({"id": found.id, "status": "closed"})
+
+    async def pending(request: Request) -> Response:
+        subject = await served.subject(request)
+        owner = served.owner(subject)
+        found = await list_conversations(served.client, agents=sorted(served.agents), owner=owner)
+        calls = []
+        for listed in found:
+            if listed.status != "running":
+                continue
+            waiting = await (await served.thread(listed.conversation_id, subject)).waiting()
+            for call in waiting.calls if waiting is not None else []:
+                entry = call_json(call, waiting.run_id if waiting else "", served)
+                calls.append({**entry, "conversationId": listed.conversation_id})
+        return JSONResponse({"pending": calls})
+
+    async def tool_results(request: Request) -> Response:
+        await thread(request)
+        raise Problem(
+            422,
+            "external tool results are not supported yet: this server answers approvals only",
+            "not_supported_yet",
+        )
+
+    return [
+        Route("/conversations", create, methods=["POST"]),
+        Route("/conversations", listing, methods=["GET"]),
+        Route("/conversations/{id}", read, methods=["GET"]),
+        Route("/conversations/{id}/messages", send, methods=["POST"]),
+        Route("/conversations/{id}/events", events, methods=["GET"]),
+        Route("/conversations/{id}/decisions", decide, methods=["POST"]),
+        Route("/conversations/{id}/tool-results", tool_results, methods=["POST"]),
+        Route("/conversations/{id}/close", close, methods=["POST"]),
+        Route("/pending", pending, methods=["GET"]),
+    ]
+
+
+async def relay(
+    stream: DurableRunStream[Any], run_id: str, served: Served
+) -> AsyncIterator[ServerSentEvent]:
+    """A turn's events as SSE (id ``<run id>:<offset>``), then its last event."""
+    async for item in turn_events(stream):
+        if isinstance(item, TurnEnd):
+            yield end_event(item, run_id, served)
+            return
+        data = _EVENT.dump_json(item, by_alias=True, exclude_defaults=True).decode()
+        yield ServerSentEvent(sep=SEP, data=data, event=item.kind, id=f"{run_id}:{stream.offset}")
+
+
+def end_event(end: TurnEnd, run_id: str, served: Served) -> ServerSentEvent:
+    """A turn's last event: what it waits for, its result, or why it failed."""
+    rid = end.run_id or run_id
+    ident = f"{rid}:{END}"
+    if end.error is not None:
+        stage = getattr(end.error, "stage", "refused")
+        message = getattr(end.error, "detail", None) or str(end.error)
+        data = {"status": "failed", "runId": rid, "stage": stage, "message": message}
+        return ServerSentEvent(sep=SEP, data=json.dumps(data), event="failed", id=ident)
+    result = end.result
+    assert result is not None
+    if end.waiting:
+        calls = [call_json(c, rid, served) for c in end.waiting]
+        data = {"status": "waiting", "runId": rid, "waiting": calls}
+        return ServerSentEvent(sep=SEP, data=json.dumps(data), event="waiting", id=ident)
+    output = result.output
+    try:
+        json.dumps(output)
+    except TypeError:
+        output = str(output)
+    data = {"status": "done", "runId": rid, "output": output, "link": served.link(rid)}
+    return ServerSentEvent(sep=SEP, data=json.dumps(data), event="result", id=ident)

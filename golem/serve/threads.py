@@ -1,0 +1,242 @@
+"""What every protocol of ``golem serve`` does to a conversation, through ``golem.client``.
+
+A thread (AG-UI), a chat (the Vercel AI SDK) and a REST conversation are one golem
+conversation: its id is the ``ConversationWorkflow``'s. Nothing is kept here between
+requests: the transcript, what waits and the stream offsets are read from Temporal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.requests import Request
+from temporalio.client import Client
+
+from golem.client import DurableAgent, DurableConversation
+from golem.client.conversations import turn_started
+from golem.client.lookups import (
+    Approvals,
+    RunInfo,
+    awaiting_approval,
+    conversation_info,
+    conversation_messages,
+    existing_run,
+)
+from golem.events import RunEvent
+from golem.ids import new_id
+from golem.messages import Message, ToolCall
+from golem.results import Result, RunError
+from golem.serve.auth import Auth
+from golem.serve.decisions import Decision, to_approvals
+from golem.serve.errors import Problem
+from golem.serve.requests import MAX_BODY_BYTES, read_json
+from golem.streaming import DurableRunStream
+
+__all__ = ["Served", "Thread", "TurnEnd", "turn_events"]
+
+
+@dataclass(frozen=True)
+class TurnEnd:
+    """How a streamed turn ended: ``result`` (final or waiting), or ``error``."""
+
+    run_id: str
+    result: Result[Any] | None = None
+    error: Exception | None = None
+
+    @property
+    def waiting(self) -> list[ToolCall]:
+        """The calls the turn waits for a person's decision on (empty when it ended)."""
+        return list(self.result.pending_approvals) if self.result is not None else []
+
+
+@dataclass
+class Thread:
+    """One conversation as a request sees it: its handle, and whether it exists yet."""
+
+    conversation: DurableConversation[Any]
+    info: RunInfo | None
+    """Temporal's description; ``None`` for a conversation this request starts."""
+    owner: str = ""
+    """Who a conversation this request starts belongs to."""
+
+    @property
+    def id(self) -> str:
+        return self.conversation.id
+
+    @property
+    def client(self) -> Client:
+        return self.conversation.agent.client
+
+    async def messages(self) -> list[Message]:
+        """The transcript: asked of the running workflow, else read from its history."""
+        if self.info is None:
+            return []
+        if self.info.status == "running":
+            return await self.conversation.messages()
+        return await conversation_messages(self.client, self.id)
+
+    async def waiting(self) -> Approvals | None:
+        """The turn in flight and the calls it waits for (``None``: no turn in flight)."""
+        if self.info is None or self.info.status != "running":
+            return None
+        approvals = await awaiting_approval(self.client, self.id)
+        return approvals if approvals.run_id != self.id else None
+
+    async def start(self) -> None:
+        """Start the conversation workflow when this request is its first."""
+        if self.info is None:
+            agent = self.conversation.agent
+            self.conversation = await agent.conversation(self.id, owner=self.owner)
+
+    def send(self, prompt: str) -> DurableRunStream[Any]:
+        """A new turn's events (the turn starts when iterated)."""
+        return self.conversation.send_stream(prompt, run_id=new_id())
+
+    async def begin(self, prompt: str, keep: set[asyncio.Task[Any]]) -> str:
+        """Send a turn and return its run id once the run exists; the turn goes on in
+        Temporal whatever happens to this process (``keep`` holds the wait for its end)."""
+        run_id = new_id()
+        stream = self.conversation.send_stream(prompt, run_id=run_id)  # streamed: deltas too
+
+        async def drain() -> None:
+            async for _ in stream:
+                pass
+
+        sent = asyncio.ensure_future(drain())
+        keep.add(sent)
+        sent.add_done_callback(keep.discard)
+        child = self.client.get_workflow_handle(run_id)
+        if not await turn_started(child, sent, self.id):
+            await sent  # raises the refusal
+        return run_id
+
+    async def decide(self, run_id: str, decisions: Mapping[str, Decision]) -> DurableRunStream[Any]:
+        """Answer the waiting calls of turn ``run_id``; the stream yields what the same run
+        does next (from where its stream stood), then the turn's next ``Result``."""
+        approvals = to_approvals(decisions)
+        run = await self.conversation.agent.attach(run_id)
+        start = await run.stream_end()
+        answered = asyncio.ensure_future(self.conversation.approve(approvals))
+
+        async def outcome() -> Result[Any]:
+            return await answered
+
+        async def paused() -> None:
+            await _paused(answered)
+
+        return DurableRunStream(run, start, outcome=outcome, paused=paused)
+
+    async def follow(self, run_id: str, offset: int) -> DurableRunStream[Any]:
+        """The events of turn ``run_id`` from ``offset``: they end when it ends or waits."""
+        run = await self.conversation.agent.attach(run_id)
+        outcome = asyncio.ensure_future(run.result())
+
+        async def result() -> Result[Any]:
+            return await outcome
+
+        async def paused() -> None:
+            await _paused(outcome)
+
+        return DurableRunStream(run, offset, outcome=result, paused=paused)
+
+
+async def _paused(outcome: asyncio.Future[Result[Any]]) -> None:
+    """Return once ``outcome`` says the run waits for a person; never otherwise."""
+    try:
+        result = await asyncio.shield(outcome)
+    except Exception:
+        result = None  # it failed: its stream ends by itself
+    if result is None or not result.paused:
+        await asyncio.Event().wait()
+
+
+async def turn_events(stream: DurableRunStream[Any]) -> AsyncIterator[RunEvent | TurnEnd]:
+    """The turn's events, then how it ended (its errors are items too, never raised)."""
+    run_id = ""
+    try:
+        async for event in stream:
+            run_id = run_id or event.run_id
+            yield event
+    except RunError as exc:
+        yield TurnEnd(exc.partial.run_id if exc.partial else run_id, error=exc)
+        return
+    except Exception as exc:  # a refusal (closed, waiting): said to the client, not raised
+        yield TurnEnd(run_id, error=exc)
+        return
+    result = stream.result
+    yield TurnEnd(result.run_id, result=result)
+
+
+@dataclass
+class Served:
+    """The agents an app serves, by name, and how to reach their conversations."""
+
+    client: Client
+    agents: dict[str, DurableAgent[Any]]
+    ui_url: str = ""
+    """The Temporal UI's address, for links from a turn to its workflow ("" for none)."""
+    auth: Auth | None = None
+    """Who may call; ``None``: anyone who reaches the server (loopback only)."""
+    max_body_bytes: int = MAX_BODY_BYTES
+    in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
+    """Waits on turns sent by REST (their turns live in Temporal, not here)."""
+
+    async def body(self, request: Request) -> dict[str, Any]:
+        """The request's JSON object, bounded by ``max_body_bytes``."""
+        return await read_json(request, self.max_body_bytes)
+
+    def owner(self, subject: str) -> str | None:
+        """The owner a listing is filtered by: the subject, with auth; anyone without."""
+        return subject if self.auth is not None else None
+
+    async def subject(self, request: Request) -> str:
+        """Who calls ("" without auth); 401 when the credentials do not hold."""
+        if self.auth is None:
+            return ""
+        return await self.auth.subject(request)
+
+    def agent(self, name: str) -> DurableAgent[Any]:
+        try:
+            return self.agents[name]
+        except KeyError:
+            served = ", ".join(sorted(self.agents)) or "none"
+            raise Problem(404, f"no agent {name!r} is served here (served: {served})") from None
+
+    async def thread(self, conversation_id: str, subject: str, agent: str | None = None) -> Thread:
+        """Conversation ``conversation_id`` as ``subject`` may see it; with ``agent``,
+        started on first use (a new thread id, owned by ``subject``), else it must exist.
+        404 for a workflow that is not a conversation, or (with auth) not the subject's."""
+        if not conversation_id or len(conversation_id) > 200:
+            raise Problem(400, "a conversation id is 1 to 200 characters")
+        info = await conversation_info(self.client, conversation_id)
+        if info is None and await existing_run(self.client, conversation_id) is not None:
+            raise Problem(404, f"{conversation_id!r} is not a conversation (it is a run's id)")
+        if info is not None and self.auth is not None and info.owner != subject:
+            raise Problem(404, f"no conversation {conversation_id!r}")  # not said whose it is
+        if info is None and agent is None:
+            raise Problem(404, f"no conversation {conversation_id!r}")
+        name = info.agent if info is not None else agent
+        assert name is not None
+        if agent is not None and name != agent:
+            raise Problem(409, f"conversation {conversation_id!r} is {name!r}'s, not {agent!r}'s")
+        durable = self.agent(name)
+        handle = self.client.get_workflow_handle(conversation_id)
+        return Thread(DurableConversation(durable, handle), info, subject)
+
+    def link(self, workflow_id: str) -> str:
+        """The Temporal UI's page of workflow ``workflow_id`` ("" without a UI address)."""
+        if not self.ui_url:
+            return ""
+        namespace = self.client.namespace
+        return f"{self.ui_url.rstrip('/')}/namespaces/{namespace}/workflows/{workflow_id}"
+
+
+def prompts_after(transcript: Sequence[Message], given: Sequence[tuple[str, str]]) -> str:
+    """The turn's prompt: the user messages of ``given`` ((role, text) pairs, in order)
+    past the ones the transcript holds, joined; "" when there are none."""
+    seen = sum(1 for m in transcript if m.role == "user")
+    users = [text for role, text in given if role == "user"]
+    return "\n\n".join(t for t in users[seen:] if t.strip())

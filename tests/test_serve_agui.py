@@ -1,0 +1,167 @@
+"""AG-UI 1.0 at POST /agents/{agent}/agui: the stream validated with ag-ui-protocol's
+models, and consumed by the real @ag-ui/client HttpAgent (tests/serve/agui_client.mjs),
+through an interrupt and its resume."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import httpx
+from ag_ui.core import Event, RunFinishedEvent
+from pydantic import TypeAdapter
+from serve_support import DEADLINE, node_client, serving
+from temporalio.testing import WorkflowEnvironment
+
+from golem.client import DurableAgent
+from golem.client.lookups import existing_run
+
+EVENTS: TypeAdapter[Any] = TypeAdapter(Event)
+
+
+async def agui(http: httpx.AsyncClient, thread: str, **input: Any) -> list[Any]:
+    """One run's events, each validated as an AG-UI event."""
+    body = {"threadId": thread, "runId": str(uuid.uuid4()), "messages": [], **input}
+    answer = await http.post("/agents/refunds/agui", json=body)
+    assert answer.status_code == 200, answer.text
+    lines = answer.text.replace("\r\n", "\n").splitlines()
+    return [
+        EVENTS.validate_json(line[len("data: ") :]) for line in lines if line.startswith("data: ")
+    ]
+
+
+def kinds(events: list[Any]) -> list[str]:
+    return [e.type.value for e in events]
+
+
+async def test_an_interrupt_per_waiting_call_then_a_resume_continues_the_same_run(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    thread = str(uuid.uuid4())
+    asked = [{"id": "u1", "role": "user", "content": "Refund order 42"}]
+    async with (
+        serving(temporal_env) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        first = await agui(http, thread, messages=asked)
+        resume = [{"interruptId": "refund-42", "status": "resolved", "payload": {"approved": True}}]
+        second = await agui(http, thread, messages=asked, resume=resume)
+        again = await agui(http, thread, messages=asked)
+        runs = await DurableAgent(temporal_env.client, "refunds").conversation(thread)
+        turns = await runs.runs()
+
+    assert kinds(first) == [
+        "RUN_STARTED",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "RUN_FINISHED",
+    ]
+    assert first[0].protocol_version == "1.0"
+    assert (first[1].tool_call_id, first[1].tool_call_name, first[2].delta) == (
+        "refund-42",
+        "refund",
+        '{"order": 42}',
+    )
+    finished = first[-1]
+    assert isinstance(finished, RunFinishedEvent) and finished.outcome is not None
+    assert finished.outcome.type == "interrupt"
+    interrupt = finished.outcome.interrupts[0]
+    assert (interrupt.id, interrupt.reason, interrupt.tool_call_id, interrupt.message) == (
+        "refund-42",
+        "tool_approval",
+        "refund-42",
+        'approve refund({"order": 42})?',
+    )
+    assert kinds(second) == [
+        "RUN_STARTED",
+        "TOOL_CALL_RESULT",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
+    assert second[1].content == "order 42 refunded"
+    assert second[3].delta == "Done: order 42 refunded."
+    assert second[-1].outcome.type == "success"
+    assert second[-1].result == "Done: order 42 refunded."
+    assert len(turns) == 1  # the resume went on with the same durable run
+    assert kinds(again) == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    assert [m.role for m in again[1].messages] == ["user", "assistant", "tool", "assistant"]
+
+
+async def test_refusals_are_run_errors_with_a_code_or_a_400_and_change_nothing(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    thread = str(uuid.uuid4())
+    async with (
+        serving(temporal_env) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        run = await DurableAgent(
+            temporal_env.client, "refunds", task_queue=server.task_queue
+        ).start("Refund 5")
+        nothing = await agui(
+            http, thread, resume=[{"interruptId": "refund-1", "status": "cancelled"}]
+        )
+        a_run = await agui(
+            http, run.run_id, messages=[{"id": "u", "role": "user", "content": "hi"}]
+        )
+        malformed = await http.post("/agents/refunds/agui", json={"threadId": thread})
+        unknown = await http.post(
+            "/agents/nobody/agui", json={"threadId": thread, "runId": "r", "messages": []}
+        )
+        absent = await existing_run(temporal_env.client, thread)
+        await run.result()  # it waits: deny, so the worker leaves nothing running
+        await run.approve({"refund-5": False})
+
+    assert absent is None  # no conversation was started by any of them
+    assert [(e.type.value, e.code, e.message) for e in nothing] == [
+        ("RUN_ERROR", "not_waiting", f"thread {thread} waits for nothing: nothing to resume")
+    ]
+    assert [(e.type.value, e.code) for e in a_run] == [("RUN_ERROR", "not_found")]
+    assert (malformed.status_code, malformed.json()["error"]) == (
+        400,
+        "not a RunAgentInput: runId: Field required",
+    )
+    assert (unknown.status_code, unknown.json()["error"]) == (
+        404,
+        "no agent 'nobody' is served here (served: refunds)",
+    )
+
+
+async def test_the_real_http_agent_reads_an_interrupt_and_resumes_it(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    thread = str(uuid.uuid4())
+    async with serving(temporal_env) as server:
+        resume = [{"interruptId": "refund-7", "status": "resolved", "payload": {"approved": False}}]
+        seen = await node_client(
+            "agui_client.mjs",
+            {
+                "url": f"{server.url}/agents/refunds/agui",
+                "threadId": thread,
+                "steps": [{"prompt": "Refund order 7"}, {"resume": resume}],
+            },
+        )
+
+    first, second = seen["runs"]
+    assert first["error"] is None and second["error"] is None, json.dumps(seen)
+    assert first["outcome"] == "interrupt"
+    assert [(i["id"], i["toolCallId"]) for i in first["interrupts"]] == [("refund-7", "refund-7")]
+    assert first["events"] == [
+        "RUN_STARTED",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "RUN_FINISHED",
+    ]
+    assert second["outcome"] == "success"
+    assert second["result"].startswith("No refund: ")
+    assert [(m["role"], m["toolCalls"], m["toolCallId"]) for m in seen["messages"]] == [
+        ("user", [], None),
+        ("assistant", ["refund-7"], None),
+        ("tool", [], "refund-7"),
+        ("assistant", [], None),
+    ]

@@ -1,0 +1,213 @@
+"""golem serve's REST API on 127.0.0.1 against the dev server: a conversation's turn,
+its events resumed with Last-Event-ID, an approval, and requests it refuses."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+from serve_support import DEADLINE, serving
+from temporalio.testing import WorkflowEnvironment
+
+from golem.client import DurableAgent
+
+
+def parse(body: str) -> list[dict[str, str]]:
+    """SSE events as dicts of their fields (comments, such as pings, left out)."""
+    events = []
+    for block in body.replace("\r\n", "\n").strip().split("\n\n"):
+        fields = dict(
+            line.split(": ", 1) for line in block.splitlines() if line and not line.startswith(":")
+        )
+        if fields:
+            events.append(fields)
+    return events
+
+
+async def test_a_turn_waits_for_approval_streams_resumes_and_finishes_after_a_decision(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    async with (
+        serving(temporal_env) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        created = await http.post("/conversations", json={"agent": "refunds"})
+        conversation = created.json()["id"]
+        url = f"/conversations/{conversation}"
+        sent = await http.post(f"{url}/messages", json={"text": "Refund 42"})
+        run_id = sent.json()["runId"]
+        events = parse((await http.get(f"/conversations/{conversation}/events")).text)
+        read = (await http.get(f"/conversations/{conversation}")).json()
+        decided = await http.post(
+            f"/conversations/{conversation}/decisions",
+            json={"decisions": {"refund-42": {"approved": True}}},
+        )
+        rest = parse(
+            (
+                await http.get(
+                    f"/conversations/{conversation}/events",
+                    headers={"Last-Event-ID": events[-2]["id"]},
+                )
+            ).text
+        )
+        ended = await http.get(
+            f"/conversations/{conversation}/events", headers={"Last-Event-ID": rest[-1]["id"]}
+        )
+        listed = (await http.get("/conversations")).json()["conversations"]
+        after = (await http.get(f"/conversations/{conversation}")).json()
+
+    assert (created.status_code, sent.status_code) == (201, 202)
+    assert [e["event"] for e in events] == [
+        "model_start",
+        "tool_call_delta",
+        "model_end",
+        "waiting",
+    ]
+    assert [e["id"] for e in events] == [f"{run_id}:{n}" for n in (1, 2, 3, "end")]
+    waiting = json.loads(events[-1]["data"])
+    assert [(c["id"], c["name"], c["args"]) for c in waiting["waiting"]] == [
+        ("refund-42", "refund", '{"order": 42}')
+    ]
+    assert read["turn"] == run_id
+    assert [c["id"] for c in read["waiting"]] == ["refund-42"]
+    assert read["messages"] == []  # a waiting turn is not in the transcript yet
+    assert decided.json() == {
+        "status": "done",
+        "runId": run_id,
+        "output": "Done: order 42 refunded.",
+        "link": "",
+    }
+    assert [e["event"] for e in rest] == [
+        "tool_start",
+        "tool_end",
+        "model_start",
+        "text_delta",
+        "model_end",
+        "result",
+    ]
+    assert json.loads(rest[-1]["data"])["output"] == "Done: order 42 refunded."
+    assert ended.status_code == 204
+    assert conversation in [c["id"] for c in listed]
+    assert [m["role"] for m in after["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert after["waiting"] == []
+
+
+async def test_bad_requests_get_a_status_and_one_line_never_a_500(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    async with (
+        serving(temporal_env, max_body_bytes=2000) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        durable = DurableAgent(temporal_env.client, "refunds", task_queue=server.task_queue)
+        run = await durable.start("Refund 7")
+        conversation = (await http.post("/conversations", json={"agent": "refunds"})).json()["id"]
+        answers = {
+            "unknown agent": await http.post("/conversations", json={"agent": "nobody"}),
+            "no agent": await http.post("/conversations", json={}),
+            "not json": await http.post("/conversations", content=b"agent=refunds"),
+            "too large": await http.post(
+                f"/conversations/{conversation}/messages", json={"text": "x" * 5000}
+            ),
+            "unknown conversation": await http.get("/conversations/nope"),
+            "a run id": await http.get(f"/conversations/{run.run_id}"),
+            "empty text": await http.post(
+                f"/conversations/{conversation}/messages", json={"text": ""}
+            ),
+            "nothing waits": await http.post(
+                f"/conversations/{conversation}/decisions",
+                json={"decisions": {"c1": {"approved": True}}},
+            ),
+            "bad decision": await http.post(
+                f"/conversations/{conversation}/decisions", json={"decisions": {"c1": "yes"}}
+            ),
+            "bad event id": await http.get(
+                f"/conversations/{conversation}/events", headers={"Last-Event-ID": "soon"}
+            ),
+            "no turn yet": await http.get(f"/conversations/{conversation}/events"),
+        }
+        await run.result()  # it waits: deny, so the worker leaves nothing running
+        await run.approve({"refund-7": False})
+
+    seen = {n: (r.status_code, r.json()["error"] if r.content else "") for n, r in answers.items()}
+    assert seen == {
+        "unknown agent": (404, "no agent 'nobody' is served here (served: refunds)"),
+        "no agent": (400, 'send {"agent": "<name>"}: the agent the conversation talks to'),
+        "not json": (
+            400,
+            "the request body is not JSON: Expecting value: line 1 column 1 (char 0)",
+        ),
+        "too large": (413, "the request body is 5011 bytes: this server takes 2000"),
+        "unknown conversation": (404, "no conversation 'nope'"),
+        "a run id": (404, f"{run.run_id!r} is not a conversation (it is a run's id)"),
+        "empty text": (400, 'send {"text": "..."} with a non-empty text'),
+        "nothing waits": (
+            409,
+            f"conversation {conversation} does not wait for c1: it waits for nothing",
+        ),
+        "bad decision": (
+            400,
+            "the decision on call 'c1' must be {\"approved\": true|false}, not 'yes'",
+        ),
+        "bad event id": (400, "Last-Event-ID must be <run id>:<offset>, not 'soon'"),
+        "no turn yet": (204, ""),
+    }
+
+
+async def test_edited_arguments_a_reason_or_always_are_refused_as_not_supported_yet(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    async with (
+        serving(temporal_env) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        conversation = (await http.post("/conversations", json={"agent": "refunds"})).json()["id"]
+        await http.post(f"/conversations/{conversation}/messages", json={"text": "Refund 9"})
+        parse((await http.get(f"/conversations/{conversation}/events")).text)  # until it waits
+        url = f"/conversations/{conversation}/decisions"
+        reason = await http.post(
+            url, json={"decisions": {"refund-9": {"approved": False, "reason": "too much"}}}
+        )
+        edited = await http.post(
+            url, json={"decisions": {"refund-9": {"approved": True, "args": {"order": 8}}}}
+        )
+        still = (await http.get(f"/conversations/{conversation}")).json()["waiting"]
+        denied = await http.post(url, json={"decisions": {"refund-9": {"approved": False}}})
+
+    assert (reason.status_code, reason.json()) == (
+        422,
+        {
+            "error": "the decision on call 'refund-9' sets reason: not supported yet "
+            "(approve or deny only)",
+            "code": "not_supported_yet",
+        },
+    )
+    assert edited.json()["error"] == (
+        "the decision on call 'refund-9' sets args: not supported yet (approve or deny only)"
+    )
+    assert [c["id"] for c in still] == ["refund-9"]
+    assert denied.json()["output"].startswith("No refund: ")
+
+
+async def test_the_openapi_document_names_every_path(temporal_env: WorkflowEnvironment) -> None:
+    async with (
+        serving(temporal_env) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        document = (await http.get("/openapi.json")).json()
+
+    assert document["openapi"] == "3.1.0"
+    assert sorted(document["paths"]) == [
+        "/",
+        "/agents/{agent}/agui",
+        "/agents/{agent}/chat",
+        "/conversations",
+        "/conversations/{id}",
+        "/conversations/{id}/close",
+        "/conversations/{id}/decisions",
+        "/conversations/{id}/events",
+        "/conversations/{id}/messages",
+        "/conversations/{id}/tool-results",
+        "/openapi.json",
+        "/pending",
+    ]
