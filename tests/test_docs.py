@@ -41,10 +41,14 @@ def test_docs_example_runs_as_written(example: CodeExample, eval_example: EvalEx
             eval_example.run_print_update(example)
         else:
             eval_example.run_print_check(example)
-    except Exception:
-        # pytest-examples rewrites the traceback to the page's lines, which pytest cannot
-        # format when the example raised inside an event loop: report it as plain text.
-        failure = traceback.format_exc()
+    except Exception as exc:
+        # pytest-examples rewrites the traceback to the page's lines, which neither pytest
+        # nor traceback.format_exc can format: name the frames' lines and the error alone.
+        frames, tb = [], exc.__traceback__
+        while tb is not None:
+            frames.append(f"  {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}")
+            tb = tb.tb_next
+        failure = "\n".join([*frames, *traceback.format_exception_only(exc)])
     if failure is not None:
         pytest.fail(f"{example} raised:\n{failure}", pytrace=False)
 
