@@ -22,10 +22,10 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload
@@ -50,9 +50,11 @@ __all__ = [
     "UNREADABLE",
     "Blob",
     "LocalDirectory",
+    "Pruned",
     "StoredPayloadMissing",
     "StoredPayloadUnreadable",
     "for_display",
+    "prune",
     "storage_from_env",
     "unreadable_blob",
 ]
@@ -273,6 +275,73 @@ def _segment(value: str) -> str:
     if len(quoted) > _SEGMENT_BYTES:
         return "h-" + hashlib.sha256(value.encode()).hexdigest()
     return quoted
+
+
+@dataclass
+class Pruned:
+    """What ``prune`` removed (or, dry, would remove) and what it kept, and why."""
+
+    removed: list[Blob] = field(default_factory=list)
+    kept_referenced: int = 0
+    """Blobs of workflows Temporal still holds (open, or closed within retention)."""
+    kept_recent: int = 0
+    """Blobs younger than the age given (a run being started may not be visible yet)."""
+    kept_unknown: int = 0
+    """Blobs whose folder names no workflow of the namespace (another namespace, a hashed
+    long id, a standalone activity's, unscoped): never removed by ``prune``."""
+
+    @property
+    def bytes_removed(self) -> int:
+        return sum(b.size for b in self.removed)
+
+
+async def prune(
+    store: LocalDirectory,
+    older_than: float,
+    exists: Callable[[str], Awaitable[bool]],
+    *,
+    namespace: str = "default",
+    dry_run: bool = False,
+    now: float | None = None,
+) -> Pruned:
+    """Remove the blobs of workflows that are gone: a blob is removed only when it is older
+    than ``older_than`` seconds and its folder's workflow (of ``namespace``) no longer
+    ``exists`` (an open or retained run keeps every blob of its folder). ``dry_run``
+    removes nothing and says what would go. Empty folders left behind are removed."""
+    cutoff = (time.time() if now is None else now) - older_than
+    pruned = Pruned()
+    alive: dict[str, bool] = {}
+    for blob in store.blobs():
+        workflow_id = _workflow_of(blob, namespace)
+        if workflow_id is None:
+            pruned.kept_unknown += 1
+        elif blob.modified >= cutoff:
+            pruned.kept_recent += 1
+        else:
+            if workflow_id not in alive:
+                alive[workflow_id] = await exists(workflow_id)
+            if alive[workflow_id]:
+                pruned.kept_referenced += 1
+            else:
+                pruned.removed.append(blob)
+    if not dry_run:
+        for blob in pruned.removed:
+            blob.path.unlink(missing_ok=True)
+        for folder in {b.path.parent for b in pruned.removed}:
+            if not any(folder.iterdir()):
+                folder.rmdir()
+    return pruned
+
+
+def _workflow_of(blob: Blob, namespace: str) -> str | None:
+    """The workflow id ``blob``'s folder is filed under, when it is one ``prune`` can ask
+    about (a workflow's folder in ``namespace`` whose id was not hashed)."""
+    folder = blob.path.parent.name
+    if blob.namespace != _segment(namespace) or not folder.startswith("wf-"):
+        return None
+    if blob.workflow_id.startswith("h-"):
+        return None
+    return unquote(blob.workflow_id)
 
 
 def storage_from_env(environ: Mapping[str, str] | None = None) -> ExternalStorage | None:
