@@ -16,6 +16,7 @@ import signal
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.client import Client, WorkflowHandle
@@ -27,8 +28,11 @@ from test_storage_readers import cli
 from unreadable_worker import DOCUMENT, fetcher
 from waiting import eventually, within
 
+from golem.agent import Agent
 from golem.client import DurableAgent, DurableRun
 from golem.history.repair import OUTCOME_UNKNOWN_RESULT
+from golem.messages import Message, ToolCall
+from golem.models import FunctionModel
 from golem.results import RunError
 from golem.storage import LocalDirectory
 from golem.worker import GolemPlugin
@@ -175,3 +179,57 @@ async def test_a_damaged_blob_read_mid_run_ends_it_at_stage_storage_naming_the_b
     argv = [sys.executable, "-m", "golem.cli", "show", run.run_id, "--address", address]
     shown = await cli(argv, {**os.environ, **stored})
     assert relative in (shown.stdout + shown.stderr).decode(), shown
+
+
+def chatty() -> Agent[Any, str]:
+    """Fetches the document when asked to ``fetch``; else says how many messages it sees."""
+
+    def answer(messages: list[Message], tools: Any) -> Message:
+        if messages[-1].role == "user" and messages[-1].content == "fetch":
+            return Message.assistant("", [ToolCall(id="fetch-1", name="fetch", args="{}")])
+        return Message.assistant(f"seen {len(messages)} messages")
+
+    agent: Agent[Any, str] = Agent(FunctionModel(answer), name="chatty")
+
+    @agent.tool
+    def fetch() -> str:
+        """The document."""
+        return DOCUMENT
+
+    return agent
+
+
+async def test_a_damaged_blob_only_a_later_turn_reads_fails_that_turn_and_a_fork_goes_on(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    agent = chatty()
+    folder = tmp_path / "blobs"
+
+    def client() -> Client:
+        storage = ExternalStorage(drivers=[LocalDirectory(folder)])
+        config = temporal_env.client.config()
+        config["plugins"] = [GolemPlugin(agent, external_storage=storage)]
+        return Client(**config)
+
+    task_queue = f"conv-blob-{uuid.uuid4().hex[:10]}"
+    first = client()
+    async with Worker(first, task_queue=task_queue):
+        conv = await DurableAgent(first, agent, task_queue=task_queue).conversation()
+        hello = await conv.send("hello")
+        fetched = await conv.send("fetch")
+    assert fetched.output == "seen 5 messages"
+    damaged = sorted(p for p in folder.rglob("*") if p.is_file() and len(p.name) == 64)
+    assert damaged  # the document, stored (as the tool's result and the turn's)
+    for blob in damaged:
+        blob.write_bytes(blob.read_bytes()[:1000])
+    later = client()  # a fresh worker: it holds nothing of the conversation
+    durable = DurableAgent(later, agent, task_queue=task_queue)
+    async with Worker(later, task_queue=task_queue):
+        again = await durable.conversation(conv.id)
+        with pytest.raises(RunError) as failure:
+            await within(again.send("more"), what=ENDED, timeout=ENDS_WITHIN)
+        assert failure.value.stage == "storage"
+        assert "is 1000 bytes, not the" in failure.value.detail
+        forked = await again.fork(at_run_id=hello.run_id)
+        answer = await within(forked.send("more"), what="the forked conversation's turn")
+    assert answer.output == "seen 3 messages"  # hello, its answer, and this turn

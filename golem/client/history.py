@@ -43,7 +43,7 @@ from golem.wire import (
     ToolCallInput,
     content_digest,
 )
-from golem.worker.converter import DECRYPTION_ERROR, STORAGE_ERROR
+from golem.worker.converter import UNREADABLE
 
 __all__ = ["RequestLog", "RunHistory", "decode_outcome", "decode_result", "run_sources"]
 
@@ -135,7 +135,7 @@ class RunHistory:
         try:
             await read._read(events, converter)
         except ApplicationError as exc:
-            if not upto_unreadable or exc.type not in (DECRYPTION_ERROR, STORAGE_ERROR):
+            if not upto_unreadable or exc.type not in UNREADABLE:
                 raise
             read.unreadable = exc.message
         return read

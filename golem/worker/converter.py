@@ -36,6 +36,7 @@ __all__ = [
     "BAD_PAYLOAD",
     "DECRYPTION_ERROR",
     "STORAGE_ERROR",
+    "UNREADABLE",
     "DecryptionError",
     "SealedFailureConverter",
     "codec_problem",
@@ -50,6 +51,8 @@ DECRYPTION_ERROR = "GolemDecryptionError"
 #: ``ApplicationError.type`` of a stored payload the store cannot give back as written
 #: (missing, another size, another SHA-256): a run fails with it at stage ``storage``.
 STORAGE_ERROR = "GolemStoredPayloadUnreadable"
+#: The failures of a payload a reader cannot read (a key it lacks, a damaged blob).
+UNREADABLE = (DECRYPTION_ERROR, STORAGE_ERROR)
 #: ``encoding`` metadata of an encrypted payload (golem.worker.codec writes it).
 ENCRYPTED = b"binary/encrypted"
 #: Metadata key naming the key a payload was encrypted with.

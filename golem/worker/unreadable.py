@@ -36,12 +36,9 @@ from temporalio.worker import (
 )
 from temporalio.workflow import _Definition
 
-from golem.worker.converter import DECRYPTION_ERROR, STORAGE_ERROR
+from golem.worker.converter import UNREADABLE
 
-__all__ = ["BOUNDARY_ERRORS", "EndingUnreadableRuns", "unreadable_failure"]
-
-#: The failures of a payload this worker cannot read, whatever the run's code.
-BOUNDARY_ERRORS = frozenset({DECRYPTION_ERROR, STORAGE_ERROR})
+__all__ = ["EndingUnreadableRuns", "unreadable_failure"]
 logger = logging.getLogger("golem.worker")
 
 
@@ -56,7 +53,7 @@ def unreadable_failure(completion: WorkflowActivationCompletion) -> tuple[str, s
 
 def _boundary(failure: Failure) -> tuple[str, str] | None:
     kind = failure.application_failure_info.type
-    if kind not in BOUNDARY_ERRORS:
+    if kind not in UNREADABLE:
         return None
     message = failure.message
     if failure.HasField("encoded_attributes"):  # moved there by an encrypting converter

@@ -23,7 +23,7 @@ from temporalio.exceptions import ApplicationError, CancelledError, TerminatedEr
 from golem.messages import Message
 from golem.results import RunError
 from golem.wire import Failed, RunReport
-from golem.worker.converter import BAD_PAYLOAD, DECRYPTION_ERROR, STORAGE_ERROR
+from golem.worker.converter import BAD_PAYLOAD, DECRYPTION_ERROR, STORAGE_ERROR, UNREADABLE
 from golem.workflows.approvals import CANNOT_PAUSE, NOT_PAUSED
 from golem.workflows.registry import UNKNOWN_AGENT
 from golem.workflows.report import run_failure
@@ -128,10 +128,6 @@ async def golem_error(
     if (ended := _ended_unreadable(cause)) is not None:
         return FAILURES[ended[0]](ended[1], run_id)
     return None
-
-
-#: The failures of a payload a worker could not read (a key it lacks, a damaged blob).
-UNREADABLE = (DECRYPTION_ERROR, STORAGE_ERROR)
 
 
 def _ended_unreadable(cause: BaseException | None) -> tuple[str, str] | None:
