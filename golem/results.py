@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeVar
+from typing import Generic, Literal, TypeVar, get_args
 
 from golem.messages import Message, ToolCall, Usage
 from golem.usage import Spent
@@ -13,11 +13,9 @@ __all__ = ["STAGES", "PartialResult", "Result", "RunError", "Stage", "StreamResu
 OutputT = TypeVar("OutputT")
 
 #: Where a run can fail. ``history`` and ``instructions`` fail before any model call;
-#: ``codec``: a durable run's payloads could not be decrypted (a key is missing or wrong).
+#: ``codec``: a durable run's payloads could not be decrypted (a key is missing or wrong);
+#: ``storage``: a stored payload could not be read back (missing, truncated, corrupted).
 Stage = Literal[
-    "history", "instructions", "model", "tool", "canceled", "usage", "loop", "decode", "codec"
-]
-STAGES: tuple[Stage, ...] = (
     "history",
     "instructions",
     "model",
@@ -27,7 +25,9 @@ STAGES: tuple[Stage, ...] = (
     "loop",
     "decode",
     "codec",
-)
+    "storage",
+]
+STAGES: tuple[Stage, ...] = get_args(Stage)
 
 
 @dataclass(frozen=True)

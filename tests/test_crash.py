@@ -8,7 +8,7 @@ import signal
 import sys
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -45,15 +45,22 @@ TAKEN_OVER = (
 
 
 @asynccontextmanager
-async def doomed_worker(
-    env: WorkflowEnvironment, task_queue: str, crash_dir: Path
+async def worker_process(
+    env: WorkflowEnvironment,
+    task_queue: str,
+    settings: dict[str, str | None],
+    script: Path = WORKER,
 ) -> AsyncIterator[asyncio.subprocess.Process]:
+    """A worker process running ``script`` (it prints ``ready`` once it polls); ``settings``
+    set (or, ``None``, unset) its environment variables."""
+    environ = {k: v for k, v in os.environ.items() if k not in settings}
+    environ.update({k: v for k, v in settings.items() if v is not None})
     process = await asyncio.create_subprocess_exec(
         sys.executable,
-        str(WORKER),
+        str(script),
         env.client.service_client.config.target_host,
         task_queue,
-        env={**os.environ, "GOLEM_CRASH_DIR": str(crash_dir), "GOLEM_CRASH_HANG": "1"},
+        env=environ,
         stdout=asyncio.subprocess.PIPE,
     )
     try:
@@ -64,6 +71,13 @@ async def doomed_worker(
         if process.returncode is None:
             process.kill()
         await process.wait()
+
+
+def doomed_worker(
+    env: WorkflowEnvironment, task_queue: str, crash_dir: Path
+) -> AbstractAsyncContextManager[asyncio.subprocess.Process]:
+    settings = {"GOLEM_CRASH_DIR": str(crash_dir), "GOLEM_CRASH_HANG": "1"}
+    return worker_process(env, task_queue, dict(settings))
 
 
 @pytest.fixture

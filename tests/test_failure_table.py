@@ -13,7 +13,12 @@ from temporalio.exceptions import ApplicationError, CancelledError, TerminatedEr
 from golem.messages import Message, Usage
 from golem.results import PartialResult, RunError
 from golem.wire import RunReport, Sources
-from golem.worker.converter import BAD_PAYLOAD, DECRYPTION_ERROR, golem_data_converter
+from golem.worker.converter import (
+    BAD_PAYLOAD,
+    DECRYPTION_ERROR,
+    STORAGE_ERROR,
+    golem_data_converter,
+)
 from golem.workflows.approvals import CANNOT_PAUSE
 from golem.workflows.failures import (
     FAILURES,
@@ -93,7 +98,7 @@ async def test_each_type_golem_sets_becomes_its_exception_with_the_message(
 def test_every_type_in_the_table_is_pinned_above() -> None:
     pinned = {UNKNOWN_AGENT, BAD_PAYLOAD, CLOSED, WAITING, NOT_PAUSED, CANNOT_PAUSE}
     conversations = {CONTINUING, RECORDED, RUN_ID_IN_USE, TURN_DIFFERS}
-    assert set(FAILURES) == pinned | conversations | {DECRYPTION_ERROR}
+    assert set(FAILURES) == pinned | conversations | {DECRYPTION_ERROR, STORAGE_ERROR}
 
 
 async def test_a_payload_that_cannot_be_decrypted_is_a_codec_error() -> None:
@@ -101,6 +106,28 @@ async def test_a_payload_that_cannot_be_decrypted_is_a_codec_error() -> None:
     error = await golem_error(cause, "run-2")
     assert isinstance(error, RunError) and error.stage == "codec"
     assert "key id 'k1'" in error.detail
+
+
+async def test_a_blob_that_cannot_be_read_is_a_storage_error_naming_it() -> None:
+    cause = over_the_wire(ApplicationError("ns-default/wf-r/abc is missing", type=STORAGE_ERROR))
+    error = await golem_error(cause, "run-2")
+    assert isinstance(error, RunError) and error.stage == "storage"
+    assert (
+        error.detail == "run run-2 could not be read by its worker: ns-default/wf-r/abc is missing"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "stage"), [(DECRYPTION_ERROR, "codec"), (STORAGE_ERROR, "storage")]
+)
+async def test_a_run_a_worker_ended_because_it_could_not_read_it_is_that_stage(
+    kind: str, stage: str
+) -> None:
+    details = {"golemFailure": {"type": kind, "message": "the reason"}}
+    error = await golem_error(TerminatedError("the reason", details), "run-2")
+    assert isinstance(error, RunError) and error.stage == stage
+    assert error.detail == "run run-2 could not be read by its worker: the reason"
+    assert await golem_error(TerminatedError("by hand"), "run-2") is None  # not golem's
 
 
 async def test_a_payload_that_does_not_decode_is_a_history_error_naming_the_run() -> None:

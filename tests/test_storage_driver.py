@@ -4,6 +4,9 @@ what a claim may name, and the settings refused before anything runs."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ from temporalio.converter import (
     StorageDriverStoreContext,
     StorageDriverWorkflowInfo,
 )
+from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
 from golem.activities import PAYLOAD_LIMIT
@@ -27,6 +31,7 @@ from golem.storage import (
     LocalDirectory,
     StoredPayloadMissing,
     storage_from_env,
+    unreadable_blob,
 )
 from golem.wire import ByQuery, Inline, Stamps
 from golem.worker import GolemPlugin, golem_converter
@@ -75,17 +80,79 @@ async def test_a_claim_naming_a_path_outside_the_store_is_refused(
         await store.retrieve(RETRIEVE, [claim])
 
 
-async def test_a_blob_that_is_gone_or_altered_is_refused_naming_it(tmp_path: Path) -> None:
+async def test_a_blob_that_is_gone_or_altered_is_refused_naming_it_and_what_is_wrong(
+    tmp_path: Path,
+) -> None:
     store = LocalDirectory(tmp_path)
-    payload = Payload(metadata={"encoding": b"json/plain"}, data=b'"hello"')
-    [claim] = await store.store(stored_for("run-2"), [payload])
-    blob = store.root / claim.claim_data["path"]
-    blob.write_bytes(blob.read_bytes() + b"!")
-    with pytest.raises(ValueError, match="does not match its SHA-256"):
-        await store.retrieve(RETRIEVE, [claim])
-    blob.unlink()
+    converter = golem_converter(external_storage=ExternalStorage(drivers=[store]))
+    [reference] = await converter.encode(["hello" * 100_000])
+    [claim] = [StorageDriverClaim(claim_data=c) for c in stored_claims(store)]
+    relative = claim.claim_data["path"]
+    blob = store.root / relative
+    written = blob.read_bytes()
+    digest = hashlib.sha256(written[:-1] + b"!").hexdigest()
+    damages = [
+        (written[:-1] + b"!", f"{relative} does not match its SHA-256 (its bytes hash to {digest}"),
+        (written[:100], f"{relative} is 100 bytes, not the {len(written)} written (truncated"),
+        (None, f"{relative} is missing: the store was cleaned up"),
+    ]
+    for damaged, why in damages:
+        if damaged is None:
+            blob.unlink()
+        else:
+            blob.write_bytes(damaged)
+        [unreadable] = await store.retrieve(RETRIEVE, [claim])
+        assert (unreadable_blob(unreadable) or "").startswith(f"{store}: the stored payload {why}")
+        with pytest.raises(ApplicationError) as failure:
+            await converter.decode([reference], [str])
+        assert failure.value.type == "GolemStoredPayloadUnreadable"
+        assert why in failure.value.message and failure.value.non_retryable
     with pytest.raises(StoredPayloadMissing, match="GOLEM_STORAGE_DIR"):
-        await store.retrieve(RETRIEVE, [claim])
+        store._read(claim.claim_data)
+
+
+async def test_a_damaged_blob_is_written_anew_when_the_same_bytes_are_stored_again(
+    tmp_path: Path,
+) -> None:
+    store = LocalDirectory(tmp_path)
+    payload = Payload(metadata={"encoding": b"json/plain"}, data=b'"x"' * 1000)
+    [claim] = await store.store(stored_for("run-3"), [payload])
+    blob = store.root / claim.claim_data["path"]
+    blob.write_bytes(blob.read_bytes()[:10])
+    assert await store.store(stored_for("run-3"), [payload]) == [claim]
+    assert store.writes == 2 and await store.retrieve(RETRIEVE, [claim]) == [payload]
+
+
+def test_stale_partial_files_are_removed_when_the_store_opens_and_never_read(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "ns-default" / "wf-run-4"
+    folder.mkdir(parents=True)
+    stale, fresh = folder / ".partial-dead1", folder / ".partial-live2"
+    stale.write_bytes(b"half a blob")
+    fresh.write_bytes(b"being written")
+    hour_ago = time.time() - 3600
+    os.utime(stale, (hour_ago, hour_ago))
+    store = LocalDirectory(tmp_path)
+    assert store.removed_partials == [stale]
+    assert not stale.exists() and fresh.exists()  # a write in progress is left alone
+    assert list(store.blobs()) == []
+    claim = StorageDriverClaim(
+        claim_data={"path": "ns-default/wf-run-4/.partial-live2", "sha256": "0" * 64}
+    )
+    with pytest.raises(ValueError, match="names no blob"):
+        asyncio.run(store.retrieve(RETRIEVE, [claim]))
+
+
+def stored_claims(store: LocalDirectory) -> list[dict[str, str]]:
+    return [
+        {
+            "path": b.path.relative_to(store.root).as_posix(),
+            "sha256": b.path.name,
+            "size": str(b.size),
+        }
+        for b in store.blobs()
+    ]
 
 
 def test_the_environment_turns_a_local_directory_on(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@
     golem setup                                 # register golem's search attributes on a cluster
     golem codec-server                          # decrypt payloads for the Temporal UI
     golem deploy current --deployment support --build-id v2   # roll out new agent code
+    golem storage prune --older-than 30d        # reclaim the blobs of runs that are gone
 
 ``--agent`` is ``module:attribute`` everywhere; ``run`` and ``chat`` also take the bare
 name a worker serves. Against a real cluster or Temporal Cloud, ``--address``,
@@ -35,7 +36,7 @@ from typing import Any, NoReturn
 from temporalio.service import RPCError, RPCStatusCode
 
 from golem import codec_server
-from golem.cli import deploy, serve
+from golem.cli import deploy, serve, storage
 from golem.cli.approvals import WAITS_FOR_APPROVAL, cmd_approve
 from golem.cli.connect import DEFAULT_ADDRESS, DEFAULT_TASK_QUEUE, WORKER_HINT, CliError
 from golem.cli.runs import cmd_chat, cmd_resume, cmd_run
@@ -214,6 +215,7 @@ def parser() -> argparse.ArgumentParser:
         command("serve", "serve agents to browsers: AG-UI, AI SDK, REST", server, links)
     )
     deploy.add_parser(sub, [common, server], _Help)
+    storage.add_parser(sub, [common, server], _Help)
     return top
 
 
@@ -228,6 +230,7 @@ COMMANDS = {
     "setup": cmd_setup,
     "deploy": deploy.cmd_deploy,
     "serve": serve.cmd_serve,
+    "storage": storage.cmd_storage,
 }
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
+    WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
 )
@@ -298,7 +299,8 @@ class DurableConversation(Generic[OutputT]):
         to the workflow runs that hold it, not copied."""
         description = await self.handle.describe()
         histories = self._histories
-        source = await histories.transcript(self.id, description.run_id or "")
+        # As far as it can be read: a fork can go on before a turn whose blob is damaged.
+        source = await histories.transcript(self.id, description.run_id or "", True)
         messages = await histories.messages(source)
         runs = await histories.runs(source)
         ends = {m.run_id: i + 1 for i, m in enumerate(messages) if m.run_id}
@@ -379,8 +381,25 @@ class DurableConversation(Generic[OutputT]):
                 f"conversation {self.id} rests (idle): nothing waits in it; its next turn "
                 "reopens it"
             )
+        if (unread := await _unreadable_end(self.handle)) is not None:
+            return unread
         status = description.status.name.lower() if description.status else "closed"
         return ConversationClosedError(f"conversation {self.id} is {status}; fork it to go on")
+
+
+async def _unreadable_end(handle: WorkflowHandle[Any, Any]) -> RunError | None:
+    """The ``RunError`` (stage ``codec`` or ``storage``) of a conversation a worker ended
+    because it could not read it (docs/adr/0022-unreadable-runs-end.md), else ``None``."""
+    try:
+        await handle.result(follow_runs=False)
+    except WorkflowFailureError as exc:
+        error = await golem_error(exc.cause, handle.id)
+        if isinstance(error, RunError) and error.stage in ("codec", "storage"):
+            detail = error.detail.replace(f"run {handle.id}", f"conversation {handle.id}", 1)
+            return RunError(error.stage, f"{detail}; fork it to go on", run_id=handle.id)
+    except Exception:  # it ended some other way: the caller says how
+        return None
+    return None
 
 
 async def turn_started(

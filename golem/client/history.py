@@ -21,12 +21,14 @@ from typing import Annotated, Any
 from pydantic import Field, TypeAdapter
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.converter import DataConverter
+from temporalio.exceptions import ApplicationError
 
 from golem.activities.cache import MessageCache
-from golem.messages import Message, ToolCall
+from golem.history.repair import INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT
+from golem.messages import Message, ToolCall, Usage
 from golem.models.base import ModelResponse
-from golem.results import Result
-from golem.tools import ToolOutcome
+from golem.results import PartialResult, Result
+from golem.tools import ToolOutcome, tool_message
 from golem.wire import (
     AgentRunInput,
     Completed,
@@ -37,9 +39,11 @@ from golem.wire import (
     Paused,
     ShippingError,
     Sources,
+    Stamps,
     ToolCallInput,
     content_digest,
 )
+from golem.worker.converter import UNREADABLE
 
 __all__ = ["RequestLog", "RunHistory", "decode_outcome", "decode_result", "run_sources"]
 
@@ -56,17 +60,48 @@ class RequestLog:
         self._cache = MessageCache()
         self.last: list[Message] = []
         """The last request's own messages (its base and its instructions aside)."""
+        self.answer: Message | None = None
+        """The last request's answer, once recorded."""
+        self.outcomes: dict[str, ToolOutcome] = {}
+        """The outcomes recorded of that answer's calls, by call id."""
+        self.started: set[str] = set()
+        """That answer's calls whose tool activity was scheduled."""
+        self.stamps: Stamps | None = None
 
     async def request(self, call: ModelCall) -> None:
         own = call.model_copy(update={"base": None})
         request = await self._cache.fetch("run", own, _unreadable)
         self.last = request[1:] if request and request[0].role == "system" else request
+        self.answer, self.outcomes, self.started = None, {}, set()
+        self.stamps = call.stamps
 
     def answered(self, message: Message) -> None:
         self._cache.answered("run", message)
+        self.answer = message
 
     def called(self, call: ToolCall, outcome: ToolOutcome) -> None:
         self._cache.called("run", call, outcome)
+        self.outcomes[call.id] = outcome
+
+    def so_far(self) -> list[Message]:
+        """The conversation as far as the history records it, every call of the last answer
+        closed: its result, else outcome unknown (its tool was started) or interrupted."""
+        if self.answer is None:
+            return list(self.last)
+        closed = [
+            tool_message(c, self.outcomes[c.id])
+            if c.id in self.outcomes
+            else Message.tool(
+                c.id,
+                c.name,
+                OUTCOME_UNKNOWN_RESULT if c.id in self.started else INTERRUPTED_RESULT,
+            )
+            for c in self.answer.tool_calls
+        ]
+        added = [self.answer, *closed]
+        if self.stamps is not None:
+            added = [m.stamped(self.stamps.run_id, self.stamps.conversation_id) for m in added]
+        return [*self.last, *added]
 
 
 @dataclass
@@ -78,14 +113,49 @@ class RunHistory:
     """Every content the run's model and tool activities returned, by digest."""
     last_request: list[Message] | None = None
     """The last model request's own messages; ``None`` when one was read by query."""
+    so_far: list[Message] = field(default_factory=list)
+    """The conversation as far as it could be read (every call closed), base aside."""
+    usage: Usage = field(default_factory=Usage)
+    requests: int = 0
+    tool_calls: int = 0
+    unreadable: str = ""
+    """Why reading stopped early (``upto_unreadable``): a payload this reader cannot read."""
 
     @classmethod
     async def read(
-        cls, events: AsyncIterator[HistoryEvent], converter: DataConverter
+        cls,
+        events: AsyncIterator[HistoryEvent],
+        converter: DataConverter,
+        upto_unreadable: bool = False,
     ) -> RunHistory:
         """Read ``events`` with ``converter`` (the client's: an encrypted payload is
-        decrypted first)."""
+        decrypted first); ``upto_unreadable``: stop at the first payload that cannot be read
+        (sealed with a key not held, a damaged blob) and keep what came before."""
         read = cls()
+        try:
+            await read._read(events, converter)
+        except ApplicationError as exc:
+            if not upto_unreadable or exc.type not in UNREADABLE:
+                raise
+            read.unreadable = exc.message
+        return read
+
+    def evidence(self, run_id: str) -> PartialResult | None:
+        """The partial evidence this history holds, as far as it was read (``None``: it
+        records no model request)."""
+        if self.input is None or not self.so_far:
+            return None
+        return PartialResult(
+            messages=self.so_far,
+            usage=self.usage,
+            requests=self.requests,
+            tool_calls=self.tool_calls,
+            run_id=self.input.run.run_id or run_id,
+            conversation_id=self.input.run.conversation_id,
+        )
+
+    async def _read(self, events: AsyncIterator[HistoryEvent], converter: DataConverter) -> None:
+        read = self
         scheduled: dict[int, ModelCall | ToolCallInput] = {}
         log: RequestLog | None = RequestLog()
         async for event in events:
@@ -104,6 +174,8 @@ class RunHistory:
                         await log.request(value)
                     except (ShippingError, LookupError):
                         log = None  # a request read by query: only the contents are of use
+                elif log is not None and isinstance(value, ToolCallInput):
+                    log.started.add(value.call.id)
             elif event.HasField("activity_task_completed_event_attributes"):
                 completed = event.activity_task_completed_event_attributes
                 given = scheduled.get(completed.scheduled_event_id)
@@ -113,14 +185,18 @@ class RunHistory:
                 [value] = await converter.decode(list(completed.result.payloads), [done])
                 if isinstance(value, ModelResponse):
                     read.contents[content_digest(value.message.content)] = value.message.content
+                    read.requests += 1
+                    read.usage = read.usage + value.usage
                     if log is not None:
                         log.answered(value.message)
                 elif isinstance(given, ToolCallInput):
                     read.contents[content_digest(value.content)] = value.content
+                    read.tool_calls += 1
                     if log is not None:
                         log.called(given.call, value)
+            read.last_request = log.last if log is not None else None
+            read.so_far = log.so_far() if log is not None else []
         read.last_request = log.last if log is not None else None
-        return read
 
 
 def run_sources(

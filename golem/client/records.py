@@ -94,7 +94,7 @@ async def fetch_run(client: Client, run_id: str, *, base: bool = True) -> RunRec
     try:
         raw = await handle.result()
     except WorkflowFailureError as exc:
-        error = await run_error(exc, handle, sources)
+        error = await run_error(exc, handle, sources, client.data_converter)
         partial = error.partial if isinstance(error, RunError) else None
         messages = partial.messages if partial else [*lead, *given]
         return RunRecord(run_id, status, messages, error=error)
@@ -190,14 +190,29 @@ def run_pager(handle: WorkflowHandle[Any, Any]) -> Pager:
 
 
 async def run_error(
-    exc: WorkflowFailureError, handle: WorkflowHandle[Any, Any], sources: Sources
+    exc: WorkflowFailureError,
+    handle: WorkflowHandle[Any, Any],
+    sources: Sources,
+    converter: DataConverter | None = None,
 ) -> Exception:
-    """Rebuild the ``RunError`` (or ``UnknownAgentError``) a failed or cancelled run carries."""
+    """Rebuild the ``RunError`` (or ``UnknownAgentError``) a failed or cancelled run carries;
+    ``converter`` (the client's) reads the evidence of a run its worker could not read."""
 
     async def memo() -> Any:
         return await (await handle.describe()).memo_value(FAILURE_MEMO, None)
 
-    return await failure_of(exc.cause, handle.id, sources, memo)
+    error = await failure_of(exc.cause, handle.id, sources, memo)
+    unread = isinstance(error, RunError) and error.stage in UNREAD_STAGES
+    if unread and converter is not None and isinstance(error, RunError) and error.partial is None:
+        # Its worker could not read the run, so it sent no evidence: this reader may.
+        events = handle.fetch_history_events()
+        history = await RunHistory.read(events, converter, upto_unreadable=True)
+        return RunError(error.stage, error.detail, history.evidence(handle.id), handle.id)
+    return error
+
+
+#: Stages of a run its worker could not read (a key it lacks, a damaged blob).
+UNREAD_STAGES = ("codec", "storage")
 
 
 async def failure_of(

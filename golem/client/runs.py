@@ -114,7 +114,8 @@ class DurableRun(Generic[OutputT]):
         try:
             output = await self.handle.result()
         except WorkflowFailureError as exc:
-            raise await run_error(exc, self.handle, self._sources()) from exc
+            converter = self.converter or DataConverter.default
+            raise await run_error(exc, self.handle, self._sources(), converter) from exc
         return await self._decode(output)
 
     def _sources(self) -> Sources:

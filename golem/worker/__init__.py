@@ -21,12 +21,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-from temporalio.converter import (
-    DataConverter,
-    DefaultFailureConverterWithEncodedAttributes,
-    ExternalStorage,
-    PayloadCodec,
-)
+from temporalio.converter import DataConverter, ExternalStorage, PayloadCodec
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import Interceptor, ReplayerConfig, Worker, WorkerConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -38,8 +33,9 @@ from golem.messages import HistoryError
 from golem.results import RunError
 from golem.storage import storage_from_env
 from golem.worker import deployment as deployments
-from golem.worker.converter import golem_data_converter
+from golem.worker.converter import SealedFailureConverter, golem_data_converter
 from golem.worker.logs import RunLogInterceptor, install_activity_failure_filter
+from golem.worker.unreadable import EndingUnreadableRuns
 from golem.worker.watchdog import worker_watchdog
 from golem.workflows import registry
 from golem.workflows.agent_run import AgentRunWorkflow
@@ -73,7 +69,7 @@ def golem_converter(
     return dataclasses.replace(
         golem_data_converter,
         payload_codec=codec,
-        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
+        failure_converter_class=SealedFailureConverter,
         external_storage=storage,
     )
 
@@ -179,7 +175,8 @@ class GolemPlugin(SimplePlugin):
             interceptors=[RunLogInterceptor(), *tracing_interceptors, *mcp_interceptors],
             activities=activities(self.message_cache),
             workflows=[AgentRunWorkflow, ConversationWorkflow],
-            workflow_runner=lambda existing: _sandbox(existing, passthrough),
+            # A run this worker cannot read ends, even mid-replay (golem.worker.unreadable).
+            workflow_runner=lambda existing: EndingUnreadableRuns(_sandbox(existing, passthrough)),
             # A bad input or a run's own failure must fail the workflow, not retry its task.
             workflow_failure_exception_types=[RunError, HistoryError, LookupError],
             run_context=worker_watchdog,  # one warning naming a tool that blocks the loop
@@ -198,6 +195,8 @@ class GolemPlugin(SimplePlugin):
                 "GolemPlugin(external_storage=...) must be on the Client, as encryption: a "
                 "worker writes payloads with its client's data converter"
             )
+        if isinstance(runner := config.get("workflow_runner"), EndingUnreadableRuns):
+            runner.client = config["client"]
         config = deployments.configure(config, self.deployment)
         registry.register(config["task_queue"], self.agents, _stored(self.settings, config))
         config["sticky_queue_schedule_to_start_timeout"] = self.sticky_schedule_to_start_timeout
@@ -243,6 +242,8 @@ def _mcp(
 
 
 def _sandbox(existing: Any, passthrough: tuple[str, ...]) -> SandboxedWorkflowRunner:
+    if isinstance(existing, EndingUnreadableRuns):
+        existing = existing.inner
     if isinstance(existing, SandboxedWorkflowRunner):
         restrictions = existing.restrictions
     else:

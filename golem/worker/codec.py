@@ -23,9 +23,8 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
-from temporalio.exceptions import ApplicationError
 
-from golem.worker.converter import DECRYPTION_ERROR, ENV_VAR, KEY_ID
+from golem.worker.converter import DECRYPTION_ERROR, ENV_VAR, KEY_ID, UNDECRYPTED, DecryptionError
 from golem.worker.converter import ENCRYPTED as ENCODING
 
 __all__ = [
@@ -43,17 +42,6 @@ KEY_FORMAT = (
     "id:base64key[,id:base64key...], each key 32 random bytes in base64, e.g. "
     "2026-11:$(python -c 'import os,base64;print(base64.b64encode(os.urandom(32)).decode())')"
 )
-
-
-class DecryptionError(ApplicationError):
-    """A payload could not be decrypted: its key is not held, or the key is wrong.
-
-    Non-retryable: raised while a worker decodes a workflow task, it fails the run at
-    once (the SDK fails the execution for a non-retryable ``ApplicationError``) instead
-    of retrying the task forever against a key it will never have."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, type=DECRYPTION_ERROR, non_retryable=True)
 
 
 class EncryptionCodec(PayloadCodec):
@@ -121,7 +109,20 @@ class EncryptionCodec(PayloadCodec):
         return [self.encrypt(p) for p in payloads]
 
     async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        return [self.decrypt(p) for p in payloads]
+        """``payloads`` decrypted; one this codec cannot decrypt stays sealed, marked with why,
+        and its reader (golem's converter) raises ``DecryptionError``. So a workflow task
+        fails in the workflow's code, where golem can end a run cleanly even mid-replay
+        (golem.worker.unreadable), not while the SDK decodes the task."""
+        return [self._decrypt_or_mark(p) for p in payloads]
+
+    def _decrypt_or_mark(self, payload: Payload) -> Payload:
+        try:
+            return self.decrypt(payload)
+        except DecryptionError as exc:
+            marked = Payload()
+            marked.CopyFrom(payload)
+            marked.metadata[UNDECRYPTED] = exc.message.encode()
+            return marked
 
     def encrypt(self, payload: Payload) -> Payload:
         nonce = os.urandom(_NONCE)

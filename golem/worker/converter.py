@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import temporalio.api.common.v1
+import temporalio.api.failure.v1
 from pydantic import ValidationError
 from pydantic_core import SchemaSerializer
 from pydantic_core.core_schema import any_schema
@@ -21,24 +22,43 @@ from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
 from temporalio.converter import (
     CompositePayloadConverter,
     DataConverter,
+    DefaultFailureConverterWithEncodedAttributes,
     DefaultPayloadConverter,
     JSONPlainPayloadConverter,
+    PayloadConverter,
 )
 from temporalio.exceptions import ApplicationError
 
+from golem.storage import unreadable_blob
 from golem.worker import stream_wire
 
-__all__ = ["BAD_PAYLOAD", "DECRYPTION_ERROR", "codec_problem", "golem_data_converter"]
+__all__ = [
+    "BAD_PAYLOAD",
+    "DECRYPTION_ERROR",
+    "STORAGE_ERROR",
+    "UNREADABLE",
+    "DecryptionError",
+    "SealedFailureConverter",
+    "codec_problem",
+    "golem_data_converter",
+]
 
 #: ``ApplicationError.type`` of a payload that does not decode as the type golem expects.
 BAD_PAYLOAD = "GolemBadPayload"
 #: ``ApplicationError.type`` of an encrypted payload this process cannot decrypt: no key at
 #: all, or not the one it was sealed with (a run fails with it at stage ``codec``).
 DECRYPTION_ERROR = "GolemDecryptionError"
+#: ``ApplicationError.type`` of a stored payload the store cannot give back as written
+#: (missing, another size, another SHA-256): a run fails with it at stage ``storage``.
+STORAGE_ERROR = "GolemStoredPayloadUnreadable"
+#: The failures of a payload a reader cannot read (a key it lacks, a damaged blob).
+UNREADABLE = (DECRYPTION_ERROR, STORAGE_ERROR)
 #: ``encoding`` metadata of an encrypted payload (golem.worker.codec writes it).
 ENCRYPTED = b"binary/encrypted"
 #: Metadata key naming the key a payload was encrypted with.
 KEY_ID = "encryption-key-id"
+#: Metadata key the codec sets on a payload it could not decrypt: why (the converter says it).
+UNDECRYPTED = "golem-cannot-decrypt"
 #: Environment variable ``GolemPlugin`` and the CLI read keys from.
 ENV_VAR = "GOLEM_ENCRYPTION_KEY"
 
@@ -95,25 +115,56 @@ def _near(error: Any, data: bytes) -> str:
     return f", near {data[max(0, end - 40) : end + 10].decode('utf-8', 'replace')!r}"
 
 
-def no_key_error(payload: temporalio.api.common.v1.Payload) -> ApplicationError:
-    """The error for an encrypted payload read without any key: names the key id it was
+class DecryptionError(ApplicationError):
+    """A payload could not be decrypted: its key is not held, or the key is wrong.
+
+    Non-retryable: raised while a worker decodes a workflow task, it fails the run at
+    once (the SDK fails the execution for a non-retryable ``ApplicationError``) instead
+    of retrying the task forever against a key it will never have."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, type=DECRYPTION_ERROR, non_retryable=True)
+
+
+def sealed_error(payload: temporalio.api.common.v1.Payload) -> DecryptionError:
+    """The error for an encrypted payload still sealed when it is read: the codec's reason
+    (a key id it does not hold, a wrong key), or, with no key at all, the key id it was
     sealed with and what to set (logged once per key id, so a worker's log says it too)."""
     key_id = payload.metadata.get(KEY_ID, b"").decode(errors="replace")
+    why = payload.metadata.get(UNDECRYPTED)
     message = (
-        f"cannot decrypt: the payload is sealed with encryption key id {key_id!r} and no "
-        f"key is set here: set {ENV_VAR} (or GolemPlugin(encryption_key=...)) to the key "
-        "the client uses"
+        why.decode(errors="replace")
+        if why
+        else (
+            f"cannot decrypt: the payload is sealed with encryption key id {key_id!r} and no "
+            f"key is set here: set {ENV_VAR} (or GolemPlugin(encryption_key=...)) to the key "
+            "the client uses"
+        )
     )
-    if key_id not in _told:
-        _told.add(key_id)
+    if message not in _told:
+        _told.add(message)
         logger.error("%s", message)
-    return ApplicationError(message, type=DECRYPTION_ERROR, non_retryable=True)
+    return DecryptionError(message)
 
 
 def codec_problem(exc: BaseException) -> str | None:
     """What a decryption failure means, in one line (``None`` for any other error)."""
     if isinstance(exc, ApplicationError) and exc.type == DECRYPTION_ERROR:
         return exc.message
+    return None
+
+
+def unreadable_error(
+    payloads: Sequence[temporalio.api.common.v1.Payload],
+) -> ApplicationError | None:
+    """The error that fails a read of ``payloads`` at the activation boundary: one is still
+    sealed (no key, or not the right one) or is a stored blob the store could not give back;
+    ``None`` when every payload can be decoded."""
+    for payload in payloads:
+        if payload.metadata.get("encoding") == ENCRYPTED:
+            return sealed_error(payload)
+        if (why := unreadable_blob(payload)) is not None:
+            return ApplicationError(why, type=STORAGE_ERROR, non_retryable=True)
     return None
 
 
@@ -124,11 +175,16 @@ class GolemPayloadConverter(CompositePayloadConverter):
         type_hints: list[type] | None = None,
     ) -> list[Any]:
         hints: list[Any] = list(type_hints or [])
-        for index, payload in enumerate(payloads):
-            raw = index < len(hints) and hints[index] is RawValue
-            if payload.metadata.get("encoding") == ENCRYPTED and not raw:
-                # Still sealed: no codec here. A FailureError fails the run, naming the key.
-                raise no_key_error(payload)
+        # A sealed payload read raw is passed on as it is (it stays sealed); a blob that
+        # could not be read never is. A FailureError fails the run, naming the culprit.
+        readable = [
+            p
+            for index, p in enumerate(payloads)
+            if not (index < len(hints) and hints[index] is RawValue)
+            or p.metadata.get("encoding") != ENCRYPTED
+        ]
+        if (error := unreadable_error(readable)) is not None:
+            raise error
         return super().from_payloads(payloads, type_hints)
 
     def __init__(self) -> None:
@@ -139,6 +195,19 @@ class GolemPayloadConverter(CompositePayloadConverter):
                 for c in DefaultPayloadConverter.default_encoding_payload_converters
             )
         )
+
+
+class SealedFailureConverter(DefaultFailureConverterWithEncodedAttributes):
+    """Failures with their message and stack trace encrypted; one whose attributes this
+    process cannot decrypt raises ``DecryptionError`` (the SDK's would read "Encoded failure")."""
+
+    def from_failure(
+        self, failure: temporalio.api.failure.v1.Failure, payload_converter: PayloadConverter
+    ) -> BaseException:
+        sealed = [failure.encoded_attributes] if failure.HasField("encoded_attributes") else []
+        if (error := unreadable_error(sealed)) is not None:
+            raise error
+        return super().from_failure(failure, payload_converter)
 
 
 golem_data_converter = DataConverter(payload_converter_class=GolemPayloadConverter)

@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from temporalio.exceptions import ApplicationError, CancelledError
+from temporalio.exceptions import ApplicationError, CancelledError, TerminatedError
 
 from golem.messages import Message
 from golem.results import RunError
 from golem.wire import Failed, RunReport
-from golem.worker.converter import BAD_PAYLOAD, DECRYPTION_ERROR
+from golem.worker.converter import BAD_PAYLOAD, DECRYPTION_ERROR, STORAGE_ERROR, UNREADABLE
 from golem.workflows.approvals import CANNOT_PAUSE, NOT_PAUSED
 from golem.workflows.registry import UNKNOWN_AGENT
 from golem.workflows.report import run_failure
@@ -87,6 +87,9 @@ FAILURES: dict[str, Callable[[str, str], Exception]] = {
     DECRYPTION_ERROR: lambda message, run_id: RunError(
         "codec", f"run {run_id} could not be read by its worker: {message}"
     ),
+    STORAGE_ERROR: lambda message, run_id: RunError(
+        "storage", f"run {run_id} could not be read by its worker: {message}"
+    ),
     CLOSED: _plain(ConversationClosedError),
     WAITING: _plain(ValueError),
     NOT_PAUSED: _plain(ValueError),
@@ -122,7 +125,21 @@ async def golem_error(
         return await _run_error(details, evidence)
     if isinstance(cause, ApplicationError) and cause.type in FAILURES:
         return FAILURES[cause.type](cause.message, run_id)
+    if (ended := _ended_unreadable(cause)) is not None:
+        return FAILURES[ended[0]](ended[1], run_id)
     return None
+
+
+def _ended_unreadable(cause: BaseException | None) -> tuple[str, str] | None:
+    """``(type, message)`` of a run a worker terminated because it could not read it
+    mid-replay (golem.worker.unreadable puts golem's failure in the details)."""
+    if not isinstance(cause, TerminatedError) or not cause.details:
+        return None
+    found = cause.details[0]
+    failure = found.get("golemFailure") if isinstance(found, dict) else None
+    if not isinstance(failure, dict) or failure.get("type") not in UNREADABLE:
+        return None
+    return str(failure["type"]), str(failure.get("message", ""))
 
 
 async def _run_error(details: Failed, evidence: Evidence | None) -> RunError:

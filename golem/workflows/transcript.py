@@ -27,6 +27,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.converter import DataConverter
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from golem.messages import Message
@@ -239,36 +240,44 @@ class Transcript:
 
 
 async def read_transcript(
-    events: AsyncIterator[HistoryEvent], converter: DataConverter
+    events: AsyncIterator[HistoryEvent], converter: DataConverter, upto_unreadable: bool = False
 ) -> Transcript | None:
     """A ``ConversationWorkflow`` run's transcript rebuilt from its history events (a
     closed run's, or a running one's so far), decoded with ``converter`` (so encrypted
-    payloads work); ``None`` if the history is not a conversation's."""
+    payloads work); ``None`` if the history is not a conversation's. ``upto_unreadable``:
+    the turns before the first payload that cannot be read (a damaged blob, a key not
+    held) instead of that payload's error."""
     transcript: Transcript | None = None
-    async for event in events:
-        if event.HasField("workflow_execution_started_event_attributes"):
-            payloads = event.workflow_execution_started_event_attributes.input.payloads
-            [input] = await converter.decode(list(payloads), [ConversationInput])
-            transcript = Transcript(input)
-        elif transcript is None:
-            return None
-        elif event.HasField("start_child_workflow_execution_initiated_event_attributes"):
-            initiated = event.start_child_workflow_execution_initiated_event_attributes
-            [run] = await converter.decode(list(initiated.input.payloads), [AgentRunInput])
-            transcript.begin(initiated.workflow_id, run.base is not None)
-        elif event.HasField("start_child_workflow_execution_failed_event_attributes"):
-            transcript.never_started(
-                event.start_child_workflow_execution_failed_event_attributes.workflow_id
-            )
-        elif event.HasField("child_workflow_execution_completed_event_attributes"):
-            completed = event.child_workflow_execution_completed_event_attributes
-            [output] = await converter.decode(list(completed.result.payloads), [Completed])
-            transcript.ended(output)
-        elif event.HasField("child_workflow_execution_failed_event_attributes"):
-            failure = event.child_workflow_execution_failed_event_attributes.failure
-            transcript.failed(run_failure(await converter.decode_failure(failure)))
-        elif event.event_type in _CLOSED:
-            transcript.closed = True
+    try:
+        async for event in events:
+            if event.HasField("workflow_execution_started_event_attributes"):
+                payloads = event.workflow_execution_started_event_attributes.input.payloads
+                [input] = await converter.decode(list(payloads), [ConversationInput])
+                transcript = Transcript(input)
+            elif transcript is None:
+                return None
+            elif event.HasField("start_child_workflow_execution_initiated_event_attributes"):
+                initiated = event.start_child_workflow_execution_initiated_event_attributes
+                [run] = await converter.decode(list(initiated.input.payloads), [AgentRunInput])
+                transcript.begin(initiated.workflow_id, run.base is not None)
+            elif event.HasField("start_child_workflow_execution_failed_event_attributes"):
+                transcript.never_started(
+                    event.start_child_workflow_execution_failed_event_attributes.workflow_id
+                )
+            elif event.HasField("child_workflow_execution_completed_event_attributes"):
+                completed = event.child_workflow_execution_completed_event_attributes
+                [output] = await converter.decode(list(completed.result.payloads), [Completed])
+                transcript.ended(output)
+            elif event.HasField("child_workflow_execution_failed_event_attributes"):
+                failure = event.child_workflow_execution_failed_event_attributes.failure
+                transcript.failed(run_failure(await converter.decode_failure(failure)))
+            elif event.event_type in _CLOSED:
+                transcript.closed = True
+    except ApplicationError as exc:
+        from golem.worker.converter import UNREADABLE  # the worker package imports this one
+
+        if not upto_unreadable or exc.type not in UNREADABLE:
+            raise
     return transcript
 
 
@@ -299,17 +308,20 @@ class HistoryReader:
         self._max_runs = max_runs
         self._cache: OrderedDict[tuple[str, str], Transcript] = OrderedDict()
 
-    async def transcript(self, workflow_id: str, run_id: str = "") -> Transcript:
+    async def transcript(
+        self, workflow_id: str, run_id: str = "", upto_unreadable: bool = False
+    ) -> Transcript:
         """Workflow run ``run_id`` of conversation ``workflow_id`` (``""``: its latest),
-        rebuilt from its history events (a closed one is cached)."""
+        rebuilt from its history events (a closed one is cached); ``upto_unreadable``: as
+        far as its payloads can be read (not cached)."""
         key = (workflow_id, run_id)
         cached = self._cache.get(key)
-        if cached is not None:
+        if cached is not None and not upto_unreadable:
             self._cache.move_to_end(key)
             return cached
         try:
             events = self._events(workflow_id, run_id)
-            transcript = await read_transcript(events, self._converter)
+            transcript = await read_transcript(events, self._converter, upto_unreadable)
         except RPCError as exc:
             if exc.status != RPCStatusCode.NOT_FOUND:
                 raise
@@ -319,7 +331,7 @@ class HistoryReader:
             ) from None
         if transcript is None:
             raise ShippingError(f"workflow {workflow_id} is not a conversation")
-        if run_id and transcript.closed:  # a running one still changes
+        if run_id and transcript.closed and not upto_unreadable:  # a running one still changes
             self._cache[key] = transcript
             while len(self._cache) > self._max_runs:
                 self._cache.popitem(last=False)
