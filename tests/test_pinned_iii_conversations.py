@@ -213,13 +213,6 @@ async def test_after_a_handoff_and_continue_as_new_the_conversation_is_whole_and
     assert billing_answered == ["billing-switch, please", "and then?"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a send of a handed-over turn retried after continue-as-new is answered "
-    "from the caller's own run (DurableConversation._finish attaches to run_id on "
-    "TurnRecorded), so it returns agent 'triage-switch' and output None instead of the "
-    "target's answer",
-)
 async def test_a_handed_over_send_retried_after_continue_as_new_returns_the_targets_answer(
     temporal_client: Client,
 ) -> None:

@@ -112,12 +112,6 @@ async def test_two_mcp_servers_in_one_agent_each_list_and_answer_their_own_calls
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: durably the model sees toolsets' tools in the order their listings "
-    "finished (golem.workflows.mcp.RunToolsets.definitions is appended per listing "
-    "activity), not in the agent's toolset order as in process",
-)
 async def test_durably_the_model_sees_the_toolsets_tools_in_the_agents_order(
     temporal_client: Client, docs: HTTPServer, kinds: HTTPServer
 ) -> None:

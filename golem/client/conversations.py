@@ -31,6 +31,7 @@ from golem.client.history import decode_result
 from golem.client.inputs import checked
 from golem.client.records import history_reader, run_pager
 from golem.client.runs import DurableRun
+from golem.delegation import handed_over
 from golem.ids import new_id
 from golem.messages import Message, Part
 from golem.results import Result, RunError
@@ -237,12 +238,14 @@ class DurableConversation(Generic[OutputT]):
             error = await self._turn_error(exc, run_id)
             if not isinstance(error, TurnRecorded):
                 raise error from exc
-            # A send retried after continue-as-new: the turn ran, so its run answers,
-            # with the conversation through that turn (a turn's run holds only its own).
-            result = await (await self.agent.attach(run_id)).result()
+            # A send retried after continue-as-new: the turn ran, so its runs answer (the
+            # caller's, then each it handed over to), with the conversation through that turn.
             transcript = await read_pages(self._pager())
-            ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == run_id]
-            return replace(result, messages=transcript[: ends[-1]]) if ends else result
+            runs, end = turn_runs(transcript, run_id)
+            result = await (await self.agent.attach(run_id)).result()
+            for target in runs[1:]:
+                result = handed_over(result, await (await self.agent.attach(target)).result())
+            return replace(result, messages=transcript[:end]) if end else result
         except RPCError as exc:
             raise await self._closed_or(exc) from exc
         return await self._turn_result(out, run_id)
@@ -400,6 +403,22 @@ async def _unreadable_end(handle: WorkflowHandle[Any, Any]) -> RunError | None:
     except Exception:  # it ended some other way: the caller says how
         return None
     return None
+
+
+def turn_runs(transcript: Sequence[Message], run_id: str) -> tuple[list[str], int]:
+    """The runs of turn ``run_id`` in the order they answered (its own, then each it handed
+    over to), and where the turn ends in ``transcript`` (0: not in it)."""
+    runs: list[str] = []
+    end = 0
+    for index, message in enumerate(transcript):
+        # A handoff's target adds no prompt: the next user message is the next turn's.
+        if message.run_id == run_id or (runs and message.role != "user"):
+            if message.run_id not in runs:
+                runs.append(message.run_id)
+            end = index + 1
+        elif runs:
+            break
+    return runs or [run_id], end
 
 
 async def turn_started(

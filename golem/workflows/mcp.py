@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown
     from golem.toolsets import Toolset, ToolsetRefusal, ToolsetTool, tools_digest
     from golem.wire import RunOfCall
+    from golem.workflows.patches import TOOLSETS_IN_AGENT_ORDER, patched
 
 __all__ = ["ACTIVITY_PREFIX", "TOOLS_QUERY", "RunToolsets"]
 
@@ -53,6 +54,7 @@ class RunToolsets:
         self.definitions: list[ToolDefinition] = []
         """Every toolset tool of the run, as the model sees them."""
         self.digest = ""
+        self._listed: list[list[ToolDefinition]] = []  # per toolset, in the agent's order
         workflow.set_query_handler(TOOLS_QUERY, lambda: self.definitions)
 
     def _client(self, server: MCPServer, ctx: RunContext[Any], config: ActivityConfig) -> Any:
@@ -82,6 +84,8 @@ class RunToolsets:
             retry_policy=policy,
             summary=f"mcp: {toolset.name} (tool list)",
         )
+        slot = len(self._listed)  # taken before the await: listings start in the agent's order
+        self._listed.append([])
         listed = await self._client(toolset, ctx, config).list_tools()
         tools = toolset.tools(
             [
@@ -91,7 +95,11 @@ class RunToolsets:
                 for t in listed.tools
             ]
         )
-        self.definitions += [tool.definition for tool in tools]
+        self._listed[slot] = [tool.definition for tool in tools]
+        if len(self._listed) > 1 and patched(TOOLSETS_IN_AGENT_ORDER):
+            self.definitions = [d for definitions in self._listed for d in definitions]
+        else:  # as 0.2.0 recorded it: in the order the listings completed
+            self.definitions += self._listed[slot]
         self.digest = tools_digest(self.definitions)
         return tools
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from temporalio import workflow
 
-__all__ = ["PATCHES", "Patch", "patched"]
+__all__ = ["PATCHES", "TOOLSETS_IN_AGENT_ORDER", "Patch", "patched"]
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,18 @@ class Patch:
     """The last release whose in-flight runs may need the old branch."""
 
 
+#: Durably, toolsets' tools reach the model in the agent's toolset order, as in process.
+TOOLSETS_IN_AGENT_ORDER = "golem.toolsets-in-agent-order"
+
 #: The live patches, by id.
-PATCHES: dict[str, Patch] = {}
+PATCHES: dict[str, Patch] = {
+    TOOLSETS_IN_AGENT_ORDER: Patch(
+        TOOLSETS_IN_AGENT_ORDER,
+        adr="docs/adr/0026-toolsets-tools-in-the-agents-order.md",
+        since="0.3.0",
+        removable_after="0.2.0",
+    ),
+}
 
 
 def patched(patch_id: str) -> bool:
