@@ -16,7 +16,9 @@ and gets the rest of the run, each event once. The stream ends with ``event: res
 next reconnect, which an ``EventSource`` takes as the end (it stops reconnecting).
 
 Errors are JSON ``{"error": ...}``: 404 for an unknown run, 400 for a body that is not
-``{"prompt": "..."}`` or a ``Last-Event-ID`` that is not an offset of the run's stream.
+``{"prompt": "..."}`` or a ``Last-Event-ID`` that is not an offset of the run's stream, 413
+for a prompt over one Temporal payload (2 MB) when the relay's client stores no payloads
+(with ``GolemPlugin(external_storage=...)``'s storage on its client too, it is accepted).
 Pages on other origins may call the relay when ``GOLEM_RELAY_ORIGINS`` (comma-separated,
 ``*`` for any) or ``make_app(allow_origins=...)`` lists theirs. The relay holds no state:
 any replica can serve any reconnect. Settings: ``TEMPORAL_ADDRESS`` (localhost:7233),
@@ -98,7 +100,12 @@ def make_app(
         prompt = body.get("prompt") if isinstance(body, dict) else None
         if not isinstance(prompt, str) or not prompt:
             return error(400, 'send {"prompt": "..."} with a non-empty prompt')
-        run = await agents["agent"].start(prompt, stream=True)
+        try:
+            run = await agents["agent"].start(prompt, stream=True)
+        except ValueError as exc:  # JSON would not carry it unchanged (a lone surrogate)
+            return error(400, str(exc))
+        except RunError as exc:  # over one Temporal payload, and this client stores none
+            return error(413, exc.detail)
         return JSONResponse({"run_id": run.run_id, "conversation_id": run.conversation_id})
 
     async def events(request: Request) -> Response:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import sys
 import uuid
 from collections import Counter
@@ -144,6 +145,28 @@ async def test_bad_requests_get_a_status_and_a_reason_never_a_500(
     assert bogus.status_code == 400
     assert bogus.json() == {"error": f"Last-Event-ID 999 is past the end of run {run_id}'s stream"}
     assert not_an_offset.status_code == 400 and "'soon'" in not_an_offset.json()["error"]
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+async def test_a_prompt_too_large_for_a_run_without_storage_is_413_with_the_reason(
+    temporal_env: WorkflowEnvironment, caplog: pytest.LogCaptureFixture
+) -> None:
+    prompt = "x" * 3_000_000
+    async with (
+        relay_for(temporal_env, echo_agent()) as relay,
+        httpx.AsyncClient(base_url=relay.url, timeout=DEADLINE) as http,
+    ):
+        answer = await http.post("/runs", json={"prompt": prompt})
+
+    assert answer.status_code == 413
+    reason = answer.json()["error"]
+    assert "\n" not in reason
+    assert re.fullmatch(
+        r"the run's input is 300\d{4} bytes, over the 1934464-byte limit of one Temporal "
+        r"payload; .* or turn on external storage \(GolemPlugin\(external_storage=\.\.\.\) or "
+        r"GOLEM_STORAGE_DIR\)",
+        reason,
+    ), reason
     assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
