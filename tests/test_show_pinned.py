@@ -40,3 +40,22 @@ async def test_show_of_a_pinned_run_without_its_versions_workers_names_the_versi
         f"then ask again; `golem deploy status --deployment {name}` shows each version's "
         "workers and runs"
     ) in shown.err
+
+
+async def test_show_of_a_running_run_without_workers_says_so_at_once(
+    address: str, temporal_client: Client
+) -> None:
+    agent, _ = scripted([ask(call("c1", "refund"))], name="unpinned_show")
+    agent.tool(name="refund", requires_approval=True)(lambda: "refunded")
+    task_queue = f"show-{uuid.uuid4().hex[:8]}"
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
+        waiting = await DurableAgent(temporal_client, agent, task_queue=task_queue).run("go")
+    assert waiting.paused
+
+    shown = await golem("show", waiting.run_id)
+
+    assert (shown.code, shown.err) == (
+        1,
+        f"golem show: {waiting.run_id} is running and no worker answered for it: start one "
+        f"(`golem worker --agent module:attribute --task-queue {task_queue}`), then ask again\n",
+    )
