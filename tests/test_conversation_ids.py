@@ -39,6 +39,25 @@ async def test_a_run_id_given_as_a_conversation_id_is_named_as_a_run_id(
     )
 
 
+async def test_a_turns_run_id_given_as_a_conversation_id_names_its_conversation(
+    temporal_client: Client,
+) -> None:
+    task_queue = queue()
+    durable = DurableAgent(temporal_client, echo, task_queue=task_queue)
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(echo)]):
+        conversation = await durable.conversation()
+        turn = await conversation.send("hi")
+
+        with pytest.raises(ValueError) as caught:
+            await durable.conversation(turn.run_id)
+        await conversation.close()
+
+    assert str(caught.value) == (
+        f"{turn.run_id} is a run id (a turn of conversation {conversation.id}), not a "
+        f"conversation id: attach to {conversation.id}"
+    )
+
+
 async def test_the_cli_names_a_run_id_given_as_a_conversation_id(
     address: str, temporal_client: Client
 ) -> None:
