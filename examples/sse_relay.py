@@ -16,11 +16,15 @@ and gets the rest of the run, each event once. The stream ends with ``event: res
 next reconnect, which an ``EventSource`` takes as the end (it stops reconnecting).
 
 Errors are JSON ``{"error": ...}``: 404 for an unknown run, 400 for a body that is not
-``{"prompt": "..."}`` or a ``Last-Event-ID`` that is not an offset of the run's stream.
+``{"prompt": "..."}`` or a ``Last-Event-ID`` that is not an offset of the run's stream, 413
+for a prompt over one Temporal payload (2 MB) when the relay's client stores no payloads
+(with storage on, ``GOLEM_STORAGE_DIR`` or a client with a storing ``GolemPlugin``, it is
+accepted).
 Pages on other origins may call the relay when ``GOLEM_RELAY_ORIGINS`` (comma-separated,
 ``*`` for any) or ``make_app(allow_origins=...)`` lists theirs. The relay holds no state:
 any replica can serve any reconnect. Settings: ``TEMPORAL_ADDRESS`` (localhost:7233),
-``GOLEM_AGENT`` (travel), ``GOLEM_TASK_QUEUE`` (golem).
+``GOLEM_AGENT`` (travel), ``GOLEM_TASK_QUEUE`` (golem), and as for workers
+``GOLEM_STORAGE_DIR`` and ``GOLEM_ENCRYPTION_KEY``.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from golem import Result, RunError
 from golem.client import DurableAgent, DurableRun
 from golem.events import RunEvent
-from golem.worker.converter import golem_data_converter
+from golem.worker import golem_converter
 
 _EVENT = TypeAdapter(RunEvent)
 _RESULT = TypeAdapter(Result[Any])
@@ -84,7 +88,8 @@ def make_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if not agents:
             address = os.environ.get("TEMPORAL_ADDRESS", "localhost:7233")
-            client = await Client.connect(address, data_converter=golem_data_converter)
+            # GOLEM_STORAGE_DIR and GOLEM_ENCRYPTION_KEY, as the workers read them
+            client = await Client.connect(address, data_converter=golem_converter())
             name = os.environ.get("GOLEM_AGENT", "travel")
             task_queue = os.environ.get("GOLEM_TASK_QUEUE", "golem")
             agents["agent"] = DurableAgent(client, name, task_queue=task_queue)
@@ -98,7 +103,12 @@ def make_app(
         prompt = body.get("prompt") if isinstance(body, dict) else None
         if not isinstance(prompt, str) or not prompt:
             return error(400, 'send {"prompt": "..."} with a non-empty prompt')
-        run = await agents["agent"].start(prompt, stream=True)
+        try:
+            run = await agents["agent"].start(prompt, stream=True)
+        except ValueError as exc:  # JSON would not carry it unchanged (a lone surrogate)
+            return error(400, str(exc))
+        except RunError as exc:  # over one Temporal payload, and this client stores none
+            return error(413, exc.detail)
         return JSONResponse({"run_id": run.run_id, "conversation_id": run.conversation_id})
 
     async def events(request: Request) -> Response:

@@ -51,6 +51,7 @@ __all__ = [
     "ToolFailed",
     "ToolOutcome",
     "ToolOutcomeUnknown",
+    "raised",
     "tool_message",
     "tool_result_text",
     "validation_problems",
@@ -78,6 +79,16 @@ class ToolOutcomeUnknown(Exception):
     be known (its worker died mid-call, or it timed out): the run stops at stage ``tool`` and
     the call is closed with ``OUTCOME_UNKNOWN_RESULT``, never with "interrupted before
     execution"."""
+
+
+def raised(error: Exception) -> str:
+    """How a tool call that raised reads to the model and in the run's error, the same in
+    both executors: the exception's type and text (``RuntimeError: boom``), as the durable
+    tool activity reports it; golem's own errors (an executor's report of the call, a lost
+    MCP server, a user function's culprit) read as they are written."""
+    if type(error).__module__.partition(".")[0] == "golem":
+        return str(error)
+    return f"{type(error).__name__}: {error}"
 
 
 class Delegator(Protocol):

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+# Imported up front: hypothesis' pytest plugin imports it at the session's end otherwise, and
+# CPython 3.11.7 cannot parse a module (SystemError) after a test hit the recursion limit.
+import hypothesis  # noqa: F401
 import pytest
 from runners import DurableRunner, LocalRunner, Runner
 from temporalio.client import Client

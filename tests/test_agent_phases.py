@@ -190,10 +190,10 @@ async def test_a_raising_call_gets_a_failed_result_and_its_running_sibling_is_aw
 
     assert answers(result) == [
         ("c1", "slow done", False),
-        ("c2", "the tool failed: disk on fire", True),
+        ("c2", "the tool failed: RuntimeError: disk on fire", True),
     ]
     assert result.stop is not None and result.stop.stage == "tool"
-    assert "tool 'boom' (call c2) failed: disk on fire" in result.stop.message
+    assert "tool 'boom' (call c2) failed: RuntimeError: disk on fire" in result.stop.message
     assert isinstance(result.cause, RuntimeError)
     assert result.executed == 1  # the raising call is not a completed execution
 

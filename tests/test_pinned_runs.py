@@ -48,7 +48,10 @@ async def test_a_failing_call_keeps_a_running_sibling_that_finishes_after_the_fa
     partial = caught.value.partial
     assert caught.value.stage == "tool" and partial is not None
     answers = [(m.tool_call_id, m.content, m.failed) for m in partial.messages if m.role == "tool"]
-    assert answers == [("c1", "slow done", False), ("c2", "the tool failed: disk on fire", True)]
+    assert answers == [
+        ("c1", "slow done", False),
+        ("c2", "the tool failed: RuntimeError: disk on fire", True),
+    ]
     assert partial.tool_calls == 1  # the sibling ran to the end and counts
 
 

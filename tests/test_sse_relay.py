@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import sys
 import uuid
 from collections import Counter
@@ -20,6 +21,8 @@ import httpx
 import pytest
 import uvicorn
 from agents import FAST_RETRY, ask, call, scripted
+from temporalio.client import Client
+from temporalio.converter import ExternalStorage
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 from uicheck import Page, free_port, snap
@@ -30,6 +33,7 @@ from golem.client import DurableAgent
 from golem.messages import Message
 from golem.models.base import ModelHTTPError, ModelResponse, StreamDelta, ToolDefinition
 from golem.models.function import FunctionModel
+from golem.storage import LocalDirectory
 from golem.worker import GolemPlugin
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
@@ -48,13 +52,17 @@ class Relay:
 
 @asynccontextmanager
 async def relay_for(
-    env: WorkflowEnvironment, agent: Agent[Any, Any], origins: Sequence[str] = ()
+    env: WorkflowEnvironment,
+    agent: Agent[Any, Any],
+    origins: Sequence[str] = (),
+    client: Client | None = None,
 ) -> AsyncIterator[Relay]:
-    """A worker for ``agent`` and the relay for it, on a free port; requests counted."""
+    """A worker for ``agent`` and the relay for it, on a free port; requests counted.
+    ``client``: one whose own GolemPlugin serves ``agent`` (payload storage, say)."""
     port = free_port()
     relay = Relay(f"http://127.0.0.1:{port}", port)
     task_queue = f"relay-{uuid.uuid4().hex[:8]}"
-    durable = DurableAgent(env.client, agent, task_queue=task_queue)
+    durable = DurableAgent(client or env.client, agent, task_queue=task_queue)
     app = make_app(durable, allow_origins=[o.format(port=port) for o in origins])
 
     async def counted(scope: Any, receive: Any, send: Any) -> None:
@@ -62,10 +70,10 @@ async def relay_for(
             relay.requests[(scope["method"], scope["path"])] += 1
         await app(scope, receive, send)
 
-    plugin = GolemPlugin(agent, heartbeat_timeout=timedelta(seconds=5))
+    plugins = [] if client else [GolemPlugin(agent, heartbeat_timeout=timedelta(seconds=5))]
     config = uvicorn.Config(counted, host="127.0.0.1", port=port, log_config=None)
     server = uvicorn.Server(config)
-    async with Worker(env.client, task_queue=task_queue, plugins=[plugin]):
+    async with Worker(client or env.client, task_queue=task_queue, plugins=plugins):
         serving = asyncio.create_task(server.serve())
         try:
             await eventually(
@@ -145,6 +153,46 @@ async def test_bad_requests_get_a_status_and_a_reason_never_a_500(
     assert bogus.json() == {"error": f"Last-Event-ID 999 is past the end of run {run_id}'s stream"}
     assert not_an_offset.status_code == 400 and "'soon'" in not_an_offset.json()["error"]
     assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+async def test_a_prompt_too_large_for_a_run_without_storage_is_413_with_the_reason(
+    temporal_env: WorkflowEnvironment, caplog: pytest.LogCaptureFixture
+) -> None:
+    prompt = "x" * 3_000_000
+    async with (
+        relay_for(temporal_env, echo_agent()) as relay,
+        httpx.AsyncClient(base_url=relay.url, timeout=DEADLINE) as http,
+    ):
+        answer = await http.post("/runs", json={"prompt": prompt})
+
+    assert answer.status_code == 413
+    reason = answer.json()["error"]
+    assert "\n" not in reason
+    assert re.fullmatch(
+        r"the run's input is 300\d{4} bytes, over the 1934464-byte limit of one Temporal "
+        r"payload; .* or turn on external storage \(GolemPlugin\(external_storage=\.\.\.\) or "
+        r"GOLEM_STORAGE_DIR\)",
+        reason,
+    ), reason
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+async def test_with_payload_storage_on_a_large_prompt_is_accepted(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    agent = echo_agent()
+    config = temporal_env.client.config()
+    storage = ExternalStorage(drivers=[LocalDirectory(tmp_path)])
+    config["plugins"] = [GolemPlugin(agent, external_storage=storage)]
+    async with (
+        relay_for(temporal_env, agent, client=Client(**config)) as relay,
+        httpx.AsyncClient(base_url=relay.url, timeout=DEADLINE) as http,
+    ):
+        started = await http.post("/runs", json={"prompt": "x" * 3_000_000})
+        events = parse((await http.get(f"/runs/{started.json()['run_id']}/events")).text)
+
+    assert started.status_code == 200
+    assert json.loads(events[-1]["data"])["output"] == "done"
 
 
 async def test_cors_answers_preflights_for_the_allowed_origins_only(

@@ -58,6 +58,7 @@ __all__ = [
     "ModelActivity",
     "activities",
     "call_tool",
+    "check_size",
     "process_history",
     "resolve_instructions",
 ]
@@ -148,15 +149,7 @@ def _checked(value: T, kind: Any, what: str) -> T:
             type=BAD_RESULT,
             non_retryable=True,
         ) from None
-    size = len(data)
-    if size > PAYLOAD_LIMIT and not _stores_payloads():
-        raise ApplicationError(
-            f"{what} produced {size} bytes, over Temporal's payload limit of {PAYLOAD_LIMIT} "
-            "bytes; return a reference (a URL or an id) instead of the content, or turn on "
-            "external storage (GolemPlugin(external_storage=...) or GOLEM_STORAGE_DIR)",
-            type=PAYLOAD_TOO_LARGE,
-            non_retryable=True,
-        )
+    check_size(len(data), what)
     try:
         _adapter(kind).validate_json(data)
     except ValidationError as exc:
@@ -166,6 +159,19 @@ def _checked(value: T, kind: Any, what: str) -> T:
             non_retryable=True,
         ) from None
     return value
+
+
+def check_size(size: int, what: str) -> None:
+    """Fail clearly, once, when a result of ``size`` bytes is over Temporal's payload limit
+    and this worker stores no payloads (Temporal would fail it with a bare TMPRL1103)."""
+    if size > PAYLOAD_LIMIT and not _stores_payloads():
+        raise ApplicationError(
+            f"{what} produced {size} bytes, over Temporal's payload limit of {PAYLOAD_LIMIT} "
+            "bytes; return a reference (a URL or an id) instead of the content, or turn on "
+            "external storage (GolemPlugin(external_storage=...) or GOLEM_STORAGE_DIR)",
+            type=PAYLOAD_TOO_LARGE,
+            non_retryable=True,
+        )
 
 
 def _stores_payloads() -> bool:

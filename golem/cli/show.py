@@ -14,6 +14,7 @@ import json
 import sys
 from typing import Any
 
+from temporalio.api.enums.v1 import VersioningBehavior
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -66,12 +67,9 @@ async def cmd_show(args: argparse.Namespace) -> int:
         record = await fetch_run(client, run_id)
         waiting = await awaiting_approval(client, run_id) if record.status == "running" else None
     except RPCError as exc:
-        if exc.status not in (RPCStatusCode.CANCELLED, RPCStatusCode.DEADLINE_EXCEEDED):
+        if exc.status not in NO_WORKER:
             raise
-        raise CliError(
-            f"{run_id} is running and no worker answered for it: start one "
-            f"(`{WORKER_HINT} --task-queue {info.task_queue}`), then ask again"
-        ) from exc
+        raise CliError(no_worker(info)) from exc
     if args.json:
         # Exactly a history: `golem run --history FILE` continues from it.
         sys.stdout.write(dump_messages(record.messages).decode() + "\n")
@@ -84,6 +82,38 @@ async def cmd_show(args: argparse.Namespace) -> int:
     print_approvals(waiting, run_id)
     print(f"UI: {client_link(client, run_id)}")
     return 0
+
+
+#: How Temporal answers a query that no worker took: at once (no poller lately), or late.
+NO_WORKER = (
+    RPCStatusCode.CANCELLED,
+    RPCStatusCode.DEADLINE_EXCEEDED,
+    RPCStatusCode.FAILED_PRECONDITION,
+)
+
+
+def no_worker(info: RunInfo) -> str:
+    """What to start for a running run no worker answered for: a worker of its version, for a
+    run pinned to one (a worker of another version never takes it)."""
+    run_id, queue = info.run_id, info.task_queue
+    versioning = info.description.raw_description.workflow_execution_info.versioning_info
+    pinned = versioning.versioning_override.pinned.version
+    version = pinned if pinned.build_id else versioning.deployment_version
+    if versioning.behavior != VersioningBehavior.VERSIONING_BEHAVIOR_PINNED or not version.build_id:
+        return (
+            f"{run_id} is running and no worker answered for it: start one "
+            f"(`{WORKER_HINT} --task-queue {queue}`), then ask again"
+        )
+    name, build = version.deployment_name, version.build_id
+    return (
+        f"{run_id} is running, pinned to build id {build} of deployment {name}, and no "
+        f"worker of that version answered for it: start one (`{WORKER_HINT} --task-queue "
+        f"{queue} --deployment {name} --build-id {build}`), then ask again; "
+        f"`golem deploy status --deployment {name}` shows each version's workers and runs; "
+        "only to move it to a version that runs the same code: `temporal workflow "
+        f"update-options --workflow-id {run_id} --versioning-override-behavior pinned "
+        f"--versioning-override-deployment-name {name} --versioning-override-build-id NEW`"
+    )
 
 
 async def show_conversation(client: Client, info: RunInfo, as_json: bool) -> int:

@@ -29,6 +29,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from golem.client.history import decode_result
 from golem.client.inputs import checked
+from golem.client.lookups import existing_run, not_a_conversation
 from golem.client.records import history_reader, run_pager
 from golem.client.runs import DurableRun
 from golem.delegation import handed_over
@@ -77,6 +78,9 @@ async def start_conversation(
 ) -> DurableConversation[OutputT]:
     """Start conversation workflow ``conversation_id`` (attach when it runs already);
     ``owner`` is recorded on it (``GolemOwner``)."""
+    existing = await existing_run(agent.client, conversation_id)
+    if existing is not None and existing.workflow_type != ConversationWorkflow.__name__:
+        raise ValueError(not_a_conversation(existing))
     parent = input.parent_run_id
     # Closed already: readable only, unless it rests (its next send reopens it).
     with contextlib.suppress(WorkflowAlreadyStartedError):
@@ -387,7 +391,25 @@ class DurableConversation(Generic[OutputT]):
         if (unread := await _unreadable_end(self.handle)) is not None:
             return unread
         status = description.status.name.lower() if description.status else "closed"
-        return ConversationClosedError(f"conversation {self.id} is {status}; fork it to go on")
+        why = await _failure_of(self.handle) if status == "failed" else ""
+        said = f"failed: {why}" if why else f"is {status}"
+        return ConversationClosedError(f"conversation {self.id} {said}; fork it to go on")
+
+
+async def _failure_of(handle: WorkflowHandle[Any, Any]) -> str:
+    """Why a conversation workflow failed: its innermost failure's message (e.g. an agent its
+    worker does not serve, with the task queue); ``""`` when it cannot be read."""
+    try:
+        await handle.result(follow_runs=False)
+    except WorkflowFailureError as exc:
+        cause: BaseException | None = exc.cause
+        while isinstance(cause, FailureError) and isinstance(cause.cause, FailureError):
+            cause = cause.cause
+        if isinstance(cause, FailureError) and cause.message:
+            return cause.message
+    except RPCError:  # the reason is a courtesy: the status alone is still true
+        return ""
+    return ""
 
 
 async def _unreadable_end(handle: WorkflowHandle[Any, Any]) -> RunError | None:

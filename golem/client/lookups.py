@@ -44,6 +44,7 @@ __all__ = [
     "is_conversation",
     "list_conversations",
     "newest_run",
+    "not_a_conversation",
     "run_info",
 ]
 
@@ -120,6 +121,24 @@ async def conversation_info(client: Client, conversation_id: str) -> RunInfo | N
     info = await existing_run(client, conversation_id)
     return (
         info if info is not None and info.workflow_type == ConversationWorkflow.__name__ else None
+    )
+
+
+def not_a_conversation(info: RunInfo) -> str:
+    """What a workflow given as a conversation id is instead, and what to use."""
+    given = info.run_id
+    if info.workflow_type != AgentRunWorkflow.__name__:
+        return f"{given} is a {info.workflow_type} workflow, not a conversation id"
+    conversation = info.conversation_id
+    if info.parent_workflow_id and info.parent_workflow_id == conversation:
+        return (
+            f"{given} is a run id (a turn of conversation {conversation}), not a conversation "
+            f"id: attach to {conversation}"
+        )
+    return (
+        f"{given} is a run id (a run of agent {info.agent!r}), not a conversation id: its "
+        f"runs continue with `golem run --conversation-id {conversation}` (durable.resume "
+        "or durable.run(history=...) from a client)"
     )
 
 

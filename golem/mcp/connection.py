@@ -4,6 +4,8 @@ A run opens one connection per server when it lists the server's tools and close
 it ends (a stdio server is started then, and stops then). A call that loses the server
 fails; the executor tries it again per the tool's retry policy, on a new connection. An
 at-most-once call that lost it mid-flight is not tried again: its outcome is unknown.
+Connecting (``initialize``) and each page of the tool list are bounded by the toolset's
+``timeout`` (else ``LIST_TIMEOUT``), as the listing activity is durably.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from typing import Any
 
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from pydantic import ValidationError
 
 from golem.mcp.results import LOST_CONNECTION, NOT_RETRYABLE, outcome, rejected
-from golem.mcp.server import MCPServer
+from golem.mcp.server import LIST_TIMEOUT, MCPServer
 from golem.models.base import ToolDefinition
-from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown
+from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown, validation_problems
 from golem.toolsets import ToolsetError, ToolsetRefusal
 
 __all__ = ["MCPConnection", "new_client", "with_headers"]
@@ -111,12 +114,21 @@ class MCPConnection:
                 self._open = _Open(self.server.client(headers))
             opening = self._open
         try:
-            return opening, await opening.opened()
+            async with asyncio.timeout(self._limit):
+                return opening, await opening.opened()
+        except TimeoutError as exc:
+            await self._retire(opening)
+            raise ToolsetError(self.server.unanswered("initialize")) from exc
         except Exception as exc:
             await self._retire(opening)
             raise ToolsetError(
                 f"MCP server {self.server.name!r} could not be reached: {_describe(exc)}"
             ) from exc
+
+    @property
+    def _limit(self) -> float:
+        """Seconds connecting, and each page of the tool list, may take."""
+        return (self.server.timeout or LIST_TIMEOUT).total_seconds()
 
     async def _retire(self, opened: _Open) -> None:
         if self._open is opened:
@@ -134,7 +146,11 @@ class MCPConnection:
         cursor: str | None = None
         for _ in range(MAX_PAGES):
             try:
-                page = await client.list_tools(cursor=cursor, cache_mode="bypass")
+                async with asyncio.timeout(self._limit):
+                    page = await client.list_tools(cursor=cursor, cache_mode="bypass")
+            except TimeoutError as exc:
+                await self._retire(opened)  # its answer may still come: never read it
+                raise ToolsetError(self.server.unanswered("tools/list")) from exc
             except MCPError as exc:
                 raise await self._failure(opened, exc, "listing its tools") from exc
             tools += [
@@ -155,6 +171,11 @@ class MCPConnection:
         opened, client = await self._client()  # ToolsetError: not reached, nothing sent
         try:
             result = await client.call_tool(name, arguments)
+        except ValidationError as exc:
+            raise ToolsetRefusal(
+                f"MCP server {self.server.name!r} answered tools/call of tool {name!r} with a "
+                f"malformed result: {validation_problems(exc, 'result')}"
+            ) from None
         except MCPError as exc:
             answer = rejected(exc.code, exc.message)
             if answer is not None:

@@ -15,6 +15,7 @@ import importlib.util
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from golem.tools import RunContext
@@ -24,7 +25,7 @@ from golem.user_functions import call_user_function
 if TYPE_CHECKING:
     from mcp import Client
 
-__all__ = ["Headers", "MCPServer"]
+__all__ = ["LIST_TIMEOUT", "Headers", "MCPServer"]
 
 #: HTTP headers for every request to a server: fixed, or made per run from its context
 #: (evaluated where the call runs: in process, or on the worker; never recorded).
@@ -35,6 +36,9 @@ Headers = (
 )
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+#: How long connecting to a server and listing its tools may take unless the toolset's
+#: ``timeout`` says (in process each step; durably the listing activity, which does both).
+LIST_TIMEOUT = timedelta(minutes=1)
 INSTALL = "MCP toolsets need the mcp SDK: pip install 'golem-temporal[mcp]'"
 
 
@@ -133,6 +137,12 @@ class MCPServer(Toolset):
                 f"(got a {type(headers).__name__})"
             )
         return dict(headers)
+
+    def unanswered(self, step: str) -> str:
+        """That ``step`` (``initialize``, ``tools/list``) got no answer within its bound."""
+        limit = (self.timeout or LIST_TIMEOUT).total_seconds()
+        bound = "the toolset's timeout" if self.timeout else "golem's default; set timeout="
+        return f"MCP server {self.name!r} did not answer {step} within {limit:g} s ({bound})"
 
     def client(self, headers: Mapping[str, str] | None = None) -> Client:
         """A new, unopened ``mcp.Client`` for this server."""

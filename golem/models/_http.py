@@ -4,7 +4,9 @@ An adapter says what differs (URLs, body, how to read an answer, a stream accumu
 ``request`` and ``request_stream`` are written once here. Adapters speak to providers
 with plain httpx (no SDKs) and never retry: every failure becomes a
 :class:`~golem.models.base.ModelError` whose ``retryable`` and ``retry_after`` let the
-executor decide, with every configured secret redacted from its texts.
+executor decide, with every configured secret redacted from its texts. A stream that stops
+before its end marker is a :class:`~golem.models.base.ModelConnectionError`, as a connection
+that fails before the answer is: retried, and a ``FallbackModel`` moves on.
 """
 
 from __future__ import annotations
@@ -258,10 +260,10 @@ class HTTPModel:
                 except httpx.TimeoutException as exc:
                     raise self._connection_error("timed out reading the stream", exc) from None
                 except httpx.TransportError as exc:
-                    raise ModelResponseError(
+                    # A dropped stream is a broken connection: retried, and a fallback moves on.
+                    raise ModelConnectionError(
                         f"stream interrupted before {terminal} ({type(exc).__name__}: {exc})",
                         provider=self.provider,
-                        retryable=True,
                     ) from None
                 for event in parser.close():
                     yield event
@@ -270,10 +272,11 @@ class HTTPModel:
         except httpx.TransportError as exc:
             raise self._connection_error("could not reach the provider", exc) from None
 
-    def _truncated(self, terminal: str, what: str = "") -> ModelResponseError:
+    def _truncated(self, terminal: str, what: str = "") -> ModelConnectionError:
+        """A stream closed before its end marker: the provider (or a proxy) dropped it."""
         detail = f" ({what})" if what else ""
-        return ModelResponseError(
-            f"stream ended before {terminal}{detail}", provider=self.provider, retryable=True
+        return ModelConnectionError(
+            f"stream ended before {terminal}{detail}", provider=self.provider
         )
 
     def _connection_error(self, what: str, exc: Exception) -> ModelConnectionError:

@@ -36,7 +36,7 @@ from golem.history.repair import INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT
 from golem.messages import Message, ToolCall
 from golem.phases import Stop
 from golem.run_state import AgentSpec
-from golem.tools import RunContext, Tool, ToolOutcome, ToolOutcomeUnknown, tool_message
+from golem.tools import RunContext, Tool, ToolOutcome, ToolOutcomeUnknown, raised, tool_message
 from golem.usage import Budget
 
 __all__ = ["DENIED_RESULT", "NO_DECISION_RESULT", "BatchOutcome", "CallResult", "ToolBatch"]
@@ -279,9 +279,10 @@ class _BatchRun:
             self._close(index, call, OUTCOME_UNKNOWN_RESULT)
             self._fail(Stop("tool", f"tool {call.name!r} (call {call.id}): {error}"), error)
         elif error is not None:
-            failure = ToolOutcome(status="failed", content=f"the tool failed: {error}")
+            told = raised(error)
+            failure = ToolOutcome(status="failed", content=f"the tool failed: {told}")
             self._answer(index, call, failure)
-            self._fail(Stop("tool", f"tool {call.name!r} (call {call.id}) failed: {error}"), error)
+            self._fail(Stop("tool", f"tool {call.name!r} (call {call.id}) failed: {told}"), error)
 
     def _record_outcome(self, index: int, call: ToolCall, outcome: ToolOutcome) -> None:
         if outcome.status == "canceled":

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import timedelta
 from typing import Any
@@ -25,6 +26,7 @@ from mcp import Client
 from mcp.types import CallToolResult
 from pydantic import TypeAdapter
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 from temporalio.mcp import MCPPlugin
 from temporalio.worker import (
     ActivityInboundInterceptor,
@@ -32,6 +34,7 @@ from temporalio.worker import (
     Interceptor,
 )
 
+from golem.activities import check_size
 from golem.activities.cache import MessageCache
 from golem.agent import Agent
 from golem.mcp.connection import new_client, with_headers
@@ -40,9 +43,12 @@ from golem.mcp.server import MCPServer
 from golem.tools import RunContext
 from golem.toolsets import ToolsetRefusal
 from golem.wire import RunOfCall
-from golem.workflows.mcp import ACTIVITY_PREFIX
+from golem.workflows.mcp import ACTIVITY_PREFIX, PROTOCOL_ERROR
 
 __all__ = ["MCPHeartbeats", "mcp_plugin", "servers_of"]
+
+#: What ``temporalio.mcp`` says of an answer its client could not validate (the details say why).
+INVALID_RESPONSE = "MCP server returned an invalid response"
 
 
 def servers_of(agents: Sequence[Agent[Any, Any]]) -> dict[str, tuple[MCPServer, Agent[Any, Any]]]:
@@ -137,8 +143,41 @@ class _Heartbeating(ActivityInboundInterceptor):
         finally:
             if not work.done():
                 work.cancel()
-        result = work.result()
-        if info.activity_type.endswith(".call-tool"):
+        server, _, operation = info.activity_type.removeprefix(ACTIVITY_PREFIX).rpartition(".")
+        step = _step(operation, input.args)
+        try:
+            result = work.result()
+        except ApplicationError as exc:
+            if exc.type == PROTOCOL_ERROR and exc.message == INVALID_RESPONSE:
+                raise ApplicationError(
+                    f"MCP server {server!r} answered {step} with a malformed result: "
+                    f"{_problems(exc.details)}",
+                    type=PROTOCOL_ERROR,
+                    non_retryable=True,
+                ) from exc
+            raise
+        if operation == "call-tool":
+            size = len(json.dumps(result, separators=(",", ":"), ensure_ascii=False).encode())
+            check_size(size, f"MCP server {server!r} {step.removeprefix('tools/call of ')}")
             with contextlib.suppress(ValueError, ToolsetRefusal):  # the workflow says what is wrong
                 self.owner.cache.keep(outcome(CallToolResult.model_validate(result)).content)
         return result
+
+
+def _step(operation: str, args: Sequence[Any]) -> str:
+    """The MCP request an activity made: ``tools/call of tool 'x'``, ``tools/list``, ..."""
+    if operation == "call-tool":
+        name = args[0].get("name") if args and isinstance(args[0], dict) else None
+        return f"tools/call of tool {name!r}"
+    return operation.replace("-", "/", 1)
+
+
+def _problems(details: Sequence[Any]) -> str:
+    """``temporalio.mcp``'s validation errors (its failure's details) as one line."""
+    errors = details[0] if details and isinstance(details[0], list) else []
+    told = [
+        f"{'.'.join(str(p) for p in e.get('loc', ())) or 'result'}: {e.get('msg', '')}"
+        for e in errors
+        if isinstance(e, dict)
+    ]
+    return "; ".join(told) or "its answer does not read as the protocol's"

@@ -18,17 +18,18 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 from temporalio.workflow import ActivityConfig
 
 with workflow.unsafe.imports_passed_through():
     from temporalio.mcp import TemporalMCPClient
 
     from golem.mcp.results import LOST_CONNECTION, outcome, rejected
-    from golem.mcp.server import MCPServer
+    from golem.mcp.server import LIST_TIMEOUT, MCPServer
     from golem.messages import ToolCall
     from golem.models.base import ToolDefinition
     from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown
-    from golem.toolsets import Toolset, ToolsetRefusal, ToolsetTool, tools_digest
+    from golem.toolsets import Toolset, ToolsetError, ToolsetRefusal, ToolsetTool, tools_digest
     from golem.wire import RunOfCall
     from golem.workflows.patches import TOOLSETS_IN_AGENT_ORDER, patched
 
@@ -38,8 +39,6 @@ __all__ = ["ACTIVITY_PREFIX", "TOOLS_QUERY", "RunToolsets"]
 ACTIVITY_PREFIX = "temporalio.mcp."
 #: The query a model activity asks a run for its toolsets' tool definitions.
 TOOLS_QUERY = "golem.tools"
-#: How long a listing may take unless the toolset's ``timeout`` says.
-LIST_TIMEOUT = timedelta(minutes=1)
 #: A call's start-to-close timeout unless its toolset's ``timeout`` says (as golem's tools).
 CALL_TIMEOUT = timedelta(minutes=5)
 #: How ``temporalio.mcp`` names the failure of an error answer (its first detail: the code).
@@ -86,7 +85,12 @@ class RunToolsets:
         )
         slot = len(self._listed)  # taken before the await: listings start in the agent's order
         self._listed.append([])
-        listed = await self._client(toolset, ctx, config).list_tools()
+        try:
+            listed = await self._client(toolset, ctx, config).list_tools()
+        except ActivityError as exc:
+            if isinstance(exc.cause, ActivityTimeoutError):  # the activity connects, then lists
+                raise ToolsetError(toolset.unanswered("initialize or tools/list")) from exc
+            raise
         tools = toolset.tools(
             [
                 ToolDefinition(
@@ -132,7 +136,7 @@ class RunToolsets:
                 answer = rejected(code, cause.message) if isinstance(code, int) else None
                 if answer is not None:
                     return answer
-                if code in LOST_CONNECTION and tool.at_most_once:
+                if isinstance(code, int) and code in LOST_CONNECTION and tool.at_most_once:
                     raise ToolOutcomeUnknown(
                         f"the connection to MCP server {server.name!r} broke during the call "
                         f"({cause.message}); whether it took effect is unknown"

@@ -9,6 +9,8 @@ status, and otherwise answers with the next queued (recorded) response.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import re
 from collections.abc import Callable
@@ -440,3 +442,53 @@ def check_openai_responses(request: Request, body: Any) -> Answer | None:
                 400, f"No tool output found for function call {call_id}.", param="input"
             )
     return None
+
+
+# --- a provider that drops the connection mid-stream -----------------------------------------
+
+
+class StreamCutter:
+    """A 127.0.0.1 HTTP/1.1 server that answers every POST with a 200 event stream, sends
+    ``sent`` as its first chunk and then closes the connection: no final chunk, no end
+    marker, as when a provider or a proxy in front of it drops the stream.
+
+        async with StreamCutter(sent) as cutter:
+            OpenAIChatModel("gpt-4o", base_url=cutter.url + "/v1", api_key=API_KEY)
+    """
+
+    def __init__(self, sent: bytes) -> None:
+        self.sent = sent
+        self.requests = 0
+        self._server: asyncio.Server | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "the cutter is not serving"
+        port = self._server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    async def __aenter__(self) -> StreamCutter:
+        self._server = await asyncio.start_server(self._answer, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+        await reader.readexactly(int(length.group(1)) if length else 0)
+        self.requests += 1
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+            + f"{len(self.sent):x}\r\n".encode()
+            + self.sent
+            + b"\r\n"
+        )
+        await writer.drain()
+        writer.close()  # mid-stream: the chunked body never ends
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()

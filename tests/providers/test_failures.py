@@ -30,6 +30,7 @@ from golem.models import (
     OpenAIResponsesModel,
 )
 from golem.models._http import HTTPModel
+from golem.models.fallback import provider_unavailable
 
 HI = ModelRequest(messages=[Message.user("hi")])
 HTML_502 = (
@@ -87,7 +88,7 @@ async def test_empty_bodies_raise_response_errors(adapter: tuple[FakeProvider, H
         "empty response body (503 SERVICE UNAVAILABLE)",
         True,
     )
-    with pytest.raises(ModelResponseError, match="stream ended before") as cut:
+    with pytest.raises(ModelConnectionError, match="stream ended before") as cut:
         await call(model, stream=True)
     assert cut.value.retryable
 
@@ -201,13 +202,14 @@ def cut_adapter(request: pytest.FixtureRequest) -> tuple[FakeProvider, HTTPModel
     return fake, model, terminal
 
 
-async def test_stream_cut_mid_answer_is_a_retryable_response_error(
+async def test_stream_cut_mid_answer_is_a_connection_error_a_fallback_moves_on_from(
     cut_adapter: tuple[FakeProvider, HTTPModel, str],
 ) -> None:
     _, model, terminal = cut_adapter
-    with pytest.raises(ModelResponseError) as caught:
+    with pytest.raises(ModelConnectionError) as caught:
         await call(model, stream=True)
     assert caught.value.retryable
+    assert provider_unavailable(caught.value)
     assert caught.value.message.startswith(f"stream ended before {terminal}")
 
 
@@ -216,7 +218,7 @@ async def test_openai_stream_cut_mid_tool_call_names_the_call(
 ) -> None:
     cut = "".join(_sse_events("openai-chat-05-stream-tool-call")[:3])
     openai_fake.answer(Answer(200, cut.encode(), "text/event-stream"))
-    with pytest.raises(ModelResponseError) as caught:
+    with pytest.raises(ModelConnectionError) as caught:
         await call(openai_model, stream=True)
     assert (
         str(caught.value)
@@ -230,7 +232,7 @@ async def test_gemini_stream_without_finish_reason_is_truncated(
     sse = recording("gemini-05-stream-function-call-thought-signature")["response"]["sse"]
     first = sse.split("\r\n\r\n")[0] + "\r\n\r\n"
     gemini_fake.answer(Answer(200, first.encode(), "text/event-stream"))
-    with pytest.raises(ModelResponseError) as caught:
+    with pytest.raises(ModelConnectionError) as caught:
         await call(gemini_model, stream=True)
     assert str(caught.value) == (
         "gemini: stream ended before a chunk with finishReason (after tool call 'get_country')"
@@ -249,7 +251,7 @@ def dropping(request: pytest.FixtureRequest) -> tuple[HTTPModel, str, str]:
     return (model, *DROPS[request.param])
 
 
-async def test_connection_dropped_mid_stream_is_a_retryable_response_error(
+async def test_connection_dropped_mid_stream_is_a_connection_error_a_fallback_moves_on_from(
     httpserver: HTTPServer, dropping: tuple[HTTPModel, str, str]
 ) -> None:
     model, path, name = dropping
@@ -263,9 +265,10 @@ async def test_connection_dropped_mid_stream_is_a_retryable_response_error(
         return Response(body(), content_type="text/event-stream")
 
     httpserver.expect_request(path).respond_with_handler(handler)
-    with pytest.raises(ModelResponseError) as caught:
+    with pytest.raises(ModelConnectionError) as caught:
         await call(model, stream=True)
     assert caught.value.retryable
+    assert provider_unavailable(caught.value)
     assert caught.value.message.startswith("stream")
 
 
