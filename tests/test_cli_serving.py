@@ -11,10 +11,12 @@ import uuid
 from pathlib import Path
 
 from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 from test_cli import GOLEM, address, golem, golem_worker, ids, one_line, queue
 from waiting import eventually
 
+from golem.testing import temporal_cli
 from golem.worker import GolemPlugin
 
 __all__ = ["address"]  # the fixture, shared with tests/test_cli.py
@@ -294,10 +296,17 @@ async def test_a_client_without_the_key_says_so_once_naming_the_key_to_set(addre
 # -- item 11: setup and --version --------------------------------------------------------------
 
 
-async def test_setup_says_registered_only_for_what_it_added(address: str) -> None:
-    again = await golem("setup")
-    assert again.code == 0, again.err
-    assert again.out == ("already present: GolemConversationId, GolemAgent, GolemParentRunId\n")
+async def test_setup_says_registered_only_for_what_it_added() -> None:
+    bare = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_cli())
+    try:
+        target = bare.client.service_client.config.target_host
+        first = await golem("setup", "--address", target)
+        again = await golem("setup", "--address", target)
+    finally:
+        await bare.shutdown()
+    names = "GolemConversationId, GolemAgent, GolemParentRunId"
+    assert (first.code, first.out) == (0, f"registered: {names}\n"), first.err
+    assert (again.code, again.out) == (0, f"already present: {names}\n"), again.err
 
 
 def test_version_imports_neither_temporalio_nor_the_agent_core() -> None:
