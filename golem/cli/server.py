@@ -25,14 +25,12 @@ from temporalio.api.operatorservice.v1 import (
     AddSearchAttributesRequest,
     ListSearchAttributesRequest,
 )
-from temporalio.client import Client
 from temporalio.worker import Worker
 
 from golem import codec_server
 from golem.cli.connect import DEV_UI_FILE, CliError, connect_args, load_agent, payload_settings
 from golem.cli.queues import describe_queue, worker_identity
 from golem.client import SEARCH_ATTRIBUTES
-from golem.client.deployments import WorkerDeployment
 from golem.testing import DEV_SERVER_ARGS, temporal_cli
 from golem.worker import Deployment, GolemPlugin
 from golem.worker.deployment import deployment_version
@@ -126,7 +124,8 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         plugin = GolemPlugin(*agents, deployment=deployment)
         served = [a.name for a in plugin.agents]  # and the agents they delegate to
         label = f"{args.deployment}.{args.build_id}" if deployment else ""
-        conflict = (await describe_queue(client, args.task_queue)).conflict(served, label)
+        queue = await describe_queue(client, args.task_queue)
+        conflict = queue.conflict(served, label)
         if conflict is not None:
             raise CliError(conflict)
         settings = "".join(f"; {line}" for line in payload_settings(client))
@@ -142,8 +141,8 @@ async def cmd_worker(args: argparse.Namespace) -> int:
                 f"{settings}; Ctrl-C stops",
                 flush=True,
             )
-            if deployment is not None:
-                await say_if_not_current(client, args)
+            if deployment is not None and queue.current != label:
+                say_not_current(args, queue.current)
             await stop.wait()
             print("golem worker: stopping", flush=True)
     finally:
@@ -152,12 +151,10 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
-async def say_if_not_current(client: Client, args: argparse.Namespace) -> None:
-    """A worker of a version that is not current takes no new runs: say so, and how."""
-    current = await WorkerDeployment(client, args.deployment).current_build_id()
-    if current == args.build_id:
-        return
-    now = f"current is {args.deployment}.{current}" if current else "none is current"
+def say_not_current(args: argparse.Namespace, current: str) -> None:
+    """A worker of a version that is not current (``current`` is, or none when ``""``)
+    takes no new runs: say so, and how."""
+    now = f"current is {current}" if current else "none is current"
     print(
         f"golem worker: {args.deployment}.{args.build_id} is not current ({now}): runs on "
         f"{args.task_queue!r} go to the current version; make this one current with "

@@ -150,17 +150,6 @@ class WorkerDeployment:
         )
         return await self.move_conversations() if wake else []
 
-    async def current_build_id(self) -> str:
-        """The build id of the current version, ``""`` when none is (or the deployment is
-        not known yet: its workers have not polled)."""
-        try:
-            routing = (await self._describe()).worker_deployment_info.routing_config
-        except RPCError as exc:
-            if exc.status != RPCStatusCode.NOT_FOUND:
-                raise
-            return ""
-        return str(routing.current_deployment_version.build_id)
-
     async def status(self) -> list[VersionStatus]:
         """Every version of the deployment, newest first, with the workflows open on it."""
         info = (await self._describe()).worker_deployment_info
