@@ -184,7 +184,8 @@ async def _versions(
             attrs = event.workflow_task_completed_event_attributes
             versions.add(attrs.deployment_version.build_id or "unversioned")
         elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-            identities.add(event.activity_task_started_event_attributes.identity)
+            # `golem worker` polls as `pid@host golem[agents]`: the process is the first word.
+            identities.add(event.activity_task_started_event_attributes.identity.split(" ")[0])
         elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
             failed += 1
     return versions, identities, failed

@@ -3,37 +3,12 @@
 Public API: re-exports only. See README.md and docs/adr/.
 """
 
-from golem.agent import Agent, RunStream
-from golem.delegation import handoff_target
-from golem.events import RunEvent
-from golem.history import (
-    INTERRUPTED_RESULT,
-    OUTCOME_UNKNOWN_RESULT,
-    HistoryProcessorError,
-    HistoryRepair,
-    SanitizeReport,
-    UnsafePart,
-    budget_history,
-    normalize_history,
-    sanitize_history,
-    trim_history,
-)
-from golem.ids import new_id
-from golem.messages import (
-    HistoryError,
-    Message,
-    Part,
-    ThinkingBlock,
-    ToolCall,
-    Usage,
-    dump_messages,
-    load_messages,
-    validate_history,
-)
-from golem.results import PartialResult, Result, RunError
-from golem.retry import Retry
-from golem.tools import Canceled, ModelRetry, RunContext, Tool, ToolFailed
-from golem.usage import UsageLimits
+# ruff: noqa: F405 (the names come from golem._exports, loaded on first use)
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from golem._exports import *  # noqa: F403
 
 __all__ = [
     "INTERRUPTED_RESULT",
@@ -71,3 +46,15 @@ __all__ = [
     "trim_history",
     "validate_history",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The public names load on first use, so ``import golem.cli`` (``golem --version``)
+    stays instant."""
+    if name not in __all__:
+        raise AttributeError(f"module 'golem' has no attribute {name!r}")
+    from golem import _exports
+
+    value = getattr(_exports, name)
+    globals()[name] = value
+    return value

@@ -239,6 +239,32 @@ class Agent(Generic[DepsT, OutputT]):
         inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, approvals)
         return await self._run_local(inputs)
 
+    def run_sync(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Sequence[HistoryItem] | None = None,
+        parts: Sequence[Part] = (),
+        deps: DepsT | None = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+        approvals: dict[str, bool] | None = None,
+    ) -> Result[OutputT]:
+        """``run`` for code without an event loop (a script, a REPL): the same ``Result``
+        and ``RunError``, on an event loop of its own. Inside a running loop it raises
+        ``RuntimeError`` (it would block that loop): ``await agent.run(...)`` there."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise RuntimeError(
+                f"Agent.run_sync({self.name!r}) was called inside a running event loop, which "
+                "it would block: use `await agent.run(...)` there"
+            )
+        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, approvals)
+        return asyncio.run(self._run_local(inputs))
+
     def run_stream(
         self,
         prompt: str | None = None,

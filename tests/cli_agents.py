@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
 from golem import Message, ToolCall
 from golem.agent import Agent
 from golem.models import FunctionModel, ModelHTTPError
@@ -81,3 +83,17 @@ bank = Agent(FunctionModel(_bank, model_name="bank-model"), name="bank")
 def transfer(amount: int) -> str:
     """Move money."""
     return f"moved {amount}"
+
+
+class Plan(BaseModel):
+    """planner's structured answer."""
+
+    city: str
+    days: int
+
+
+def _plan(messages: list[Message], tools: Any) -> Message:
+    return Message.assistant('{"city": "Lisbon", "days": 3}')
+
+
+planner = Agent(FunctionModel(_plan, model_name="plan-model"), name="planner", output_type=Plan)

@@ -66,12 +66,12 @@ async def test_run_without_a_terminal_says_what_waits_and_golem_approve_finishes
     tq = queue()
     async with golem_worker(tq, "bank"):
         waiting = await golem("run", "--agent", "bank", "--task-queue", tq, "pay")
-        run_id = ids(waiting.err)["run id"]
+        run_id = ids(waiting.out)["run id"]
         shown = await golem("show", run_id)
         wrong = await golem("approve", run_id, "t-9")
         done = await golem("approve", run_id)
         again = await golem("approve", run_id)
-    assert waiting.code == 3 and waiting.out == "", waiting
+    assert waiting.code == 3 and list(ids(waiting.out)) == ["run id", "conversation id", "UI"]
     assert waiting.err.splitlines()[:2] == [
         f"waiting for approval of {TRANSFER} #t-1",
         f"approve with:    golem approve {run_id} t-1  (or --deny)",
@@ -103,7 +103,7 @@ async def test_a_conversations_waiting_turn_is_shown_and_answered_by_the_convers
         chat = await golem("chat", "--agent", "bank", "--task-queue", tq, stdin="pay\ny\n")
         conversation = chat.out.splitlines()[-1].split()[-1]
         waiting = await golem("run", "--agent", "bank", "--conversation-id", conversation, "more")
-        turn = ids(waiting.err)["run id"]
+        turn = ids(waiting.out)["run id"]
         shown = await golem("show", conversation)
         resumed = await golem("resume", conversation)
         denied = await golem("approve", conversation, "--deny")

@@ -1,5 +1,5 @@
 """``python -m golem.cli``: the ``golem`` command."""
 
-from golem.cli.app import main
+from golem.cli.entry import main
 
 main()

@@ -30,7 +30,6 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NoReturn
 
 from temporalio.service import RPCError, RPCStatusCode
@@ -38,7 +37,15 @@ from temporalio.service import RPCError, RPCStatusCode
 from golem import codec_server
 from golem.cli import deploy, serve, storage
 from golem.cli.approvals import WAITS_FOR_APPROVAL, cmd_approve
-from golem.cli.connect import DEFAULT_ADDRESS, DEFAULT_TASK_QUEUE, WORKER_HINT, CliError
+from golem.cli.connect import (
+    DEFAULT_ADDRESS,
+    DEFAULT_TASK_QUEUE,
+    UNSERVED,
+    WORKER_HINT,
+    WORKER_TIMEOUT,
+    CliError,
+)
+from golem.cli.entry import package_version
 from golem.cli.runs import cmd_chat, cmd_resume, cmd_run
 from golem.cli.server import cmd_codec_server, cmd_dev, cmd_setup, cmd_worker
 from golem.cli.show import cmd_conversation, cmd_show
@@ -51,6 +58,13 @@ from golem.worker.logs import configure_logging
 __all__ = ["COMMANDS", "describe_error", "main", "parser", "run_command"]
 
 QUEUE_HELP = "the task queue golem workers poll"
+WORKER_TIMEOUT_FLAG: dict[str, Any] = {
+    "type": float,
+    "default": WORKER_TIMEOUT,
+    "metavar": "SECONDS",
+    "help": f"stop waiting (exit {UNSERVED}, the run stays queued) when no worker polls for "
+    "this long (0: wait on)",
+}
 
 
 def describe_error(exc: BaseException) -> str:
@@ -89,13 +103,6 @@ class _Help(argparse.HelpFormatter):
         ):
             text += " (default: %(default)s)"
         return text
-
-
-def package_version() -> str:
-    try:
-        return version("golem-temporal")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -158,7 +165,9 @@ def parser() -> argparse.ArgumentParser:
         links,
         epilog="A run that waits for approvals asks at a terminal; otherwise it names the "
         f"calls and exits {WAITS_FOR_APPROVAL}: answer with `golem approve RUN_ID`. Exit codes: "
-        f"0 answered, 1 failed, {WAITS_FOR_APPROVAL} waits for approval.",
+        f"0 answered, 1 failed, {WAITS_FOR_APPROVAL} waits for approval, {UNSERVED} no worker "
+        "takes it (the run stays queued). The run id and the answer go to stdout, everything "
+        "else to stderr.",
     )
     run.add_argument("--agent", required=True, help=agent_help)
     run.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE, help=QUEUE_HELP)
@@ -167,12 +176,14 @@ def parser() -> argparse.ArgumentParser:
         "--conversation-id", help="continue this conversation from its newest run (or start it)"
     )
     run.add_argument("--json", action="store_true", help="print the result as JSON")
+    run.add_argument("--worker-timeout", **WORKER_TIMEOUT_FLAG)
     run.add_argument("prompt")
     resume = command("resume", "continue a failed run in its conversation", server, links)
     resume.add_argument("run_id", help="the failed run's id (or the UI's Run ID)")
     resume.add_argument("prompt", nargs="?", default="continue", help="the next user message")
     resume.add_argument("--task-queue", help="default: the failed run's task queue")
     resume.add_argument("--json", action="store_true", help="print the result as JSON")
+    resume.add_argument("--worker-timeout", **WORKER_TIMEOUT_FLAG)
     chat = command("chat", "talk with an agent; each turn is a durable run", server)
     chat.add_argument("--agent", required=True, help=agent_help)
     chat.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE, help=QUEUE_HELP)
@@ -238,6 +249,10 @@ def run_command(argv: Sequence[str] | None = None) -> int:
     """Run one command; return its exit code. Problems are one line on stderr."""
     args = parser().parse_args(argv)
     configure_logging(debug=args.debug)
+    if args.command != "worker":  # the command says what it cannot decrypt, once
+        logging.getLogger("golem.worker").addFilter(
+            lambda record: not record.getMessage().startswith("cannot decrypt")
+        )
     try:
         if args.command == "dev":
             return cmd_dev(args)

@@ -54,15 +54,13 @@ def read_line(prompt: str, out: TextIO | None = None) -> str:
 async def ask_approvals(
     calls: Sequence[ToolCall], interactive: bool, out: TextIO | None = None
 ) -> dict[str, bool]:
-    """The person's decision on each call, asked in turn (end of input denies)."""
+    """The person's decision on each call, asked in turn. End of input is nobody's decision:
+    ``EOFError``, and the calls keep waiting."""
     stream = out or sys.stdout
     decisions = {}
     for call in calls:
         question = f"approve {call.name}({call.args})? [y/N] "
-        try:
-            answer = await asyncio.to_thread(read_line, question if interactive else "", stream)
-        except EOFError:
-            answer = ""
+        answer = await asyncio.to_thread(read_line, question if interactive else "", stream)
         if not interactive:
             print(f"{question}{answer}", file=stream)  # piped input: show the decision
         decisions[call.id] = answer.strip().lower() in ("y", "yes")
@@ -89,9 +87,9 @@ def print_waiting(
     for call in calls:
         print(f"waiting for approval of {describe_call(call)}", file=sys.stderr)
     print(f"approve with:    golem approve {run_id} {ids}  (or --deny)", file=sys.stderr)
-    print(f"run id:          {run_id}", file=sys.stderr)
-    print(f"conversation id: {conversation_id}", file=sys.stderr)
-    print(f"UI:              {client_link(client, run_id)}", file=sys.stderr)
+    print(f"run id:          {run_id}")  # ids on stdout, as in every state
+    print(f"conversation id: {conversation_id}")
+    print(f"UI:              {client_link(client, run_id)}")
     return WAITS_FOR_APPROVAL
 
 

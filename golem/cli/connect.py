@@ -26,7 +26,7 @@ from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError
 
 from golem.agent import Agent
-from golem.client.lookups import has_worker
+from golem.cli.queues import describe_queue
 from golem.codec_server import DEV_UI_FILE, UI_URL_VARIABLES
 from golem.worker import golem_converter
 
@@ -35,13 +35,18 @@ __all__ = [
     "DEFAULT_TASK_QUEUE",
     "DEV_UI_FILE",
     "UI_URL_VARIABLES",
+    "UNSERVED",
     "WORKER_HINT",
+    "WORKER_TIMEOUT",
     "CliError",
+    "Unserved",
     "agent_name",
     "client_link",
     "connect",
     "connect_args",
     "load_agent",
+    "payload_settings",
+    "stored_problem",
     "ui_base",
     "ui_link",
     "watching",
@@ -168,34 +173,123 @@ def agent_name(spec: str) -> str:
     return load_agent(spec).name if ":" in spec else spec
 
 
-# -- the no-worker watch ---------------------------------------------------------------------
+# -- the watch over a started run -----------------------------------------------------------
 
 
-async def warn_without_worker(
-    client: Client, task_queue: str, run_id: str, after: float = NO_WORKER_AFTER
-) -> None:
-    """Say so, once, when no worker polls ``task_queue``; the run keeps waiting for one."""
+class Unserved(CliError):
+    """No worker takes the run, and golem stopped waiting: the run stays queued
+    (``golem run`` and ``resume`` exit ``UNSERVED``)."""
+
+
+#: Exit code of ``run``/``resume`` when no worker takes the run.
+UNSERVED = 4
+#: How long ``run`` and ``resume`` wait for a worker by default (``--worker-timeout``).
+WORKER_TIMEOUT = 60.0
+
+
+async def started(client: Client, run_id: str) -> bool:
+    """Whether a worker took ``run_id``'s first workflow task (it is running for real)."""
+    try:
+        info = (await client.get_workflow_handle(run_id).describe()).raw_description
+    except RPCError:
+        return False  # a conversation's turn that is not started yet
+    return info.workflow_execution_info.history_length > 2
+
+
+async def unserved(
+    client: Client, task_queue: str, run_id: str, patience: float | None
+) -> str | None:
+    """Why nobody will take ``run_id``: a queue served only by versions that are not
+    current (said at once), or no worker for ``patience`` seconds (said after a warning at
+    ``NO_WORKER_AFTER``); ``None`` once a worker took it."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + after
-    while not await has_worker(client, task_queue):
-        if loop.time() >= deadline:
+    since = loop.time()
+    warned, not_current = False, 0
+    while not await started(client, run_id):
+        queue = await describe_queue(client, task_queue)
+        problem = queue.not_current()
+        not_current = not_current + 1 if problem else 0
+        if problem and not_current >= 2:  # twice in a row: not a routing change in flight
+            return f"{problem}; run {run_id} waits until then"
+        if queue.pollers:
+            since = loop.time()
+        elif not warned and loop.time() - since >= NO_WORKER_AFTER:
+            warned = True
+            bound = f" (for {patience:g} s: --worker-timeout)" if patience else ""
             print(
                 f"golem: no worker polls task queue {task_queue!r} on "
                 f"{client.service_client.config.target_host} (namespace {client.namespace}); "
-                f"run {run_id} waits for one: start `{WORKER_HINT} --task-queue {task_queue}`",
+                f"run {run_id} waits for one{bound}: start "
+                f"`{WORKER_HINT} --task-queue {task_queue}`",
                 file=sys.stderr,
                 flush=True,
             )
-            return
+        elif patience and loop.time() - since >= patience:
+            return (
+                f"no worker took run {run_id} within {patience:g} s: it stays queued on task "
+                f"queue {task_queue!r} and starts when a worker polls it "
+                f"({WORKER_HINT} --task-queue {task_queue}); `golem show {run_id}`"
+            )
         await asyncio.sleep(0.5)
+    return None
 
 
 @contextlib.asynccontextmanager
-async def watching(client: Client, task_queue: str, run_id: str) -> AsyncIterator[None]:
-    watch = asyncio.create_task(warn_without_worker(client, task_queue, run_id))
+async def watching(
+    client: Client, task_queue: str, run_id: str, patience: float | None = None
+) -> AsyncIterator[None]:
+    """While the body waits for ``run_id``: say when no worker polls ``task_queue``, and
+    stop the body with ``Unserved`` when none will take the run (none polls for
+    ``patience`` seconds, ``None``: wait on; or only versions that are not current do)."""
+    waiter = asyncio.current_task()
+    assert waiter is not None
+    verdict: list[str] = []
+
+    async def watch() -> None:
+        problem = await unserved(client, task_queue, run_id, patience)
+        if problem is not None:
+            verdict.append(problem)
+            waiter.cancel()
+
+    task = asyncio.create_task(watch())
     try:
         yield
+    except asyncio.CancelledError:
+        if verdict and waiter.uncancel() == 0:  # we stopped it, not Ctrl-C
+            raise Unserved(verdict[0]) from None
+        raise
     finally:
-        watch.cancel()
+        task.cancel()
         with contextlib.suppress(asyncio.CancelledError, RPCError):
-            await watch
+            await task
+
+
+def payload_settings(client: Client) -> list[str]:
+    """What this client does to payloads, as ``worker`` and ``run`` say at start: encryption
+    (and its key id), external storage (and where)."""
+    converter = client.data_converter
+    said = []
+    codec = converter.payload_codec
+    if codec is not None:
+        key = getattr(codec, "key_id", "")
+        said.append(f"payloads encrypted with key {key} (GOLEM_ENCRYPTION_KEY)")
+    storage = converter.external_storage
+    if storage is not None:
+        where = ", ".join(str(getattr(d, "root", d)) for d in storage.drivers)
+        said.append(
+            f"payloads over {storage.payload_size_threshold} bytes stored in {where} "
+            "(GOLEM_STORAGE_DIR)"
+        )
+    return said
+
+
+def stored_problem(exc: BaseException, run_id: str) -> str | None:
+    """What a payload kept in external storage that this command cannot read means (the
+    SDK's TMPRL1105), in one line; ``None`` for any other error."""
+    if not isinstance(exc, RuntimeError) or "[TMPRL1105]" not in str(exc):
+        return None
+    return (
+        f"run {run_id} keeps payloads in external storage, which this command does not read: "
+        "set GOLEM_STORAGE_DIR to the workers' storage directory (GolemPlugin("
+        "external_storage=...) in code)"
+    )

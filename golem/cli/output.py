@@ -10,13 +10,22 @@ import json
 import sys
 from typing import Any
 
+from pydantic_core import to_json, to_jsonable_python
 from temporalio.client import Client
 
 from golem.cli.connect import client_link, ui_link
 from golem.messages import Message, ToolCall
 from golem.results import Result, RunError
 
-__all__ = ["describe_call", "echo", "format_message", "print_failure", "print_result"]
+__all__ = [
+    "describe_call",
+    "echo",
+    "format_message",
+    "print_failure",
+    "print_result",
+    "print_run_id",
+    "readable_output",
+]
 
 
 def describe_call(call: ToolCall) -> str:
@@ -42,6 +51,11 @@ def format_message(index: int, message: Message) -> str:
     return line
 
 
+def readable_output(output: Any) -> str:
+    """A run's answer as printed: text as it is, a structured output as JSON."""
+    return output if isinstance(output, str) else to_json(output, fallback=str).decode()
+
+
 def print_result(
     client: Client, result: Result[Any], as_json: bool, *, streamed: bool = False
 ) -> None:
@@ -49,29 +63,31 @@ def print_result(
         print(
             json.dumps(
                 {
-                    "output": result.output,
+                    "output": to_jsonable_python(result.output, fallback=str),
                     "runId": result.run_id,
                     "conversationId": result.conversation_id,
                     "ui": ui_link(
                         result.run_id, client.namespace, client.service_client.config.target_host
                     ),
-                },
-                default=str,
+                }
             )
         )
         return
     if not streamed:  # streamed: the answer is out already, its line ended
-        print(result.output)
+        print(readable_output(result.output))
     print()
     print(f"run id:          {result.run_id}")
     print(f"conversation id: {result.conversation_id}")
     print(f"UI:              {client_link(client, result.run_id)}")
 
 
-def print_failure(client: Client, exc: RunError, run_id: str, conversation: str = "") -> int:
-    """``conversation``: the run was a turn of that conversation workflow."""
+def print_failure(
+    client: Client, exc: RunError, run_id: str, conversation: str = "", as_json: bool = False
+) -> int:
+    """The failure and what to do on stderr, the run id on stdout (``as_json``: one JSON
+    object); ``conversation``: the run was a turn of that conversation workflow."""
     print(f"run failed at stage {exc.stage}: {exc.detail}", file=sys.stderr)
-    print(f"run id:          {run_id}", file=sys.stderr)
+    print_run_id(run_id, as_json, conversation, error=f"{exc.stage}: {exc.detail}")
     if conversation:  # the conversation kept the evidence: its next turn resumes it
         print(
             f"resume with:     golem run --conversation-id {conversation} PROMPT", file=sys.stderr
@@ -81,6 +97,16 @@ def print_failure(client: Client, exc: RunError, run_id: str, conversation: str 
     print(f"inspect with:    golem show {run_id}", file=sys.stderr)
     print(f"UI:              {client_link(client, run_id)}", file=sys.stderr)
     return 1
+
+
+def print_run_id(
+    run_id: str, as_json: bool = False, conversation: str = "", *, error: str = ""
+) -> None:
+    """The id of a run that gave no result (failed, or not taken), on stdout."""
+    if as_json:
+        print(json.dumps({"runId": run_id, "conversationId": conversation, "error": error}))
+    else:
+        print(f"run id:          {run_id}")
 
 
 def echo(text: str) -> None:

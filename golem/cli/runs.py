@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import sys
 from collections.abc import Awaitable
 from datetime import timedelta
@@ -20,15 +21,33 @@ from typing import Any
 from temporalio.client import Client
 
 from golem.cli.approvals import ask_approvals, print_waiting, read_line
-from golem.cli.connect import CliError, agent_name, connect_args, watching
-from golem.cli.output import echo, print_failure, print_result
+from golem.cli.connect import (
+    UNSERVED,
+    CliError,
+    Unserved,
+    agent_name,
+    connect_args,
+    payload_settings,
+    stored_problem,
+    watching,
+)
+from golem.cli.output import echo, print_failure, print_result, print_run_id, readable_output
+from golem.cli.queues import describe_queue
 from golem.cli.show import resolve_run_id
-from golem.client import DurableAgent, DurableConversation, DurableRun, fetch_run
-from golem.client.lookups import is_conversation, newest_run, run_info
+from golem.client import (
+    DurableAgent,
+    DurableConversation,
+    DurableRun,
+    UnknownAgentError,
+    conversation_runs,
+    fetch_run,
+)
+from golem.client.lookups import RunInfo, is_conversation, newest_run, run_info
 from golem.ids import new_id
 from golem.messages import HistoryError, Message, load_messages
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream, write_text
+from golem.worker.converter import codec_problem
 from golem.workflows.conversation import ConversationWorkflow
 
 __all__ = ["cmd_chat", "cmd_resume", "cmd_run"]
@@ -94,9 +113,11 @@ def live_output(args: argparse.Namespace) -> bool:
 async def cmd_run(args: argparse.Namespace) -> int:
     name = agent_name(args.agent)
     client = await connect_args(args)
+    say_payload_settings(client, "run")
     durable: DurableAgent[Any] = DurableAgent(client, name, task_queue=args.task_queue)
     if args.conversation_id and await is_conversation(client, args.conversation_id):
         return await run_turn(client, await durable.conversation(args.conversation_id), args)
+    await check_agent(client, args.task_queue, name)
     history = await starting_history(client, args)
     live = live_output(args)
     started = await durable.start(
@@ -104,24 +125,90 @@ async def cmd_run(args: argparse.Namespace) -> int:
     )
     follow = Follow(started, live)
     try:
-        async with watching(client, args.task_queue, started.run_id):
+        async with watching(client, args.task_queue, started.run_id, args.worker_timeout):
             result = await follow.until(started.result())
             while result.pending_approvals and sys.stdin.isatty():  # a person can answer
-                decisions = await ask_approvals(result.pending_approvals, True, sys.stderr)
+                decisions = await decide(result)
+                if decisions is None:
+                    break
                 result = await follow.until(started.approve(decisions))
     except RunError as exc:
-        return print_failure(client, exc, started.run_id)
+        return print_failure(client, exc, started.run_id, as_json=args.json)
+    except Unserved as exc:
+        return print_unserved(exc, started.run_id, "run", args.json)
     except asyncio.CancelledError:  # Ctrl-C: stop waiting, not the run
-        print(
-            f"golem run: stopped waiting; run {started.run_id} goes on "
-            f"(`golem show {started.run_id}`)",
-            file=sys.stderr,
-        )
+        stopped_waiting("run", started.run_id)
         raise
+    except Exception as exc:
+        raise after_start(exc, started.run_id, args.json) from exc
     if result.pending_approvals:
         return print_waiting(client, result, started.run_id, started.conversation_id, args.json)
     print_result(client, result, args.json, streamed=follow.streamed)
     return 0
+
+
+async def decide(result: Result[Any], interactive: bool = True) -> dict[str, bool] | None:
+    """The person's decisions on what ``result`` waits for; ``None`` at end of input: nobody
+    decided, and the calls keep waiting."""
+    try:
+        return await ask_approvals(
+            result.pending_approvals, interactive, sys.stderr if interactive else None
+        )
+    except EOFError:
+        return None
+
+
+def say_payload_settings(client: Client, command: str) -> None:
+    """Say on stderr when this command encrypts or stores payloads."""
+    for line in payload_settings(client):
+        print(f"golem {command}: {line}", file=sys.stderr)
+
+
+async def check_agent(client: Client, task_queue: str, agent: str) -> None:
+    """Refuse an agent no worker of ``task_queue`` serves, when its workers say what they
+    serve (``golem worker`` does): before a run exists that could only fail."""
+    problem = (await describe_queue(client, task_queue)).lacks_agent(agent)
+    if problem is not None:
+        raise CliError(problem)
+
+
+def after_start(exc: Exception, run_id: str, as_json: bool = False) -> Exception:
+    """A problem met after ``run_id`` started: its id on stdout, and the problem named with
+    the run (the error to raise)."""
+    print_run_id(run_id, as_json)
+    problem = stored_problem(exc, run_id)
+    if problem is None and (codec := codec_problem(exc)) is not None:
+        problem = undecryptable(codec, run_id)
+    if problem is None and isinstance(exc, UnknownAgentError):
+        problem = f"run {run_id} failed: {exc}; fix --agent, or start a worker that serves it"
+    return CliError(problem) if problem is not None else exc
+
+
+def undecryptable(problem: str, run_id: str) -> str:
+    """A decryption failure as this command's own: it is the one without the key."""
+    if "no key is set here" not in problem:
+        return f"run {run_id}: {problem}"
+    key = re.search(r"key id ('[^']*')", problem)
+    return (
+        f"cannot decrypt run {run_id}'s payloads: they are sealed with encryption key id "
+        f"{key.group(1) if key else '(unknown)'} and this command has no key: set "
+        "GOLEM_ENCRYPTION_KEY to the workers' key(s)"
+    )
+
+
+def stopped_waiting(command: str, run_id: str) -> None:
+    """Ctrl-C stops the command's wait, not the run: say so."""
+    print(
+        f"golem {command}: stopped waiting; run {run_id} goes on (`golem show {run_id}`)",
+        file=sys.stderr,
+    )
+
+
+def print_unserved(exc: Unserved, run_id: str, command: str, as_json: bool) -> int:
+    """No worker takes ``run_id``: its id on stdout, why on stderr; ``UNSERVED``."""
+    print_run_id(run_id, as_json, error=str(exc))
+    print(f"golem {command}: {exc}", file=sys.stderr)
+    return UNSERVED
 
 
 class Follow:
@@ -158,13 +245,17 @@ class Follow:
 
 
 async def run_turn(
-    client: Client, conversation: DurableConversation[Any], args: argparse.Namespace
+    client: Client,
+    conversation: DurableConversation[Any],
+    args: argparse.Namespace,
+    run_id: str | None = None,
 ) -> int:
-    """``golem run`` into a conversation workflow: the prompt is its next turn."""
-    run_id = new_id()
+    """``golem run`` into a conversation workflow: the prompt is its next turn (``golem
+    resume`` of its failed last turn too)."""
+    run_id = run_id or new_id()
     streamed = False
     try:
-        async with watching(client, await queue_of(conversation), run_id):
+        async with watching(client, await queue_of(conversation), run_id, args.worker_timeout):
             if not live_output(args):
                 result = await conversation.send(args.prompt, run_id=run_id)
             else:
@@ -172,10 +263,16 @@ async def run_turn(
                 streamed = await write_text(stream, echo)
                 result = stream.result
             while result.pending_approvals and sys.stdin.isatty():
-                decisions = await ask_approvals(result.pending_approvals, True, sys.stderr)
+                decisions = await decide(result)
+                if decisions is None:
+                    break
                 result, streamed = await conversation.approve(decisions), False
     except RunError as exc:
-        return print_failure(client, exc, run_id, conversation.id)
+        return print_failure(client, exc, run_id, conversation.id, args.json)
+    except Unserved as exc:
+        return print_unserved(exc, run_id, args.command, args.json)
+    except Exception as exc:
+        raise after_start(exc, run_id, args.json) from exc
     if result.pending_approvals:
         return print_waiting(client, result, run_id, conversation.id, args.json)
     print_result(client, result, args.json, streamed=streamed)
@@ -201,6 +298,8 @@ async def cmd_resume(args: argparse.Namespace) -> int:
         )
     task_queue = args.task_queue or info.task_queue
     durable: DurableAgent[Any] = DurableAgent(client, info.agent, task_queue=task_queue)
+    if info.parent_workflow_id and await is_conversation(client, info.parent_workflow_id):
+        return await resume_turn(client, durable, info, args)
     record = await fetch_run(client, run_id)
     if not isinstance(record.error, RunError):
         raise CliError(
@@ -212,13 +311,47 @@ async def cmd_resume(args: argparse.Namespace) -> int:
         raise CliError(f"run {run_id} failed before it did anything: start anew with `golem run`")
     resumed = new_id()
     try:
-        async with watching(client, task_queue, resumed):
+        async with watching(client, task_queue, resumed, args.worker_timeout):
             result = await durable.resume(record.error, args.prompt, run_id=resumed)
     except RunError as exc:
-        return print_failure(client, exc, resumed)
+        return print_failure(client, exc, resumed, as_json=args.json)
+    except Unserved as exc:
+        return print_unserved(exc, resumed, "resume", args.json)
+    except asyncio.CancelledError:
+        stopped_waiting("resume", resumed)
+        raise
+    except Exception as exc:
+        raise after_start(exc, resumed, args.json) from exc
     print(f"resumed {run_id} as run {result.run_id}", file=sys.stderr)
     print_result(client, result, args.json)
     return 0
+
+
+async def resume_turn(
+    client: Client, durable: DurableAgent[Any], info: RunInfo, args: argparse.Namespace
+) -> int:
+    """Resume a conversation's failed last turn: the conversation kept its evidence, so its
+    next turn goes on from it, and stays in the conversation's transcript and order."""
+    conversation_id = info.parent_workflow_id
+    turns = await conversation_runs(client, conversation_id)
+    if not turns or turns[-1] != info.run_id:
+        raise CliError(
+            f"run {info.run_id} was a turn of conversation {conversation_id}, which went on "
+            f"after it: continue the conversation with `golem run --agent {info.agent} "
+            f"--conversation-id {conversation_id} PROMPT`"
+        )
+    if info.status != "failed":
+        raise CliError(
+            f"run {info.run_id} is {info.status}, not failed: continue its conversation with "
+            f"`golem run --agent {info.agent} --conversation-id {conversation_id} PROMPT`"
+        )
+    resumed = new_id()
+    print(
+        f"golem resume: resuming {info.run_id} as run {resumed}, the next turn of "
+        f"conversation {conversation_id}",
+        file=sys.stderr,
+    )
+    return await run_turn(client, await durable.conversation(conversation_id), args, resumed)
 
 
 async def cmd_chat(args: argparse.Namespace) -> int:
@@ -227,6 +360,8 @@ async def cmd_chat(args: argparse.Namespace) -> int:
     durable: DurableAgent[Any] = DurableAgent(client, name, task_queue=args.task_queue)
     conversation: DurableConversation[Any] | None = None  # opened by the first turn
     interactive = sys.stdin.isatty()
+    if not (args.conversation_id and await is_conversation(client, args.conversation_id)):
+        await check_agent(client, args.task_queue, name)
     print(f"chatting with {name!r}; an empty line or end of input stops.", flush=True)
     while True:
         try:
@@ -249,12 +384,18 @@ async def cmd_chat(args: argparse.Namespace) -> int:
             async with watching(client, task_queue, run_id):
                 if not await write_text(stream, echo):  # it ends the line it wrote
                     paused = stream.result.paused
-                    print("(waits for your approval)" if paused else stream.result.output)
+                    print(
+                        "(waits for your approval)"
+                        if paused
+                        else readable_output(stream.result.output)
+                    )
                 result = stream.result
                 while result.pending_approvals:  # the run waits in its workflow for us
-                    decisions = await ask_approvals(result.pending_approvals, interactive)
+                    decisions = await decide(result, interactive)
+                    if decisions is None:  # end of input: nobody decided
+                        return print_waiting(client, result, run_id, conversation.id, False)
                     result = await conversation.approve(decisions)
-                    print(f"{name}> {result.output or ''}")
+                    print(f"{name}> {readable_output(result.output or '')}")
         except RunError as exc:
             print(f"run failed at stage {exc.stage}: {exc.detail}")
             # The conversation keeps the failed turn's evidence: the next turn resumes it.

@@ -21,11 +21,15 @@ import sys
 from pathlib import Path
 
 from temporalio.api.enums.v1 import IndexedValueType
-from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
 from temporalio.worker import Worker
 
 from golem import codec_server
-from golem.cli.connect import DEV_UI_FILE, CliError, connect_args, load_agent
+from golem.cli.connect import DEV_UI_FILE, CliError, connect_args, load_agent, payload_settings
+from golem.cli.queues import describe_queue, worker_identity
 from golem.client import SEARCH_ATTRIBUTES
 from golem.testing import DEV_SERVER_ARGS, temporal_cli
 from golem.worker import Deployment, GolemPlugin
@@ -118,19 +122,46 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     try:
         plugin = GolemPlugin(*agents, deployment=deployment)
-        async with Worker(client, task_queue=args.task_queue, plugins=[plugin]):
+        served = [a.name for a in plugin.agents]  # and the agents they delegate to
+        label = f"{args.deployment}.{args.build_id}" if deployment else ""
+        queue = await describe_queue(client, args.task_queue)
+        conflict = queue.conflict(served, label)
+        if conflict is not None:
+            raise CliError(conflict)
+        settings = "".join(f"; {line}" for line in payload_settings(client))
+        async with Worker(
+            client,
+            task_queue=args.task_queue,
+            plugins=[plugin],
+            identity=worker_identity(served),
+        ):
             print(
                 f"golem worker: serving {names} on task queue {args.task_queue!r}{version} "
-                f"({client.service_client.config.target_host}, namespace {client.namespace}); "
-                "Ctrl-C stops",
+                f"({client.service_client.config.target_host}, namespace {client.namespace})"
+                f"{settings}; Ctrl-C stops",
                 flush=True,
             )
+            if deployment is not None and queue.current != label:
+                say_not_current(args, queue.current)
             await stop.wait()
             print("golem worker: stopping", flush=True)
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     return 0
+
+
+def say_not_current(args: argparse.Namespace, current: str) -> None:
+    """A worker of a version that is not current (``current`` is, or none when ``""``)
+    takes no new runs: say so, and how."""
+    now = f"current is {current}" if current else "none is current"
+    print(
+        f"golem worker: {args.deployment}.{args.build_id} is not current ({now}): runs on "
+        f"{args.task_queue!r} go to the current version; make this one current with "
+        f"`golem deploy current --deployment {args.deployment} --build-id {args.build_id}`",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _deployment(args: argparse.Namespace) -> Deployment | None:
@@ -146,15 +177,23 @@ def _deployment(args: argparse.Namespace) -> Deployment | None:
 
 async def cmd_setup(args: argparse.Namespace) -> int:
     client = await connect_args(args)
-    await client.operator_service.add_search_attributes(
-        AddSearchAttributesRequest(
-            namespace=client.namespace,
-            search_attributes={
-                key.name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for key in SEARCH_ATTRIBUTES
-            },
-        )
+    present = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=client.namespace)
     )
-    print("registered:", ", ".join(key.name for key in SEARCH_ATTRIBUTES))
+    missing = [key.name for key in SEARCH_ATTRIBUTES if key.name not in present.custom_attributes]
+    if missing:
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(
+                namespace=client.namespace,
+                search_attributes=dict.fromkeys(
+                    missing, IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
+                ),
+            )
+        )
+        print("registered:", ", ".join(missing))
+    there = [key.name for key in SEARCH_ATTRIBUTES if key.name not in missing]
+    if there:
+        print("already present:", ", ".join(there))
     return 0
 
 

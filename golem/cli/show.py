@@ -18,8 +18,16 @@ from temporalio.api.enums.v1 import VersioningBehavior
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from golem.cli.connect import WORKER_HINT, CliError, client_link, connect_args
+from golem.cli.connect import (
+    WORKER_HINT,
+    CliError,
+    client_link,
+    connect_args,
+    started,
+    stored_problem,
+)
 from golem.cli.output import describe_call, format_message
+from golem.cli.queues import describe_queue
 from golem.client import conversation_runs, fetch_run
 from golem.client.conversations import conversation_status
 from golem.client.lookups import (
@@ -59,8 +67,16 @@ async def resolve_run_id(client: Client, given: str) -> str:
 
 async def cmd_show(args: argparse.Namespace) -> int:
     client = await connect_args(args)
+    if await find_run(client, args.run_id) is None and (
+        chained := await chained_runs(client, args.run_id)
+    ):
+        return await show_chained(client, args.run_id, chained, args.json)
     run_id = await resolve_run_id(client, args.run_id)
     info = await run_info(client, run_id)
+    if info.status == "running" and not await started(client, run_id):
+        problem = (await describe_queue(client, info.task_queue)).not_current()
+        if problem is not None:  # nothing will answer a query: say why at once
+            raise CliError(f"{run_id} is running and waits: {problem}")
     try:
         if info.workflow_type == ConversationWorkflow.__name__:
             return await show_conversation(client, info, args.json)
@@ -70,6 +86,11 @@ async def cmd_show(args: argparse.Namespace) -> int:
         if exc.status not in NO_WORKER:
             raise
         raise CliError(no_worker(info)) from exc
+    except RuntimeError as exc:
+        problem = stored_problem(exc, run_id)
+        if problem is None:
+            raise
+        raise CliError(problem) from None
     if args.json:
         # Exactly a history: `golem run --history FILE` continues from it.
         sys.stdout.write(dump_messages(record.messages).decode() + "\n")
@@ -133,6 +154,32 @@ async def show_conversation(client: Client, info: RunInfo, as_json: bool) -> int
     return 0
 
 
+async def show_chained(
+    client: Client, conversation_id: str, run_ids: list[str], as_json: bool
+) -> int:
+    """``golem show`` of a conversation of chained runs (``golem run --conversation-id``):
+    its newest run holds the whole conversation."""
+    try:
+        record = await fetch_run(client, run_ids[-1])
+    except RuntimeError as exc:
+        problem = stored_problem(exc, run_ids[-1])
+        if problem is None:
+            raise
+        raise CliError(problem) from None
+    if as_json:
+        sys.stdout.write(dump_messages(record.messages).decode() + "\n")
+        return 0
+    print(
+        f"conversation {conversation_id} ({len(run_ids)} chained run"
+        f"{'' if len(run_ids) == 1 else 's'}, newest {record.status})"
+    )
+    for index, message in enumerate(record.messages):
+        print(format_message(index, message))
+    print(f"its runs: golem conversation {conversation_id}")
+    print(f"UI: {client_link(client, run_ids[-1])}")
+    return 0
+
+
 async def status_of(client: Client, conversation: RunInfo) -> str:
     """A conversation workflow's status; a resting one says what reopens it."""
     status = await conversation_status(client, conversation.run_id, conversation.description.status)
@@ -164,7 +211,6 @@ async def cmd_conversation(args: argparse.Namespace) -> int:
         except ShippingError as exc:  # an earlier workflow run is gone (retention)
             print(f"golem: {exc}; listing the runs visibility still has instead", file=sys.stderr)
         else:
-            # Runs chained under this id before the workflow came first; then its turns.
             run_ids = [r for r in run_ids if r not in set(turns)] + turns
     if not run_ids:
         raise CliError(
@@ -172,6 +218,7 @@ async def cmd_conversation(args: argparse.Namespace) -> int:
             f"{client.namespace!r}: check the id (`golem run` and `golem chat` print it)"
         )
     listed = [await describe_run(client, run_id) for run_id in run_ids]
+    listed.sort(key=lambda entry: entry["startTime"])  # time order, whichever way they began
     if args.json:
         print(json.dumps({"conversationId": conversation_id, "runs": listed}))
         return 0

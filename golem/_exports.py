@@ -1,0 +1,35 @@
+"""What ``golem`` re-exports, imported at once on first use of any (golem/__init__.py)."""
+
+# ruff: noqa: F401 (re-exports)
+
+from golem.agent import Agent, RunStream
+from golem.delegation import handoff_target
+from golem.events import RunEvent
+from golem.history import (
+    INTERRUPTED_RESULT,
+    OUTCOME_UNKNOWN_RESULT,
+    HistoryProcessorError,
+    HistoryRepair,
+    SanitizeReport,
+    UnsafePart,
+    budget_history,
+    normalize_history,
+    sanitize_history,
+    trim_history,
+)
+from golem.ids import new_id
+from golem.messages import (
+    HistoryError,
+    Message,
+    Part,
+    ThinkingBlock,
+    ToolCall,
+    Usage,
+    dump_messages,
+    load_messages,
+    validate_history,
+)
+from golem.results import PartialResult, Result, RunError
+from golem.retry import Retry
+from golem.tools import Canceled, ModelRetry, RunContext, Tool, ToolFailed
+from golem.usage import UsageLimits
