@@ -33,3 +33,7 @@ def test_an_offline_example_runs_both_halves(example: str, lines: list[str]) -> 
     assert done.returncode == 0, done.stderr[-2000:]
     for line in lines:
         assert line in done.stdout, done.stdout[-2000:]
+    # The dev server the durable half starts is the example's business, not the reader's.
+    assert "Temporal CLI" not in done.stdout, done.stdout[-2000:]
+    assert "Temporal Server:" not in done.stdout, done.stdout[-2000:]
+    assert "Cluster Id" not in done.stderr, done.stderr[-2000:]
