@@ -21,12 +21,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-from temporalio.converter import (
-    DataConverter,
-    DefaultFailureConverterWithEncodedAttributes,
-    ExternalStorage,
-    PayloadCodec,
-)
+from temporalio.converter import DataConverter, ExternalStorage, PayloadCodec
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import Interceptor, ReplayerConfig, Worker, WorkerConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -38,7 +33,7 @@ from golem.messages import HistoryError
 from golem.results import RunError
 from golem.storage import storage_from_env
 from golem.worker import deployment as deployments
-from golem.worker.converter import golem_data_converter
+from golem.worker.converter import GolemEncodedFailureConverter, golem_data_converter
 from golem.worker.logs import RunLogInterceptor, install_activity_failure_filter
 from golem.worker.watchdog import worker_watchdog
 from golem.workflows import registry
@@ -73,7 +68,7 @@ def golem_converter(
     return dataclasses.replace(
         golem_data_converter,
         payload_codec=codec,
-        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
+        failure_converter_class=GolemEncodedFailureConverter,
         external_storage=storage,
     )
 

@@ -16,19 +16,30 @@ import temporalio.api.common.v1
 from pydantic import ValidationError
 from pydantic_core import SchemaSerializer
 from pydantic_core.core_schema import any_schema
+from temporalio import workflow
 from temporalio.common import RawValue
 from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
 from temporalio.converter import (
     CompositePayloadConverter,
     DataConverter,
+    DefaultFailureConverter,
+    DefaultFailureConverterWithEncodedAttributes,
     DefaultPayloadConverter,
     JSONPlainPayloadConverter,
+    PayloadConverter,
 )
 from temporalio.exceptions import ApplicationError
 
 from golem.worker import stream_wire
 
-__all__ = ["BAD_PAYLOAD", "DECRYPTION_ERROR", "codec_problem", "golem_data_converter"]
+__all__ = [
+    "BAD_PAYLOAD",
+    "DECRYPTION_ERROR",
+    "GolemEncodedFailureConverter",
+    "GolemFailureConverter",
+    "codec_problem",
+    "golem_data_converter",
+]
 
 #: ``ApplicationError.type`` of a payload that does not decode as the type golem expects.
 BAD_PAYLOAD = "GolemBadPayload"
@@ -141,4 +152,34 @@ class GolemPayloadConverter(CompositePayloadConverter):
         )
 
 
-golem_data_converter = DataConverter(payload_converter_class=GolemPayloadConverter)
+class _OneLineFailures(DefaultFailureConverter):
+    """A failure golem's workflow code raises (an ``ApplicationError`` of a ``Golem*`` type,
+    whose message names the culprit) reaches Temporal without its stack trace: in the UI's
+    Result pane a user reads the one-line message, not the SDK's frames with the worker's
+    paths. The trace goes to the worker's log (``golem.worker``, DEBUG)."""
+
+    def to_failure(
+        self,
+        exception: BaseException,
+        payload_converter: PayloadConverter,
+        failure: temporalio.api.failure.v1.Failure,
+    ) -> None:
+        kind = (exception.type or "") if isinstance(exception, ApplicationError) else ""
+        if kind.startswith("Golem") and workflow.in_workflow() and exception.__traceback__:
+            if not workflow.unsafe.is_replaying():
+                logger.debug("%s: %s", kind, exception, exc_info=exception)
+            exception.__traceback__ = None
+        super().to_failure(exception, payload_converter, failure)
+
+
+class GolemFailureConverter(_OneLineFailures):
+    """golem's failure converter (see ``_OneLineFailures``)."""
+
+
+class GolemEncodedFailureConverter(_OneLineFailures, DefaultFailureConverterWithEncodedAttributes):
+    """golem's failure converter for an encrypting client: message and trace encoded."""
+
+
+golem_data_converter = DataConverter(
+    payload_converter_class=GolemPayloadConverter, failure_converter_class=GolemFailureConverter
+)
