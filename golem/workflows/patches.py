@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from temporalio import workflow
 
-__all__ = ["PATCHES", "Patch", "patched"]
+__all__ = ["CHILD_DETAILS", "PATCHES", "VISIBLE_APPROVALS", "Patch", "patched"]
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,29 @@ class Patch:
     """The last release whose in-flight runs may need the old branch."""
 
 
+#: A run that waits for approvals says so in its timeline (a timer whose summary names the
+#: calls and the command that answers them) and in the workflow list's GolemSummary.
+VISIBLE_APPROVALS = "golem-visible-approvals"
+
+#: A run a workflow starts (a delegate, a conversation's turn, ``run_agent``'s child) has
+#: static details naming golem's ids, as a client-started run has.
+CHILD_DETAILS = "golem-child-details"
+
 #: The live patches, by id.
-PATCHES: dict[str, Patch] = {}
+PATCHES: dict[str, Patch] = {
+    VISIBLE_APPROVALS: Patch(
+        VISIBLE_APPROVALS,
+        adr="docs/adr/0034-readable-workflow-list.md",
+        since="0.3.0",
+        removable_after="0.2.0",
+    ),
+    CHILD_DETAILS: Patch(
+        CHILD_DETAILS,
+        adr="docs/adr/0034-readable-workflow-list.md",
+        since="0.3.0",
+        removable_after="0.2.0",
+    ),
+}
 
 
 def patched(patch_id: str) -> bool:
