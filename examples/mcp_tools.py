@@ -26,8 +26,11 @@ from golem import Agent, Message, ToolCall
 from golem.client import DurableAgent
 from golem.mcp import MCPServer
 from golem.models import FunctionModel, ToolDefinition
-from golem.testing import dev_server
 from golem.worker import GolemPlugin
+
+if __package__ in (None, ""):  # run as a script: the examples package's parent is not on sys.path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from examples.offline import quiet_dev_server
 
 SERVER = Path(__file__).parent / "mcp_notes_server.py"
 
@@ -78,7 +81,7 @@ async def main() -> None:
     show(result.messages)
 
     print("\nDurably (the worker starts the server; every MCP call is an activity):")
-    async with dev_server() as env:
+    async with quiet_dev_server() as env:
         task_queue = f"mcp-example-{uuid.uuid4().hex[:6]}"
         async with Worker(env.client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
             run = await DurableAgent(env.client, agent, task_queue=task_queue).start(

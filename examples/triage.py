@@ -17,7 +17,9 @@ after it. In the Temporal UI (``golem dev``), each run's Relationships tab shows
 from __future__ import annotations
 
 import asyncio
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 from temporalio.worker import Worker
@@ -25,8 +27,11 @@ from temporalio.worker import Worker
 from golem import Agent, Message, Result, ToolCall, handoff_target
 from golem.client import DurableAgent
 from golem.models import FunctionModel, ToolDefinition
-from golem.testing import dev_server
 from golem.worker import GolemPlugin
+
+if __package__ in (None, ""):  # run as a script: the examples package's parent is not on sys.path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from examples.offline import quiet_dev_server
 
 
 def last(messages: list[Message], role: str) -> Message:
@@ -117,7 +122,7 @@ async def in_process() -> None:
 
 async def durably() -> None:
     print("\nDurably, as a conversation (GolemPlugin(triage) serves all four agents):")
-    async with dev_server() as env:
+    async with quiet_dev_server() as env:
         task_queue = f"triage-{uuid.uuid4().hex[:6]}"
         async with Worker(env.client, task_queue=task_queue, plugins=[GolemPlugin(triage)]):
             conv = await DurableAgent(env.client, triage, task_queue=task_queue).conversation()

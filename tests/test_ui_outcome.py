@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 from waiting import eventually
 
@@ -17,7 +18,10 @@ from golem.agent import Agent
 from golem.client import DurableAgent
 from golem.models import ScriptedModel
 from golem.results import RunError
+from golem.testing import temporal_cli
 from golem.worker import GolemPlugin
+from golem.worker.converter import golem_data_converter
+from golem.workflows import lineage
 from golem.workflows.agent_run import OUTCOME_MEMO
 
 
@@ -197,3 +201,44 @@ async def test_every_payload_of_a_run_uses_camel_case_keys(temporal_client: Clie
                 found |= keys(json.loads(payload.data))
     assert {"runId", "conversationId", "parentRunId"} <= found
     assert sorted(k for k in found if "_" in k) == []
+
+
+async def test_runs_and_conversations_start_where_the_namespace_lacks_golem_summary() -> None:
+    # A namespace set up by golem 0.2.0: its three search attributes, no GolemSummary.
+    old = (lineage.CONVERSATION_ID, lineage.AGENT, lineage.PARENT_RUN_ID)
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_cli(),
+        data_converter=golem_data_converter,
+        search_attributes=old,
+        dev_server_extra_args=["--log-level", "error"],
+    )
+    try:
+        model = ScriptedModel([Message.assistant("one"), Message.assistant("two")])
+        agent: Agent[object, object] = Agent(model, name="unlisted")
+        worker, tq = serve(env.client, agent)
+        async with worker:
+            durable = DurableAgent(env.client, agent, task_queue=tq)
+            done = await durable.run("first")
+            turn = await (await durable.conversation()).send("second")
+        assert (done.output, turn.output) == ("one", "two")
+        described = await env.client.get_workflow_handle(turn.run_id).describe()
+        assert described.typed_search_attributes.get(lineage.SUMMARY) is None
+        assert described.typed_search_attributes.get(lineage.AGENT) == "unlisted"
+    finally:
+        await env.shutdown()
+
+
+async def test_an_encrypting_client_leaves_the_prompt_out_of_the_search_attributes(
+    temporal_client: Client,
+) -> None:
+    model = ScriptedModel([Message.assistant("sealed")])
+    agent: Agent[object, object] = Agent(model, name="sealed")
+    config = temporal_client.service_client.config
+    plugin = GolemPlugin(agent, encryption_key=bytes(range(32)))
+    client = await Client.connect(config.target_host, plugins=[plugin])
+    task_queue = f"ui-{uuid.uuid4().hex[:12]}"
+    async with Worker(client, task_queue=task_queue):
+        done = await DurableAgent(client, agent, task_queue=task_queue).run("my secret order")
+    described = await client.get_workflow_handle(done.run_id).describe()
+    assert described.typed_search_attributes.get(lineage.SUMMARY) is None
+    assert described.typed_search_attributes.get(lineage.AGENT) == "sealed"

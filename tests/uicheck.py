@@ -37,7 +37,7 @@ NODE_MODULES = ROOT / "tests" / "ui" / "node_modules" / "playwright-core"
 ARTIFACTS = ROOT / ".artifacts" / "ui"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 #: The columns the workflow list shows (the UI keeps them per browser).
-COLUMNS = ("Status", "Workflow ID", "Type", "Summary", "GolemConversationId", "GolemAgent")
+COLUMNS = ("Status", "GolemSummary", "Workflow ID", "Type", "GolemConversationId", "GolemAgent")
 
 
 @dataclasses.dataclass

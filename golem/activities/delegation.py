@@ -115,6 +115,7 @@ class ActivityDelegator:
                 task_queue=info.task_queue,
                 search_attributes=lineage.run_search_attributes(conversation, name, ctx.run_id),
                 static_summary=lineage.summary(name, prompt),
+                static_details=lineage.details(run_id, conversation, name),
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,  # a retry attaches
             )

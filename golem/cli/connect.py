@@ -26,6 +26,7 @@ from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError
 
 from golem.agent import Agent
+from golem.cli import recorded as dev_records
 from golem.cli.queues import describe_queue
 from golem.codec_server import DEV_UI_FILE, UI_URL_VARIABLES
 from golem.worker import golem_converter
@@ -77,8 +78,8 @@ def ui_base(
     recorded: Path = DEV_UI_FILE,
 ) -> str | None:
     """The Temporal UI's address for a server, from configuration only: ``configured``
-    (``--ui-url``), GOLEM_UI_URL or TEMPORAL_UI_URL, the UI ``golem dev`` recorded in
-    ``.golem/ui-url`` (for a server on this machine), Temporal Cloud's, or the dev server's
+    (``--ui-url``), GOLEM_UI_URL or TEMPORAL_UI_URL, the UI of the server ``golem dev``
+    runs from ``.golem/`` (for a server on this machine), Temporal Cloud's, or the dev server's
     default for the default address; ``None`` when nothing says where it is."""
     env = os.environ if environ is None else environ
     for url in (configured, *(env.get(name) for name in UI_URL_VARIABLES)):
@@ -88,7 +89,11 @@ def ui_base(
     host = target.rpartition(":")[0].strip("[]")
     if host.endswith(".tmprl.cloud"):
         return "https://cloud.temporal.io"
-    if host in LOOPBACK:
+    dev = dev_records.recorded(recorded.parent) if host in LOOPBACK else None
+    if dev is not None and dev.address.rpartition(":")[2] == target.rpartition(":")[2]:
+        return dev.ui_url
+    # A bare ui-url is an older golem dev's; beside a record, only a live record counts.
+    if host in LOOPBACK and not (recorded.parent / dev_records.RECORD).exists():
         with contextlib.suppress(OSError):
             written = recorded.read_text().strip()
             if written:
@@ -119,9 +124,12 @@ async def connect(
     plugins: Sequence[Any] = (), *, address: str | None = None, namespace: str | None = None
 ) -> Client:
     """A client for ``address``/``namespace``, else TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE /
-    profiles (default localhost:7233, namespace default)."""
+    profiles, else the server ``golem dev`` runs from ./.golem (default localhost:7233,
+    namespace default)."""
     config = ClientConfig.load_client_connect_config()
-    config.setdefault("target_host", DEFAULT_ADDRESS)
+    if "target_host" not in config:  # nothing configured: the server golem dev runs here
+        dev = dev_records.recorded()
+        config["target_host"] = dev.address if dev is not None else DEFAULT_ADDRESS
     if address:
         config["target_host"] = address
     if namespace:

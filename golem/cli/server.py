@@ -28,7 +28,8 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.worker import Worker
 
 from golem import codec_server
-from golem.cli.connect import DEV_UI_FILE, CliError, connect_args, load_agent, payload_settings
+from golem.cli import recorded
+from golem.cli.connect import CliError, connect_args, load_agent, payload_settings
 from golem.cli.queues import describe_queue, worker_identity
 from golem.client import SEARCH_ATTRIBUTES
 from golem.testing import DEV_SERVER_ARGS, temporal_cli
@@ -79,12 +80,19 @@ def cmd_dev(args: argparse.Namespace) -> int:
             )
     state = Path(args.dir)
     state.mkdir(parents=True, exist_ok=True)
+    database = state / "temporal.sqlite"
+    held = recorded.holder(database)
+    if held is not None:  # two servers on one SQLite file corrupt each other's state
+        raise CliError(
+            f"{database} is open in {held}: a server already uses it; stop that one, or "
+            f"pass another --dir"
+        )
     command = [
         binary,
         "server",
         "start-dev",
         "--db-filename",
-        str(state / "temporal.sqlite"),
+        str(database),
         "--port",
         str(args.port),
         "--ui-port",
@@ -96,10 +104,13 @@ def cmd_dev(args: argparse.Namespace) -> int:
     ]
     for key in SEARCH_ATTRIBUTES:
         command += ["--search-attribute", f"{key.name}=Keyword"]
-    (state / "ui-url").write_text(f"http://localhost:{ui_port}\n")  # the codec server's origin
-    print(f"golem dev: Temporal on localhost:{args.port}, UI on http://localhost:{ui_port}")
-    if (args.port, ui_port, state) != (7233, 8233, DEV_UI_FILE.parent):
-        # Commands run in this directory find the UI in .golem/ui-url; elsewhere, say so.
+    address, ui_url = f"localhost:{args.port}", f"http://localhost:{ui_port}"
+    # This process becomes the server (execv keeps the pid): the record lives as long as it.
+    server = recorded.DevServer(address, ui_url, os.getpid(), str(database.resolve()))
+    recorded.record(state, server)
+    print(f"golem dev: Temporal on {address}, UI on {ui_url}")
+    if (args.port, ui_port) != (7233, 8233) or state.resolve() != recorded.DEV_DIR.resolve():
+        # Commands run in this directory find the server in .golem/; elsewhere, say so.
         print(
             f"golem dev: elsewhere: export TEMPORAL_ADDRESS=localhost:{args.port} "
             f"TEMPORAL_UI_URL=http://localhost:{ui_port}"

@@ -21,6 +21,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from golem.agent import Agent
 from golem.client.conversations import DurableConversation, start_conversation
 from golem.client.inputs import HistoryItem, check_not_waiting, check_size, checked
+from golem.client.listing import start_listed
 from golem.client.records import fetch_run, run_input
 from golem.client.runs import DurableRun
 from golem.ids import new_id
@@ -31,7 +32,7 @@ from golem.streaming import DurableRunStream
 from golem.wire import AgentRunInput, ConversationInput
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.failures import RunIdInUseError
-from golem.workflows.lineage import CONVERSATION_ID, run_search_attributes, summary
+from golem.workflows.lineage import CONVERSATION_ID, details, run_search_attributes, summary
 
 __all__ = ["DurableAgent"]
 
@@ -117,20 +118,23 @@ class DurableAgent(Generic[OutputT]):
     async def _start(
         self, payload: AgentRunInput, run_id: str, parent: str, prompt: str | None
     ) -> WorkflowHandle[Any, Any]:
+        title = summary(self.agent_name, prompt)
+        start = lambda listed: self._start_as(payload, run_id, parent, title, listed)  # noqa: E731
+        return await start_listed(self.client, start, title)
+
+    async def _start_as(
+        self, payload: AgentRunInput, run_id: str, parent: str, title: str, listed: str | None
+    ) -> WorkflowHandle[Any, Any]:
         return await self.client.start_workflow(
             AgentRunWorkflow.run,
             payload,
             id=run_id,
             task_queue=self.task_queue,
             search_attributes=run_search_attributes(
-                payload.run.conversation_id, self.agent_name, parent
+                payload.run.conversation_id, self.agent_name, parent, summary=listed
             ),
-            static_summary=summary(self.agent_name, prompt),
-            # The UI shows Temporal's Run ID beside the Workflow ID: say which one is golem's.
-            static_details=(
-                f"**golem run id** {run_id} (the Workflow ID; the Run ID is Temporal's)\n\n"
-                f"**conversation** {payload.run.conversation_id} · **agent** {self.agent_name}"
-            ),
+            static_summary=title,
+            static_details=details(run_id, payload.run.conversation_id, self.agent_name),
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
         )

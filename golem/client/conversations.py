@@ -29,6 +29,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from golem.client.history import decode_result
 from golem.client.inputs import checked
+from golem.client.listing import start_listed
 from golem.client.lookups import existing_run, not_a_conversation
 from golem.client.records import history_reader, run_pager
 from golem.client.runs import DurableRun
@@ -83,18 +84,23 @@ async def start_conversation(
         raise ValueError(not_a_conversation(existing))
     parent = input.parent_run_id
     # Closed already: readable only, unless it rests (its next send reopens it).
+    title = f"{agent.agent_name}: conversation"
     with contextlib.suppress(WorkflowAlreadyStartedError):
-        await agent.client.start_workflow(
-            ConversationWorkflow.run,
-            input,
-            id=conversation_id,
-            task_queue=agent.task_queue,
-            search_attributes=run_search_attributes(
-                conversation_id, agent.agent_name, parent, owner
+        await start_listed(
+            agent.client,
+            lambda listed: agent.client.start_workflow(
+                ConversationWorkflow.run,
+                input,
+                id=conversation_id,
+                task_queue=agent.task_queue,
+                search_attributes=run_search_attributes(
+                    conversation_id, agent.agent_name, parent, owner, summary=listed
+                ),
+                static_summary=title,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             ),
-            static_summary=f"{agent.agent_name}: conversation",
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            title,
         )
     # Bound to no run chain, so it follows the conversation across a rest and a reopen.
     return DurableConversation(agent, agent.client.get_workflow_handle(conversation_id))

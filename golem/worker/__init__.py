@@ -33,7 +33,7 @@ from golem.messages import HistoryError
 from golem.results import RunError
 from golem.storage import storage_from_env
 from golem.worker import deployment as deployments
-from golem.worker.converter import SealedFailureConverter, golem_data_converter
+from golem.worker.converter import GolemEncodedFailureConverter, golem_data_converter
 from golem.worker.logs import RunLogInterceptor, install_activity_failure_filter
 from golem.worker.unreadable import EndingUnreadableRuns
 from golem.worker.watchdog import worker_watchdog
@@ -69,7 +69,7 @@ def golem_converter(
     return dataclasses.replace(
         golem_data_converter,
         payload_codec=codec,
-        failure_converter_class=SealedFailureConverter,
+        failure_converter_class=GolemEncodedFailureConverter,
         external_storage=storage,
     )
 

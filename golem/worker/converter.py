@@ -17,11 +17,13 @@ import temporalio.api.failure.v1
 from pydantic import ValidationError
 from pydantic_core import SchemaSerializer
 from pydantic_core.core_schema import any_schema
+from temporalio import workflow
 from temporalio.common import RawValue
 from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
 from temporalio.converter import (
     CompositePayloadConverter,
     DataConverter,
+    DefaultFailureConverter,
     DefaultFailureConverterWithEncodedAttributes,
     DefaultPayloadConverter,
     JSONPlainPayloadConverter,
@@ -38,7 +40,8 @@ __all__ = [
     "STORAGE_ERROR",
     "UNREADABLE",
     "DecryptionError",
-    "SealedFailureConverter",
+    "GolemEncodedFailureConverter",
+    "GolemFailureConverter",
     "codec_problem",
     "golem_data_converter",
 ]
@@ -197,9 +200,34 @@ class GolemPayloadConverter(CompositePayloadConverter):
         )
 
 
-class SealedFailureConverter(DefaultFailureConverterWithEncodedAttributes):
-    """Failures with their message and stack trace encrypted; one whose attributes this
-    process cannot decrypt raises ``DecryptionError`` (the SDK's would read "Encoded failure")."""
+class _OneLineFailures(DefaultFailureConverter):
+    """A failure golem's workflow code raises (an ``ApplicationError`` of a ``Golem*`` type,
+    whose message names the culprit) reaches Temporal without its stack trace: in the UI's
+    Result pane a user reads the one-line message, not the SDK's frames with the worker's
+    paths. The trace goes to the worker's log (``golem.worker``, DEBUG)."""
+
+    def to_failure(
+        self,
+        exception: BaseException,
+        payload_converter: PayloadConverter,
+        failure: temporalio.api.failure.v1.Failure,
+    ) -> None:
+        kind = (exception.type or "") if isinstance(exception, ApplicationError) else ""
+        if kind.startswith("Golem") and workflow.in_workflow() and exception.__traceback__:
+            if not workflow.unsafe.is_replaying():
+                logger.debug("%s: %s", kind, exception, exc_info=exception)
+            exception.__traceback__ = None
+        super().to_failure(exception, payload_converter, failure)
+
+
+class GolemFailureConverter(_OneLineFailures):
+    """golem's failure converter (see ``_OneLineFailures``)."""
+
+
+class GolemEncodedFailureConverter(_OneLineFailures, DefaultFailureConverterWithEncodedAttributes):
+    """golem's failure converter for an encrypting client: message and trace encoded; one
+    whose attributes this process cannot decrypt raises ``DecryptionError`` (the SDK's would
+    read "Encoded failure")."""
 
     def from_failure(
         self, failure: temporalio.api.failure.v1.Failure, payload_converter: PayloadConverter
@@ -210,4 +238,6 @@ class SealedFailureConverter(DefaultFailureConverterWithEncodedAttributes):
         return super().from_failure(failure, payload_converter)
 
 
-golem_data_converter = DataConverter(payload_converter_class=GolemPayloadConverter)
+golem_data_converter = DataConverter(
+    payload_converter_class=GolemPayloadConverter, failure_converter_class=GolemFailureConverter
+)

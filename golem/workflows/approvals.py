@@ -46,6 +46,8 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from golem.messages import ToolCall
     from golem.wire import Paused
+    from golem.workflows import lineage
+    from golem.workflows.patches import VISIBLE_APPROVALS, patched
     from golem.workflows.turns import Pause, timed_out
 
 __all__ = ["CANNOT_PAUSE", "NOT_PAUSED", "PAUSED_SIGNAL", "ApprovalGate"]
@@ -58,6 +60,9 @@ CANNOT_PAUSE = "GolemCannotPause"
 #: ``ApplicationError.type`` of an approval refused (nothing recorded): nothing waits, the
 #: calls are not pending or decided already, or the approval timeout ran out first.
 NOT_PAUSED = "GolemNotPaused"
+#: How long a waiting run's labelled timer runs when no approval timeout bounds the wait
+#: (then it starts again): only there to carry the label into the UI's timeline.
+LABEL_PERIOD = timedelta(days=1)
 
 
 def _not_paused(message: str) -> ApplicationError:
@@ -128,15 +133,50 @@ class ApprovalGate:
         self._pauses += 1
         self._on_change()
         await self._tell()
-        try:
-            await workflow.wait_condition(lambda: not pause.remaining, timeout=timeout)
-        except TimeoutError:
-            self.late = dict.fromkeys(pause.expire(), timeout)
+        if patched(VISIBLE_APPROVALS):
+            await self._shown_waiting(pause, timeout)
+        else:
+            try:
+                await workflow.wait_condition(lambda: not pause.remaining, timeout=timeout)
+            except TimeoutError:
+                self.late = dict.fromkeys(pause.expire(), timeout)
         self.calls, self.pause = [], None
         self._on_change()
         if self._caller:
             await self._tell()  # the caller learns that this run no longer waits
         return dict(pause.decided)
+
+    async def _shown_waiting(self, pause: Pause, timeout: float | None) -> None:
+        """The wait, shown where a user looks first: a timer in the run's timeline whose
+        summary names the calls and the command that answers them, and the same words in
+        the workflow list's GolemSummary while it waits."""
+        label = self.waiting_label()
+        listed = workflow.info().typed_search_attributes.get(lineage.SUMMARY)
+        if listed is not None:
+            workflow.upsert_search_attributes([lineage.SUMMARY.value_set(f"{label} · {listed}")])
+        period = timedelta(seconds=timeout) if timeout is not None else LABEL_PERIOD
+        while True:
+            try:
+                await workflow.wait_condition(
+                    lambda: not pause.remaining, timeout=period, timeout_summary=label
+                )
+                break
+            except TimeoutError:
+                if timeout is not None:
+                    self.late = dict.fromkeys(pause.expire(), timeout)
+                    break
+        if listed is not None:
+            workflow.upsert_search_attributes([lineage.SUMMARY.value_set(listed)])
+
+    def waiting_label(self) -> str:
+        """``waiting for approval: refund (c1) · answer: golem approve RUN c1``, naming the
+        workflow whose ``golem approve`` reaches the calls (a turn's conversation)."""
+        info = workflow.info()
+        answers = info.parent.workflow_id if self._notify_parent and info.parent else None
+        answers = answers or self._caller or info.workflow_id
+        calls = ", ".join(f"{c.name} ({c.id})" for c in self.calls)
+        ids = " ".join(c.id for c in self.calls)
+        return f"waiting for approval: {calls} · answer: golem approve {answers} {ids}"
 
     async def _tell(self) -> None:
         """Tell whoever answers for this run what waits in it now: its caller (a run that

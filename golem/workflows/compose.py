@@ -80,15 +80,20 @@ async def child_run(payload: AgentRunInput, summary: str = "") -> Result[Any]:
     """Run ``payload`` as a child ``AgentRunWorkflow`` of the calling workflow (workflow id =
     its run id, its lineage, cancelled when the caller ends); its ``Result`` or ``RunError``."""
     run, agent_name = payload.run, payload.agent
+    summary = summary or lineage.summary(agent_name, run.prompt)
     try:
         output: Completed = await workflow.execute_child_workflow(
             AgentRunWorkflow.run,
             payload,
             id=run.run_id,
             search_attributes=lineage.run_search_attributes(
-                run.conversation_id, agent_name, payload.parent_run_id
+                run.conversation_id,
+                agent_name,
+                payload.parent_run_id,
+                summary=lineage.listed_summary(summary),
             ),
-            static_summary=summary or lineage.summary(agent_name, run.prompt),
+            static_summary=summary,
+            static_details=lineage.child_details(run.run_id, run.conversation_id, agent_name),
             # The calling workflow's end (or termination) stops its run with evidence.
             parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
         )

@@ -162,6 +162,7 @@ class ConversationWorkflow:
         if self._unknown:
             raise ApplicationError(self._unknown, type=registry.UNKNOWN_AGENT, non_retryable=True)
         turns = self._turns
+        self._details()  # a run continued as new (a version move) has them from its start
         while not turns.over:
             # Without the machine's due flag, sends from several clients, each arriving while
             # another's turn runs, would put the switch off forever.
@@ -323,15 +324,20 @@ class ConversationWorkflow:
         payload, start = child_input(transcript, agent, turn, reference)
         self._start, self._paused, self._outcome = start, None, None
         self._handoffs.begin(turn, start)
+        title = lineage.summary(agent, turn.prompt or "(handed over)")
         try:
             child = await workflow.start_child_workflow(
                 AgentRunWorkflow.run,
                 payload,
                 id=run_id,
                 search_attributes=lineage.run_search_attributes(
-                    workflow.info().workflow_id, agent, parent
+                    workflow.info().workflow_id,
+                    agent,
+                    parent,
+                    summary=lineage.listed_summary(title),
                 ),
-                static_summary=lineage.summary(agent, turn.prompt or "(handed over)"),
+                static_summary=title,
+                static_details=lineage.child_details(run_id, workflow.info().workflow_id, agent),
                 # Closing (or terminating) the conversation stops its turn with evidence.
                 parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
                 # A run id names one run, ever: a closed workflow's id is not reused either.
@@ -359,7 +365,10 @@ class ConversationWorkflow:
 
     def _details(self) -> None:
         rested = self._idle.seconds if self._turns.phase == "resting" else None
-        workflow.set_current_details(details(self._transcript, self._paused, self._turns, rested))
+        shown = details(self._transcript, self._paused, self._turns, rested)
+        if workflow.info().continued_run_id:  # continue-as-new carries no static summary
+            shown = f"**{self._agent}: conversation** (continued as new)\n\n{shown}"
+        workflow.set_current_details(shown)
 
     # -- reading -------------------------------------------------------------------------
 

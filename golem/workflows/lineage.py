@@ -14,6 +14,10 @@ __all__ = [
     "OWNER",
     "PARENT_RUN_ID",
     "SEARCH_ATTRIBUTES",
+    "SUMMARY",
+    "child_details",
+    "details",
+    "listed_summary",
     "run_search_attributes",
     "summary",
 ]
@@ -23,15 +27,24 @@ AGENT = SearchAttributeKey.for_keyword("GolemAgent")
 PARENT_RUN_ID = SearchAttributeKey.for_keyword("GolemParentRunId")
 #: Who owns a conversation started by ``golem serve`` with auth (the token's subject).
 OWNER = SearchAttributeKey.for_keyword("GolemOwner")
+#: The run's summary again, as a column the UI's workflow list can show (the list has none
+#: for a workflow's own summary). Optional: a namespace set up by 0.2.0 lacks it, and runs
+#: there start without it (docs/adr/0034-readable-workflow-list.md).
+SUMMARY = SearchAttributeKey.for_keyword("GolemSummary")
 #: Register these on a cluster once (``golem setup``); the dev server gets them from ``golem dev``.
-SEARCH_ATTRIBUTES = (CONVERSATION_ID, AGENT, PARENT_RUN_ID, OWNER)
+SEARCH_ATTRIBUTES = (CONVERSATION_ID, AGENT, PARENT_RUN_ID, OWNER, SUMMARY)
 
 
 def run_search_attributes(
-    conversation_id: str, agent: str, parent_run_id: str = "", owner: str = ""
+    conversation_id: str,
+    agent: str,
+    parent_run_id: str = "",
+    owner: str = "",
+    *,
+    summary: str | None = None,
 ) -> TypedSearchAttributes:
     """The lineage every run (and conversation workflow) carries; ``owner`` for a
-    conversation someone owns."""
+    conversation someone owns; ``summary`` too, where the namespace has ``GolemSummary``."""
     pairs = [
         SearchAttributePair(CONVERSATION_ID, conversation_id),
         SearchAttributePair(AGENT, agent),
@@ -40,7 +53,34 @@ def run_search_attributes(
         pairs.append(SearchAttributePair(PARENT_RUN_ID, parent_run_id))
     if owner:
         pairs.append(SearchAttributePair(OWNER, owner))
+    if summary is not None:
+        pairs.append(SearchAttributePair(SUMMARY, summary))
     return TypedSearchAttributes(pairs)
+
+
+def details(run_id: str, conversation_id: str, agent: str) -> str:
+    """The UI's static details of a run: golem's ids, which the UI's own labels blur."""
+    # The UI shows Temporal's Run ID beside the Workflow ID: say which one is golem's.
+    return (
+        f"**golem run id** {run_id} (the Workflow ID; the Run ID is Temporal's)\n\n"
+        f"**conversation** {conversation_id} · **agent** {agent}"
+    )
+
+
+def child_details(run_id: str, conversation_id: str, agent: str) -> str | None:
+    """In a workflow: a child run's static details (``None`` replaying a history recorded
+    before children had them)."""
+    from golem.workflows.patches import CHILD_DETAILS, patched
+
+    return details(run_id, conversation_id, agent) if patched(CHILD_DETAILS) else None
+
+
+def listed_summary(text: str) -> str | None:
+    """In a workflow: ``text`` for a child's ``GolemSummary`` when this workflow has one (so
+    the namespace has the attribute), else ``None``."""
+    from temporalio import workflow  # here: the client imports this module too
+
+    return text if workflow.info().typed_search_attributes.get(SUMMARY) is not None else None
 
 
 def summary(agent: str, prompt: str | None) -> str:

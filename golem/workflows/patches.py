@@ -15,7 +15,14 @@ from dataclasses import dataclass
 
 from temporalio import workflow
 
-__all__ = ["PATCHES", "TOOLSETS_IN_AGENT_ORDER", "Patch", "patched"]
+__all__ = [
+    "CHILD_DETAILS",
+    "PATCHES",
+    "TOOLSETS_IN_AGENT_ORDER",
+    "VISIBLE_APPROVALS",
+    "Patch",
+    "patched",
+]
 
 
 @dataclass(frozen=True)
@@ -34,11 +41,31 @@ class Patch:
 #: Durably, toolsets' tools reach the model in the agent's toolset order, as in process.
 TOOLSETS_IN_AGENT_ORDER = "golem.toolsets-in-agent-order"
 
+#: A run that waits for approvals says so in its timeline (a timer whose summary names the
+#: calls and the command that answers them) and in the workflow list's GolemSummary.
+VISIBLE_APPROVALS = "golem.visible-approvals"
+
+#: A run a workflow starts (a delegate, a conversation's turn, ``run_agent``'s child) has
+#: static details naming golem's ids, as a client-started run has.
+CHILD_DETAILS = "golem.child-details"
+
 #: The live patches, by id.
 PATCHES: dict[str, Patch] = {
     TOOLSETS_IN_AGENT_ORDER: Patch(
         TOOLSETS_IN_AGENT_ORDER,
         adr="docs/adr/0026-toolsets-tools-in-the-agents-order.md",
+        since="0.3.0",
+        removable_after="0.2.0",
+    ),
+    VISIBLE_APPROVALS: Patch(
+        VISIBLE_APPROVALS,
+        adr="docs/adr/0034-readable-workflow-list.md",
+        since="0.3.0",
+        removable_after="0.2.0",
+    ),
+    CHILD_DETAILS: Patch(
+        CHILD_DETAILS,
+        adr="docs/adr/0034-readable-workflow-list.md",
         since="0.3.0",
         removable_after="0.2.0",
     ),
