@@ -4,6 +4,7 @@ Public API: re-exports only. See README.md and docs/adr/.
 """
 
 from golem.agent import Agent, RunStream
+from golem.approvals import Approve, Deny
 from golem.delegation import handoff_target
 from golem.events import RunEvent
 from golem.history import (
@@ -20,6 +21,7 @@ from golem.history import (
 )
 from golem.ids import new_id
 from golem.messages import (
+    Decision,
     HistoryError,
     Message,
     Part,
@@ -39,7 +41,10 @@ __all__ = [
     "INTERRUPTED_RESULT",
     "OUTCOME_UNKNOWN_RESULT",
     "Agent",
+    "Approve",
     "Canceled",
+    "Decision",
+    "Deny",
     "HistoryError",
     "HistoryProcessorError",
     "HistoryRepair",

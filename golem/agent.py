@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from functools import cached_property
 from typing import Any, Generic, TypeVar, overload
 
 from pydantic import TypeAdapter
 
+from golem.approvals import DecisionInput
 from golem.delegation import delegate_tool, handoff_tool, reachable
 from golem.events import RunEvent
 from golem.history.processors import HistoryProcessor
@@ -32,6 +33,7 @@ from golem.loop import RunInput, RunLoop
 from golem.messages import HistoryItem, Part, as_messages
 from golem.models.base import Model, ModelSettings, ToolDefinition
 from golem.models.fallback import plan
+from golem.phases.prepare import checked_approvals
 from golem.results import Result, RunError, StreamResult
 from golem.retry import Retry
 from golem.tools import RunContext, Tool
@@ -230,13 +232,13 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
-        approvals: dict[str, bool] | None = None,
+        approvals: Mapping[str, DecisionInput] | None = None,
     ) -> Result[OutputT]:
         """Run in process. ``history`` continues a conversation (the caller's list is never
         changed); failures raise :class:`golem.RunError` with the partial evidence. A
         handoff's target answers in the same call (``Result.agent`` names it); the next call
         is the caller's to route (``golem.handoff_target``)."""
-        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, approvals)
+        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, approvals, self)
         return await self._run_local(inputs)
 
     def run_stream(
@@ -248,11 +250,11 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
-        approvals: dict[str, bool] | None = None,
+        approvals: Mapping[str, DecisionInput] | None = None,
     ) -> RunStream[OutputT]:
         """Run in process, yielding events (text and tool-call deltas as they arrive, tool
         start/end); once exhausted, ``.result`` is the same ``Result`` ``run`` gives."""
-        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, approvals)
+        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, approvals, self)
         return RunStream(self, inputs)
 
     def _local_executor(self) -> LocalExecutor:
@@ -275,16 +277,18 @@ def _inputs(
     deps: Any,
     run_id: str | None,
     conversation_id: str | None,
-    approvals: dict[str, bool] | None,
+    approvals: Mapping[str, DecisionInput] | None,
+    agent: Agent[Any, Any],
 ) -> RunInput:
+    messages = as_messages(history or ())
     return RunInput.model_construct(
         prompt=prompt,
         parts=list(parts),
-        history=as_messages(history or ()),
+        history=messages,
         deps=deps,
         run_id=run_id or "",
         conversation_id=conversation_id or "",
-        approvals=dict(approvals or {}),
+        approvals=checked_approvals(agent.tools, messages, approvals or {}),
     )
 
 

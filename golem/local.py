@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from golem.events import RunEvent
 from golem.ids import new_id
-from golem.messages import Message, ToolCall
+from golem.messages import Decision, Message, ToolCall
 from golem.models.base import Model, ModelError, ModelRequest, ModelResponse, StreamDelta
 from golem.models.fallback import chain, falls_over, move_on, stamp
 from golem.results import Result
@@ -77,7 +77,7 @@ class LocalExecutor:
 
     async def await_approvals(
         self, pending: list[ToolCall], ctx: RunContext[Any]
-    ) -> dict[str, bool] | None:
+    ) -> dict[str, Decision | None] | None:
         return None  # in process a run pauses: the caller answers with a new run
 
     async def request(

@@ -21,7 +21,7 @@ from typing import Any
 from golem.delegation import Delegations, Handoff
 from golem.events import RunEvent
 from golem.executor import DeltaSink, Executor
-from golem.messages import Message, ToolCall
+from golem.messages import Decision, Message, ToolCall
 from golem.phases import Stop, prepare, turn
 from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT, BatchOutcome, ToolBatch
 from golem.phases.finish import Decoder, partial, result
@@ -91,7 +91,7 @@ class RunLoop:
         state.messages = history
         if inputs.approvals:
             plan = prepare.plan_approvals(agent, history, inputs.approvals)
-            await self._run_batch(plan.decided, dict.fromkeys(plan.denied, False))
+            await self._run_batch(plan.decided, plan.decisions)
             if plan.still and self.handoff is None:
                 given = await executor.await_approvals(list(plan.still), self._ctx())
                 if given is None:
@@ -110,7 +110,7 @@ class RunLoop:
             answer = await self._model_turn()
             if answer.tool_calls:
                 waiting = [c for c in answer.tool_calls if self._needs_approval(c)]
-                decisions: Mapping[str, bool | None] = {}
+                decisions: Mapping[str, Decision | None] = {}
                 if waiting:
                     answered = await executor.await_approvals(waiting, self._ctx())
                     if answered is None:
@@ -148,17 +148,15 @@ class RunLoop:
     async def _run_batch(
         self,
         calls: list[ToolCall] | tuple[ToolCall, ...],
-        decisions: Mapping[str, bool | None] | None = None,
+        decisions: Mapping[str, Decision | None] | None = None,
     ) -> None:
         """Run a batch, record every result it gives, commit; stop if it says so.
-        ``decisions``: a person's (``False``: denied; ``None``: none arrived in time)."""
-        decisions = decisions or {}
+        ``decisions``: a person's (``None``: none arrived in time)."""
         outcome = await self._batch.run(
             calls,
             retries=self._retries,
             tool_calls=self.state.tree.tool_calls,
-            denied={c for c, approved in decisions.items() if approved is False},
-            expired={c for c, approved in decisions.items() if approved is None},
+            decisions=decisions,
             budget=self.state.budget,
         )
         self._record(outcome)

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
 
-from golem.messages import Message, Part, Usage
+from golem.messages import Decision, Message, Part, Usage
 from golem.models.base import ModelSettings, StreamDelta, ToolDefinition
 from golem.tools import Tool
 from golem.toolsets import Toolset
@@ -75,7 +75,8 @@ class RunInput(BaseModel):
     deps: Any = None
     run_id: str = ""
     conversation_id: str = ""
-    approvals: dict[str, bool] = Field(default_factory=dict)
+    approvals: dict[str, bool | Decision] = Field(default_factory=dict)
+    """Decisions on the calls the history leaves waiting (a bare ``bool``: as 0.2.0 sent)."""
     budget: Budget | None = None
     """A delegated run: what its callers' usage limits leave it and its own delegates."""
 

@@ -8,11 +8,27 @@ import pytest
 from agents import answered, ask, call, scripted
 from runners import Runner
 
+from golem import Approve, Deny
 from golem.agent import Agent
+from golem.approvals import MAX_REASON_CHARS
 from golem.loop import DENIED_RESULT
-from golem.messages import Message
+from golem.messages import Decision, Message
 from golem.models.function import ScriptedModel
 from golem.results import RunError
+
+
+def undated(messages: list[Message]) -> list[Message]:
+    """``messages`` with the time of each decision left out (the clock's, not the test's)."""
+    return [
+        m.model_copy(update={"decision": m.decision.model_copy(update={"at": ""})})
+        if m.decision is not None
+        else m
+        for m in messages
+    ]
+
+
+def decided(message: Message, **decision: Any) -> Message:
+    return message.model_copy(update={"decision": Decision(**decision)})
 
 
 def transfer_agent(*answers: Message) -> tuple[Agent[Any, Any], ScriptedModel, list[int]]:
@@ -70,14 +86,18 @@ async def test_an_approved_call_runs_and_the_run_continues(runner: Runner) -> No
     assert result.pending_approvals == []
     assert result.conversation_id == paused.conversation_id
     assert result.run_id != paused.run_id
-    assert result.messages == [
+    assert undated(result.messages) == [
         *paused.messages,
         *[
             m.stamped(result.run_id, result.conversation_id)
-            for m in (Message.tool("c1", "transfer", "sent 5"), answered(Message.assistant("done")))
+            for m in (
+                decided(Message.tool("c1", "transfer", "sent 5"), approved=True),
+                answered(Message.assistant("done")),
+            )
         ],
     ]
     assert model.requests[1].messages == result.messages[:-1]
+    assert result.messages[2].decision is not None and result.messages[2].decision.at
 
 
 async def test_a_denied_call_is_closed_with_a_failed_denied_result(runner: Runner) -> None:
@@ -90,8 +110,8 @@ async def test_a_denied_call_is_closed_with_a_failed_denied_result(runner: Runne
 
     assert sent == []
     assert result.output == "ok, not sent"
-    assert model.requests[1].messages[-1] == Message.tool(
-        "c1", "transfer", DENIED_RESULT, failed=True
+    assert undated(model.requests[1].messages)[-1] == decided(
+        Message.tool("c1", "transfer", DENIED_RESULT, failed=True), approved=False
     ).stamped(result.run_id, result.conversation_id)
 
 
@@ -179,3 +199,110 @@ async def test_a_new_prompt_instead_of_a_decision_closes_the_pending_call_by_rep
         model.requests[1].messages[2].content
         == "interrupted before execution; no result was produced"
     )
+
+
+async def test_an_approval_with_edited_arguments_runs_them_and_the_transcript_keeps_both(
+    runner: Runner,
+) -> None:
+    agent, model, sent = transfer_agent(
+        ask(call("c1", "transfer", amount=500)), Message.assistant("sent 50 instead")
+    )
+    paused = await runner(agent, "pay 500")
+
+    result = await runner(
+        agent, history=paused.messages, approvals={"c1": Approve(args={"amount": 50})}
+    )
+
+    assert sent == [50]
+    assert result.messages[1].tool_calls == [call("c1", "transfer", amount=500)]
+    tool = result.messages[2]
+    assert tool.decision is not None
+    assert (tool.decision.approved, tool.decision.args) == (True, '{"amount":50}')
+    told = model.requests[1].messages[-1].content
+    assert told == (
+        "[a person changed this call's arguments before it ran; it ran with "
+        '{"amount":50}]\nsent 50'
+    )
+
+
+async def test_edited_arguments_the_tool_would_not_take_are_refused_before_the_run(
+    runner: Runner,
+) -> None:
+    agent, model, sent = transfer_agent(ask(call("c1", "transfer", amount=500)))
+    paused = await runner(agent, "pay 500")
+
+    with pytest.raises(ValueError) as caught:
+        await runner(
+            agent, history=paused.messages, approvals={"c1": Approve(args={"amount": "lots"})}
+        )
+
+    assert str(caught.value) == (
+        "the edited arguments are invalid: call 'c1' (transfer): invalid arguments: amount: "
+        "Input should be a valid integer, unable to parse string as an integer"
+    )
+    assert sent == []
+    assert len(model.requests) == 1
+
+
+async def test_a_denial_reason_is_what_the_model_reads_as_the_result(runner: Runner) -> None:
+    agent, model, sent = transfer_agent(
+        ask(call("c1", "transfer", amount=500)), Message.assistant("I can offer store credit")
+    )
+    paused = await runner(agent, "pay 500")
+
+    reason = "over the limit; offer store credit"
+    result = await runner(agent, history=paused.messages, approvals={"c1": Deny(reason=reason)})
+
+    assert sent == []
+    assert undated(model.requests[1].messages)[-1] == decided(
+        Message.tool("c1", "transfer", reason, failed=True), approved=False, reason=reason
+    ).stamped(result.run_id, result.conversation_id)
+
+
+async def test_a_denial_reason_over_the_limit_is_refused(runner: Runner) -> None:
+    agent, model, _ = transfer_agent(ask(call("c1", "transfer", amount=500)))
+    paused = await runner(agent, "pay 500")
+
+    with pytest.raises(ValueError) as caught:
+        await runner(
+            agent,
+            history=paused.messages,
+            approvals={"c1": Deny(reason="x" * (MAX_REASON_CHARS + 1))},
+        )
+
+    assert str(caught.value) == (
+        f"the denial of call 'c1' has a reason of {MAX_REASON_CHARS + 1} characters, over "
+        f"the limit of {MAX_REASON_CHARS}: shorten it"
+    )
+    assert len(model.requests) == 1
+
+
+async def test_a_decision_of_the_wrong_type_is_refused_naming_the_call(runner: Runner) -> None:
+    agent, model, _ = transfer_agent(ask(call("refund-7", "transfer", amount=5)))
+    paused = await runner(agent, "pay 5")
+
+    with pytest.raises(ValueError) as caught:
+        await runner(agent, history=paused.messages, approvals={"refund-7": "yes"})  # type: ignore[dict-item]
+
+    assert str(caught.value) == (
+        "the decision for call 'refund-7' is 'yes' (str): give True, False, "
+        "Approve(args=..., always=...) or Deny(reason=...)"
+    )
+    assert len(model.requests) == 1
+
+
+async def test_deciding_a_call_again_is_refused_naming_who_decided_first(runner: Runner) -> None:
+    agent, _, sent = transfer_agent(
+        ask(call("c1", "transfer", amount=5), call("c2", "transfer", amount=7)),
+        Message.assistant("done"),
+    )
+    paused = await runner(agent, "pay twice")
+    first = Decision(approved=True, by="alice")
+    still = await runner(agent, history=paused.messages, approvals={"c1": first})
+
+    with pytest.raises(RunError) as caught:
+        await runner(agent, history=still.messages, approvals={"c1": False})
+
+    assert caught.value.stage == "history"
+    assert caught.value.detail == "calls ['c1'] are decided already (c1 by alice); pending: ['c2']"
+    assert sent == [5]

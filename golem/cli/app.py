@@ -193,6 +193,15 @@ def parser() -> argparse.ArgumentParser:
     )
     approve.add_argument("call_id", nargs="*", help="the calls to decide (default: every one)")
     approve.add_argument("--deny", action="store_true", help="deny them: they are not executed")
+    approve.add_argument("--reason", help="with --deny: what the model reads as the call's result")
+    approve.add_argument(
+        "--args",
+        metavar="JSON",
+        help="run the call with these arguments (a JSON object) in place of the model's",
+    )
+    approve.add_argument(
+        "--by", help="who decides, recorded on each call's result (default: the OS user)"
+    )
     approve.add_argument("--json", action="store_true", help="print the result as JSON")
     show = command("show", "print one run's (or a conversation's) messages", server, links)
     show.add_argument(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import sys
 from collections.abc import Awaitable
 from datetime import timedelta
@@ -108,7 +109,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
             result = await follow.until(started.result())
             while result.pending_approvals and sys.stdin.isatty():  # a person can answer
                 decisions = await ask_approvals(result.pending_approvals, True, sys.stderr)
-                result = await follow.until(started.approve(decisions))
+                result = await follow.until(started.approve(decisions, by=getpass.getuser()))
     except RunError as exc:
         return print_failure(client, exc, started.run_id)
     except asyncio.CancelledError:  # Ctrl-C: stop waiting, not the run
@@ -173,7 +174,10 @@ async def run_turn(
                 result = stream.result
             while result.pending_approvals and sys.stdin.isatty():
                 decisions = await ask_approvals(result.pending_approvals, True, sys.stderr)
-                result, streamed = await conversation.approve(decisions), False
+                result, streamed = (
+                    await conversation.approve(decisions, by=getpass.getuser()),
+                    False,
+                )
     except RunError as exc:
         return print_failure(client, exc, run_id, conversation.id)
     if result.pending_approvals:
@@ -253,7 +257,7 @@ async def cmd_chat(args: argparse.Namespace) -> int:
                 result = stream.result
                 while result.pending_approvals:  # the run waits in its workflow for us
                     decisions = await ask_approvals(result.pending_approvals, interactive)
-                    result = await conversation.approve(decisions)
+                    result = await conversation.approve(decisions, by=getpass.getuser())
                     print(f"{name}> {result.output or ''}")
         except RunError as exc:
             print(f"run failed at stage {exc.stage}: {exc.detail}")

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
@@ -19,15 +19,19 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from golem.agent import Agent
+from golem.approvals import DecisionInput
 from golem.client.conversations import DurableConversation, start_conversation
+from golem.client.decisions import Validators
 from golem.client.inputs import HistoryItem, check_not_waiting, check_size, checked
 from golem.client.records import fetch_run, run_input
 from golem.client.runs import DurableRun
 from golem.ids import new_id
 from golem.loop import RunInput, resolve_conversation_id
 from golem.messages import Part
+from golem.phases.prepare import checked_approvals
 from golem.results import PartialResult, Result, RunError
 from golem.streaming import DurableRunStream
+from golem.tools import Tool
 from golem.wire import AgentRunInput, ConversationInput
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.failures import RunIdInUseError
@@ -54,6 +58,9 @@ class DurableAgent(Generic[OutputT]):
         self.task_queue = task_queue
         kind = output_type or (None if isinstance(agent, str) else agent.output_type)
         self.output_adapter = None if kind in (None, str) else TypeAdapter(kind)
+        self._tools: dict[str, Tool] = {} if isinstance(agent, str) else dict(agent.tools)
+        self.tools: Validators = {n: t.validate_args for n, t in self._tools.items()}
+        """How the agent's tools check arguments (known when built with the ``Agent``)."""
         # Only a run that may wait for approvals needs the outcome update's round trip.
         self.may_pause = isinstance(agent, str) or agent.may_pause
 
@@ -71,7 +78,7 @@ class DurableAgent(Generic[OutputT]):
         deps: Any = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
-        approvals: dict[str, bool] | None = None,
+        approvals: Mapping[str, DecisionInput] | None = None,
         parent_run_id: str | None = None,
         stream: bool = False,
     ) -> DurableRun[OutputT]:
@@ -90,7 +97,7 @@ class DurableAgent(Generic[OutputT]):
             deps=deps,
             run_id=run_id,
             conversation_id=conversation_id,
-            approvals=dict(approvals or {}),
+            approvals=checked_approvals(self._tools, history, approvals or {}),
         )
         payload = AgentRunInput(agent=self.agent_name, run=run, parent_run_id=parent, stream=stream)
         check_size(payload, self.client.data_converter)
@@ -112,6 +119,7 @@ class DurableAgent(Generic[OutputT]):
             self.client.data_converter,
             self._never_pauses,
             agent=self.agent_name,
+            tools=self.tools,
         )
 
     async def _start(
@@ -144,7 +152,7 @@ class DurableAgent(Generic[OutputT]):
         deps: Any = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
-        approvals: dict[str, bool] | None = None,
+        approvals: Mapping[str, DecisionInput] | None = None,
     ) -> Result[OutputT]:
         """Run durably and wait: the same ``Result`` and ``RunError`` as ``Agent.run``."""
         started = await self.start(
@@ -167,7 +175,7 @@ class DurableAgent(Generic[OutputT]):
         deps: Any = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
-        approvals: dict[str, bool] | None = None,
+        approvals: Mapping[str, DecisionInput] | None = None,
     ) -> DurableRunStream[OutputT]:
         """Run durably, yielding ``agent.run_stream``'s events as they happen (the run
         starts when iterated); once exhausted, ``.result`` is what ``run`` returns."""
@@ -201,6 +209,7 @@ class DurableAgent(Generic[OutputT]):
             self._never_pauses,
             based,
             agent=self.agent_name,
+            tools=self.tools,
         )
 
     async def conversation(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -26,12 +26,15 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import FailureError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from golem.approvals import DecisionInput
+from golem.client.decisions import checked_decisions
 from golem.client.history import decode_result
 from golem.client.inputs import checked
+from golem.client.lookups import awaiting_approval
 from golem.client.records import history_reader, run_pager
 from golem.client.runs import DurableRun
 from golem.ids import new_id
-from golem.messages import Message, Part
+from golem.messages import Message, Part, ToolCall
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream
 from golem.wire import (
@@ -243,18 +246,25 @@ class DurableConversation(Generic[OutputT]):
             raise await self._closed_or(exc) from exc
         return await self._turn_result(out, run_id)
 
-    async def approve(self, decisions: dict[str, bool]) -> Result[OutputT]:
-        """Answer the turn that waits for approvals (``{call_id: approved}``); returns that
-        turn's next ``Result``: final, or waiting again."""
+    async def approve(
+        self, decisions: Mapping[str, DecisionInput], *, by: str = ""
+    ) -> Result[OutputT]:
+        """Answer the turn that waits for approvals, by call id, as ``DurableRun.approve``
+        does (``True``, ``False``, ``Approve(...)``, ``Deny(...)``; ``by``: who decided);
+        returns that turn's next ``Result``: final, or waiting again."""
+        given = await checked_decisions(decisions, by, self.agent.tools, self._waiting)
         try:
             out: TurnOutput = await self.handle.execute_update(
-                "golem.approve", decisions, result_type=TurnOutput
+                "golem.approve", given, result_type=TurnOutput
             )
         except WorkflowUpdateFailedError as exc:
             raise await self._turn_error(exc, "") from exc
         except RPCError as exc:
             raise await self._closed_or(exc) from exc
         return await self._turn_result(out, out.run.run_id)
+
+    async def _waiting(self) -> list[ToolCall]:
+        return (await awaiting_approval(self.agent.client, self.id)).calls
 
     async def _turn_result(self, out: TurnOutput, run_id: str) -> Result[OutputT]:
         history = await self._transcript(out.start)

@@ -58,7 +58,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.wire import Paused as PausedRun
     from golem.workflows import lineage, registry
     from golem.workflows.agent_run import AgentRunWorkflow
-    from golem.workflows.approvals import PAUSED_SIGNAL
+    from golem.workflows.approvals import PAUSED_SIGNAL, refuse_invalid_edits
     from golem.workflows.transcript import Transcript
     from golem.workflows.turn_runs import (
         CLOSED,
@@ -89,6 +89,7 @@ with workflow.unsafe.imports_passed_through():
         Refusal,
         StartChild,
         Turns,
+        Verdict,
     )
 
 __all__ = [
@@ -220,7 +221,7 @@ class ConversationWorkflow:
             raise ApplicationError(f"the turn is malformed: {exc}", non_retryable=True) from None
 
     @workflow.update(name="golem.approve")
-    async def approve(self, decisions: dict[str, bool]) -> TurnOutput:
+    async def approve(self, decisions: dict[str, Verdict]) -> TurnOutput:
         """Answer the turn that waits for approvals: returns at once with the calls still
         pending after a partial approval, else once the turn ends or waits again."""
         answer = await self._ask(lambda ticket: self._turns.approve(ticket, decisions, _now()))
@@ -228,10 +229,19 @@ class ConversationWorkflow:
         return answer
 
     @approve.validator
-    def _validate_approve(self, decisions: dict[str, bool]) -> None:
+    def _validate_approve(self, decisions: dict[str, Verdict]) -> None:
         refusal = self._turns.check_approve(decisions, _now())
         if refusal is not None:
             raise refused(refusal)
+        if self._paused is not None:
+            try:
+                tools = registry.lookup(workflow.info().task_queue, self._handoffs.current).tools
+            except LookupError:
+                return  # the turn's run reports an unknown agent itself
+            validators = {n: t.validate_args for n, t in tools.items()}
+            calls = list(self._paused.pending_approvals)
+            where = f"conversation {workflow.info().workflow_id}"
+            refuse_invalid_edits(where, validators, calls, decisions)
 
     @workflow.update(name="golem.close")
     async def close(self) -> ConversationSummary:

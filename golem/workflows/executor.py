@@ -32,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.delegation import Delegation, Delegations
     from golem.events import RunEvent
     from golem.loop import DeltaSink
-    from golem.messages import Message, ToolCall
+    from golem.messages import Decision, Message, ToolCall
     from golem.models.base import ModelRequest, ModelResponse
     from golem.models.fallback import move_on
     from golem.results import Result
@@ -213,7 +213,7 @@ class TemporalExecutor:
 
     async def await_approvals(
         self, pending: list[ToolCall], ctx: RunContext[Any]
-    ) -> dict[str, bool | None] | None:
+    ) -> dict[str, Decision | None] | None:
         # A run with a gate waits in its workflow; one without (inline) pauses and returns.
         return None if self.gate is None else await self.gate.wait(pending)
 
