@@ -36,7 +36,7 @@ from golem.models.fallback import plan
 from golem.phases.prepare import checked_approvals
 from golem.results import Result, RunError, StreamResult
 from golem.retry import Retry
-from golem.tools import RunContext, Tool
+from golem.tools import ApprovalPredicate, RunContext, Tool
 from golem.toolsets import Toolset, check_toolsets
 from golem.usage import UsageLimits
 
@@ -149,7 +149,7 @@ class Agent(Generic[DepsT, OutputT]):
         *,
         name: str | None = None,
         sequential: bool = False,
-        requires_approval: bool = False,
+        requires_approval: bool | ApprovalPredicate = False,
         max_retries: int | None = None,
         timeout: timedelta | None = None,
         retry: Retry | None = None,

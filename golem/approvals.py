@@ -23,9 +23,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from golem.messages import Decision, ToolCall
+from golem.tools import ApprovalPredicate, RunContext, Tool
 
 __all__ = [
     "MAX_REASON_CHARS",
+    "ApprovalPredicate",
     "Approve",
     "DecisionInput",
     "Deny",
@@ -34,6 +36,7 @@ __all__ = [
     "describe_decision",
     "edited_call",
     "edited_note",
+    "needs_approval",
     "to_decision",
     "to_decisions",
 ]
@@ -130,6 +133,25 @@ def describe_decision(decision: Decision) -> str:
     if decision.reason:
         text += f": {decision.reason}"
     return text
+
+
+def needs_approval(tool: Tool | None, call: ToolCall, ctx: RunContext[Any]) -> bool:
+    """Whether ``call`` waits for a person: its tool's ``requires_approval``, a bool or a
+    predicate ``(ctx, args) -> bool`` on the validated arguments (a dict). A call whose
+    arguments are invalid does not wait (its result tells the model); a predicate that
+    raises sends the call to a person: never fails open."""
+    rule = tool.requires_approval if tool is not None else False
+    if not callable(rule):
+        return bool(rule)
+    assert tool is not None
+    try:
+        args = tool.validate_args(call.args)
+    except ValueError:
+        return False
+    try:
+        return bool(rule(ctx, args.model_dump()))
+    except Exception:
+        return True
 
 
 def edited_call(call: ToolCall, decision: Decision | bool | None) -> ToolCall:

@@ -18,6 +18,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from golem.approvals import needs_approval
 from golem.delegation import Delegations, Handoff
 from golem.events import RunEvent
 from golem.executor import DeltaSink, Executor
@@ -90,7 +91,7 @@ class RunLoop:
         history = await prepare.process_history(agent, executor, self._ctx(), list(inputs.history))
         state.messages = history
         if inputs.approvals:
-            plan = prepare.plan_approvals(agent, history, inputs.approvals)
+            plan = prepare.plan_approvals(agent, history, inputs.approvals, self._needs_approval)
             await self._run_batch(plan.decided, plan.decisions)
             if plan.still and self.handoff is None:
                 given = await executor.await_approvals(list(plan.still), self._ctx())
@@ -181,7 +182,7 @@ class RunLoop:
 
     def _needs_approval(self, call: ToolCall) -> bool:
         tool = self.agent.tools.get(call.name)
-        return bool(tool and tool.requires_approval)
+        return needs_approval(tool, call, self._call_context(call, self._retries, None))
 
     # -- context and events --------------------------------------------------------
 

@@ -306,3 +306,75 @@ async def test_deciding_a_call_again_is_refused_naming_who_decided_first(runner:
     assert caught.value.stage == "history"
     assert caught.value.detail == "calls ['c1'] are decided already (c1 by alice); pending: ['c2']"
     assert sent == [5]
+
+
+def refund_agent(
+    *answers: Message, over: int = 100
+) -> tuple[Agent[Any, Any], ScriptedModel, list[int], list[Any]]:
+    """``refund`` waits for a person only when the amount is over ``over``; the predicate
+    sees the run's context and the validated arguments."""
+    agent, model = scripted(list(answers))
+    refunded: list[int] = []
+    seen: list[Any] = []
+
+    def large(ctx: Any, args: dict[str, Any]) -> bool:
+        seen.append((ctx.tool_name, args))
+        return bool(args["amount"] > over)
+
+    @agent.tool(requires_approval=large)
+    def refund(amount: int) -> str:
+        """Refund an order."""
+        refunded.append(amount)
+        return f"refunded {amount}"
+
+    return agent, model, refunded, seen
+
+
+async def test_a_predicate_decides_which_calls_wait_on_their_validated_arguments(
+    runner: Runner,
+) -> None:
+    agent, _, refunded, seen = refund_agent(
+        ask(call("small", "refund", amount=20), call("large", "refund", amount=500)),
+        Message.assistant("done"),
+    )
+
+    paused = await runner(agent, "refund both")
+
+    assert paused.pending_approvals == [call("large", "refund", amount=500)]
+    assert refunded == []  # the batch waits whole
+    result = await runner(agent, history=paused.messages, approvals={"large": True})
+    assert refunded == [20, 500]
+    assert result.output == "done"
+    if runner.name == "local":  # durably the predicate runs in the worker's workflow
+        assert seen[:2] == [("refund", {"amount": 20}), ("refund", {"amount": 500})]
+
+
+async def test_a_predicate_that_raises_sends_the_call_to_a_person(runner: Runner) -> None:
+    agent, _ = scripted([ask(call("c1", "refund", amount=1)), Message.assistant("done")])
+
+    def broken(ctx: Any, args: dict[str, Any]) -> bool:
+        raise RuntimeError("no limits table")
+
+    @agent.tool(requires_approval=broken)
+    def refund(amount: int) -> str:
+        """Refund an order."""
+        return f"refunded {amount}"
+
+    assert agent.may_pause
+    paused = await runner(agent, "refund 1")
+
+    assert paused.pending_approvals == [call("c1", "refund", amount=1)]  # never fails open
+
+
+async def test_a_call_whose_arguments_are_invalid_does_not_wait_and_the_model_is_told(
+    runner: Runner,
+) -> None:
+    agent, model, refunded, _ = refund_agent(
+        ask(call("c1", "refund", amount="lots")), Message.assistant("sorry")
+    )
+
+    result = await runner(agent, "refund lots")
+
+    assert not result.paused and refunded == []
+    assert model.requests[1].messages[-1].failed
+    assert model.requests[1].messages[-1].content.startswith("tool 'refund': invalid arguments")

@@ -4,7 +4,7 @@ repair and instructions. Everything here happens before the first model request.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,9 +137,13 @@ class ApprovalPlan:
 
 
 def plan_approvals(
-    agent: AgentSpec, messages: Sequence[Message], approvals: Mapping[str, bool | Decision]
+    agent: AgentSpec,
+    messages: Sequence[Message],
+    approvals: Mapping[str, bool | Decision],
+    needs_approval: Callable[[ToolCall], bool],
 ) -> ApprovalPlan:
-    """Split the last turn's unanswered calls by the decisions given."""
+    """Split the last turn's unanswered calls by the decisions given (``needs_approval``
+    says which of the others wait)."""
     pending = _unanswered_calls_of_last_turn(messages)
     unknown = sorted(set(approvals) - {c.id for c in pending})
     if unknown:
@@ -149,10 +153,6 @@ def plan_approvals(
         check_edits({n: t.validate_args for n, t in agent.tools.items()}, pending, decisions)
     except ValueError as exc:
         raise Stop("history", str(exc)) from None
-
-    def needs_approval(call: ToolCall) -> bool:
-        tool = agent.tools.get(call.name)
-        return bool(tool and tool.requires_approval)
 
     decided = tuple(c for c in pending if c.id in approvals or not needs_approval(c))
     return ApprovalPlan(
