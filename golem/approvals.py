@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from golem.messages import Decision, ToolCall
+from golem.messages import Decision, Message, ToolCall
 from golem.tools import ApprovalPredicate, RunContext, Tool
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "edited_call",
     "edited_note",
     "needs_approval",
+    "standing_approvals",
     "to_decision",
     "to_decisions",
 ]
@@ -133,6 +134,15 @@ def describe_decision(decision: Decision) -> str:
     if decision.reason:
         text += f": {decision.reason}"
     return text
+
+
+def standing_approvals(history: Sequence[Message]) -> dict[str, Decision]:
+    """The tools ``history`` approved ``always``, by name: the decision that did it."""
+    return {
+        m.tool_name: m.decision
+        for m in history
+        if m.role == "tool" and m.decision is not None and m.decision.always
+    }
 
 
 def needs_approval(tool: Tool | None, call: ToolCall, ctx: RunContext[Any]) -> bool:

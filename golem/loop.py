@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from golem.approvals import needs_approval
+from golem.approvals import needs_approval, standing_approvals
 from golem.delegation import Delegations, Handoff
 from golem.events import RunEvent
 from golem.executor import DeltaSink, Executor
@@ -66,6 +66,9 @@ class RunLoop:
         """How this run's turn ended by handing over (the target's run id minted)."""
         self.delegations = Delegations(agent, executor, self.state, emit)
         self._retries: dict[str, int] = {}
+        given = inputs.standing
+        self.standing = dict(standing_approvals(inputs.history) if given is None else given)
+        """Tools approved ``always`` in this conversation: their calls run without asking."""
         self._batch = ToolBatch(agent, executor, self._call_context, self._event, self._flight)
 
     async def run(self) -> Result[Any]:
@@ -152,7 +155,17 @@ class RunLoop:
         decisions: Mapping[str, Decision | None] | None = None,
     ) -> None:
         """Run a batch, record every result it gives, commit; stop if it says so.
-        ``decisions``: a person's (``None``: none arrived in time)."""
+        ``decisions``: a person's (``None``: none arrived in time); a call of a tool
+        approved ``always`` records the decision that did it."""
+        decisions = dict(decisions or {})
+        for call in calls:
+            standing = self.standing.get(call.name)
+            if standing is not None and call.id not in decisions and self._asks(call):
+                decisions[call.id] = standing.model_copy(update={"args": None})
+        for call in calls:
+            given = decisions.get(call.id)
+            if given is not None and given.approved and given.always:
+                self.standing.setdefault(call.name, given)
         outcome = await self._batch.run(
             calls,
             retries=self._retries,
@@ -181,6 +194,10 @@ class RunLoop:
         state.commit()
 
     def _needs_approval(self, call: ToolCall) -> bool:
+        """Whether ``call`` waits for a person (not when its tool is approved ``always``)."""
+        return call.name not in self.standing and self._asks(call)
+
+    def _asks(self, call: ToolCall) -> bool:
         tool = self.agent.tools.get(call.name)
         return needs_approval(tool, call, self._call_context(call, self._retries, None))
 

@@ -79,6 +79,9 @@ class RunInput(BaseModel):
     """Decisions on the calls the history leaves waiting (a bare ``bool``: as 0.2.0 sent)."""
     budget: Budget | None = None
     """A delegated run: what its callers' usage limits leave it and its own delegates."""
+    standing: dict[str, Decision] | None = None
+    """Tools approved ``always`` in this conversation, by name (the decision that did it);
+    ``None``: read from the history's decisions (a conversation workflow passes its own)."""
 
 
 @dataclass(frozen=True)

@@ -378,3 +378,28 @@ async def test_a_call_whose_arguments_are_invalid_does_not_wait_and_the_model_is
     assert not result.paused and refunded == []
     assert model.requests[1].messages[-1].failed
     assert model.requests[1].messages[-1].content.startswith("tool 'refund': invalid arguments")
+
+
+async def test_approve_always_lets_later_calls_of_the_tool_run_without_asking(
+    runner: Runner,
+) -> None:
+    agent, _, sent = transfer_agent(
+        ask(call("c1", "transfer", amount=5)),
+        Message.assistant("sent"),
+        ask(call("c2", "transfer", amount=7)),
+        Message.assistant("sent again"),
+    )
+    paused = await runner(agent, "pay 5")
+    first = await runner(
+        agent,
+        history=paused.messages,
+        approvals={"c1": Decision(approved=True, always=True, by="alice")},
+    )
+
+    later = await runner(agent, "pay 7", history=first.messages)
+
+    assert not later.paused and later.output == "sent again"
+    assert sent == [5, 7]
+    standing = later.messages[-2].decision
+    assert standing is not None
+    assert (standing.approved, standing.always, standing.by) == (True, True, "alice")

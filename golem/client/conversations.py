@@ -34,7 +34,7 @@ from golem.client.lookups import awaiting_approval
 from golem.client.records import history_reader, run_pager
 from golem.client.runs import DurableRun
 from golem.ids import new_id
-from golem.messages import Message, Part, ToolCall
+from golem.messages import Decision, Message, Part, ToolCall
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream
 from golem.wire import (
@@ -262,6 +262,26 @@ class DurableConversation(Generic[OutputT]):
         except RPCError as exc:
             raise await self._closed_or(exc) from exc
         return await self._turn_result(out, out.run.run_id)
+
+    async def approvals_policy(self) -> dict[str, Decision]:
+        """The tools approved ``always`` in this conversation (``Approve(always=True)``), by
+        name: the decision that did it. Their calls run without asking, across turns and
+        continue-as-new, until ``revoke``."""
+        policy: dict[str, Decision] = await self.handle.query(
+            "golem.approvals_policy", result_type=dict[str, Decision]
+        )
+        return policy
+
+    async def revoke(self, tool: str) -> dict[str, Decision]:
+        """Take back ``tool``'s standing approval: from the next turn its calls ask again.
+        Returns the standing approvals left; ``ValueError`` when ``tool`` has none."""
+        try:
+            left: dict[str, Decision] = await self.handle.execute_update(
+                "golem.revoke", tool, result_type=dict[str, Decision]
+            )
+        except WorkflowUpdateFailedError as exc:
+            raise await self._turn_error(exc, "") from exc
+        return left
 
     async def _waiting(self) -> list[ToolCall]:
         return (await awaiting_approval(self.agent.client, self.id)).calls

@@ -45,7 +45,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from golem.messages import HistoryError, Message, validate_history
+    from golem.messages import Decision, HistoryError, Message, validate_history
     from golem.wire import (
         Completed,
         ConversationInput,
@@ -58,7 +58,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.wire import Paused as PausedRun
     from golem.workflows import lineage, registry
     from golem.workflows.agent_run import AgentRunWorkflow
-    from golem.workflows.approvals import PAUSED_SIGNAL, refuse_invalid_edits
+    from golem.workflows.approvals import INVALID_DECISION, PAUSED_SIGNAL, refuse_invalid_edits
     from golem.workflows.transcript import Transcript
     from golem.workflows.turn_runs import (
         CLOSED,
@@ -157,6 +157,7 @@ class ConversationWorkflow:
         self._outcome: TurnOutput | ApplicationError | None = None  # of the turn that ended
         self._tasks: set[asyncio.Task[None]] = set()  # held: the loop keeps weak references
         self._idle = IdleTimeout(input.idle_timeout)
+        self._standing: dict[str, Decision] = dict(input.standing)  # tools approved always
 
     @workflow.run
     async def run(self, input: ConversationInput) -> ConversationSummary:
@@ -181,6 +182,7 @@ class ConversationWorkflow:
             by_reference=self._reference,
             current_agent=self._handoffs.current,
             idle_timeout=self._idle.seconds,
+            standing=self._standing,
         )
         following = carried_input(following, self._transcript, turns.known)
         if turns.phase == "resting":  # closed until its next send reopens it from here
@@ -224,9 +226,41 @@ class ConversationWorkflow:
     async def approve(self, decisions: dict[str, Verdict]) -> TurnOutput:
         """Answer the turn that waits for approvals: returns at once with the calls still
         pending after a partial approval, else once the turn ends or waits again."""
+        self._stand_by(decisions)
         answer = await self._ask(lambda ticket: self._turns.approve(ticket, decisions, _now()))
         assert isinstance(answer, TurnOutput)
         return answer
+
+    def _stand_by(self, decisions: dict[str, Verdict]) -> None:
+        """Tools approved ``always`` run without asking from the conversation's next turn
+        (the turn in flight applies them itself)."""
+        names = {c.id: c.name for c in self._paused.pending_approvals} if self._paused else {}
+        for call_id, decision in decisions.items():
+            always = isinstance(decision, Decision) and decision.approved and decision.always
+            if always and call_id in names:
+                self._standing.setdefault(names[call_id], decision)  # type: ignore[arg-type]
+
+    @workflow.query(name="golem.approvals_policy")
+    def approvals_policy(self) -> dict[str, Decision]:
+        """The tools approved ``always`` in this conversation: the decision that did it."""
+        return dict(self._standing)
+
+    @workflow.update(name="golem.revoke")
+    def revoke(self, tool: str) -> dict[str, Decision]:
+        """Take back ``tool``'s standing approval: from the next turn its calls ask again.
+        Returns the standing approvals left."""
+        self._standing.pop(tool)
+        return dict(self._standing)
+
+    @revoke.validator
+    def _validate_revoke(self, tool: str) -> None:
+        if tool not in self._standing:
+            raise ApplicationError(
+                f"tool {tool!r} has no standing approval in this conversation; standing: "
+                f"{sorted(self._standing)}",
+                type=INVALID_DECISION,
+                non_retryable=True,
+            )
 
     @approve.validator
     def _validate_approve(self, decisions: dict[str, Verdict]) -> None:
@@ -330,7 +364,7 @@ class ConversationWorkflow:
         # Once earlier workflow runs hold the transcript's start, every turn takes it by
         # reference (an agent that needs it by value fails in its run, saying so).
         reference = transcript.offset > 0 or self._reference
-        payload, start = child_input(transcript, agent, turn, reference)
+        payload, start = child_input(transcript, agent, turn, reference, self._standing)
         self._start, self._paused, self._outcome = start, None, None
         self._handoffs.begin(turn, start)
         try:
