@@ -32,6 +32,7 @@ from golem.messages import (
     load_messages,
     validate_history,
 )
+from golem.policies import ApprovalPolicy, Ask, Rule
 from golem.results import PartialResult, Result, RunError
 from golem.retry import Retry
 from golem.tools import Canceled, ModelRetry, RunContext, Tool, ToolFailed
@@ -41,7 +42,9 @@ __all__ = [
     "INTERRUPTED_RESULT",
     "OUTCOME_UNKNOWN_RESULT",
     "Agent",
+    "ApprovalPolicy",
     "Approve",
+    "Ask",
     "Canceled",
     "Decision",
     "Deny",
@@ -54,6 +57,7 @@ __all__ = [
     "PartialResult",
     "Result",
     "Retry",
+    "Rule",
     "RunContext",
     "RunError",
     "RunEvent",

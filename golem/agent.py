@@ -34,6 +34,7 @@ from golem.messages import HistoryItem, Part, as_messages
 from golem.models.base import Model, ModelSettings, ToolDefinition
 from golem.models.fallback import plan
 from golem.phases.prepare import checked_approvals
+from golem.policies import ApprovalPolicy
 from golem.results import Result, RunError, StreamResult
 from golem.retry import Retry
 from golem.tools import ApprovalPredicate, RunContext, Tool
@@ -71,6 +72,7 @@ class Agent(Generic[DepsT, OutputT]):
         output_retries: int = 2,
         model_retry: Retry | None = None,
         approval_timeout: timedelta | None = None,
+        approval_policy: ApprovalPolicy | None = None,
         max_concurrent_tools: int = 100,
         toolsets: Sequence[Toolset] = (),
         delegates: Sequence[Agent[Any, Any]] = (),
@@ -98,6 +100,9 @@ class Agent(Generic[DepsT, OutputT]):
         are not executed and the model is told no decision arrived in time (``None``: it
         waits as long as it takes). A later approval is refused. In process a run pauses
         instead."""
+        self.approval_policy = approval_policy
+        """Rules that allow, deny or send calls to a person, and an evaluator that decides
+        before a person does (golem.policies)."""
         self.max_concurrent_tools = max_concurrent_tools
         """The most calls of one batch in flight at once (under Temporal, activities: it
         keeps a wide batch under Temporal's 2,000 pending activities); the rest wait their
@@ -216,7 +221,8 @@ class Agent(Generic[DepsT, OutputT]):
         """Some tool (its own, a toolset's, or one of an agent it delegates or hands off to)
         needs a person's approval, so a run of this agent may pause for it."""
         return any(
-            any(tool.requires_approval for tool in agent.tools.values())
+            agent.approval_policy is not None
+            or any(tool.requires_approval for tool in agent.tools.values())
             or any(toolset.may_need_approval() for toolset in agent.toolsets)
             for agent in reachable([self])
         )

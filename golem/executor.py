@@ -53,6 +53,12 @@ class Executor(Protocol):
         with ``approvals=``)."""
         ...
 
+    async def evaluate_approval(self, call: ToolCall, ctx: RunContext[Any]) -> Decision | None:
+        """Ask the agent's approval policy's evaluator about ``call`` (durably in an
+        activity): its decision, or ``None`` when a person decides (it asked, raised, timed
+        out or answered something else)."""
+        ...
+
     async def toolset_tools(self, toolset: Toolset, ctx: RunContext[Any]) -> list[ToolsetTool]:
         """The tools ``toolset`` offers this run: its server asked once (durably in one
         activity, recorded); ``call_tool`` runs them. Raises when the server cannot be asked,

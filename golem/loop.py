@@ -27,6 +27,7 @@ from golem.phases import Stop, prepare, turn
 from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT, BatchOutcome, ToolBatch
 from golem.phases.finish import Decoder, partial, result
 from golem.phases.prepare import resolve_conversation_id
+from golem.policies import ApprovalPolicy, Rule, ruled
 from golem.results import Result, RunError
 from golem.run_state import AgentSpec, Checkpoint, RunInput, RunState
 from golem.tools import RunContext
@@ -97,9 +98,14 @@ class RunLoop:
             plan = prepare.plan_approvals(agent, history, inputs.approvals, self._needs_approval)
             await self._run_batch(plan.decided, plan.decisions)
             if plan.still and self.handoff is None:
-                given = await executor.await_approvals(list(plan.still), self._ctx())
-                if given is None:
-                    return result(state, None, pending=list(plan.still))  # still waiting
+                # In process a pause forgets the evaluator's answers: it is asked again.
+                given: dict[str, Decision | None] = dict(await self._evaluated(list(plan.still)))
+                still = [c for c in plan.still if c.id not in given]
+                if still:
+                    answered = await executor.await_approvals(still, self._ctx())
+                    if answered is None:
+                        return result(state, None, pending=still)  # still waiting
+                    given.update(answered)
                 await self._run_batch(plan.still, given)
             if self.handoff is not None:
                 return result(state, None)
@@ -114,12 +120,13 @@ class RunLoop:
             answer = await self._model_turn()
             if answer.tool_calls:
                 waiting = [c for c in answer.tool_calls if self._needs_approval(c)]
-                decisions: Mapping[str, Decision | None] = {}
+                decisions: dict[str, Decision | None] = dict(await self._evaluated(waiting))
+                waiting = [c for c in waiting if c.id not in decisions]
                 if waiting:
                     answered = await executor.await_approvals(waiting, self._ctx())
                     if answered is None:
                         return result(state, None, pending=waiting)
-                    decisions = answered
+                    decisions.update(answered)
                 await self._run_batch(answer.tool_calls, decisions)
                 if self.handoff is not None:
                     return result(state, None)  # the turn goes on with another agent
@@ -159,9 +166,15 @@ class RunLoop:
         approved ``always`` records the decision that did it."""
         decisions = dict(decisions or {})
         for call in calls:
-            standing = self.standing.get(call.name)
-            if standing is not None and call.id not in decisions and self._asks(call):
+            if call.id in decisions:
+                continue
+            standing, rule = self.standing.get(call.name), self._rule(call)
+            if rule is not None and rule.decide == "deny":  # a rule's denial wins
+                decisions[call.id] = ruled(rule, "")
+            elif standing is not None and self._asks(call):
                 decisions[call.id] = standing.model_copy(update={"args": None})
+            elif rule is not None and rule.decide == "allow":
+                decisions[call.id] = ruled(rule, "")
         for call in calls:
             given = decisions.get(call.id)
             if given is not None and given.approved and given.always:
@@ -194,8 +207,33 @@ class RunLoop:
         state.commit()
 
     def _needs_approval(self, call: ToolCall) -> bool:
-        """Whether ``call`` waits for a person (not when its tool is approved ``always``)."""
-        return call.name not in self.standing and self._asks(call)
+        """Whether ``call`` waits for a person: not when its tool is approved ``always`` or
+        a policy rule allows or denies it; when a rule says ask; else as its tool says."""
+        rule = self._rule(call)
+        if call.name in self.standing and (rule is None or rule.decide != "deny"):
+            return False
+        return rule.decide == "ask" if rule is not None else self._asks(call)
+
+    def _rule(self, call: ToolCall) -> Rule | None:
+        """The first rule matching ``call``: those set on its conversation, then the agent's."""
+        given = ApprovalPolicy(rules=[r.rule() for r in self.inputs.rules or ()])
+        policies = [given, self.agent.approval_policy or ApprovalPolicy()]
+        tool = self.agent.tools.get(call.name)
+        ctx = self._call_context(call, self._retries, None)
+        return next((m for p in policies if (m := p.match(tool, call, ctx)) is not None), None)
+
+    async def _evaluated(self, calls: list[ToolCall]) -> dict[str, Decision]:
+        """What the policy's evaluator decided of ``calls`` (the rest go to a person)."""
+        policy = self.agent.approval_policy
+        if policy is None or policy.evaluator is None:
+            return {}
+        decided = {}
+        for call in calls:
+            ctx = self._call_context(call, self._retries, None)
+            decision = await self.executor.evaluate_approval(call, ctx)
+            if decision is not None:
+                decided[call.id] = decision
+        return decided
 
     def _asks(self, call: ToolCall) -> bool:
         tool = self.agent.tools.get(call.name)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from agents import answered, ask, call, scripted
 from runners import Runner
 
-from golem import Approve, Deny
+from golem import ApprovalPolicy, Approve, Ask, Deny, Rule
 from golem.agent import Agent
 from golem.approvals import MAX_REASON_CHARS
 from golem.loop import DENIED_RESULT
@@ -403,3 +404,102 @@ async def test_approve_always_lets_later_calls_of_the_tool_run_without_asking(
     standing = later.messages[-2].decision
     assert standing is not None
     assert (standing.approved, standing.always, standing.by) == (True, True, "alice")
+
+
+def desk_agent(
+    *answers: Message, policy: ApprovalPolicy
+) -> tuple[Agent[Any, Any], ScriptedModel, list[str]]:
+    """``lookup`` (asks nobody), ``refund`` (needs approval) and ``note`` (asks nobody),
+    under ``policy``; ``ran`` records what executed."""
+    agent, model = scripted(list(answers), approval_policy=policy)
+    ran: list[str] = []
+
+    @agent.tool
+    def lookup(order: int) -> str:
+        """Look an order up."""
+        ran.append(f"lookup {order}")
+        return f"order {order}"
+
+    @agent.tool(requires_approval=True)
+    def refund(amount: int) -> str:
+        """Refund."""
+        ran.append(f"refund {amount}")
+        return f"refunded {amount}"
+
+    @agent.tool
+    def note(text: str) -> str:
+        """Write a note."""
+        ran.append(f"note {text}")
+        return "noted"
+
+    return agent, model, ran
+
+
+async def test_policy_rules_allow_deny_and_ask_first_match_wins_else_the_tool_decides(
+    runner: Runner,
+) -> None:
+    policy = ApprovalPolicy(
+        rules=[
+            Rule(tool="look*", decide="allow"),
+            Rule(
+                tool="refund",
+                when=lambda ctx, args: args["amount"] > 1000,
+                decide="deny",
+                reason="refunds over 1000 go through finance",
+            ),
+            Rule(tool="refund", when=lambda ctx, args: args["amount"] < 10, decide="allow"),
+            Rule(tool="note", decide="ask"),
+        ]
+    )
+    agent, _, ran = desk_agent(
+        ask(
+            call("l1", "lookup", order=1),
+            call("r1", "refund", amount=5000),
+            call("r2", "refund", amount=5),
+            call("r3", "refund", amount=50),
+            call("n1", "note", text="hi"),
+        ),
+        Message.assistant("done"),
+        policy=policy,
+    )
+
+    paused = await runner(agent, "go")
+
+    assert [c.id for c in paused.pending_approvals] == ["r3", "n1"]
+    result = await runner(agent, history=paused.messages, approvals={"r3": True, "n1": False})
+    assert ran == ["lookup 1", "refund 5", "refund 50"]
+    tools = {m.tool_call_id: m for m in result.messages if m.role == "tool"}
+    assert tools["r1"].content == "refunds over 1000 go through finance" and tools["r1"].failed
+    assert tools["r1"].decision is not None and tools["r1"].decision.by == "policy:refund"
+    assert tools["l1"].decision is not None and tools["l1"].decision.by == "policy:look*"
+
+
+async def test_an_evaluator_decides_first_and_never_fails_open(runner: Runner) -> None:
+    async def reviewer(ctx: Any, call: Any) -> Any:
+        amount = json.loads(call.args)["amount"]
+        if amount == 1:
+            return Approve()
+        if amount == 2:
+            return Deny(reason="the reviewer says no")
+        if amount == 3:
+            return Ask(reason="a person should look")
+        if amount == 4:
+            raise RuntimeError("reviewer down")
+        return "maybe"  # not an answer
+
+    agent, _, ran = desk_agent(
+        ask(*[call(f"r{n}", "refund", amount=n) for n in (1, 2, 3, 4, 5)]),
+        Message.assistant("done"),
+        policy=ApprovalPolicy(evaluator=reviewer),
+    )
+
+    paused = await runner(agent, "go")
+
+    assert [c.id for c in paused.pending_approvals] == ["r3", "r4", "r5"]
+    assert ran == []  # the batch waits whole for the person
+    decided = dict.fromkeys(["r3", "r4", "r5"], False)
+    result = await runner(agent, history=paused.messages, approvals=decided)
+    assert ran == ["refund 1"]
+    tools = {m.tool_call_id: m for m in result.messages if m.role == "tool"}
+    assert tools["r1"].decision is not None and tools["r1"].decision.by == "evaluator:reviewer"
+    assert tools["r2"].content == "the reviewer says no"

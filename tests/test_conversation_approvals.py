@@ -17,7 +17,7 @@ from test_conversation_boundaries import budgeted, continued
 from test_durable_approvals import asks_two, held_agent, serve, timer_fired, transfer_agent
 from waiting import eventually
 
-from golem import Agent, Approve, Message, ToolCall
+from golem import Agent, ApprovalPolicy, Approve, Message, Rule, ToolCall
 from golem.client import ConversationClosedError, DurableAgent
 from golem.models import FunctionModel
 from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT
@@ -318,4 +318,37 @@ async def test_approve_always_holds_across_turns_and_continue_as_new_until_revok
     )
     assert left == {}
     assert third.paused  # revoked: it asks again
+    assert executed == [1, 1]
+
+
+async def test_a_policy_set_on_a_running_conversation_holds_from_its_next_turn_on(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = asks_each_turn(executed)
+    async with serve(temporal_client, agent) as tq:
+        conv = await budgeted(temporal_client, agent, tq, turns_per_run=1)
+        first = await conv.send("pay")
+        await conv.approve({first.pending_approvals[0].id: True})
+        with pytest.raises(ValueError) as predicate:
+            await conv.set_approval_policy(
+                ApprovalPolicy(rules=[Rule(tool="transfer", when=lambda ctx, args: True)])
+            )
+        await conv.set_approval_policy(
+            ApprovalPolicy(rules=[Rule(tool="trans*", decide="deny", reason="frozen")])
+        )
+        second = await conv.send("pay again")  # after continue-as-new: the rule denies
+        switches = await continued(temporal_client, conv.id)
+        await conv.set_approval_policy(
+            ApprovalPolicy(rules=[Rule(tool="transfer", decide="allow")])
+        )
+        third = await conv.send("and again")
+    assert str(predicate.value) == (
+        "the rule for tool 'transfer' has a when= predicate: a policy set on a running "
+        "conversation keeps rules by tool name or glob only"
+    )
+    assert not second.paused and second.output == "frozen" and switches >= 1
+    denied = second.messages[-2]
+    assert denied.decision is not None and denied.decision.by == "policy:trans*"
+    assert not third.paused and third.output == "moved 1"
     assert executed == [1, 1]

@@ -17,7 +17,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 from waiting import eventually
 
-from golem import Agent, Approve, Deny, Message, ToolCall
+from golem import Agent, ApprovalPolicy, Approve, Ask, Deny, Message, ToolCall
 from golem.client import DurableAgent
 from golem.messages import ToolCall as Call
 from golem.models import FunctionModel
@@ -442,3 +442,31 @@ async def test_a_conversation_turn_takes_edits_and_reasons_and_records_the_decid
     assert tools["t1"].decision.args == '{"amount":9}'
     assert tools["t2"].content == "not today" and tools["t2"].failed
     assert done.output.endswith("not today")
+
+
+async def test_an_evaluator_runs_as_an_activity_and_a_person_decides_what_it_leaves(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+
+    async def reviewer(ctx: Any, call: Call) -> Approve | Ask:
+        return Approve() if call.id == "t1" else Ask()
+
+    agent = asks_two(executed)
+    agent.approval_policy = ApprovalPolicy(evaluator=reviewer)
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("pay")
+        paused = await run.result()
+        done = await run.approve({"t2": Deny(reason="no")}, by="dana")
+        events = [e async for e in run.handle.fetch_history_events()]
+    assert [c.id for c in paused.pending_approvals] == ["t2"]
+    assert executed == [1]
+    tools = {m.tool_call_id: m for m in done.messages if m.role == "tool"}
+    assert tools["t1"].decision is not None and tools["t1"].decision.by == "evaluator:reviewer"
+    assert tools["t2"].decision is not None and tools["t2"].decision.by == "dana"
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+    assert scheduled.count("golem.evaluate_approval") == 2  # once per call, recorded

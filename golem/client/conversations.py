@@ -35,6 +35,7 @@ from golem.client.records import history_reader, run_pager
 from golem.client.runs import DurableRun
 from golem.ids import new_id
 from golem.messages import Decision, Message, Part, ToolCall
+from golem.policies import ApprovalPolicy, stored_rules
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream
 from golem.wire import (
@@ -271,6 +272,12 @@ class DurableConversation(Generic[OutputT]):
             "golem.approvals_policy", result_type=dict[str, Decision]
         )
         return policy
+
+    async def set_approval_policy(self, policy: ApprovalPolicy) -> None:
+        """Rules tried before the agent's own for this conversation's calls, from its next
+        turn on, across continue-as-new. Rules by tool name or glob only (no ``when``, no
+        evaluator: ``ValueError``, nothing sent); an empty policy takes them back."""
+        await self.handle.execute_update("golem.set_approval_policy", stored_rules(policy))
 
     async def revoke(self, tool: str) -> dict[str, Decision]:
         """Take back ``tool``'s standing approval: from the next turn its calls ask again.

@@ -46,6 +46,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from golem.messages import Decision, HistoryError, Message, validate_history
+    from golem.policies import StoredRule
     from golem.wire import (
         Completed,
         ConversationInput,
@@ -158,6 +159,7 @@ class ConversationWorkflow:
         self._tasks: set[asyncio.Task[None]] = set()  # held: the loop keeps weak references
         self._idle = IdleTimeout(input.idle_timeout)
         self._standing: dict[str, Decision] = dict(input.standing)  # tools approved always
+        self._rules = input.rules  # approval rules set at run time
 
     @workflow.run
     async def run(self, input: ConversationInput) -> ConversationSummary:
@@ -183,6 +185,7 @@ class ConversationWorkflow:
             current_agent=self._handoffs.current,
             idle_timeout=self._idle.seconds,
             standing=self._standing,
+            rules=self._rules,
         )
         following = carried_input(following, self._transcript, turns.known)
         if turns.phase == "resting":  # closed until its next send reopens it from here
@@ -244,6 +247,12 @@ class ConversationWorkflow:
     def approvals_policy(self) -> dict[str, Decision]:
         """The tools approved ``always`` in this conversation: the decision that did it."""
         return dict(self._standing)
+
+    @workflow.update(name="golem.set_approval_policy")
+    def set_approval_policy(self, rules: list[StoredRule]) -> None:
+        """Approval rules tried before the agent's own, from the next turn on (carried
+        across continue-as-new)."""
+        self._rules = list(rules)
 
     @workflow.update(name="golem.revoke")
     def revoke(self, tool: str) -> dict[str, Decision]:
@@ -364,7 +373,9 @@ class ConversationWorkflow:
         # Once earlier workflow runs hold the transcript's start, every turn takes it by
         # reference (an agent that needs it by value fails in its run, saying so).
         reference = transcript.offset > 0 or self._reference
-        payload, start = child_input(transcript, agent, turn, reference, self._standing)
+        payload, start = child_input(
+            transcript, agent, turn, reference, self._standing, self._rules
+        )
         self._start, self._paused, self._outcome = start, None, None
         self._handoffs.begin(turn, start)
         try:

@@ -217,6 +217,32 @@ class TemporalExecutor:
         # A run with a gate waits in its workflow; one without (inline) pauses and returns.
         return None if self.gate is None else await self.gate.wait(pending)
 
+    async def evaluate_approval(self, call: ToolCall, ctx: RunContext[Any]) -> Decision | None:
+        # An activity, so the evaluator's answer is recorded and a crash in it loses nothing.
+        policy = self.agent.approval_policy
+        if policy is None or policy.evaluator is None:
+            return None
+        try:
+            decision: Decision | None = await workflow.execute_activity(
+                "golem.evaluate_approval",
+                ToolCallInput(
+                    agent=self.agent.name,
+                    call=call,
+                    deps=ctx.deps,
+                    run_id=ctx.run_id,
+                    conversation_id=ctx.conversation_id,
+                    turn=ctx.turn,
+                ),
+                result_type=Decision | None,  # type: ignore[arg-type]
+                start_to_close_timeout=policy.evaluator_timeout + timedelta(seconds=10),
+                heartbeat_timeout=self.heartbeat_timeout,
+                retry_policy=RetryPolicy(maximum_attempts=3),
+                summary=f"approval evaluator: {call.name}",
+            )
+        except ActivityError:
+            return None  # never fails open: a person decides
+        return decision
+
     async def delegate(
         self, child: Delegation, ctx: RunContext[Any], emit: Callable[[RunEvent], None] | None
     ) -> Result[Any]:

@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.delegation import reachable
     from golem.loop import RunInput
     from golem.messages import Decision, Message
+    from golem.policies import StoredRule
     from golem.wire import (
         PAGE_BYTES,
         AgentRunInput,
@@ -103,6 +104,7 @@ def child_input(
     turn: TurnInput,
     by_reference: bool,
     standing: dict[str, Decision],
+    rules: list[StoredRule] | None = None,
 ) -> tuple[AgentRunInput, int]:
     """The turn's run input and where its messages begin in the transcript; the turn
     joins the transcript's run list (a by-reference turn continues it repaired) and gets
@@ -127,6 +129,7 @@ def child_input(
         run_id=turn.run_id,
         conversation_id=conversation_id,
         standing=dict(standing),
+        rules=rules,
     )
     child = AgentRunInput(
         agent=agent,
