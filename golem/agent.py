@@ -27,6 +27,7 @@ from pydantic import TypeAdapter
 from golem.approvals import DecisionInput
 from golem.delegation import delegate_tool, handoff_tool, reachable
 from golem.events import RunEvent
+from golem.external import ExternalTool, external_tool, with_results
 from golem.history.processors import HistoryProcessor
 from golem.local import LocalExecutor
 from golem.loop import RunInput, RunLoop
@@ -196,6 +197,21 @@ class Agent(Generic[DepsT, OutputT]):
             self._register(handoff_tool(agent))
             self.handoffs[agent.name] = agent
 
+    def external_tool(
+        self,
+        name: str,
+        description: str,
+        parameters: Mapping[str, Any],
+        *,
+        result_schema: Mapping[str, Any] | None = None,
+    ) -> ExternalTool:
+        """Register a tool the application runs (golem.external): the model may call it
+        with arguments matching ``parameters`` (a JSON schema); its calls wait, in
+        ``Result.pending_calls``, for ``complete`` (in process ``run(tool_results=...)``)."""
+        tool = external_tool(name, description, parameters, result_schema)
+        self._register(tool)
+        return tool
+
     def _register(self, tool: Tool) -> None:
         if tool.name in self.tools:
             raise ValueError(f"agent {self.name!r} already has a tool named {tool.name!r}")
@@ -222,7 +238,10 @@ class Agent(Generic[DepsT, OutputT]):
         needs a person's approval, so a run of this agent may pause for it."""
         return any(
             agent.approval_policy is not None
-            or any(tool.requires_approval for tool in agent.tools.values())
+            or any(
+                tool.requires_approval or isinstance(tool, ExternalTool)
+                for tool in agent.tools.values()
+            )
             or any(toolset.may_need_approval() for toolset in agent.toolsets)
             for agent in reachable([self])
         )
@@ -239,12 +258,14 @@ class Agent(Generic[DepsT, OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         approvals: Mapping[str, DecisionInput] | None = None,
+        tool_results: Mapping[str, object] | None = None,
     ) -> Result[OutputT]:
         """Run in process. ``history`` continues a conversation (the caller's list is never
         changed); failures raise :class:`golem.RunError` with the partial evidence. A
         handoff's target answers in the same call (``Result.agent`` names it); the next call
         is the caller's to route (``golem.handoff_target``)."""
-        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, approvals, self)
+        decided = with_results(self.tools, history, approvals, tool_results)
+        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, decided, self)
         return await self._run_local(inputs)
 
     def run_stream(
@@ -257,10 +278,12 @@ class Agent(Generic[DepsT, OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         approvals: Mapping[str, DecisionInput] | None = None,
+        tool_results: Mapping[str, object] | None = None,
     ) -> RunStream[OutputT]:
         """Run in process, yielding events (text and tool-call deltas as they arrive, tool
         start/end); once exhausted, ``.result`` is the same ``Result`` ``run`` gives."""
-        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, approvals, self)
+        decided = with_results(self.tools, history, approvals, tool_results)
+        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, decided, self)
         return RunStream(self, inputs)
 
     def _local_executor(self) -> LocalExecutor:
@@ -283,7 +306,7 @@ def _inputs(
     deps: Any,
     run_id: str | None,
     conversation_id: str | None,
-    approvals: Mapping[str, DecisionInput] | None,
+    approvals: Mapping[str, object] | None,
     agent: Agent[Any, Any],
 ) -> RunInput:
     messages = as_messages(history or ())

@@ -22,6 +22,7 @@ from golem.approvals import needs_approval, standing_approvals
 from golem.delegation import Delegations, Handoff
 from golem.events import RunEvent
 from golem.executor import DeltaSink, Executor
+from golem.external import ExternalTool
 from golem.messages import Decision, Message, ToolCall
 from golem.phases import Stop, prepare, turn
 from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT, BatchOutcome, ToolBatch
@@ -104,7 +105,7 @@ class RunLoop:
                 if still:
                     answered = await executor.await_approvals(still, self._ctx())
                     if answered is None:
-                        return result(state, None, pending=still)  # still waiting
+                        return self._paused(still)  # still waiting
                     given.update(answered)
                 await self._run_batch(plan.still, given)
             if self.handoff is not None:
@@ -125,7 +126,7 @@ class RunLoop:
                 if waiting:
                     answered = await executor.await_approvals(waiting, self._ctx())
                     if answered is None:
-                        return result(state, None, pending=waiting)
+                        return self._paused(waiting)
                     decisions.update(answered)
                 await self._run_batch(answer.tool_calls, decisions)
                 if self.handoff is not None:
@@ -166,7 +167,7 @@ class RunLoop:
         approved ``always`` records the decision that did it."""
         decisions = dict(decisions or {})
         for call in calls:
-            if call.id in decisions:
+            if call.id in decisions or isinstance(self.agent.tools.get(call.name), ExternalTool):
                 continue
             standing, rule = self.standing.get(call.name), self._rule(call)
             if rule is not None and rule.decide == "deny":  # a rule's denial wins
@@ -206,9 +207,19 @@ class RunLoop:
                 self._event("tool_end", call=answer.call, message=message)
         state.commit()
 
+    def _paused(self, waiting: list[ToolCall]) -> Result[Any]:
+        return result(self.state, None, pending=waiting, external=self.external_ids(waiting))
+
+    def external_ids(self, calls: list[ToolCall]) -> set[str]:
+        """The ids of ``calls`` that wait for the application (client-run tools)."""
+        return {c.id for c in calls if isinstance(self.agent.tools.get(c.name), ExternalTool)}
+
     def _needs_approval(self, call: ToolCall) -> bool:
-        """Whether ``call`` waits for a person: not when its tool is approved ``always`` or
-        a policy rule allows or denies it; when a rule says ask; else as its tool says."""
+        """Whether ``call`` waits: a client-run tool's always (for the application); for a
+        person not when its tool is approved ``always`` or a policy rule allows or denies
+        it; when a rule says ask; else as its tool says."""
+        if isinstance(self.agent.tools.get(call.name), ExternalTool):
+            return True
         rule = self._rule(call)
         if call.name in self.standing and (rule is None or rule.decide != "deny"):
             return False
@@ -228,7 +239,10 @@ class RunLoop:
         if policy is None or policy.evaluator is None:
             return {}
         decided = {}
+        external = self.external_ids(calls)
         for call in calls:
+            if call.id in external:
+                continue  # the application answers it, not a person
             ctx = self._call_context(call, self._retries, None)
             decision = await self.executor.evaluate_approval(call, ctx)
             if decision is not None:

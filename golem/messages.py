@@ -159,6 +159,8 @@ class Decision(_Wire):
     """A denial's reason: what the model read as the call's result."""
     always: bool = False
     """Later calls of this tool in the same conversation run without asking."""
+    result: str | None = None
+    """A client-run tool's result, as the application gave it (``complete``)."""
     by: str = ""
     """Who decided (``approve(..., by=...)``; the CLI's default is the OS user)."""
     at: str = ""

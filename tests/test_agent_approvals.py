@@ -9,7 +9,7 @@ import pytest
 from agents import answered, ask, call, scripted
 from runners import Runner
 
-from golem import ApprovalPolicy, Approve, Ask, Deny, Rule
+from golem import ApprovalPolicy, Approve, Ask, Deny, Rule, ToolFailed
 from golem.agent import Agent
 from golem.approvals import MAX_REASON_CHARS
 from golem.loop import DENIED_RESULT
@@ -503,3 +503,63 @@ async def test_an_evaluator_decides_first_and_never_fails_open(runner: Runner) -
     tools = {m.tool_call_id: m for m in result.messages if m.role == "tool"}
     assert tools["r1"].decision is not None and tools["r1"].decision.by == "evaluator:reviewer"
     assert tools["r2"].content == "the reviewer says no"
+
+
+def date_agent(*answers: Message) -> tuple[Agent[Any, Any], ScriptedModel]:
+    """``pick_date`` runs in the application; ``transfer`` needs a person."""
+    agent, model = scripted(list(answers))
+    agent.external_tool(
+        "pick_date",
+        "Ask the user for a date",
+        {"type": "object", "properties": {"why": {"type": "string"}}},
+        result_schema={"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+    )
+
+    @agent.tool(requires_approval=True)
+    def transfer(amount: int) -> str:
+        """Move money."""
+        return f"sent {amount}"
+
+    return agent, model
+
+
+async def test_a_client_run_tool_waits_for_the_applications_result_beside_an_approval(
+    runner: Runner,
+) -> None:
+    agent, _ = date_agent(
+        ask(call("d1", "pick_date", why="delivery"), call("t1", "transfer", amount=5)),
+        Message.assistant("done"),
+    )
+    assert agent.may_pause
+    assert [t.name for t in agent.tool_definitions] == ["pick_date", "transfer"]
+
+    paused = await runner(agent, "deliver and pay")
+
+    assert paused.pending_calls == [call("d1", "pick_date", why="delivery")]
+    assert paused.pending_approvals == [call("t1", "transfer", amount=5)]
+    with pytest.raises(ValueError) as bad:
+        await runner(agent, history=paused.messages, tool_results={"d1": "soon"})
+    result = await runner(
+        agent, history=paused.messages, approvals={"t1": True}, tool_results={"d1": "2026-12-24"}
+    )
+    assert str(bad.value) == (
+        "the result for call 'd1' does not match its schema: "
+        "'soon' does not match '^\\\\d{4}-\\\\d{2}-\\\\d{2}$'"
+    )
+    tools = {m.tool_call_id: m for m in result.messages if m.role == "tool"}
+    assert (tools["d1"].content, tools["d1"].failed) == ("2026-12-24", False)
+    assert tools["t1"].content == "sent 5"
+    assert result.output == "done"
+
+
+async def test_a_client_run_tool_that_failed_reads_as_a_failed_result(runner: Runner) -> None:
+    agent, model = date_agent(ask(call("d1", "pick_date")), Message.assistant("ok"))
+    paused = await runner(agent, "when?")
+
+    result = await runner(
+        agent, history=paused.messages, tool_results={"d1": ToolFailed("user closed the dialog")}
+    )
+
+    assert model.requests[1].messages[-1].content == "user closed the dialog"
+    assert model.requests[1].messages[-1].failed
+    assert result.output == "ok"

@@ -17,7 +17,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 from waiting import eventually
 
-from golem import Agent, ApprovalPolicy, Approve, Ask, Deny, Message, ToolCall
+from golem import Agent, ApprovalPolicy, Approve, Ask, Deny, Message, ToolCall, ToolFailed
 from golem.client import DurableAgent
 from golem.messages import ToolCall as Call
 from golem.models import FunctionModel
@@ -470,3 +470,59 @@ async def test_an_evaluator_runs_as_an_activity_and_a_person_decides_what_it_lea
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
     assert scheduled.count("golem.evaluate_approval") == 2  # once per call, recorded
+
+
+def delivery_agent(executed: list[int]) -> Agent[Any, str]:
+    """Asks the application for a date (a client-run tool) and a person for a transfer."""
+
+    def answer(messages: list[Message], tools: Any) -> Message:
+        results = [m for m in messages if m.role == "tool"]
+        if results:
+            return Message.assistant(" | ".join(m.content for m in results))
+        calls = [
+            ToolCall(id="d1", name="pick_date", args="{}"),
+            ToolCall(id="t1", name="transfer", args='{"amount": 5}'),
+        ]
+        return Message.assistant("", calls)
+
+    agent: Agent[Any, str] = Agent(FunctionModel(answer), name="delivery")
+    agent.external_tool(
+        "pick_date", "Ask the user for a date", {"type": "object"}, result_schema={"type": "string"}
+    )
+
+    @agent.tool(requires_approval=True)
+    def transfer(amount: int) -> str:
+        """Move money."""
+        executed.append(amount)
+        return f"moved {amount}"
+
+    return agent
+
+
+async def test_a_run_waits_in_its_workflow_for_a_client_run_tools_result_and_an_approval(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = delivery_agent(executed)
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("deliver")
+        paused = await run.result()
+        with pytest.raises(ValueError) as bad:
+            await run.complete({"d1": 42})
+        still = await run.complete({"d1": "2026-12-24"}, by="app")
+        done = await run.approve({"t1": True}, by="erin")
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        turn = await conv.send("deliver")
+        failed = await conv.approve({"t1": False})
+        ended = await conv.complete({"d1": ToolFailed("user closed the dialog")})
+    assert [c.id for c in paused.pending_calls] == ["d1"]
+    assert [c.id for c in paused.pending_approvals] == ["t1"]
+    assert (
+        str(bad.value)
+        == "the result for call 'd1' does not match its schema: 42 is not of type 'string'"
+    )
+    assert [c.id for c in still.pending_approvals] == ["t1"] and still.pending_calls == []
+    assert done.output == "2026-12-24 | moved 5" and executed == [5]
+    assert [c.id for c in turn.pending_calls] == ["d1"]
+    assert [c.id for c in failed.pending_calls] == ["d1"]
+    assert ended.output == f"user closed the dialog | {DENIED_RESULT}"

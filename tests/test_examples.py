@@ -21,6 +21,14 @@ ROOT = Path(__file__).resolve().parent.parent
         ),
         ("triage.py", ["the next turn went to billing", "serving now: billing"]),
         (
+            "client_tools.py",
+            [
+                "the app is asked: pick_date",
+                "Delivery booked for 2026-12-24.",
+                "No date yet (the user closed the calendar); I will ask again later.",
+            ],
+        ),
+        (
             "refunds.py",
             [
                 "a small refund runs without asking: Done: order 41 refunded 30.",

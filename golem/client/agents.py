@@ -21,10 +21,10 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from golem.agent import Agent
 from golem.approvals import DecisionInput
 from golem.client.conversations import DurableConversation, start_conversation
-from golem.client.decisions import Validators
 from golem.client.inputs import HistoryItem, check_not_waiting, check_size, checked
 from golem.client.records import fetch_run, run_input
 from golem.client.runs import DurableRun
+from golem.external import with_results
 from golem.ids import new_id
 from golem.loop import RunInput, resolve_conversation_id
 from golem.messages import Part
@@ -58,9 +58,9 @@ class DurableAgent(Generic[OutputT]):
         self.task_queue = task_queue
         kind = output_type or (None if isinstance(agent, str) else agent.output_type)
         self.output_adapter = None if kind in (None, str) else TypeAdapter(kind)
-        self._tools: dict[str, Tool] = {} if isinstance(agent, str) else dict(agent.tools)
-        self.tools: Validators = {n: t.validate_args for n, t in self._tools.items()}
-        """How the agent's tools check arguments (known when built with the ``Agent``)."""
+        self.tools: dict[str, Tool] = {} if isinstance(agent, str) else dict(agent.tools)
+        """The agent's tools (known when built with the ``Agent``): edits and results are
+        checked against them before anything is sent."""
         # Only a run that may wait for approvals needs the outcome update's round trip.
         self.may_pause = isinstance(agent, str) or agent.may_pause
 
@@ -79,6 +79,7 @@ class DurableAgent(Generic[OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         approvals: Mapping[str, DecisionInput] | None = None,
+        tool_results: Mapping[str, object] | None = None,
         parent_run_id: str | None = None,
         stream: bool = False,
     ) -> DurableRun[OutputT]:
@@ -97,7 +98,9 @@ class DurableAgent(Generic[OutputT]):
             deps=deps,
             run_id=run_id,
             conversation_id=conversation_id,
-            approvals=checked_approvals(self._tools, history, approvals or {}),
+            approvals=checked_approvals(
+                self.tools, history, with_results(self.tools, history, approvals, tool_results)
+            ),
         )
         payload = AgentRunInput(agent=self.agent_name, run=run, parent_run_id=parent, stream=stream)
         check_size(payload, self.client.data_converter)
@@ -153,6 +156,7 @@ class DurableAgent(Generic[OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         approvals: Mapping[str, DecisionInput] | None = None,
+        tool_results: Mapping[str, object] | None = None,
     ) -> Result[OutputT]:
         """Run durably and wait: the same ``Result`` and ``RunError`` as ``Agent.run``."""
         started = await self.start(
@@ -163,6 +167,7 @@ class DurableAgent(Generic[OutputT]):
             run_id=run_id,
             conversation_id=conversation_id,
             approvals=approvals,
+            tool_results=tool_results,
         )
         return await started.result()
 
@@ -176,6 +181,7 @@ class DurableAgent(Generic[OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         approvals: Mapping[str, DecisionInput] | None = None,
+        tool_results: Mapping[str, object] | None = None,
     ) -> DurableRunStream[OutputT]:
         """Run durably, yielding ``agent.run_stream``'s events as they happen (the run
         starts when iterated); once exhausted, ``.result`` is what ``run`` returns."""
@@ -188,6 +194,7 @@ class DurableAgent(Generic[OutputT]):
                 run_id=run_id,
                 conversation_id=conversation_id,
                 approvals=approvals,
+                tool_results=tool_results,
                 stream=True,
             )
         )

@@ -27,7 +27,7 @@ from temporalio.exceptions import FailureError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from golem.approvals import DecisionInput
-from golem.client.decisions import checked_decisions
+from golem.client.decisions import checked_decisions, checked_results
 from golem.client.history import decode_result
 from golem.client.inputs import checked
 from golem.client.lookups import awaiting_approval
@@ -254,15 +254,25 @@ class DurableConversation(Generic[OutputT]):
         does (``True``, ``False``, ``Approve(...)``, ``Deny(...)``; ``by``: who decided);
         returns that turn's next ``Result``: final, or waiting again."""
         given = await checked_decisions(decisions, by, self.agent.tools, self._waiting)
+        return await self._decide(given)
+
+    async def _decide(self, given: Mapping[str, Decision]) -> Result[OutputT]:
+        """Send decisions (or client-run tools' results) to the turn that waits."""
         try:
             out: TurnOutput = await self.handle.execute_update(
-                "golem.approve", given, result_type=TurnOutput
+                "golem.approve", dict(given), result_type=TurnOutput
             )
         except WorkflowUpdateFailedError as exc:
             raise await self._turn_error(exc, "") from exc
         except RPCError as exc:
             raise await self._closed_or(exc) from exc
         return await self._turn_result(out, out.run.run_id)
+
+    async def complete(self, results: Mapping[str, object], *, by: str = "") -> Result[OutputT]:
+        """Answer the client-run tools' calls the turn waits for, as ``DurableRun.complete``
+        does; returns that turn's next ``Result``: final, or waiting again."""
+        given = await checked_results(results, by, self.agent.tools, self._waiting)
+        return await self._decide(given)
 
     async def approvals_policy(self) -> dict[str, Decision]:
         """The tools approved ``always`` in this conversation (``Approve(always=True)``), by

@@ -26,12 +26,13 @@ from temporalio.converter import DataConverter
 from temporalio.service import RPCError
 
 from golem.approvals import DecisionInput
-from golem.client.decisions import Validators, checked_decisions
+from golem.client.decisions import checked_decisions, checked_results
 from golem.client.history import decode_result
 from golem.client.records import lazy_sources, run_error
 from golem.messages import Message, ToolCall
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream
+from golem.tools import Tool
 from golem.wire import Sources
 from golem.workflows.failures import CannotPause, golem_error
 
@@ -59,8 +60,8 @@ class DurableRun(Generic[OutputT]):
     """``history`` came by reference (a conversation's turn): the run holds only its own."""
     agent: str = field(default="", repr=False)
     """The agent it runs (its stream's events name it; a handoff's target names itself)."""
-    tools: Validators = field(default_factory=dict, repr=False)
-    """How the agent's tools check arguments, when this client holds the agent."""
+    tools: Mapping[str, Tool] = field(default_factory=dict, repr=False)
+    """The agent's tools, when this client holds the agent (edits and results are checked)."""
 
     async def result(self, *, final: bool = False) -> Result[OutputT]:
         """The run's ``Result`` once it ends, or once it waits for approvals (then
@@ -89,6 +90,15 @@ class DurableRun(Generic[OutputT]):
         reason or arguments the tool would not take; or when the run waits for none of the
         calls, naming what it does."""
         given = await checked_decisions(decisions, by, self.tools, self._waiting)
+        paused = await self._paused("golem.approve", given)
+        return paused if paused is not None else await self._final()
+
+    async def complete(self, results: Mapping[str, object], *, by: str = "") -> Result[OutputT]:
+        """Answer the client-run tools' calls the run waits for (``Result.pending_calls``),
+        by call id: the result (a ``str`` as it is, anything else as JSON) or
+        ``ToolFailed("why")``; the same run goes on. ``ValueError``, nothing sent, for a
+        result its tool's ``result_schema`` refuses."""
+        given = await checked_results(results, by, self.tools, self._waiting)
         paused = await self._paused("golem.approve", given)
         return paused if paused is not None else await self._final()
 

@@ -33,6 +33,7 @@ from pydantic import BaseModel
 
 from golem.approvals import edited_call, edited_note
 from golem.executor import Executor
+from golem.external import ExternalTool
 from golem.history.repair import INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT
 from golem.messages import Decision, Message, ToolCall
 from golem.phases import Stop
@@ -44,6 +45,8 @@ __all__ = ["DENIED_RESULT", "NO_DECISION_RESULT", "BatchOutcome", "CallResult", 
 
 #: The failed result a denied approval leaves.
 DENIED_RESULT = "the user denied this tool call; it was not executed"
+#: The failed result of a client-run tool's call approved without the application's result.
+NO_RESULT = "the application gave no result for this call; it was not executed"
 #: The failed result of a call that needed approval and got no decision before the agent's
 #: ``approval_timeout`` ran out.
 NO_DECISION_RESULT = (
@@ -168,6 +171,12 @@ class _BatchRun:
             if decision is not None and not decision.approved:
                 denial = decision.reason or DENIED_RESULT
                 self._answer(index, call, ToolOutcome(status="failed", content=denial))
+                continue
+            if decision is not None and decision.result is not None:  # the application's
+                self._answer(index, call, ToolOutcome(content=decision.result))
+                continue
+            if isinstance(self.batch.agent.tools.get(call.name), ExternalTool):
+                self._answer(index, call, ToolOutcome(status="failed", content=NO_RESULT))
                 continue
             call = edited_call(call, decision)
             tool, problem, args, limit = self._validate(call)

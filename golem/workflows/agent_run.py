@@ -122,7 +122,7 @@ class AgentRunWorkflow:
         stored = settings.stored_bytes is not None
         report = Reporter(run.history, readable=workflow.info().parent is None, stored=stored)
         self._gate = ApprovalGate(
-            lambda pending: report.paused(finish.result(self._state(), None, pending=pending)),
+            lambda pending: report.paused(self._paused_result(pending)),
             agent.approval_timeout,
             notify_parent=input.notify_parent,
             on_change=self._show_details,
@@ -162,6 +162,11 @@ class AgentRunWorkflow:
         if handoff is None or not input.hand_back:
             return completed
         return completed.model_copy(update={"handoff": handoff})
+
+    def _paused_result(self, pending: list[ToolCall]) -> Any:
+        assert self._loop is not None
+        external = self._loop.external_ids(pending)
+        return finish.result(self._state(), None, pending=pending, external=external)
 
     def _validators(self) -> dict[str, Callable[[str], object]]:
         """How each of the run's tools (its toolsets' too, once listed) checks arguments."""
