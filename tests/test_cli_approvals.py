@@ -168,3 +168,22 @@ async def test_golem_approve_edits_arguments_denies_with_a_reason_and_records_wh
     assert refused.err == (
         f"golem: denied {TRANSFER} #t-1: over the limit (by {getpass.getuser()})\n"
     )
+
+
+async def test_golem_complete_answers_a_client_run_tools_call(address: str) -> None:
+    tq = queue()
+    async with golem_worker(tq, "scheduler"):
+        waiting = await golem("run", "--agent", "scheduler", "--task-queue", tq, "book")
+        run_id = ids(waiting.err)["run id"]
+        neither = await golem("complete", run_id, "d-1")
+        done = await golem("complete", run_id, "d-1", "--result", '"2026-12-24"', "--by", "app")
+    assert waiting.code == 3, waiting
+    assert waiting.err.splitlines()[:2] == [
+        "waiting for the application's result of pick_date({}) #d-1",
+        f"complete with:   golem complete {run_id} d-1 --result JSON  (or --error TEXT)",
+    ]
+    assert one_line(neither) == (
+        "golem complete: give the call's --result JSON, or --error TEXT when it failed"
+    )
+    assert done.code == 0 and done.out.splitlines()[0] == "booked: 2026-12-24", done.err
+    assert done.err == "golem: completed #d-1 (by app)\n"

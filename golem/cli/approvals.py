@@ -31,11 +31,13 @@ from golem.client import DurableAgent, DurableConversation
 from golem.client.lookups import Approvals, awaiting_approval
 from golem.messages import ToolCall
 from golem.results import Result, RunError
+from golem.tools import ToolFailed
 
 __all__ = [
     "WAITS_FOR_APPROVAL",
     "ask_approvals",
     "cmd_approve",
+    "cmd_complete",
     "print_waiting",
     "read_line",
 ]
@@ -78,7 +80,7 @@ def print_waiting(
     client: Client, result: Result[Any], run_id: str, conversation_id: str, as_json: bool
 ) -> int:
     """Say which calls ``run_id`` waits for and how to answer them; ``WAITS_FOR_APPROVAL``."""
-    calls = result.pending_approvals
+    calls = [*result.pending_approvals, *result.pending_calls]
     if as_json:
         print(
             json.dumps(
@@ -90,10 +92,17 @@ def print_waiting(
             )
         )
         return WAITS_FOR_APPROVAL
-    ids = " ".join(c.id for c in calls)
-    for call in calls:
-        print(f"waiting for approval of {describe_call(call)}", file=sys.stderr)
-    print(f"approve with:    golem approve {run_id} {ids}  (or --deny)", file=sys.stderr)
+    if result.pending_approvals:
+        ids = " ".join(c.id for c in result.pending_approvals)
+        for call in result.pending_approvals:
+            print(f"waiting for approval of {describe_call(call)}", file=sys.stderr)
+        print(f"approve with:    golem approve {run_id} {ids}  (or --deny)", file=sys.stderr)
+    for call in result.pending_calls:
+        print(f"waiting for the application's result of {describe_call(call)}", file=sys.stderr)
+        print(
+            f"complete with:   golem complete {run_id} {call.id} --result JSON  (or --error TEXT)",
+            file=sys.stderr,
+        )
     print(f"run id:          {run_id}", file=sys.stderr)
     print(f"conversation id: {conversation_id}", file=sys.stderr)
     print(f"UI:              {client_link(client, run_id)}", file=sys.stderr)
@@ -123,7 +132,47 @@ async def cmd_approve(args: argparse.Namespace) -> int:
     for call in waiting.calls:
         if call.id in decisions:
             print(f"golem: {verb} {describe_call(call)}{more} (by {by})", file=sys.stderr)
-    if result.pending_approvals:  # another batch, or calls this approval left undecided
+    if result.paused:  # another batch, or calls this approval left undecided
+        return print_waiting(
+            client, result, waiting.run_id, result.conversation_id or "", args.json
+        )
+    print_result(client, result, args.json)
+    return 0
+
+
+async def cmd_complete(args: argparse.Namespace) -> int:
+    """``golem complete RUN CALL --result JSON | --error TEXT``: the application's answer
+    to a client-run tool's call the run (or conversation's turn) waits for."""
+    if (args.result is None) == (args.error is None):
+        raise CliError("give the call's --result JSON, or --error TEXT when it failed")
+    if args.result is not None:
+        try:
+            value: object = json.loads(args.result)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"--result is not JSON ({exc.msg} at position {exc.pos})") from None
+    else:
+        value = ToolFailed(args.error)
+    client = await connect_args(args)
+    waiting = await awaiting_approval(client, await resolve_run_id(client, args.run_id))
+    chosen(waiting, [args.call_id], Approve())  # the call must be waiting
+    info = waiting.info
+    durable: DurableAgent[Any] = DurableAgent(client, info.agent, task_queue=info.task_queue)
+    by = args.by or getpass.getuser()
+    try:
+        async with watching(client, info.task_queue, waiting.run_id):
+            if waiting.conversation_id:
+                handle = client.get_workflow_handle(waiting.conversation_id)
+                conversation = DurableConversation(durable, handle)
+                result = await conversation.complete({args.call_id: value}, by=by)
+            else:
+                run = await durable.attach(waiting.run_id)
+                result = await run.complete({args.call_id: value}, by=by)
+    except ValueError as exc:  # refused, nothing recorded
+        raise CliError(str(exc)) from None
+    except RunError as exc:
+        return print_failure(client, exc, waiting.run_id, waiting.conversation_id)
+    print(f"golem: completed #{args.call_id} (by {by})", file=sys.stderr)
+    if result.paused:
         return print_waiting(
             client, result, waiting.run_id, result.conversation_id or "", args.json
         )

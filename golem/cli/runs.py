@@ -119,7 +119,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         raise
-    if result.pending_approvals:
+    if result.paused:
         return print_waiting(client, result, started.run_id, started.conversation_id, args.json)
     print_result(client, result, args.json, streamed=follow.streamed)
     return 0
@@ -146,7 +146,7 @@ class Follow:
                 result: Result[Any] | None = await asyncio.shield(outcome)
             except Exception:
                 result = None  # the run failed: its stream ends by itself
-            if result is None or not result.pending_approvals:
+            if result is None or not result.paused:
                 await asyncio.Event().wait()
 
         stream = DurableRunStream(self.run, self.offset, outcome=lambda: outcome, paused=paused)
@@ -180,7 +180,7 @@ async def run_turn(
                 )
     except RunError as exc:
         return print_failure(client, exc, run_id, conversation.id)
-    if result.pending_approvals:
+    if result.paused:
         return print_waiting(client, result, run_id, conversation.id, args.json)
     print_result(client, result, args.json, streamed=streamed)
     return 0
