@@ -3,6 +3,7 @@
 # ruff: noqa: F401 (re-exports)
 
 from golem.agent import Agent, RunStream
+from golem.approvals import Approve, Deny
 from golem.delegation import handoff_target
 from golem.events import RunEvent
 from golem.history import (
@@ -19,6 +20,7 @@ from golem.history import (
 )
 from golem.ids import new_id
 from golem.messages import (
+    Decision,
     HistoryError,
     Message,
     Part,
@@ -29,6 +31,7 @@ from golem.messages import (
     load_messages,
     validate_history,
 )
+from golem.policies import ApprovalPolicy, Ask, Rule
 from golem.results import PartialResult, Result, RunError
 from golem.retry import Retry
 from golem.tools import Canceled, ModelRetry, RunContext, Tool, ToolFailed

@@ -17,24 +17,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from functools import cached_property
 from typing import Any, Generic, TypeVar, overload
 
 from pydantic import TypeAdapter
 
+from golem.approvals import DecisionInput
 from golem.delegation import delegate_tool, handoff_tool, reachable
 from golem.events import RunEvent
+from golem.external import ExternalTool, external_tool, with_results
 from golem.history.processors import HistoryProcessor
 from golem.local import LocalExecutor
 from golem.loop import RunInput, RunLoop
 from golem.messages import HistoryItem, Part, as_messages
 from golem.models.base import Model, ModelSettings, ToolDefinition
 from golem.models.fallback import plan
+from golem.phases.prepare import checked_approvals
+from golem.policies import ApprovalPolicy
 from golem.results import Result, RunError, StreamResult
 from golem.retry import Retry
-from golem.tools import RunContext, Tool
+from golem.tools import ApprovalPredicate, RunContext, Tool
 from golem.toolsets import Toolset, check_toolsets
 from golem.usage import UsageLimits
 
@@ -69,6 +73,7 @@ class Agent(Generic[DepsT, OutputT]):
         output_retries: int = 2,
         model_retry: Retry | None = None,
         approval_timeout: timedelta | None = None,
+        approval_policy: ApprovalPolicy | None = None,
         max_concurrent_tools: int = 100,
         toolsets: Sequence[Toolset] = (),
         delegates: Sequence[Agent[Any, Any]] = (),
@@ -96,6 +101,9 @@ class Agent(Generic[DepsT, OutputT]):
         are not executed and the model is told no decision arrived in time (``None``: it
         waits as long as it takes). A later approval is refused. In process a run pauses
         instead."""
+        self.approval_policy = approval_policy
+        """Rules that allow, deny or send calls to a person, and an evaluator that decides
+        before a person does (golem.policies)."""
         self.max_concurrent_tools = max_concurrent_tools
         """The most calls of one batch in flight at once (under Temporal, activities: it
         keeps a wide batch under Temporal's 2,000 pending activities); the rest wait their
@@ -147,7 +155,7 @@ class Agent(Generic[DepsT, OutputT]):
         *,
         name: str | None = None,
         sequential: bool = False,
-        requires_approval: bool = False,
+        requires_approval: bool | ApprovalPredicate = False,
         max_retries: int | None = None,
         timeout: timedelta | None = None,
         retry: Retry | None = None,
@@ -189,6 +197,21 @@ class Agent(Generic[DepsT, OutputT]):
             self._register(handoff_tool(agent))
             self.handoffs[agent.name] = agent
 
+    def external_tool(
+        self,
+        name: str,
+        description: str,
+        parameters: Mapping[str, Any],
+        *,
+        result_schema: Mapping[str, Any] | None = None,
+    ) -> ExternalTool:
+        """Register a tool the application runs (golem.external): the model may call it
+        with arguments matching ``parameters`` (a JSON schema); its calls wait, in
+        ``Result.pending_calls``, for ``complete`` (in process ``run(tool_results=...)``)."""
+        tool = external_tool(name, description, parameters, result_schema)
+        self._register(tool)
+        return tool
+
     def _register(self, tool: Tool) -> None:
         if tool.name in self.tools:
             raise ValueError(f"agent {self.name!r} already has a tool named {tool.name!r}")
@@ -214,7 +237,11 @@ class Agent(Generic[DepsT, OutputT]):
         """Some tool (its own, a toolset's, or one of an agent it delegates or hands off to)
         needs a person's approval, so a run of this agent may pause for it."""
         return any(
-            any(tool.requires_approval for tool in agent.tools.values())
+            agent.approval_policy is not None
+            or any(
+                tool.requires_approval or isinstance(tool, ExternalTool)
+                for tool in agent.tools.values()
+            )
             or any(toolset.may_need_approval() for toolset in agent.toolsets)
             for agent in reachable([self])
         )
@@ -230,13 +257,15 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
-        approvals: dict[str, bool] | None = None,
+        approvals: Mapping[str, DecisionInput] | None = None,
+        tool_results: Mapping[str, object] | None = None,
     ) -> Result[OutputT]:
         """Run in process. ``history`` continues a conversation (the caller's list is never
         changed); failures raise :class:`golem.RunError` with the partial evidence. A
         handoff's target answers in the same call (``Result.agent`` names it); the next call
         is the caller's to route (``golem.handoff_target``)."""
-        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, approvals)
+        decided = with_results(self.tools, history, approvals, tool_results)
+        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, decided, self)
         return await self._run_local(inputs)
 
     def run_sync(
@@ -248,7 +277,8 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
-        approvals: dict[str, bool] | None = None,
+        approvals: Mapping[str, DecisionInput] | None = None,
+        tool_results: Mapping[str, object] | None = None,
     ) -> Result[OutputT]:
         """``run`` for code without an event loop (a script, a REPL): the same ``Result``
         and ``RunError``, on an event loop of its own. Inside a running loop it raises
@@ -262,8 +292,18 @@ class Agent(Generic[DepsT, OutputT]):
                 f"Agent.run_sync({self.name!r}) was called inside a running event loop, which "
                 "it would block: use `await agent.run(...)` there"
             )
-        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, approvals)
-        return asyncio.run(self._run_local(inputs))
+        return asyncio.run(
+            self.run(
+                prompt,
+                history=history,
+                parts=parts,
+                deps=deps,
+                run_id=run_id,
+                conversation_id=conversation_id,
+                approvals=approvals,
+                tool_results=tool_results,
+            )
+        )
 
     def run_stream(
         self,
@@ -274,11 +314,13 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
-        approvals: dict[str, bool] | None = None,
+        approvals: Mapping[str, DecisionInput] | None = None,
+        tool_results: Mapping[str, object] | None = None,
     ) -> RunStream[OutputT]:
         """Run in process, yielding events (text and tool-call deltas as they arrive, tool
         start/end); once exhausted, ``.result`` is the same ``Result`` ``run`` gives."""
-        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, approvals)
+        decided = with_results(self.tools, history, approvals, tool_results)
+        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, decided, self)
         return RunStream(self, inputs)
 
     def _local_executor(self) -> LocalExecutor:
@@ -301,16 +343,18 @@ def _inputs(
     deps: Any,
     run_id: str | None,
     conversation_id: str | None,
-    approvals: dict[str, bool] | None,
+    approvals: Mapping[str, object] | None,
+    agent: Agent[Any, Any],
 ) -> RunInput:
+    messages = as_messages(history or ())
     return RunInput.model_construct(
         prompt=prompt,
         parts=list(parts),
-        history=as_messages(history or ()),
+        history=messages,
         deps=deps,
         run_id=run_id or "",
         conversation_id=conversation_id or "",
-        approvals=dict(approvals or {}),
+        approvals=checked_approvals(agent.tools, messages, approvals or {}),
     )
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from golem.events import RunEvent
-from golem.messages import Message, ToolCall
+from golem.messages import Decision, Message, ToolCall
 from golem.models.base import ModelRequest, ModelResponse
 from golem.results import Result
 from golem.run_state import DeltaSink
@@ -46,11 +46,17 @@ class Executor(Protocol):
 
     async def await_approvals(
         self, pending: list[ToolCall], ctx: RunContext[Any]
-    ) -> Mapping[str, bool | None] | None:
-        """Wait for a person's decisions on ``pending`` (``{call_id: approved}``; ``None`` for
+    ) -> Mapping[str, Decision | None] | None:
+        """Wait for a person's decisions on ``pending`` (``{call_id: decision}``; ``None`` for
         a call no decision arrived for in time). ``None``: the run pauses instead and
         returns a ``Result`` with ``pending_approvals`` (in process, continued by a new run
         with ``approvals=``)."""
+        ...
+
+    async def evaluate_approval(self, call: ToolCall, ctx: RunContext[Any]) -> Decision | None:
+        """Ask the agent's approval policy's evaluator about ``call`` (durably in an
+        activity): its decision, or ``None`` when a person decides (it asked, raised, timed
+        out or answered something else)."""
         ...
 
     async def toolset_tools(self, toolset: Toolset, ctx: RunContext[Any]) -> list[ToolsetTool]:

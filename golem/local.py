@@ -10,9 +10,10 @@ from pydantic import BaseModel
 
 from golem.events import RunEvent
 from golem.ids import new_id
-from golem.messages import Message, ToolCall
+from golem.messages import Decision, Message, ToolCall
 from golem.models.base import Model, ModelError, ModelRequest, ModelResponse, StreamDelta
 from golem.models.fallback import chain, falls_over, move_on, stamp
+from golem.policies import evaluate
 from golem.results import Result
 from golem.retry import Retry
 from golem.run_state import AgentSpec, DeltaSink
@@ -77,8 +78,12 @@ class LocalExecutor:
 
     async def await_approvals(
         self, pending: list[ToolCall], ctx: RunContext[Any]
-    ) -> dict[str, bool] | None:
+    ) -> dict[str, Decision | None] | None:
         return None  # in process a run pauses: the caller answers with a new run
+
+    async def evaluate_approval(self, call: ToolCall, ctx: RunContext[Any]) -> Decision | None:
+        policy = self.agent.approval_policy
+        return await evaluate(policy, ctx, call)
 
     async def request(
         self, request: ModelRequest, ctx: RunContext[Any], on_delta: DeltaSink | None

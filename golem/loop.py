@@ -18,14 +18,17 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from golem.approvals import needs_approval, standing_approvals
 from golem.delegation import Delegations, Handoff
 from golem.events import RunEvent
 from golem.executor import DeltaSink, Executor
-from golem.messages import Message, ToolCall
+from golem.external import ExternalTool
+from golem.messages import Decision, Message, ToolCall
 from golem.phases import Stop, prepare, turn
 from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT, BatchOutcome, ToolBatch
 from golem.phases.finish import Decoder, partial, result
 from golem.phases.prepare import resolve_conversation_id
+from golem.policies import ApprovalPolicy, Rule, ruled
 from golem.results import Result, RunError
 from golem.run_state import AgentSpec, Checkpoint, RunInput, RunState
 from golem.tools import RunContext
@@ -65,6 +68,9 @@ class RunLoop:
         """How this run's turn ended by handing over (the target's run id minted)."""
         self.delegations = Delegations(agent, executor, self.state, emit)
         self._retries: dict[str, int] = {}
+        given = inputs.standing
+        self.standing = dict(standing_approvals(inputs.history) if given is None else given)
+        """Tools approved ``always`` in this conversation: their calls run without asking."""
         self._batch = ToolBatch(agent, executor, self._call_context, self._event, self._flight)
 
     async def run(self) -> Result[Any]:
@@ -90,12 +96,17 @@ class RunLoop:
         history = await prepare.process_history(agent, executor, self._ctx(), list(inputs.history))
         state.messages = history
         if inputs.approvals:
-            plan = prepare.plan_approvals(agent, history, inputs.approvals)
-            await self._run_batch(plan.decided, dict.fromkeys(plan.denied, False))
+            plan = prepare.plan_approvals(agent, history, inputs.approvals, self._needs_approval)
+            await self._run_batch(plan.decided, plan.decisions)
             if plan.still and self.handoff is None:
-                given = await executor.await_approvals(list(plan.still), self._ctx())
-                if given is None:
-                    return result(state, None, pending=list(plan.still))  # still waiting
+                # In process a pause forgets the evaluator's answers: it is asked again.
+                given: dict[str, Decision | None] = dict(await self._evaluated(list(plan.still)))
+                still = [c for c in plan.still if c.id not in given]
+                if still:
+                    answered = await executor.await_approvals(still, self._ctx())
+                    if answered is None:
+                        return self._paused(still)  # still waiting
+                    given.update(answered)
                 await self._run_batch(plan.still, given)
             if self.handoff is not None:
                 return result(state, None)
@@ -110,12 +121,13 @@ class RunLoop:
             answer = await self._model_turn()
             if answer.tool_calls:
                 waiting = [c for c in answer.tool_calls if self._needs_approval(c)]
-                decisions: Mapping[str, bool | None] = {}
+                decisions: dict[str, Decision | None] = dict(await self._evaluated(waiting))
+                waiting = [c for c in waiting if c.id not in decisions]
                 if waiting:
                     answered = await executor.await_approvals(waiting, self._ctx())
                     if answered is None:
-                        return result(state, None, pending=waiting)
-                    decisions = answered
+                        return self._paused(waiting)
+                    decisions.update(answered)
                 await self._run_batch(answer.tool_calls, decisions)
                 if self.handoff is not None:
                     return result(state, None)  # the turn goes on with another agent
@@ -148,17 +160,31 @@ class RunLoop:
     async def _run_batch(
         self,
         calls: list[ToolCall] | tuple[ToolCall, ...],
-        decisions: Mapping[str, bool | None] | None = None,
+        decisions: Mapping[str, Decision | None] | None = None,
     ) -> None:
         """Run a batch, record every result it gives, commit; stop if it says so.
-        ``decisions``: a person's (``False``: denied; ``None``: none arrived in time)."""
-        decisions = decisions or {}
+        ``decisions``: a person's (``None``: none arrived in time); a call of a tool
+        approved ``always`` records the decision that did it."""
+        decisions = dict(decisions or {})
+        for call in calls:
+            if call.id in decisions or isinstance(self.agent.tools.get(call.name), ExternalTool):
+                continue
+            standing, rule = self.standing.get(call.name), self._rule(call)
+            if rule is not None and rule.decide == "deny":  # a rule's denial wins
+                decisions[call.id] = ruled(rule, "")
+            elif standing is not None and self._asks(call):
+                decisions[call.id] = standing.model_copy(update={"args": None})
+            elif rule is not None and rule.decide == "allow":
+                decisions[call.id] = ruled(rule, "")
+        for call in calls:
+            given = decisions.get(call.id)
+            if given is not None and given.approved and given.always:
+                self.standing.setdefault(call.name, given)
         outcome = await self._batch.run(
             calls,
             retries=self._retries,
             tool_calls=self.state.tree.tool_calls,
-            denied={c for c, approved in decisions.items() if approved is False},
-            expired={c for c, approved in decisions.items() if approved is None},
+            decisions=decisions,
             budget=self.state.budget,
         )
         self._record(outcome)
@@ -181,9 +207,51 @@ class RunLoop:
                 self._event("tool_end", call=answer.call, message=message)
         state.commit()
 
+    def _paused(self, waiting: list[ToolCall]) -> Result[Any]:
+        return result(self.state, None, pending=waiting, external=self.external_ids(waiting))
+
+    def external_ids(self, calls: list[ToolCall]) -> set[str]:
+        """The ids of ``calls`` that wait for the application (client-run tools)."""
+        return {c.id for c in calls if isinstance(self.agent.tools.get(c.name), ExternalTool)}
+
     def _needs_approval(self, call: ToolCall) -> bool:
+        """Whether ``call`` waits: a client-run tool's always (for the application); for a
+        person not when its tool is approved ``always`` or a policy rule allows or denies
+        it; when a rule says ask; else as its tool says."""
+        if isinstance(self.agent.tools.get(call.name), ExternalTool):
+            return True
+        rule = self._rule(call)
+        if call.name in self.standing and (rule is None or rule.decide != "deny"):
+            return False
+        return rule.decide == "ask" if rule is not None else self._asks(call)
+
+    def _rule(self, call: ToolCall) -> Rule | None:
+        """The first rule matching ``call``: those set on its conversation, then the agent's."""
+        given = ApprovalPolicy(rules=[r.rule() for r in self.inputs.rules or ()])
+        policies = [given, self.agent.approval_policy or ApprovalPolicy()]
         tool = self.agent.tools.get(call.name)
-        return bool(tool and tool.requires_approval)
+        ctx = self._call_context(call, self._retries, None)
+        return next((m for p in policies if (m := p.match(tool, call, ctx)) is not None), None)
+
+    async def _evaluated(self, calls: list[ToolCall]) -> dict[str, Decision]:
+        """What the policy's evaluator decided of ``calls`` (the rest go to a person)."""
+        policy = self.agent.approval_policy
+        if policy is None or policy.evaluator is None:
+            return {}
+        decided = {}
+        external = self.external_ids(calls)
+        for call in calls:
+            if call.id in external:
+                continue  # the application answers it, not a person
+            ctx = self._call_context(call, self._retries, None)
+            decision = await self.executor.evaluate_approval(call, ctx)
+            if decision is not None:
+                decided[call.id] = decision
+        return decided
+
+    def _asks(self, call: ToolCall) -> bool:
+        tool = self.agent.tools.get(call.name)
+        return needs_approval(tool, call, self._call_context(call, self._retries, None))
 
     # -- context and events --------------------------------------------------------
 

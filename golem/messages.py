@@ -30,6 +30,7 @@ from golem.strict_json import TooDeep, check_depth
 
 __all__ = [
     "PART_KINDS",
+    "Decision",
     "HistoryError",
     "Message",
     "Part",
@@ -148,6 +149,27 @@ class Usage(_Wire):
         )
 
 
+class Decision(_Wire):
+    """A person's (or a policy's) decision on a call that waited, as the transcript keeps it
+    on the call's tool message."""
+
+    approved: bool
+    """The call ran (``False``: it was denied and not executed)."""
+    args: str | None = None
+    """The arguments the decider approved in place of the model's (JSON text); ``None``: the
+    call ran as the model asked (its own arguments stay on the assistant message's call)."""
+    reason: str = ""
+    """A denial's reason: what the model read as the call's result."""
+    always: bool = False
+    """Later calls of this tool in the same conversation run without asking."""
+    result: str | None = None
+    """A client-run tool's result, as the application gave it (``complete``)."""
+    by: str = ""
+    """Who decided (``approve(..., by=...)``; the CLI's default is the OS user)."""
+    at: str = ""
+    """When the decision was given (ISO 8601, UTC)."""
+
+
 class Message(_Wire):
     """One turn of a conversation."""
 
@@ -174,6 +196,8 @@ class Message(_Wire):
     model: str = ""
     """On an assistant message: the model that answered (its ``model_name``), e.g. the one
     of a ``FallbackModel`` that did."""
+    decision: Decision | None = None
+    """On a tool message answering a call that waited for approval: who decided what."""
 
     @classmethod
     def system(cls, text: str) -> Message:

@@ -50,6 +50,9 @@ class Result(Generic[OutputT]):
     (durably ``approve``, which reaches the run that waits)."""
     pending_runs: dict[str, str] = field(default_factory=dict)
     """For each pending call id, the run that waits for it: this run, or one it delegated to."""
+    pending_calls: list[ToolCall] = field(default_factory=list)
+    """Calls of client-run tools waiting for the application's result; answer with
+    ``run(history=..., tool_results=...)`` (durably ``complete``)."""
     agent: str = ""
     """The agent that produced the final answer (after handoffs, the last one handed to)."""
     sub_runs: list[str] = field(default_factory=list)
@@ -59,12 +62,13 @@ class Result(Generic[OutputT]):
 
     def __post_init__(self) -> None:
         # A pending call no run is named for waits in this run.
-        runs = {c.id: self.pending_runs.get(c.id, self.run_id) for c in self.pending_approvals}
+        waiting = [*self.pending_approvals, *self.pending_calls]
+        runs = {c.id: self.pending_runs.get(c.id, self.run_id) for c in waiting}
         object.__setattr__(self, "pending_runs", runs)
 
     @property
     def paused(self) -> bool:
-        return bool(self.pending_approvals)
+        return bool(self.pending_approvals or self.pending_calls)
 
     @property
     def total_usage(self) -> Usage:

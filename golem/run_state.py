@@ -13,8 +13,9 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
 
-from golem.messages import Message, Part, Usage
+from golem.messages import Decision, Message, Part, Usage
 from golem.models.base import ModelSettings, StreamDelta, ToolDefinition
+from golem.policies import StoredRule
 from golem.tools import Tool
 from golem.toolsets import Toolset
 from golem.usage import Budget, Spent, UsageLimits
@@ -51,6 +52,9 @@ class AgentSpec(Protocol):
     def instructions_fn(self) -> Any: ...
 
     @property
+    def approval_policy(self) -> Any: ...
+
+    @property
     def history_processor(self) -> Any: ...
 
     @property
@@ -75,9 +79,16 @@ class RunInput(BaseModel):
     deps: Any = None
     run_id: str = ""
     conversation_id: str = ""
-    approvals: dict[str, bool] = Field(default_factory=dict)
+    approvals: dict[str, bool | Decision] = Field(default_factory=dict)
+    """Decisions on the calls the history leaves waiting (a bare ``bool``: as 0.2.0 sent)."""
     budget: Budget | None = None
     """A delegated run: what its callers' usage limits leave it and its own delegates."""
+    rules: list[StoredRule] | None = None
+    """Rules a conversation was given at run time (``set_approval_policy``): tried before
+    the agent's own."""
+    standing: dict[str, Decision] | None = None
+    """Tools approved ``always`` in this conversation, by name (the decision that did it);
+    ``None``: read from the history's decisions (a conversation workflow passes its own)."""
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from golem.usage import Spent
 from golem.user_functions import call_user_function
 
 __all__ = [
+    "ApprovalPredicate",
     "Canceled",
     "Delegator",
     "ModelRetry",
@@ -214,6 +215,11 @@ def _takes_context(fn: Callable[..., Any], hints: dict[str, Any]) -> bool:
     return origin is RunContext or params[0].name in ("ctx", "context")
 
 
+#: ``requires_approval``'s predicate: ``(ctx, args) -> bool`` on a call's validated
+#: arguments (a dict). Durably it runs in the workflow: it must be pure (no I/O, no clock).
+ApprovalPredicate = Callable[["RunContext[Any]", dict[str, Any]], bool]
+
+
 @dataclass
 class Tool:
     """A registered tool. Build one with ``@agent.tool`` or ``Tool.from_function``."""
@@ -225,8 +231,9 @@ class Tool:
     args_model: type[BaseModel]
     sequential: bool = False
     """Run this tool's batches one call at a time, in call order."""
-    requires_approval: bool = False
-    """Pause the run until a person approves or denies the call."""
+    requires_approval: bool | ApprovalPredicate = False
+    """Pause the run until a person approves or denies the call: always, or when the
+    predicate ``(ctx, args) -> bool`` says so of the validated arguments."""
     max_retries: int = 2
     """Retries the model gets (bad arguments, ``ModelRetry``; ``ToolFailed`` does not count)
     before the run ends at stage ``tool``."""

@@ -12,12 +12,14 @@ run finds in a server's list fails that run at stage ``tool``, naming both.
 
 ``requires_approval`` and ``at_most_once`` take ``True`` (every tool), a set of the
 server's tool names, or a predicate on them; they mean what they mean for a local tool.
+``requires_approval`` also takes a predicate ``(ctx, args) -> bool`` asked of each call.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -27,7 +29,7 @@ from pydantic import BaseModel, RootModel
 
 from golem.models.base import ToolDefinition
 from golem.retry import TOOL_RETRY, Retry
-from golem.tools import RunContext, Tool, ToolOutcome
+from golem.tools import ApprovalPredicate, RunContext, Tool, ToolOutcome
 
 __all__ = [
     "ToolRule",
@@ -61,7 +63,7 @@ class ToolsetOptions(TypedDict, total=False):
     """The options every toolset takes (see ``Toolset``)."""
 
     prefix: str | None
-    requires_approval: ToolRule
+    requires_approval: ToolRule | ApprovalPredicate
     at_most_once: ToolRule
     timeout: timedelta | None
     retry: Retry | None
@@ -94,8 +96,9 @@ class Toolset:
     """``prefix="docs"``: the server's ``search`` is the model's ``docs_search``."""
     only: frozenset[str] | None = None
     """Offer only these of the server's tools (``filtered``); ``None``: all of them."""
-    requires_approval: ToolRule = False
-    """Which calls wait for a person's decision, as ``@agent.tool(requires_approval=True)``."""
+    requires_approval: ToolRule | ApprovalPredicate = False
+    """Which calls wait for a person's decision, as ``@agent.tool(requires_approval=True)``:
+    also a predicate ``(ctx, args) -> bool`` on each call's arguments."""
     at_most_once: ToolRule = False
     """Which calls are never repeated after a crash (durably: one attempt; a call whose
     worker died is closed as outcome-unknown). The others are retried: at least once."""
@@ -171,7 +174,7 @@ class Toolset:
             description=listed.description,
             takes_context=False,
             args_model=Arguments,
-            requires_approval=_applies(self.requires_approval, remote),
+            requires_approval=_approval_rule(self.requires_approval, remote),
             at_most_once=self.once(remote),
             max_retries=self.max_retries,
             timeout=self.timeout,
@@ -236,8 +239,16 @@ class ToolsetTool(Tool):
         return outcome
 
 
-def _is_names(rule: ToolRule) -> bool:
+def _is_names(rule: ToolRule | ApprovalPredicate) -> bool:
     return not isinstance(rule, bool) and not callable(rule)
+
+
+def _approval_rule(rule: ToolRule | ApprovalPredicate, remote: str) -> bool | ApprovalPredicate:
+    """A tool's ``requires_approval``: a call predicate (two parameters) as it is, asked of
+    each call; any other rule decided now for the server's tool ``remote``."""
+    if callable(rule) and len(inspect.signature(rule).parameters) == 2:
+        return rule  # type: ignore[return-value]
+    return _applies(rule, remote)  # type: ignore[arg-type]
 
 
 def _applies(rule: ToolRule, remote: str) -> bool:

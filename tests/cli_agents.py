@@ -97,3 +97,15 @@ def _plan(messages: list[Message], tools: Any) -> Message:
 
 
 planner = Agent(FunctionModel(_plan, model_name="plan-model"), name="planner", output_type=Plan)
+
+
+def _schedule(messages: list[Message], tools: Any) -> Message:
+    """Asks the application for a date (a client-run tool), then confirms it."""
+    if messages[-1].role == "user":
+        call = ToolCall(id=f"d-{len(messages)}", name="pick_date", args="{}")
+        return Message.assistant("", [call])
+    return Message.assistant(f"booked: {messages[-1].content}")
+
+
+scheduler = Agent(FunctionModel(_schedule, model_name="schedule-model"), name="scheduler")
+scheduler.external_tool("pick_date", "Ask the user for a date", {"type": "object"})

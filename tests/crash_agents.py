@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from golem import Message, ToolCall
+from golem import ApprovalPolicy, Approve, Message, ToolCall
 from golem.agent import Agent
 from golem.models import FallbackModel, FunctionModel, ModelHTTPError, ModelResponse, StreamDelta
 from golem.retry import Retry
@@ -239,3 +239,27 @@ async def ask(ctx: RunContext[Any]) -> str:
 
 
 AGENTS += [delegating, delegating_in_tool]
+
+
+async def _slow_reviewer(ctx: RunContext[Any], call: ToolCall) -> Approve:
+    """An approval evaluator whose first execution hangs (its worker is killed then)."""
+    await _record_and_maybe_hang("evaluator")
+    return Approve()
+
+
+# An approval evaluator whose worker dies: its activity goes on elsewhere, decided once.
+evaluator_crash = Agent(
+    _tool_then_answer("refund"),
+    name="evaluator_crash",
+    approval_policy=ApprovalPolicy(evaluator=_slow_reviewer),
+)
+
+
+@evaluator_crash.tool(requires_approval=True)
+async def refund() -> str:
+    with (_dir() / "executions").open("a") as log:
+        log.write("refund\n")
+    return "refunded"
+
+
+AGENTS.append(evaluator_crash)

@@ -4,6 +4,7 @@ otherwise, and ``golem approve`` / ``golem show`` answer and list them (real CLI
 from __future__ import annotations
 
 import asyncio
+import getpass
 import os
 import pty
 import select
@@ -87,7 +88,7 @@ async def test_run_without_a_terminal_says_what_waits_and_golem_approve_finishes
         f"golem approve: run {run_id} is not waiting for t-9: it waits for {TRANSFER} #t-1"
     )
     assert done.code == 0 and done.out.splitlines()[0] == "transfer: moved 5", done.err
-    assert done.err == f"golem: approved {TRANSFER} #t-1\n"
+    assert done.err == f"golem: approved {TRANSFER} #t-1 (by {getpass.getuser()})\n"
     assert ids(done.out)["run id"] == run_id  # the same run went on
     assert one_line(again) == (
         f"golem approve: run {run_id} is not waiting for approval: it is completed "
@@ -129,3 +130,60 @@ async def test_a_conversations_waiting_turn_is_shown_and_answered_by_the_convers
         f"golem approve: conversation {conversation} is not waiting for approval: "
         "no turn is in flight"
     )
+
+
+async def test_golem_approve_edits_arguments_denies_with_a_reason_and_records_who(
+    address: str,
+) -> None:
+    tq = queue()
+    async with golem_worker(tq, "bank"):
+        edited = await golem("run", "--agent", "bank", "--task-queue", tq, "pay")
+        edited_id = ids(edited.err)["run id"]
+        bad = await golem("approve", edited_id, "t-1", "--args", '{"amount": "lots"}')
+        done = await golem("approve", edited_id, "t-1", "--args", '{"amount": 3}', "--by", "alice")
+        shown = await golem("show", edited_id)
+        denied = await golem("run", "--agent", "bank", "--task-queue", tq, "pay")
+        denied_id = ids(denied.err)["run id"]
+        both = await golem("approve", denied_id, "--deny", "--args", "{}")
+        refused = await golem("approve", denied_id, "--deny", "--reason", "over the limit")
+    assert one_line(bad) == (
+        f"golem approve: run {edited_id}: the edited arguments are invalid: call 't-1' "
+        "(transfer): invalid arguments: amount: Input should be a valid integer, unable to "
+        "parse string as an integer"
+    )
+    assert done.code == 0, done.err
+    assert done.out.splitlines()[:2] == [  # the model was told, before the result
+        "transfer: [a person (alice) changed this call's arguments before it ran; it ran with "
+        '{"amount":3}]',
+        "moved 3",
+    ]
+    assert done.err == (f'golem: approved {TRANSFER} #t-1 to run with {{"amount": 3}} (by alice)\n')
+    tool = next(line for line in shown.out.splitlines() if "tool transfer #t-1" in line)
+    assert "moved 3  [approved by alice at " in tool
+    assert tool.endswith(', ran with {"amount":3}]')
+    assert one_line(both) == (
+        "golem approve: --args edits a call that runs; it cannot go with --deny"
+    )
+    assert refused.code == 0 and refused.out.splitlines()[0] == "transfer: over the limit"
+    assert refused.err == (
+        f"golem: denied {TRANSFER} #t-1: over the limit (by {getpass.getuser()})\n"
+    )
+
+
+async def test_golem_complete_answers_a_client_run_tools_call(address: str) -> None:
+    tq = queue()
+    async with golem_worker(tq, "scheduler"):
+        waiting = await golem("run", "--agent", "scheduler", "--task-queue", tq, "book")
+        run_id = ids(waiting.err)["run id"]
+        neither = await golem("complete", run_id, "d-1")
+        done = await golem("complete", run_id, "d-1", "--result", '"2026-12-24"', "--by", "app")
+    assert waiting.code == 3, waiting
+    assert waiting.err.splitlines()[:2] == [
+        "waiting for the application's result of pick_date({}) #d-1",
+        f"complete with:   golem complete {run_id} d-1 --result JSON  (or --error TEXT)",
+    ]
+    assert one_line(neither) == (
+        "golem complete: give the call's --result JSON, or --error TEXT when it failed"
+    )
+    assert done.code == 0 and done.out.splitlines()[0] == "booked: 2026-12-24", done.err
+    assert done.err == "golem: completed #d-1 (by app)\n"

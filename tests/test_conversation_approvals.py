@@ -17,7 +17,7 @@ from test_conversation_boundaries import budgeted, continued
 from test_durable_approvals import asks_two, held_agent, serve, timer_fired, transfer_agent
 from waiting import eventually
 
-from golem import Agent, Message, ToolCall
+from golem import Agent, ApprovalPolicy, Approve, Message, Rule, ToolCall
 from golem.client import ConversationClosedError, DurableAgent
 from golem.models import FunctionModel
 from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT
@@ -271,3 +271,84 @@ async def test_a_conversations_approval_sent_while_no_worker_ran_past_the_timeou
         transcript = await conv.messages()
     assert executed == []
     assert [m.content for m in transcript if m.role == "tool"] == [NO_DECISION_RESULT]
+
+
+def asks_each_turn(executed: list[int]) -> Agent[Any, str]:
+    """Asks for a transfer (which needs approval) on every user message."""
+
+    def answer(messages: list[Message], tools: Any) -> Message:
+        if messages[-1].role == "user":
+            call = ToolCall(id=f"t{len(messages)}", name="transfer", args='{"amount": 1}')
+            return Message.assistant("", [call])
+        return Message.assistant(messages[-1].content)
+
+    agent: Agent[Any, str] = Agent(FunctionModel(answer), name="each")
+
+    @agent.tool(requires_approval=True)
+    def transfer(amount: int) -> str:
+        """Move money."""
+        executed.append(amount)
+        return f"moved {amount}"
+
+    return agent
+
+
+async def test_approve_always_holds_across_turns_and_continue_as_new_until_revoked(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = asks_each_turn(executed)
+    async with serve(temporal_client, agent) as tq:
+        conv = await budgeted(temporal_client, agent, tq, turns_per_run=1)
+        paused = await conv.send("pay")
+        call_id = paused.pending_approvals[0].id
+        await conv.approve({call_id: Approve(always=True)}, by="alice")
+        policy = await conv.approvals_policy()
+        second = await conv.send("pay again")  # after continue-as-new: asks nobody
+        switches = await continued(temporal_client, conv.id)
+        with pytest.raises(ValueError) as unknown:
+            await conv.revoke("refund")
+        left = await conv.revoke("transfer")
+        third = await conv.send("and again")
+    assert set(policy) == {"transfer"}
+    assert (policy["transfer"].by, policy["transfer"].always) == ("alice", True)
+    assert not second.paused and second.output == "moved 1" and switches >= 1
+    assert str(unknown.value) == (
+        "tool 'refund' has no standing approval in this conversation; standing: ['transfer']"
+    )
+    assert left == {}
+    assert third.paused  # revoked: it asks again
+    assert executed == [1, 1]
+
+
+async def test_a_policy_set_on_a_running_conversation_holds_from_its_next_turn_on(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = asks_each_turn(executed)
+    async with serve(temporal_client, agent) as tq:
+        conv = await budgeted(temporal_client, agent, tq, turns_per_run=1)
+        first = await conv.send("pay")
+        await conv.approve({first.pending_approvals[0].id: True})
+        with pytest.raises(ValueError) as predicate:
+            await conv.set_approval_policy(
+                ApprovalPolicy(rules=[Rule(tool="transfer", when=lambda ctx, args: True)])
+            )
+        await conv.set_approval_policy(
+            ApprovalPolicy(rules=[Rule(tool="trans*", decide="deny", reason="frozen")])
+        )
+        second = await conv.send("pay again")  # after continue-as-new: the rule denies
+        switches = await continued(temporal_client, conv.id)
+        await conv.set_approval_policy(
+            ApprovalPolicy(rules=[Rule(tool="transfer", decide="allow")])
+        )
+        third = await conv.send("and again")
+    assert str(predicate.value) == (
+        "the rule for tool 'transfer' has a when= predicate: a policy set on a running "
+        "conversation keeps rules by tool name or glob only"
+    )
+    assert not second.paused and second.output == "frozen" and switches >= 1
+    denied = second.messages[-2]
+    assert denied.decision is not None and denied.decision.by == "policy:trans*"
+    assert not third.paused and third.output == "moved 1"
+    assert executed == [1, 1]

@@ -19,6 +19,7 @@ from crash_agents import (
     at_most_once,
     delegating,
     delegating_in_tool,
+    evaluator_crash,
     idempotent,
     instructions_crash,
     model_crash,
@@ -275,3 +276,13 @@ async def test_a_retried_tool_attaches_to_the_sub_run_its_ctx_delegate_started(
         async for w in temporal_env.client.list_workflows(f"GolemParentRunId = '{result.run_id}'")
     ]
     assert found == [sub_run]
+
+
+async def test_an_approval_evaluator_whose_worker_died_runs_again_and_decides_once(
+    temporal_env: WorkflowEnvironment, crash_dir: Path
+) -> None:
+    _, result = await crash_then_take_over(temporal_env, evaluator_crash.name, crash_dir)
+    assert executions(crash_dir) == ["evaluator", "evaluator", "refund"]
+    assert result.output == "finished: refunded"  # type: ignore[attr-defined]
+    [tool] = [m for m in result.messages if m.role == "tool"]  # type: ignore[attr-defined]
+    assert tool.decision is not None and tool.decision.by == "evaluator:_slow_reviewer"

@@ -17,7 +17,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 from waiting import eventually
 
-from golem import Agent, Message, ToolCall
+from golem import Agent, ApprovalPolicy, Approve, Ask, Deny, Message, ToolCall, ToolFailed
 from golem.client import DurableAgent
 from golem.messages import ToolCall as Call
 from golem.models import FunctionModel
@@ -318,3 +318,211 @@ async def test_an_approval_sent_while_no_worker_ran_past_the_timeout_loses_to_it
         done = await run.result(final=True)
     assert executed == []
     assert done.output == NO_DECISION_RESULT
+
+
+async def test_an_edited_approval_runs_the_approved_arguments_and_records_who_decided(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = transfer_agent(executed)
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("pay")
+        await run.result()
+        done = await run.approve({"t1": Approve(args={"amount": 3})}, by="alice")
+    assert executed == [3]
+    assert done.messages[1].tool_calls[0] == ToolCall(
+        id="t1", name="transfer", args='{"amount": 5}'
+    )  # what the model asked for stays on its call
+    tool = next(m for m in done.messages if m.role == "tool" and m.tool_call_id == "t1")
+    assert tool.decision is not None
+    assert (tool.decision.approved, tool.decision.args, tool.decision.by) == (
+        True,
+        '{"amount":3}',
+        "alice",
+    )
+    assert tool.decision.at  # when, stamped by the client that decided
+    assert tool.content == (
+        "[a person (alice) changed this call's arguments before it ran; it ran with "
+        '{"amount":3}]\nmoved 3'
+    )
+
+
+async def test_a_denial_with_a_reason_is_what_the_model_reads_durably(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = transfer_agent(executed)
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("pay")
+        await run.result()
+        done = await run.approve({"t1": Deny(reason="over the limit")}, by="bob")
+    assert executed == []
+    assert done.output == "over the limit | balance 100"
+    tool = next(m for m in done.messages if m.role == "tool" and m.tool_call_id == "t1")
+    assert tool.failed and tool.decision is not None
+    assert (tool.decision.approved, tool.decision.reason, tool.decision.by) == (
+        False,
+        "over the limit",
+        "bob",
+    )
+
+
+async def test_bad_decisions_are_refused_before_anything_is_sent_and_the_run_still_waits(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = transfer_agent(executed)
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("pay")
+        await run.result()
+        with pytest.raises(ValueError) as wrong_type:
+            await run.approve({"t1": "yes"})  # type: ignore[dict-item]
+        with pytest.raises(ValueError) as bad_args:
+            await run.approve({"t1": Approve(args={"amount": "lots"})})
+        by_name = await DurableAgent(temporal_client, "bank", task_queue=tq).attach(run.run_id)
+        with pytest.raises(ValueError) as refused_by_run:
+            await by_name.approve({"t1": Approve(args={"sum": 1})})
+        pending = await run.handle.query("golem.pending", result_type=list[Call])
+        done = await run.approve({"t1": True})
+    assert str(wrong_type.value) == (
+        "the decision for call 't1' is 'yes' (str): give True, False, "
+        "Approve(args=..., always=...) or Deny(reason=...)"
+    )
+    assert str(bad_args.value) == (
+        "the edited arguments are invalid: call 't1' (transfer): invalid arguments: amount: "
+        "Input should be a valid integer, unable to parse string as an integer"
+    )
+    assert str(refused_by_run.value).startswith(
+        f"run {run.run_id}: the edited arguments are invalid: call 't1' (transfer): "
+    )
+    assert [c.id for c in pending] == ["t1"]
+    assert executed == [5] and done.output == "moved 5 | balance 100"
+
+
+async def test_deciding_twice_names_who_decided_and_a_run_waiting_for_nothing_says_its_state(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = asks_two(executed)
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("pay")
+        await run.result()
+        still = await run.approve({"t1": True}, by="alice")
+        with pytest.raises(ValueError) as twice:
+            await run.approve({"t1": False}, by="bob")
+        await run.approve({"t2": True}, by="bob")
+        with pytest.raises(ValueError) as ended:
+            await run.approve({"t2": True})
+    assert [c.id for c in still.pending_approvals] == ["t2"]
+    assert str(twice.value) == (
+        f"run {run.run_id}: calls ['t1'] are decided already (t1 by alice); pending: ['t2']"
+    )
+    assert str(ended.value) == f"run {run.run_id} has ended (completed): nothing to approve"
+    assert executed == [1, 2]
+
+
+async def test_a_conversation_turn_takes_edits_and_reasons_and_records_the_decider(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = asks_two(executed)
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        await conv.send("pay")
+        with pytest.raises(ValueError) as bad_args:
+            await conv.approve({"t1": Approve(args={"amount": "lots"})})
+        done = await conv.approve(
+            {"t1": Approve(args={"amount": 9}), "t2": Deny(reason="not today")}, by="carol"
+        )
+        transcript = await conv.messages()
+    assert str(bad_args.value).startswith("the edited arguments are invalid: call 't1'")
+    assert executed == [9]
+    tools = {m.tool_call_id: m for m in transcript if m.role == "tool"}
+    assert tools["t1"].decision is not None and tools["t1"].decision.by == "carol"
+    assert tools["t1"].decision.args == '{"amount":9}'
+    assert tools["t2"].content == "not today" and tools["t2"].failed
+    assert done.output.endswith("not today")
+
+
+async def test_an_evaluator_runs_as_an_activity_and_a_person_decides_what_it_leaves(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+
+    async def reviewer(ctx: Any, call: Call) -> Approve | Ask:
+        return Approve() if call.id == "t1" else Ask()
+
+    agent = asks_two(executed)
+    agent.approval_policy = ApprovalPolicy(evaluator=reviewer)
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("pay")
+        paused = await run.result()
+        done = await run.approve({"t2": Deny(reason="no")}, by="dana")
+        events = [e async for e in run.handle.fetch_history_events()]
+    assert [c.id for c in paused.pending_approvals] == ["t2"]
+    assert executed == [1]
+    tools = {m.tool_call_id: m for m in done.messages if m.role == "tool"}
+    assert tools["t1"].decision is not None and tools["t1"].decision.by == "evaluator:reviewer"
+    assert tools["t2"].decision is not None and tools["t2"].decision.by == "dana"
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+    assert scheduled.count("golem.evaluate_approval") == 2  # once per call, recorded
+
+
+def delivery_agent(executed: list[int]) -> Agent[Any, str]:
+    """Asks the application for a date (a client-run tool) and a person for a transfer."""
+
+    def answer(messages: list[Message], tools: Any) -> Message:
+        results = [m for m in messages if m.role == "tool"]
+        if results:
+            return Message.assistant(" | ".join(m.content for m in results))
+        calls = [
+            ToolCall(id="d1", name="pick_date", args="{}"),
+            ToolCall(id="t1", name="transfer", args='{"amount": 5}'),
+        ]
+        return Message.assistant("", calls)
+
+    agent: Agent[Any, str] = Agent(FunctionModel(answer), name="delivery")
+    agent.external_tool(
+        "pick_date", "Ask the user for a date", {"type": "object"}, result_schema={"type": "string"}
+    )
+
+    @agent.tool(requires_approval=True)
+    def transfer(amount: int) -> str:
+        """Move money."""
+        executed.append(amount)
+        return f"moved {amount}"
+
+    return agent
+
+
+async def test_a_run_waits_in_its_workflow_for_a_client_run_tools_result_and_an_approval(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = delivery_agent(executed)
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("deliver")
+        paused = await run.result()
+        with pytest.raises(ValueError) as bad:
+            await run.complete({"d1": 42})
+        still = await run.complete({"d1": "2026-12-24"}, by="app")
+        done = await run.approve({"t1": True}, by="erin")
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        turn = await conv.send("deliver")
+        failed = await conv.approve({"t1": False})
+        ended = await conv.complete({"d1": ToolFailed("user closed the dialog")})
+    assert [c.id for c in paused.pending_calls] == ["d1"]
+    assert [c.id for c in paused.pending_approvals] == ["t1"]
+    assert (
+        str(bad.value)
+        == "the result for call 'd1' does not match its schema: 42 is not of type 'string'"
+    )
+    assert [c.id for c in still.pending_approvals] == ["t1"] and still.pending_calls == []
+    assert done.output == "2026-12-24 | moved 5" and executed == [5]
+    assert [c.id for c in turn.pending_calls] == ["d1"]
+    assert [c.id for c in failed.pending_calls] == ["d1"]
+    assert ended.output == f"user closed the dialog | {DENIED_RESULT}"

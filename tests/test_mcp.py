@@ -209,6 +209,23 @@ async def test_an_mcp_tool_needing_approval_pauses_and_runs_once_approved(
     assert sorted(log()) == ["delete", "read"]
 
 
+async def test_an_mcp_call_predicate_decides_on_the_arguments_which_calls_wait(
+    runner: Runner, docs: HTTPServer, log: Log
+) -> None:
+    agent, _ = scripted(
+        [
+            ask(call("c1", "delete", path="keep"), call("c2", "delete", path="tmp")),
+            Message.assistant("ok"),
+        ],
+        toolsets=[docs.toolset(requires_approval=lambda ctx, args: args["path"] != "tmp")],
+    )
+
+    paused = await runner(agent, "clean up")
+
+    assert paused.pending_approvals == [call("c1", "delete", path="keep")]
+    assert log() == []
+
+
 async def test_a_prefix_names_the_tools_and_the_server_gets_its_own_names(
     runner: Runner, docs: HTTPServer, log: Log
 ) -> None:

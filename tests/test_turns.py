@@ -16,6 +16,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from golem.messages import Decision
 from golem.workflows.turns import (
     Answer,
     ArmTimer,
@@ -88,11 +89,11 @@ def test_a_partial_approval_answers_at_once_with_the_calls_still_pending() -> No
 
 def test_an_empty_unknown_or_repeated_approval_is_refused_and_changes_nothing() -> None:
     turns = waiting_turn()
-    turns.approve(2, {"c1": True}, now=101.0)
+    turns.approve(2, {"c1": Decision(approved=True, by="alice")}, now=101.0)
     for decisions, reason in [
         ({}, "approvals name no call; pending: ['c2']"),
         ({"nope": True}, "approvals name calls that are not pending: ['nope']; pending: ['c2']"),
-        ({"c1": False}, "calls ['c1'] are decided already; pending: ['c2']"),
+        ({"c1": False}, "calls ['c1'] are decided already (c1 by alice); pending: ['c2']"),
     ]:
         assert turns.check_approve(decisions, now=102.0) == Refusal("approvals", reason)
         assert turns.approve(9, decisions, now=102.0) == [Answer(9, Refusal("approvals", reason))]

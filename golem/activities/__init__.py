@@ -26,9 +26,10 @@ from golem.activities.delegation import ActivityDelegator
 from golem.activities.streams import request_or_stream
 from golem.activities.toolsets import ToolLists
 from golem.agent import Agent
-from golem.messages import Message
+from golem.messages import Decision, Message
 from golem.models.base import ModelError, ModelRequest, ModelResponse, ToolDefinition
 from golem.models.fallback import chain, falls_over, stamp
+from golem.policies import evaluate
 from golem.tools import RunContext, ToolOutcome, validation_problems
 from golem.user_functions import (
     UserCodeError,
@@ -379,23 +380,45 @@ async def process_history(input: PrepareInput) -> list[Message]:
     return _checked(list(result), list[Message], what)
 
 
-@activity.defn(name="golem.resolve_instructions")
-async def resolve_instructions(input: PrepareInput) -> str:
-    """Evaluate the agent's instructions function once; its text is recorded for replay."""
-    agent = _agent(input.agent)
-    ctx = RunContext(
+def _run_context(agent: Agent[Any, Any], input: PrepareInput | ToolCallInput) -> RunContext[Any]:
+    """The context a user function of the run gets in an activity: its deps and ids."""
+    return RunContext(
         deps=_deps(agent, input.deps),
         run_id=input.run_id,
         conversation_id=input.conversation_id,
         agent_name=agent.name,
     )
+
+
+@activity.defn(name="golem.resolve_instructions")
+async def resolve_instructions(input: PrepareInput) -> str:
+    """Evaluate the agent's instructions function once; its text is recorded for replay."""
+    agent = _agent(input.agent)
+    ctx = _run_context(agent, input)
     fn = agent.instructions_fn
     what = f"instructions function {describe(fn)} of agent {agent.name!r}"
     text: str = await _once(what, call_instructions_function, fn, ctx, what)
     return _checked(text, str, what)
 
 
+@activity.defn(name="golem.evaluate_approval")
+async def evaluate_approval(input: ToolCallInput) -> Decision | None:
+    """Ask the agent's approval policy's evaluator about one call: its decision, recorded
+    for replay, or ``None`` (a person decides). It never raises for the evaluator's faults:
+    those send the call to a person (``golem.policies.evaluate``)."""
+    agent = _agent(input.agent)
+    ctx = _run_context(agent, input)
+    ctx.turn, ctx.tool_call_id, ctx.tool_name = input.turn, input.call.id, input.call.name
+    return await _heartbeating(evaluate(agent.approval_policy, ctx, input.call), "evaluator")
+
+
 def activities(cache: MessageCache | None = None) -> list[Callable[..., Any]]:
     """golem's activities for one worker; ``cache`` is that worker's own (a new one if None)."""
     model = ModelActivity(cache if cache is not None else MessageCache())
-    return [model.model_request, model.call_tool, process_history, resolve_instructions]
+    return [
+        model.model_request,
+        model.call_tool,
+        process_history,
+        resolve_instructions,
+        evaluate_approval,
+    ]

@@ -36,7 +36,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from golem import codec_server
 from golem.cli import deploy, serve, storage
-from golem.cli.approvals import WAITS_FOR_APPROVAL, cmd_approve
+from golem.cli.approvals import WAITS_FOR_APPROVAL, cmd_approve, cmd_complete
 from golem.cli.connect import (
     DEFAULT_ADDRESS,
     DEFAULT_TASK_QUEUE,
@@ -205,7 +205,25 @@ def parser() -> argparse.ArgumentParser:
     )
     approve.add_argument("call_id", nargs="*", help="the calls to decide (default: every one)")
     approve.add_argument("--deny", action="store_true", help="deny them: they are not executed")
+    approve.add_argument("--reason", help="with --deny: what the model reads as the call's result")
+    approve.add_argument(
+        "--args",
+        metavar="JSON",
+        help="run the call with these arguments (a JSON object) in place of the model's",
+    )
+    approve.add_argument(
+        "--by", help="who decides, recorded on each call's result (default: the OS user)"
+    )
     approve.add_argument("--json", action="store_true", help="print the result as JSON")
+    complete = command(
+        "complete", "answer a client-run tool's call a waiting run asks for", server, links
+    )
+    complete.add_argument("run_id", help="the waiting run's id, or its conversation's")
+    complete.add_argument("call_id", help="the call to answer")
+    complete.add_argument("--result", metavar="JSON", help="the call's result (JSON)")
+    complete.add_argument("--error", metavar="TEXT", help="the call failed: why")
+    complete.add_argument("--by", help="who answers (default: the OS user)")
+    complete.add_argument("--json", action="store_true", help="print the result as JSON")
     show = command("show", "print one run's (or a conversation's) messages", server, links)
     show.add_argument(
         "run_id", help="golem's run id (the Workflow ID), the UI's Run ID, or a conversation id"
@@ -236,6 +254,7 @@ COMMANDS = {
     "resume": cmd_resume,
     "chat": cmd_chat,
     "approve": cmd_approve,
+    "complete": cmd_complete,
     "show": cmd_show,
     "conversation": cmd_conversation,
     "setup": cmd_setup,

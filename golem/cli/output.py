@@ -13,6 +13,7 @@ from typing import Any
 from pydantic_core import to_json, to_jsonable_python
 from temporalio.client import Client
 
+from golem.approvals import describe_decision
 from golem.cli.connect import client_link, ui_link
 from golem.messages import Message, ToolCall
 from golem.results import Result, RunError
@@ -48,6 +49,8 @@ def format_message(index: int, message: Message) -> str:
     line = f"{index:>3}  {who:<28} {text}"
     if calls:
         line += f"  -> {calls}"
+    if message.decision is not None:
+        line += f"  [{describe_decision(message.decision)}]"
     return line
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import re
 import sys
 from collections.abc import Awaitable
@@ -131,7 +132,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
                 decisions = await decide(result)
                 if decisions is None:
                     break
-                result = await follow.until(started.approve(decisions))
+                result = await follow.until(started.approve(decisions, by=getpass.getuser()))
     except RunError as exc:
         return print_failure(client, exc, started.run_id, as_json=args.json)
     except Unserved as exc:
@@ -141,7 +142,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
         raise
     except Exception as exc:
         raise after_start(exc, started.run_id, args.json) from exc
-    if result.pending_approvals:
+    if result.paused:
         return print_waiting(client, result, started.run_id, started.conversation_id, args.json)
     print_result(client, result, args.json, streamed=follow.streamed)
     return 0
@@ -232,7 +233,7 @@ class Follow:
                 result: Result[Any] | None = await asyncio.shield(outcome)
             except Exception:
                 result = None  # the run failed: its stream ends by itself
-            if result is None or not result.pending_approvals:
+            if result is None or not result.paused:
                 await asyncio.Event().wait()
 
         stream = DurableRunStream(self.run, self.offset, outcome=lambda: outcome, paused=paused)
@@ -266,14 +267,17 @@ async def run_turn(
                 decisions = await decide(result)
                 if decisions is None:
                     break
-                result, streamed = await conversation.approve(decisions), False
+                result, streamed = (
+                    await conversation.approve(decisions, by=getpass.getuser()),
+                    False,
+                )
     except RunError as exc:
         return print_failure(client, exc, run_id, conversation.id, args.json)
     except Unserved as exc:
         return print_unserved(exc, run_id, args.command, args.json)
     except Exception as exc:
         raise after_start(exc, run_id, args.json) from exc
-    if result.pending_approvals:
+    if result.paused:
         return print_waiting(client, result, run_id, conversation.id, args.json)
     print_result(client, result, args.json, streamed=streamed)
     return 0
@@ -394,7 +398,7 @@ async def cmd_chat(args: argparse.Namespace) -> int:
                     decisions = await decide(result, interactive)
                     if decisions is None:  # end of input: nobody decided
                         return print_waiting(client, result, run_id, conversation.id, False)
-                    result = await conversation.approve(decisions)
+                    result = await conversation.approve(decisions, by=getpass.getuser())
                     print(f"{name}> {readable_output(result.output or '')}")
         except RunError as exc:
             print(f"run failed at stage {exc.stage}: {exc.detail}")

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
@@ -19,16 +19,20 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from golem.agent import Agent
+from golem.approvals import DecisionInput
 from golem.client.conversations import DurableConversation, start_conversation
 from golem.client.inputs import HistoryItem, check_not_waiting, check_size, checked
 from golem.client.listing import start_listed
 from golem.client.records import fetch_run, run_input
 from golem.client.runs import DurableRun
+from golem.external import with_results
 from golem.ids import new_id
 from golem.loop import RunInput, resolve_conversation_id
 from golem.messages import Part
+from golem.phases.prepare import checked_approvals
 from golem.results import PartialResult, Result, RunError
 from golem.streaming import DurableRunStream
+from golem.tools import Tool
 from golem.wire import AgentRunInput, ConversationInput
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.failures import RunIdInUseError
@@ -55,6 +59,9 @@ class DurableAgent(Generic[OutputT]):
         self.task_queue = task_queue
         kind = output_type or (None if isinstance(agent, str) else agent.output_type)
         self.output_adapter = None if kind in (None, str) else TypeAdapter(kind)
+        self.tools: dict[str, Tool] = {} if isinstance(agent, str) else dict(agent.tools)
+        """The agent's tools (known when built with the ``Agent``): edits and results are
+        checked against them before anything is sent."""
         # Only a run that may wait for approvals needs the outcome update's round trip.
         self.may_pause = isinstance(agent, str) or agent.may_pause
 
@@ -72,7 +79,8 @@ class DurableAgent(Generic[OutputT]):
         deps: Any = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
-        approvals: dict[str, bool] | None = None,
+        approvals: Mapping[str, DecisionInput] | None = None,
+        tool_results: Mapping[str, object] | None = None,
         parent_run_id: str | None = None,
         stream: bool = False,
     ) -> DurableRun[OutputT]:
@@ -91,7 +99,9 @@ class DurableAgent(Generic[OutputT]):
             deps=deps,
             run_id=run_id,
             conversation_id=conversation_id,
-            approvals=dict(approvals or {}),
+            approvals=checked_approvals(
+                self.tools, history, with_results(self.tools, history, approvals, tool_results)
+            ),
         )
         payload = AgentRunInput(agent=self.agent_name, run=run, parent_run_id=parent, stream=stream)
         check_size(payload, self.client.data_converter)
@@ -113,6 +123,7 @@ class DurableAgent(Generic[OutputT]):
             self.client.data_converter,
             self._never_pauses,
             agent=self.agent_name,
+            tools=self.tools,
         )
 
     async def _start(
@@ -148,7 +159,8 @@ class DurableAgent(Generic[OutputT]):
         deps: Any = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
-        approvals: dict[str, bool] | None = None,
+        approvals: Mapping[str, DecisionInput] | None = None,
+        tool_results: Mapping[str, object] | None = None,
     ) -> Result[OutputT]:
         """Run durably and wait: the same ``Result`` and ``RunError`` as ``Agent.run``."""
         started = await self.start(
@@ -159,6 +171,7 @@ class DurableAgent(Generic[OutputT]):
             run_id=run_id,
             conversation_id=conversation_id,
             approvals=approvals,
+            tool_results=tool_results,
         )
         return await started.result()
 
@@ -171,7 +184,8 @@ class DurableAgent(Generic[OutputT]):
         deps: Any = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
-        approvals: dict[str, bool] | None = None,
+        approvals: Mapping[str, DecisionInput] | None = None,
+        tool_results: Mapping[str, object] | None = None,
     ) -> DurableRunStream[OutputT]:
         """Run durably, yielding ``agent.run_stream``'s events as they happen (the run
         starts when iterated); once exhausted, ``.result`` is what ``run`` returns."""
@@ -184,6 +198,7 @@ class DurableAgent(Generic[OutputT]):
                 run_id=run_id,
                 conversation_id=conversation_id,
                 approvals=approvals,
+                tool_results=tool_results,
                 stream=True,
             )
         )
@@ -205,6 +220,7 @@ class DurableAgent(Generic[OutputT]):
             self._never_pauses,
             based,
             agent=self.agent_name,
+            tools=self.tools,
         )
 
     async def conversation(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -27,15 +27,18 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import FailureError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from golem.approvals import DecisionInput
+from golem.client.decisions import checked_decisions, checked_results
 from golem.client.history import decode_result
 from golem.client.inputs import checked
 from golem.client.listing import start_listed
-from golem.client.lookups import existing_run, not_a_conversation
+from golem.client.lookups import awaiting_approval, existing_run, not_a_conversation
 from golem.client.records import history_reader, run_pager
 from golem.client.runs import DurableRun
 from golem.delegation import handed_over
 from golem.ids import new_id
-from golem.messages import Message, Part
+from golem.messages import Decision, Message, Part, ToolCall
+from golem.policies import ApprovalPolicy, stored_rules
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream
 from golem.wire import (
@@ -260,18 +263,61 @@ class DurableConversation(Generic[OutputT]):
             raise await self._closed_or(exc) from exc
         return await self._turn_result(out, run_id)
 
-    async def approve(self, decisions: dict[str, bool]) -> Result[OutputT]:
-        """Answer the turn that waits for approvals (``{call_id: approved}``); returns that
-        turn's next ``Result``: final, or waiting again."""
+    async def approve(
+        self, decisions: Mapping[str, DecisionInput], *, by: str = ""
+    ) -> Result[OutputT]:
+        """Answer the turn that waits for approvals, by call id, as ``DurableRun.approve``
+        does (``True``, ``False``, ``Approve(...)``, ``Deny(...)``; ``by``: who decided);
+        returns that turn's next ``Result``: final, or waiting again."""
+        given = await checked_decisions(decisions, by, self.agent.tools, self._waiting)
+        return await self._decide(given)
+
+    async def _decide(self, given: Mapping[str, Decision]) -> Result[OutputT]:
+        """Send decisions (or client-run tools' results) to the turn that waits."""
         try:
             out: TurnOutput = await self.handle.execute_update(
-                "golem.approve", decisions, result_type=TurnOutput
+                "golem.approve", dict(given), result_type=TurnOutput
             )
         except WorkflowUpdateFailedError as exc:
             raise await self._turn_error(exc, "") from exc
         except RPCError as exc:
             raise await self._closed_or(exc) from exc
         return await self._turn_result(out, out.run.run_id)
+
+    async def complete(self, results: Mapping[str, object], *, by: str = "") -> Result[OutputT]:
+        """Answer the client-run tools' calls the turn waits for, as ``DurableRun.complete``
+        does; returns that turn's next ``Result``: final, or waiting again."""
+        given = await checked_results(results, by, self.agent.tools, self._waiting)
+        return await self._decide(given)
+
+    async def approvals_policy(self) -> dict[str, Decision]:
+        """The tools approved ``always`` in this conversation (``Approve(always=True)``), by
+        name: the decision that did it. Their calls run without asking, across turns and
+        continue-as-new, until ``revoke``."""
+        policy: dict[str, Decision] = await self.handle.query(
+            "golem.approvals_policy", result_type=dict[str, Decision]
+        )
+        return policy
+
+    async def set_approval_policy(self, policy: ApprovalPolicy) -> None:
+        """Rules tried before the agent's own for this conversation's calls, from its next
+        turn on, across continue-as-new. Rules by tool name or glob only (no ``when``, no
+        evaluator: ``ValueError``, nothing sent); an empty policy takes them back."""
+        await self.handle.execute_update("golem.set_approval_policy", stored_rules(policy))
+
+    async def revoke(self, tool: str) -> dict[str, Decision]:
+        """Take back ``tool``'s standing approval: from the next turn its calls ask again.
+        Returns the standing approvals left; ``ValueError`` when ``tool`` has none."""
+        try:
+            left: dict[str, Decision] = await self.handle.execute_update(
+                "golem.revoke", tool, result_type=dict[str, Decision]
+            )
+        except WorkflowUpdateFailedError as exc:
+            raise await self._turn_error(exc, "") from exc
+        return left
+
+    async def _waiting(self) -> list[ToolCall]:
+        return (await awaiting_approval(self.agent.client, self.id)).calls
 
     async def _turn_result(self, out: TurnOutput, run_id: str) -> Result[OutputT]:
         history = await self._transcript(out.start)

@@ -10,7 +10,7 @@ The same run goes on after an approval: no new run, no new workflow.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -26,11 +26,14 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.converter import DataConverter
 from temporalio.service import RPCError
 
+from golem.approvals import DecisionInput
+from golem.client.decisions import checked_decisions, checked_results
 from golem.client.history import decode_result
 from golem.client.records import lazy_sources, run_error
-from golem.messages import Message
+from golem.messages import Message, ToolCall
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream
+from golem.tools import Tool
 from golem.wire import Sources
 from golem.workflows.failures import CannotPause, golem_error
 
@@ -58,6 +61,8 @@ class DurableRun(Generic[OutputT]):
     """``history`` came by reference (a conversation's turn): the run holds only its own."""
     agent: str = field(default="", repr=False)
     """The agent it runs (its stream's events name it; a handoff's target names itself)."""
+    tools: Mapping[str, Tool] = field(default_factory=dict, repr=False)
+    """The agent's tools, when this client holds the agent (edits and results are checked)."""
 
     async def result(self, *, final: bool = False) -> Result[OutputT]:
         """The run's ``Result`` once it ends, or once it waits for approvals (then
@@ -75,11 +80,32 @@ class DurableRun(Generic[OutputT]):
                 return paused
         return await self._final()
 
-    async def approve(self, decisions: dict[str, bool]) -> Result[OutputT]:
-        """Approve (``True``) or deny (``False``) the pending calls, by call id; the same run
-        goes on. Returns its next ``Result``: final, or paused again."""
-        paused = await self._paused("golem.approve", decisions)
+    async def approve(
+        self, decisions: Mapping[str, DecisionInput], *, by: str = ""
+    ) -> Result[OutputT]:
+        """Decide the pending calls, by call id: ``True`` or ``Approve(args=..., always=...)``
+        runs a call (with the arguments given in place of the model's), ``False`` or
+        ``Deny(reason=...)`` closes it unexecuted; ``by`` names who decided (recorded on each
+        call's result). The same run goes on: returns its next ``Result``, final or paused
+        again. ``ValueError``, nothing sent, for a decision of the wrong type, an over-long
+        reason or arguments the tool would not take; or when the run waits for none of the
+        calls, naming what it does."""
+        given = await checked_decisions(decisions, by, self.tools, self._waiting)
+        paused = await self._paused("golem.approve", given)
         return paused if paused is not None else await self._final()
+
+    async def complete(self, results: Mapping[str, object], *, by: str = "") -> Result[OutputT]:
+        """Answer the client-run tools' calls the run waits for (``Result.pending_calls``),
+        by call id: the result (a ``str`` as it is, anything else as JSON) or
+        ``ToolFailed("why")``; the same run goes on. ``ValueError``, nothing sent, for a
+        result its tool's ``result_schema`` refuses."""
+        given = await checked_results(results, by, self.tools, self._waiting)
+        paused = await self._paused("golem.approve", given)
+        return paused if paused is not None else await self._final()
+
+    async def _waiting(self) -> list[ToolCall]:
+        calls: list[ToolCall] = await self.handle.query("golem.pending", result_type=list[ToolCall])
+        return calls
 
     async def _paused(self, update: str, *args: Any) -> Result[OutputT] | None:
         """Send ``update``; the paused ``Result`` it returns, or ``None`` once the run ended."""
@@ -105,10 +131,12 @@ class DurableRun(Generic[OutputT]):
 
     async def _ended(self, update: str, exc: Exception) -> None:
         """Re-raise ``exc`` unless the run has ended (then an approval has nothing to do)."""
-        if (await self.handle.describe()).status == WorkflowExecutionStatus.RUNNING:
+        status = (await self.handle.describe()).status
+        if status == WorkflowExecutionStatus.RUNNING:
             raise exc
         if update == "golem.approve":
-            raise ValueError(f"run {self.run_id} has ended: nothing to approve") from None
+            state = status.name.lower() if status is not None else "closed"
+            raise ValueError(f"run {self.run_id} has ended ({state}): nothing to approve") from None
 
     async def _final(self) -> Result[OutputT]:
         try:

@@ -24,16 +24,18 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel
 
+from golem.approvals import edited_call, edited_note
 from golem.executor import Executor
+from golem.external import ExternalTool
 from golem.history.repair import INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT
-from golem.messages import Message, ToolCall
+from golem.messages import Decision, Message, ToolCall
 from golem.phases import Stop
 from golem.run_state import AgentSpec
 from golem.tools import RunContext, Tool, ToolOutcome, ToolOutcomeUnknown, raised, tool_message
@@ -43,6 +45,8 @@ __all__ = ["DENIED_RESULT", "NO_DECISION_RESULT", "BatchOutcome", "CallResult", 
 
 #: The failed result a denied approval leaves.
 DENIED_RESULT = "the user denied this tool call; it was not executed"
+#: The failed result of a client-run tool's call approved without the application's result.
+NO_RESULT = "the application gave no result for this call; it was not executed"
 #: The failed result of a call that needed approval and got no decision before the agent's
 #: ``approval_timeout`` ran out.
 NO_DECISION_RESULT = (
@@ -114,15 +118,15 @@ class ToolBatch:
         *,
         retries: Mapping[str, int],
         tool_calls: int,
-        denied: Collection[str] = (),
-        expired: Collection[str] = (),
+        decisions: Mapping[str, Decision | None] | None = None,
         budget: Budget | None = None,
     ) -> BatchOutcome:
-        """Check, run and close ``calls``; ``denied`` names calls a person refused,
-        ``expired`` calls no decision arrived for in time; ``tool_calls`` counts those of
-        the run's tree, which its limits (and ``budget``, a delegated run's) bound."""
-        run = _BatchRun(self, dict(retries))
-        runnable = run.check(calls, denied, expired)
+        """Check, run and close ``calls``; ``decisions`` holds what was decided on calls that
+        waited (``None``: no decision arrived in time), each recorded on its result;
+        ``tool_calls`` counts those of the run's tree, which its limits (and ``budget``, a
+        delegated run's) bound."""
+        run = _BatchRun(self, dict(retries), dict(decisions or {}))
+        runnable = run.check(calls)
         if run.stop is None and runnable:
             limit = self.agent.usage_limits.before_tools(tool_calls, len(runnable))
             if not limit and budget is not None:
@@ -137,9 +141,12 @@ class ToolBatch:
 class _BatchRun:
     """The mutable bookkeeping of one batch; only ``BatchOutcome`` leaves it."""
 
-    def __init__(self, batch: ToolBatch, retries: dict[str, int]) -> None:
+    def __init__(
+        self, batch: ToolBatch, retries: dict[str, int], decisions: dict[str, Decision | None]
+    ) -> None:
         self.batch = batch
         self.retries = retries
+        self.decisions = decisions
         self.answers: dict[int, CallResult] = {}
         self.dispatched: set[int] = set()
         self.executed = 0
@@ -150,20 +157,28 @@ class _BatchRun:
 
     # -- before dispatch ----------------------------------------------------------------
 
-    def check(
-        self, calls: Sequence[ToolCall], denied: Collection[str], expired: Collection[str]
-    ) -> list[tuple[int, ToolCall, Tool, BaseModel]]:
-        """Answer denied, undecided and invalid calls; the rest, validated, to run."""
+    def check(self, calls: Sequence[ToolCall]) -> list[tuple[int, ToolCall, Tool, BaseModel]]:
+        """Answer denied, undecided and invalid calls; the rest, validated, to run (an
+        edited call with the arguments approved in place of the model's)."""
         runnable: list[tuple[int, ToolCall, Tool, BaseModel]] = []
         for index, call in enumerate(calls):
             if self.stop is not None:
                 break  # the rest is never dispatched
-            if call.id in denied:
-                self._answer(index, call, ToolOutcome(status="failed", content=DENIED_RESULT))
-                continue
-            if call.id in expired:
+            decision = self.decisions.get(call.id)
+            if call.id in self.decisions and decision is None:
                 self._answer(index, call, ToolOutcome(status="failed", content=NO_DECISION_RESULT))
                 continue
+            if decision is not None and not decision.approved:
+                denial = decision.reason or DENIED_RESULT
+                self._answer(index, call, ToolOutcome(status="failed", content=denial))
+                continue
+            if decision is not None and decision.result is not None:  # the application's
+                self._answer(index, call, ToolOutcome(content=decision.result))
+                continue
+            if isinstance(self.batch.agent.tools.get(call.name), ExternalTool):
+                self._answer(index, call, ToolOutcome(status="failed", content=NO_RESULT))
+                continue
+            call = edited_call(call, decision)
             tool, problem, args, limit = self._validate(call)
             if tool is not None and args is not None and tool.handoff:
                 self._hand_off(index, call, tool, args)
@@ -314,10 +329,22 @@ class _BatchRun:
     # -- results ----------------------------------------------------------------------------
 
     def _answer(self, index: int, call: ToolCall, outcome: ToolOutcome) -> None:
-        self.answers[index] = CallResult(call, tool_message(call, outcome))
+        self.answers[index] = CallResult(call, self._decided(tool_message(call, outcome)))
 
     def _close(self, index: int, call: ToolCall, text: str) -> None:
-        self.answers[index] = CallResult(call, Message.tool(call.id, call.name, text), True)
+        message = self._decided(Message.tool(call.id, call.name, text))
+        self.answers[index] = CallResult(call, message, True)
+
+    def _decided(self, message: Message) -> Message:
+        """``message`` carrying the decision on its call, if one was made; an edited call's
+        result tells the model a person changed the arguments."""
+        decision = self.decisions.get(message.tool_call_id)
+        if decision is None:
+            return message
+        update: dict[str, object] = {"decision": decision}
+        if decision.approved and decision.args is not None:
+            update["content"] = f"{edited_note(decision)}\n{message.content}"
+        return message.model_copy(update=update)
 
     def outcome(self, calls: Sequence[ToolCall]) -> BatchOutcome:
         for index, call in enumerate(calls):

@@ -3,6 +3,7 @@ failed run leaves (``PartialResult``, sliced at the state's checkpoint)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -58,8 +59,15 @@ def strip_fences(text: str) -> str:
     return stripped
 
 
-def result(state: RunState, output: Any, pending: list[ToolCall] | None = None) -> Result[Any]:
-    """A finished run (or a paused one, with ``pending`` approvals)."""
+def result(
+    state: RunState,
+    output: Any,
+    pending: list[ToolCall] | None = None,
+    external: Collection[str] = (),
+) -> Result[Any]:
+    """A finished run (or a paused one, with ``pending`` calls: those ``external`` names
+    wait for the application, the others for a person)."""
+    waiting = list(pending or [])
     return Result(
         output=output,
         messages=list(state.messages),
@@ -68,7 +76,8 @@ def result(state: RunState, output: Any, pending: list[ToolCall] | None = None) 
         conversation_id=state.conversation_id,
         requests=state.requests,
         tool_calls=state.tool_calls,
-        pending_approvals=list(pending or []),
+        pending_approvals=[c for c in waiting if c.id not in external],
+        pending_calls=[c for c in waiting if c.id in external],
         agent=state.agent,
         sub_runs=list(state.sub_runs),
         descendants=state.descendants,

@@ -4,13 +4,14 @@ repair and instructions. Everything here happens before the first model request.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from golem.approvals import check_edits, decider, to_decisions
 from golem.executor import Executor
 from golem.history.repair import normalize_history
-from golem.messages import HistoryError, Message, Part, ToolCall, validate_history
+from golem.messages import Decision, HistoryError, Message, Part, ToolCall, validate_history
 from golem.phases import Stop
 from golem.run_state import AgentSpec, RunInput
 from golem.tools import RunContext
@@ -19,6 +20,8 @@ from golem.user_functions import describe
 
 __all__ = [
     "ApprovalPlan",
+    "as_decision",
+    "checked_approvals",
     "instructions",
     "plan_approvals",
     "process_history",
@@ -127,30 +130,67 @@ class ApprovalPlan:
 
     decided: tuple[ToolCall, ...]
     """Run now (approved, or not needing approval) or close as denied."""
-    denied: frozenset[str]
+    decisions: Mapping[str, Decision]
+    """The decisions on them, as their results record them."""
     still: tuple[ToolCall, ...]
     """Still waiting for a decision: the run pauses again."""
 
 
 def plan_approvals(
-    agent: AgentSpec, messages: Sequence[Message], approvals: Mapping[str, bool]
+    agent: AgentSpec,
+    messages: Sequence[Message],
+    approvals: Mapping[str, bool | Decision],
+    needs_approval: Callable[[ToolCall], bool],
 ) -> ApprovalPlan:
-    """Split the last turn's unanswered calls by the decisions given."""
+    """Split the last turn's unanswered calls by the decisions given (``needs_approval``
+    says which of the others wait)."""
     pending = _unanswered_calls_of_last_turn(messages)
     unknown = sorted(set(approvals) - {c.id for c in pending})
     if unknown:
-        raise Stop("history", f"approvals name calls that are not pending: {unknown}")
-
-    def needs_approval(call: ToolCall) -> bool:
-        tool = agent.tools.get(call.name)
-        return bool(tool and tool.requires_approval)
+        raise Stop("history", _not_pending(messages, unknown, pending))
+    decisions = {k: as_decision(v) for k, v in approvals.items()}
+    try:
+        check_edits({n: t.validate_args for n, t in agent.tools.items()}, pending, decisions)
+    except ValueError as exc:
+        raise Stop("history", str(exc)) from None
 
     decided = tuple(c for c in pending if c.id in approvals or not needs_approval(c))
     return ApprovalPlan(
         decided=decided,
-        denied=frozenset(c.id for c in pending if approvals.get(c.id) is False),
+        decisions=decisions,
         still=tuple(c for c in pending if c not in decided),
     )
+
+
+def checked_approvals(
+    tools: Mapping[str, Any], history: Sequence[Message], approvals: Mapping[str, object]
+) -> dict[str, bool | Decision]:
+    """The decisions a run is started with, checked before it starts: ``ValueError`` for one
+    of the wrong type, an over-long reason, or edited arguments the tool (of ``tools``, by
+    name) would not take."""
+    decisions = to_decisions(approvals)
+    pending = _unanswered_calls_of_last_turn(history)
+    check_edits({n: t.validate_args for n, t in tools.items()}, pending, decisions)
+    return dict(decisions)
+
+
+def as_decision(given: bool | Decision) -> Decision:
+    """A decision as recorded (a bare ``bool``, as 0.2.0 sent, has no decider or time)."""
+    return given if isinstance(given, Decision) else Decision(approved=bool(given))
+
+
+def _not_pending(
+    messages: Sequence[Message], unknown: list[str], pending: Sequence[ToolCall]
+) -> str:
+    """Why decisions on ``unknown`` cannot be taken: decided already (by whom), or not
+    waiting at all; and what does wait."""
+    decided = {m.tool_call_id: m.decision for m in messages if m.role == "tool" and m.decision}
+    again = [c for c in unknown if c in decided]
+    waiting = [c.id for c in pending]
+    if again:
+        who = ", ".join(f"{c} by {decider(decided[c])}" for c in again)
+        return f"calls {again} are decided already ({who}); pending: {waiting}"
+    return f"approvals name calls that are not pending: {unknown}; pending: {waiting}"
 
 
 def _unanswered_calls_of_last_turn(messages: Sequence[Message]) -> list[ToolCall]:

@@ -12,7 +12,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from golem.messages import Message, Part
+from golem.messages import Decision, Message, Part
+from golem.policies import StoredRule
 from golem.wire.base import Wire
 from golem.wire.pages import Segment
 from golem.wire.runs import Completed, Paused
@@ -49,6 +50,12 @@ class ConversationInput(Wire):
     idle_timeout: float | None = None
     """Seconds without a turn after which the conversation rests: it closes, its transcript
     readable, and its next send reopens it (``None``: it stays open until closed)."""
+    rules: list[StoredRule] | None = None
+    """Approval rules set at run time (``conv.set_approval_policy``), tried before the
+    agent's own (``None``: none set)."""
+    standing: dict[str, Decision] = Field(default_factory=dict)
+    """Tools approved ``always`` in this conversation, by name: the decision that did it
+    (``conv.approvals_policy()``; ``conv.revoke(tool)`` takes one back)."""
 
 
 class TurnInput(Wire):

@@ -19,7 +19,7 @@ messages; its reader puts the base first.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
@@ -328,10 +328,21 @@ class Paused(RunReport):
     pending_runs: dict[str, str] = Field(default_factory=dict)
     """Call id -> the run that waits for it, for the calls of runs this run delegated to
     (the others are its own)."""
+    external: list[str] = Field(default_factory=list)
+    """Which of ``pending_approvals`` are client-run tools' calls, waiting for the
+    application's result rather than a person."""
 
     def result(self, messages: list[Message]) -> Result[Any]:
         """The ``Result`` this stands for: no output yet, the calls that wait."""
-        return self._result(messages, None, list(self.pending_approvals), self.pending_runs)
+        result = self._result(messages, None, list(self.pending_approvals), self.pending_runs)
+        if not self.external:
+            return result
+        waiting = result.pending_approvals
+        return replace(
+            result,
+            pending_approvals=[c for c in waiting if c.id not in self.external],
+            pending_calls=[c for c in waiting if c.id in self.external],
+        )
 
 
 class Failed(Wire):

@@ -14,7 +14,7 @@ that hands over ends naming its target (``hand_back``), and the conversation goe
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from temporalio import workflow
@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         memo,
     )
     from golem.workflows.streams import RunStreamHost
+    from golem.workflows.turns import Verdict
 
 T = TypeVar("T")
 
@@ -121,11 +122,12 @@ class AgentRunWorkflow:
         stored = settings.stored_bytes is not None
         report = Reporter(run.history, readable=workflow.info().parent is None, stored=stored)
         self._gate = ApprovalGate(
-            lambda pending: report.paused(finish.result(self._state(), None, pending=pending)),
+            lambda pending: report.paused(self._paused_result(pending)),
             agent.approval_timeout,
             notify_parent=input.notify_parent,
             on_change=self._show_details,
             caller=input.caller,
+            validators=self._validators,
         )
         self._executor = TemporalExecutor(
             agent,
@@ -160,6 +162,16 @@ class AgentRunWorkflow:
         if handoff is None or not input.hand_back:
             return completed
         return completed.model_copy(update={"handoff": handoff})
+
+    def _paused_result(self, pending: list[ToolCall]) -> Any:
+        assert self._loop is not None
+        external = self._loop.external_ids(pending)
+        return finish.result(self._state(), None, pending=pending, external=external)
+
+    def _validators(self) -> dict[str, Callable[[str], object]]:
+        """How each of the run's tools (its toolsets' too, once listed) checks arguments."""
+        agent = self._loop.agent if self._loop is not None else None
+        return {n: t.validate_args for n, t in agent.tools.items()} if agent else {}
 
     def _state(self) -> RunState:
         assert self._loop is not None
@@ -218,19 +230,19 @@ class AgentRunWorkflow:
             )
 
     @workflow.update(name="golem.approve")
-    async def approve(self, decisions: dict[str, bool]) -> Paused | None:
+    async def approve(self, decisions: dict[str, Verdict]) -> Paused | None:
         """Decide pending calls; returns like ``golem.outcome`` once the run pauses or ends."""
         assert self._gate is not None
         return await self._gate.approve(decisions)
 
     @approve.validator
-    def _check_approve(self, decisions: dict[str, bool]) -> None:
+    def _check_approve(self, decisions: dict[str, Verdict]) -> None:
         if self._gate is None:
             raise ApplicationError("the run has not started yet", non_retryable=True)
         self._gate.check(decisions)
 
     @workflow.signal(name="golem.decide")
-    async def decide(self, decisions: dict[str, bool | None]) -> None:
+    async def decide(self, decisions: dict[str, Verdict | None]) -> None:
         """Decisions from a parent workflow (which cannot send updates) or a caller; ``None``:
         the parent's approval timeout ran out first."""
         if self._gate is not None:

@@ -44,13 +44,22 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from golem.messages import ToolCall
+    from golem.approvals import check_edits
+    from golem.messages import Decision, ToolCall
     from golem.wire import Paused
     from golem.workflows import lineage
     from golem.workflows.patches import VISIBLE_APPROVALS, patched
-    from golem.workflows.turns import Pause, timed_out
+    from golem.workflows.turns import Pause, Verdict, timed_out
 
-__all__ = ["CANNOT_PAUSE", "NOT_PAUSED", "PAUSED_SIGNAL", "ApprovalGate"]
+__all__ = [
+    "CANNOT_PAUSE",
+    "INVALID_DECISION",
+    "NOT_PAUSED",
+    "PAUSED_SIGNAL",
+    "ApprovalGate",
+    "recorded",
+    "refuse_invalid_edits",
+]
 
 #: Signal a run sends its parent (a conversation) when it starts waiting for approvals.
 PAUSED_SIGNAL = "golem.paused"
@@ -63,6 +72,35 @@ NOT_PAUSED = "GolemNotPaused"
 #: How long a waiting run's labelled timer runs when no approval timeout bounds the wait
 #: (then it starts again): only there to carry the label into the UI's timeline.
 LABEL_PERIOD = timedelta(days=1)
+
+
+#: ``ApplicationError.type`` of a decision refused (nothing recorded) because its edited
+#: arguments are not what the tool takes.
+INVALID_DECISION = "GolemInvalidDecision"
+
+
+def recorded(verdict: Verdict | None) -> Decision | None:
+    """A decision as the run records it: a bare ``bool`` (0.2.0's form) stamped with now."""
+    if verdict is None or isinstance(verdict, Decision):
+        return verdict
+    return Decision(approved=verdict, at=workflow.now().isoformat(timespec="seconds"))
+
+
+def refuse_invalid_edits(
+    where: str,
+    validators: Mapping[str, Callable[[str], object]],
+    calls: list[ToolCall],
+    decisions: Mapping[str, Verdict],
+) -> None:
+    """A validator's refusal (``INVALID_DECISION``) of edited arguments a tool would not
+    take: the client's own check, again where the tools are known."""
+    edits = {k: v for k, v in decisions.items() if isinstance(v, Decision)}
+    try:
+        check_edits(validators, calls, edits)
+    except ValueError as exc:
+        raise ApplicationError(
+            f"{where}: {exc}", type=INVALID_DECISION, non_retryable=True
+        ) from None
 
 
 def _not_paused(message: str) -> ApplicationError:
@@ -80,8 +118,10 @@ class ApprovalGate:
         notify_parent: bool = False,
         on_change: Callable[[], None] = lambda: None,
         caller: str = "",
+        validators: Callable[[], Mapping[str, Callable[[str], object]]] = dict,
     ) -> None:
         self._paused = paused
+        self._validators = validators
         self._timeout = timeout.total_seconds() if timeout is not None else None
         self._notify_parent = notify_parent
         self._on_change = on_change
@@ -120,7 +160,7 @@ class ApprovalGate:
         below = {c.id: runs[c.id] for c in calls if c.id in runs}
         return self._paused(calls).model_copy(update={"pending_runs": below})
 
-    async def wait(self, pending: list[ToolCall]) -> dict[str, bool | None]:
+    async def wait(self, pending: list[ToolCall]) -> dict[str, Decision | None]:
         """Wait until every pending call is decided (or the timeout answers the rest)."""
         parent = workflow.info().parent if self._notify_parent else None
         # A conversation's turn: the conversation keeps the timeout, its history decides.
@@ -144,7 +184,7 @@ class ApprovalGate:
         self._on_change()
         if self._caller:
             await self._tell()  # the caller learns that this run no longer waits
-        return dict(pause.decided)
+        return {k: recorded(v) for k, v in pause.decided.items()}
 
     async def _shown_waiting(self, pause: Pause, timeout: float | None) -> None:
         """The wait, shown where a user looks first: a timer in the run's timeline whose
@@ -219,7 +259,7 @@ class ApprovalGate:
         await workflow.wait_condition(lambda: self.finished or bool(self.waiting))
         return None if self.finished else self.report(self.waiting)
 
-    def check(self, decisions: dict[str, bool]) -> None:
+    def check(self, decisions: dict[str, Verdict]) -> None:
         run = workflow.info().workflow_id
         below = self.runs()
         own = {k: v for k, v in decisions.items() if k not in below}
@@ -239,8 +279,9 @@ class ApprovalGate:
         problem = self.pause.refusal(own, workflow.now().timestamp())
         if problem is not None:
             raise _not_paused(f"run {run}: {problem}")
+        refuse_invalid_edits(f"run {run}", self._validators(), self.pending, own)
 
-    async def approve(self, decisions: dict[str, bool]) -> Paused | None:
+    async def approve(self, decisions: dict[str, Verdict]) -> Paused | None:
         pauses = self._pauses
         await self.decide(decisions)
         if self.waiting:
@@ -250,11 +291,11 @@ class ApprovalGate:
         )
         return None if self.finished else self.report(self.waiting)
 
-    async def decide(self, decisions: Mapping[str, bool | None]) -> None:
+    async def decide(self, decisions: Mapping[str, Verdict | None]) -> None:
         """Record decisions on calls still undecided (a parent's ``None``: none in time);
         those of a run below go on to it."""
         below = self.runs()
-        routed: dict[str, dict[str, bool | None]] = defaultdict(dict)
+        routed: dict[str, dict[str, Verdict | None]] = defaultdict(dict)
         for call, decision in decisions.items():
             if call in below:
                 routed[below[call]][call] = decision

@@ -45,7 +45,8 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from golem.messages import HistoryError, Message, validate_history
+    from golem.messages import Decision, HistoryError, Message, validate_history
+    from golem.policies import StoredRule
     from golem.wire import (
         Completed,
         ConversationInput,
@@ -58,7 +59,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.wire import Paused as PausedRun
     from golem.workflows import lineage, registry
     from golem.workflows.agent_run import AgentRunWorkflow
-    from golem.workflows.approvals import PAUSED_SIGNAL
+    from golem.workflows.approvals import INVALID_DECISION, PAUSED_SIGNAL, refuse_invalid_edits
     from golem.workflows.transcript import Transcript
     from golem.workflows.turn_runs import (
         CLOSED,
@@ -89,6 +90,7 @@ with workflow.unsafe.imports_passed_through():
         Refusal,
         StartChild,
         Turns,
+        Verdict,
     )
 
 __all__ = [
@@ -156,6 +158,8 @@ class ConversationWorkflow:
         self._outcome: TurnOutput | ApplicationError | None = None  # of the turn that ended
         self._tasks: set[asyncio.Task[None]] = set()  # held: the loop keeps weak references
         self._idle = IdleTimeout(input.idle_timeout)
+        self._standing: dict[str, Decision] = dict(input.standing)  # tools approved always
+        self._rules = input.rules  # approval rules set at run time
 
     @workflow.run
     async def run(self, input: ConversationInput) -> ConversationSummary:
@@ -181,6 +185,8 @@ class ConversationWorkflow:
             by_reference=self._reference,
             current_agent=self._handoffs.current,
             idle_timeout=self._idle.seconds,
+            standing=self._standing,
+            rules=self._rules,
         )
         following = carried_input(following, self._transcript, turns.known)
         if turns.phase == "resting":  # closed until its next send reopens it from here
@@ -221,18 +227,65 @@ class ConversationWorkflow:
             raise ApplicationError(f"the turn is malformed: {exc}", non_retryable=True) from None
 
     @workflow.update(name="golem.approve")
-    async def approve(self, decisions: dict[str, bool]) -> TurnOutput:
+    async def approve(self, decisions: dict[str, Verdict]) -> TurnOutput:
         """Answer the turn that waits for approvals: returns at once with the calls still
         pending after a partial approval, else once the turn ends or waits again."""
+        self._stand_by(decisions)
         answer = await self._ask(lambda ticket: self._turns.approve(ticket, decisions, _now()))
         assert isinstance(answer, TurnOutput)
         return answer
 
+    def _stand_by(self, decisions: dict[str, Verdict]) -> None:
+        """Tools approved ``always`` run without asking from the conversation's next turn
+        (the turn in flight applies them itself)."""
+        names = {c.id: c.name for c in self._paused.pending_approvals} if self._paused else {}
+        for call_id, decision in decisions.items():
+            always = isinstance(decision, Decision) and decision.approved and decision.always
+            if always and call_id in names:
+                self._standing.setdefault(names[call_id], decision)  # type: ignore[arg-type]
+
+    @workflow.query(name="golem.approvals_policy")
+    def approvals_policy(self) -> dict[str, Decision]:
+        """The tools approved ``always`` in this conversation: the decision that did it."""
+        return dict(self._standing)
+
+    @workflow.update(name="golem.set_approval_policy")
+    def set_approval_policy(self, rules: list[StoredRule]) -> None:
+        """Approval rules tried before the agent's own, from the next turn on (carried
+        across continue-as-new)."""
+        self._rules = list(rules)
+
+    @workflow.update(name="golem.revoke")
+    def revoke(self, tool: str) -> dict[str, Decision]:
+        """Take back ``tool``'s standing approval: from the next turn its calls ask again.
+        Returns the standing approvals left."""
+        self._standing.pop(tool)
+        return dict(self._standing)
+
+    @revoke.validator
+    def _validate_revoke(self, tool: str) -> None:
+        if tool not in self._standing:
+            raise ApplicationError(
+                f"tool {tool!r} has no standing approval in this conversation; standing: "
+                f"{sorted(self._standing)}",
+                type=INVALID_DECISION,
+                non_retryable=True,
+            )
+
     @approve.validator
-    def _validate_approve(self, decisions: dict[str, bool]) -> None:
+    def _validate_approve(self, decisions: dict[str, Verdict]) -> None:
         refusal = self._turns.check_approve(decisions, _now())
         if refusal is not None:
             raise refused(refusal)
+        if self._paused is not None:
+            try:
+                tools = registry.lookup(workflow.info().task_queue, self._handoffs.current).tools
+            except LookupError:
+                return  # the turn's run reports an unknown agent itself
+            validators = {n: t.validate_args for n, t in tools.items()}
+            calls = list(self._paused.pending_approvals)
+            where = f"conversation {workflow.info().workflow_id}"
+            refuse_invalid_edits(where, validators, calls, decisions)
 
     @workflow.update(name="golem.close")
     async def close(self) -> ConversationSummary:
@@ -321,7 +374,9 @@ class ConversationWorkflow:
         # Once earlier workflow runs hold the transcript's start, every turn takes it by
         # reference (an agent that needs it by value fails in its run, saying so).
         reference = transcript.offset > 0 or self._reference
-        payload, start = child_input(transcript, agent, turn, reference)
+        payload, start = child_input(
+            transcript, agent, turn, reference, self._standing, self._rules
+        )
         self._start, self._paused, self._outcome = start, None, None
         self._handoffs.begin(turn, start)
         title = lineage.summary(agent, turn.prompt or "(handed over)")

@@ -32,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.delegation import Delegation, Delegations
     from golem.events import RunEvent
     from golem.loop import DeltaSink
-    from golem.messages import Message, ToolCall
+    from golem.messages import Decision, Message, ToolCall
     from golem.models.base import ModelRequest, ModelResponse
     from golem.models.fallback import move_on
     from golem.results import Result
@@ -213,9 +213,35 @@ class TemporalExecutor:
 
     async def await_approvals(
         self, pending: list[ToolCall], ctx: RunContext[Any]
-    ) -> dict[str, bool | None] | None:
+    ) -> dict[str, Decision | None] | None:
         # A run with a gate waits in its workflow; one without (inline) pauses and returns.
         return None if self.gate is None else await self.gate.wait(pending)
+
+    async def evaluate_approval(self, call: ToolCall, ctx: RunContext[Any]) -> Decision | None:
+        # An activity, so the evaluator's answer is recorded and a crash in it loses nothing.
+        policy = self.agent.approval_policy
+        if policy is None or policy.evaluator is None:
+            return None
+        try:
+            decision: Decision | None = await workflow.execute_activity(
+                "golem.evaluate_approval",
+                ToolCallInput(
+                    agent=self.agent.name,
+                    call=call,
+                    deps=ctx.deps,
+                    run_id=ctx.run_id,
+                    conversation_id=ctx.conversation_id,
+                    turn=ctx.turn,
+                ),
+                result_type=Decision | None,  # type: ignore[arg-type]
+                start_to_close_timeout=policy.evaluator_timeout + timedelta(seconds=10),
+                heartbeat_timeout=self.heartbeat_timeout,
+                retry_policy=RetryPolicy(maximum_attempts=3),
+                summary=f"approval evaluator: {call.name}",
+            )
+        except ActivityError:
+            return None  # never fails open: a person decides
+        return decision
 
     async def delegate(
         self, child: Delegation, ctx: RunContext[Any], emit: Callable[[RunEvent], None] | None

@@ -24,7 +24,7 @@ from golem.messages import Message
 from golem.results import RunError
 from golem.wire import Failed, RunReport
 from golem.worker.converter import BAD_PAYLOAD, DECRYPTION_ERROR, STORAGE_ERROR, UNREADABLE
-from golem.workflows.approvals import CANNOT_PAUSE, NOT_PAUSED
+from golem.workflows.approvals import CANNOT_PAUSE, INVALID_DECISION, NOT_PAUSED
 from golem.workflows.registry import UNKNOWN_AGENT
 from golem.workflows.report import run_failure
 from golem.workflows.turn_runs import (
@@ -93,6 +93,7 @@ FAILURES: dict[str, Callable[[str, str], Exception]] = {
     CLOSED: _plain(ConversationClosedError),
     WAITING: _plain(ValueError),
     NOT_PAUSED: _plain(ValueError),
+    INVALID_DECISION: _plain(ValueError),
     CANNOT_PAUSE: _plain(CannotPause),
     CONTINUING: _plain(TurnContinuing),
     RECORDED: _plain(TurnRecorded),

@@ -152,7 +152,8 @@ class Reporter:
         )
         below = {c: r for c, r in result.pending_runs.items() if r != result.run_id}
         return Paused(
-            pending_approvals=result.pending_approvals,
+            pending_approvals=[*result.pending_approvals, *result.pending_calls],
+            external=[c.id for c in result.pending_calls],
             pending_runs=below,
             messages=messages,
             **_counts(result),

@@ -22,7 +22,8 @@ with workflow.unsafe.imports_passed_through():
     from golem.agent import Agent
     from golem.delegation import reachable
     from golem.loop import RunInput
-    from golem.messages import Message
+    from golem.messages import Decision, Message
+    from golem.policies import StoredRule
     from golem.wire import (
         PAGE_BYTES,
         AgentRunInput,
@@ -98,10 +99,16 @@ def refused(refusal: Refusal) -> ApplicationError:
 
 
 def child_input(
-    transcript: Transcript, agent: str, turn: TurnInput, by_reference: bool
+    transcript: Transcript,
+    agent: str,
+    turn: TurnInput,
+    by_reference: bool,
+    standing: dict[str, Decision],
+    rules: list[StoredRule] | None = None,
 ) -> tuple[AgentRunInput, int]:
     """The turn's run input and where its messages begin in the transcript; the turn
-    joins the transcript's run list (a by-reference turn continues it repaired)."""
+    joins the transcript's run list (a by-reference turn continues it repaired) and gets
+    the conversation's standing approvals."""
     conversation_id = workflow.info().workflow_id
     parent = transcript.last_run
     transcript.begin(turn.run_id, by_reference)
@@ -121,6 +128,8 @@ def child_input(
         deps=turn.deps,
         run_id=turn.run_id,
         conversation_id=conversation_id,
+        standing=dict(standing),
+        rules=rules,
     )
     child = AgentRunInput(
         agent=agent,

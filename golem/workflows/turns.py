@@ -30,6 +30,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from golem.approvals import decider
+from golem.messages import Decision
+
 __all__ = [
     "Answer",
     "ArmTimer",
@@ -44,7 +47,11 @@ __all__ = [
     "Refusal",
     "StartChild",
     "Turns",
+    "Verdict",
 ]
+
+#: A decision on a call as an update carries it (a bare ``bool``: as 0.2.0 sent it).
+Verdict = bool | Decision
 
 Phase = Literal["idle", "running", "waiting", "settling", "closed", "continuing", "resting"]
 #: Why an update is refused; the workflow maps each to an ``ApplicationError.type``.
@@ -96,7 +103,7 @@ class Decide:
     """Signal decisions to the turn's run: ``None`` is "no decision arrived in time"."""
 
     run_id: str
-    decisions: Mapping[str, bool | None]
+    decisions: Mapping[str, Verdict | None]
 
 
 @dataclass(frozen=True)
@@ -127,13 +134,13 @@ class Pause:
     timeout: float | None = None
     deadline: float | None = None
     """``now + timeout`` when the wait began: decisions recorded from then on are late."""
-    decided: dict[str, bool | None] = field(default_factory=dict)
+    decided: dict[str, Verdict | None] = field(default_factory=dict)
 
     @property
     def remaining(self) -> tuple[str, ...]:
         return tuple(c for c in self.calls if c not in self.decided)
 
-    def refusal(self, decisions: Mapping[str, bool], now: float) -> str | None:
+    def refusal(self, decisions: Mapping[str, Verdict], now: float) -> str | None:
         """Why ``decisions`` cannot be recorded now (``None``: they can)."""
         if self.deadline is not None and now >= self.deadline:
             return timed_out(self.timeout, sorted(decisions) or list(self.remaining))
@@ -146,15 +153,16 @@ class Pause:
             )
         again = sorted(set(decisions) & set(self.decided))
         if again:
-            return f"calls {again} are decided already; pending: {list(self.remaining)}"
+            who = ", ".join(f"{c} by {decider(self.decided[c])}" for c in again)
+            return f"calls {again} are decided already ({who}); pending: {list(self.remaining)}"
         return None
 
-    def decide(self, decisions: Mapping[str, bool | None]) -> None:
+    def decide(self, decisions: Mapping[str, Verdict | None]) -> None:
         self.decided.update({k: v for k, v in decisions.items() if k in self.calls})
 
-    def expire(self) -> dict[str, bool | None]:
+    def expire(self) -> dict[str, Verdict | None]:
         """The deadline passed: what is still undecided gets no decision."""
-        late: dict[str, bool | None] = dict.fromkeys(self.remaining)
+        late: dict[str, Verdict | None] = dict.fromkeys(self.remaining)
         self.decided.update(late)
         return late
 
@@ -302,7 +310,7 @@ class Turns:
 
     # -- approvals -----------------------------------------------------------------------
 
-    def check_approve(self, decisions: Mapping[str, bool], now: float) -> Refusal | None:
+    def check_approve(self, decisions: Mapping[str, Verdict], now: float) -> Refusal | None:
         """Why ``decisions`` cannot be recorded now (``None``: they can)."""
         if self.phase == "closed" or self.close_requested:
             return Refusal("closed", "the conversation is closed; fork it to go on")
@@ -314,7 +322,7 @@ class Turns:
         problem = self.pause.refusal(decisions, now)
         return None if problem is None else Refusal("approvals", problem)
 
-    def approve(self, ticket: int, decisions: Mapping[str, bool], now: float) -> list[Effect]:
+    def approve(self, ticket: int, decisions: Mapping[str, Verdict], now: float) -> list[Effect]:
         """Record decisions; answered at once while calls remain, else by the turn's next
         outcome (its end, or its next pause)."""
         refused = self.check_approve(decisions, now)

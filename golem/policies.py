@@ -1,0 +1,174 @@
+"""Approval policies: which calls run, which are refused and which go to a person.
+
+    from golem import ApprovalPolicy, Ask, Rule
+    policy = ApprovalPolicy(
+        rules=[
+            Rule(tool="lookup_*", decide="allow"),
+            Rule(tool="refund", when=lambda ctx, args: args["amount"] > 1000, decide="deny",
+                 reason="refunds over 1000 go through finance"),
+            Rule(tool="refund", decide="ask"),
+        ],
+        evaluator=reviewer,          # async (ctx, call) -> Approve | Deny | Ask
+    )
+    agent = Agent(model, approval_policy=policy)
+
+Rules are tried in order and the first that matches decides; a call no rule matches falls
+back to its tool's ``requires_approval``. What would go to a person is offered to the
+evaluator first, once per call; it never fails open: an evaluator that raises, times out or
+answers anything but ``Approve``/``Deny`` sends the call to a person (docs/adr/0030).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from fnmatch import fnmatchcase
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from golem.approvals import Approve, Deny, to_decision
+from golem.messages import Decision, ToolCall
+from golem.tools import ApprovalPredicate, RunContext, Tool
+
+__all__ = [
+    "ApprovalPolicy",
+    "Ask",
+    "Evaluator",
+    "Rule",
+    "StoredRule",
+    "Verdict",
+    "evaluate",
+    "evaluated",
+    "ruled",
+    "stored_rules",
+]
+
+
+class Ask(BaseModel):
+    """An evaluator's answer: a person decides this call."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reason: str = ""
+
+
+#: ``ApprovalPolicy(evaluator=...)``: called once per call that would wait for a person.
+Evaluator = Callable[[RunContext[Any], ToolCall], Awaitable[Approve | Deny | Ask]]
+
+#: What a rule does with a call it matches.
+Verdict = Literal["allow", "deny", "ask"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``tool`` (a name or a glob such as ``"refund*"``) and, when given, ``when`` (a
+    predicate on the validated arguments, as ``requires_approval`` takes) match a call;
+    ``decide`` says what happens to it; ``reason`` is what the model reads of a denial."""
+
+    tool: str
+    when: ApprovalPredicate | None = None
+    decide: Verdict = "ask"
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.decide not in ("allow", "deny", "ask"):
+            raise ValueError(
+                f"rule for tool {self.tool!r}: decide is {self.decide!r}; give 'allow', "
+                "'deny' or 'ask'"
+            )
+
+
+@dataclass(frozen=True)
+class ApprovalPolicy:
+    """Ordered ``rules`` (first match wins) and an optional ``evaluator`` deciding before a
+    person does, within ``evaluator_timeout``."""
+
+    rules: Sequence[Rule] = ()
+    evaluator: Evaluator | None = None
+    evaluator_timeout: timedelta = timedelta(seconds=60)
+
+    def match(self, tool: Tool | None, call: ToolCall, ctx: RunContext[Any]) -> Rule | None:
+        """The first rule that matches ``call`` (``None``: none does). A ``when`` that
+        raises sends the call to a person: never fails open."""
+        for rule in self.rules:
+            if not fnmatchcase(call.name, rule.tool):
+                continue
+            if rule.when is None:
+                return rule
+            try:
+                args = tool.validate_args(call.args).model_dump() if tool else {}
+                if rule.when(ctx, args):
+                    return rule
+            except Exception:
+                return Rule(tool=rule.tool, decide="ask")
+        return None
+
+
+class StoredRule(BaseModel):
+    """A rule as a conversation keeps it (``conv.set_approval_policy``): no predicate."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tool: str
+    decide: Verdict = "ask"
+    reason: str = ""
+
+    def rule(self) -> Rule:
+        return Rule(tool=self.tool, decide=self.decide, reason=self.reason)
+
+
+def stored_rules(policy: ApprovalPolicy) -> list[StoredRule]:
+    """``policy``'s rules as a conversation keeps them; ``ValueError`` for what cannot be
+    kept in a workflow's history (a ``when`` predicate, an evaluator)."""
+    if policy.evaluator is not None:
+        raise ValueError(
+            "a policy set on a running conversation cannot carry an evaluator (code, not "
+            "data): give the agent its evaluator, ApprovalPolicy(evaluator=...)"
+        )
+    kept = []
+    for rule in policy.rules:
+        if rule.when is not None:
+            raise ValueError(
+                f"the rule for tool {rule.tool!r} has a when= predicate: a policy set on a "
+                "running conversation keeps rules by tool name or glob only"
+            )
+        kept.append(StoredRule(tool=rule.tool, decide=rule.decide, reason=rule.reason))
+    return kept
+
+
+def ruled(rule: Rule, at: str) -> Decision:
+    """What an ``allow`` or ``deny`` rule records on the call's result."""
+    by = f"policy:{rule.tool}"
+    if rule.decide == "allow":
+        return Decision(approved=True, by=by, at=at)
+    return Decision(approved=False, reason=rule.reason, by=by, at=at)
+
+
+async def evaluate(
+    policy: ApprovalPolicy | None, ctx: RunContext[Any], call: ToolCall
+) -> Decision | None:
+    """Ask ``policy``'s evaluator about ``call`` within its timeout: its decision, or
+    ``None`` (a person decides) when it asks, raises, times out or answers anything else."""
+    if policy is None or policy.evaluator is None:
+        return None
+    fn = policy.evaluator
+    try:
+        answer = await asyncio.wait_for(fn(ctx, call), policy.evaluator_timeout.total_seconds())
+    except Exception:
+        return None  # never fails open
+    at = datetime.now(UTC).isoformat(timespec="seconds")
+    return evaluated(answer, call, getattr(fn, "__name__", type(fn).__name__), at)
+
+
+def evaluated(answer: object, call: ToolCall, name: str, at: str) -> Decision | None:
+    """An evaluator's answer as the decision recorded (``by="evaluator:<name>"``), or
+    ``None`` (a person decides) for ``Ask`` and for anything that is not an answer."""
+    if not isinstance(answer, Approve | Deny):
+        return None
+    try:
+        return to_decision(call.id, answer, by=f"evaluator:{name}", at=at)
+    except ValueError:
+        return None  # an over-long reason: a person decides
