@@ -154,7 +154,7 @@ async def test_bad_requests_get_a_status_and_one_line_never_a_500(
     }
 
 
-async def test_edited_arguments_a_reason_or_always_are_refused_as_not_supported_yet(
+async def test_decisions_carry_edits_and_reasons_and_bad_ones_change_nothing(
     temporal_env: WorkflowEnvironment,
 ) -> None:
     async with (
@@ -165,28 +165,40 @@ async def test_edited_arguments_a_reason_or_always_are_refused_as_not_supported_
         await http.post(f"/conversations/{conversation}/messages", json={"text": "Refund 9"})
         parse((await http.get(f"/conversations/{conversation}/events")).text)  # until it waits
         url = f"/conversations/{conversation}/decisions"
-        reason = await http.post(
-            url, json={"decisions": {"refund-9": {"approved": False, "reason": "too much"}}}
+        mixed = await http.post(
+            url, json={"decisions": {"refund-9": {"approved": True, "reason": "fine"}}}
         )
-        edited = await http.post(
-            url, json={"decisions": {"refund-9": {"approved": True, "args": {"order": 8}}}}
+        invalid = await http.post(
+            url, json={"decisions": {"refund-9": {"approved": True, "args": {"order": "nine"}}}}
         )
         still = (await http.get(f"/conversations/{conversation}")).json()["waiting"]
-        denied = await http.post(url, json={"decisions": {"refund-9": {"approved": False}}})
+        edited = await http.post(
+            url,
+            json={
+                "decisions": {"refund-9": {"approved": True, "args": {"order": 9, "amount": 90}}}
+            },
+        )
+        await http.post(f"/conversations/{conversation}/messages", json={"text": "Refund 8"})
+        parse((await http.get(f"/conversations/{conversation}/events")).text)
+        denied = await http.post(
+            url, json={"decisions": {"refund-8": {"approved": False, "reason": "offer credit"}}}
+        )
+        transcript = (await http.get(f"/conversations/{conversation}")).json()["messages"]
 
-    assert (reason.status_code, reason.json()) == (
-        422,
-        {
-            "error": "the decision on call 'refund-9' sets reason: not supported yet "
-            "(approve or deny only)",
-            "code": "not_supported_yet",
-        },
+    assert (mixed.status_code, mixed.json()["error"]) == (
+        400,
+        "call 'refund-9' is approved: a reason is for a denial",
     )
-    assert edited.json()["error"] == (
-        "the decision on call 'refund-9' sets args: not supported yet (approve or deny only)"
-    )
-    assert [c["id"] for c in still] == ["refund-9"]
-    assert denied.json()["output"].startswith("No refund: ")
+    assert (invalid.status_code, invalid.json()["code"]) == (422, "invalid_decision")
+    assert "order" in invalid.json()["error"]
+    assert [c["id"] for c in still] == ["refund-9"]  # nothing was sent
+    assert edited.json()["output"] == "Done: order 9 refunded 90."
+    assert denied.json()["output"] == "No refund: offer credit."
+    decided = [m for m in transcript if m.get("decision")]
+    assert [(m["toolCallId"], m["decision"]["approved"]) for m in decided] == [
+        ("refund-9", True),
+        ("refund-8", False),
+    ]
 
 
 async def test_the_openapi_document_names_every_path(temporal_env: WorkflowEnvironment) -> None:

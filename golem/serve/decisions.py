@@ -1,12 +1,12 @@
 """Decisions on waiting calls, as every protocol of ``golem serve`` sends them.
 
     {"approved": true}                     # or false; AG-UI's resume payload, REST's decision
-    {"approved": true, "args": {...}}      # edited arguments    } accepted by the protocol,
-    {"approved": false, "reason": "..."}   # a reason to deny    } refused until the client
-    {"approved": true, "always": true}     # approve from now on } takes them (422)
+    {"approved": true, "args": {...}}      # edited arguments (checked against the tool's schema)
+    {"approved": false, "reason": "..."}   # a reason to deny: what the model reads
+    {"approved": true, "always": true}     # approve this tool from now on, in this conversation
 
 :func:`to_approvals` is the one place that turns them into what the client's ``approve``
-takes, so richer decisions arrive here and nowhere else.
+takes (``golem.Approve`` / ``golem.Deny``); the caller's subject is recorded as who decided.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from golem.approvals import Approve, DecisionInput, Deny
 from golem.serve.errors import Problem
 
 __all__ = ["DECISION_SCHEMA", "Decision", "decision", "to_approvals"]
@@ -34,8 +35,6 @@ DECISION_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 FIELDS = frozenset(DECISION_SCHEMA["properties"])
-#: Accepted in a payload, not yet carried to the run.
-NOT_YET = ("args", "reason", "always")
 
 
 def decision(call_id: str, given: object) -> Decision:
@@ -55,19 +54,28 @@ def decision(call_id: str, given: object) -> Decision:
     return given
 
 
-def to_approvals(decisions: Mapping[str, Decision]) -> dict[str, bool]:
-    """What ``DurableConversation.approve`` takes today: a yes or no per call. Edited
-    arguments, a reason and ``always`` are refused with 422 until it takes them."""
-    approvals = {}
+def to_approvals(decisions: Mapping[str, Decision]) -> dict[str, DecisionInput]:
+    """What ``DurableConversation.approve`` takes: an ``Approve`` (maybe with edited
+    arguments, or ``always``) or a ``Deny`` (maybe with a reason) per call; a field that
+    does not fit its verdict (a reason on an approval, arguments on a denial) is a 400."""
+    approvals: dict[str, DecisionInput] = {}
     for call_id, given in decisions.items():
         checked = decision(call_id, given)
-        extra = [name for name in NOT_YET if checked.get(name) is not None]
-        if extra:
-            raise Problem(
-                422,
-                f"the decision on call {call_id!r} sets {', '.join(extra)}: not supported yet "
-                "(approve or deny only)",
-                "not_supported_yet",
+        args, reason, always = checked.get("args"), checked.get("reason"), checked.get("always")
+        if args is not None and not isinstance(args, Mapping):
+            raise Problem(400, f'"args" of the decision on call {call_id!r} must be an object')
+        if reason is not None and not isinstance(reason, str):
+            raise Problem(400, f'"reason" of the decision on call {call_id!r} must be a string')
+        if checked["approved"]:
+            if reason:
+                raise Problem(400, f"call {call_id!r} is approved: a reason is for a denial")
+            approvals[call_id] = Approve(
+                args=dict(args) if args is not None else None, always=bool(always)
             )
-        approvals[call_id] = bool(checked["approved"])
+        else:
+            if args is not None or always:
+                raise Problem(
+                    400, f"call {call_id!r} is denied: args and always are for an approval"
+                )
+            approvals[call_id] = Deny(reason=reason or "")
     return approvals

@@ -17,6 +17,7 @@ from temporalio.client import Client
 
 from golem.client import DurableAgent, DurableConversation
 from golem.client.conversations import turn_started
+from golem.client.decisions import checked_decisions
 from golem.client.lookups import (
     Approvals,
     RunInfo,
@@ -117,9 +118,18 @@ class Thread:
         """Answer the waiting calls of turn ``run_id``; the stream yields what the same run
         does next (from where its stream stood), then the turn's next ``Result``."""
         approvals = to_approvals(decisions)
+
+        async def calls() -> list[ToolCall]:
+            waiting = await self.waiting()
+            return waiting.calls if waiting is not None else []
+
+        try:  # checked before anything is sent: a reason too long, arguments the tool refuses
+            await checked_decisions(approvals, self.owner, self.conversation.agent.tools, calls)
+        except ValueError as exc:
+            raise Problem(422, str(exc), "invalid_decision") from None
         run = await self.conversation.agent.attach(run_id)
         start = await run.stream_end()
-        answered = asyncio.ensure_future(self.conversation.approve(approvals))
+        answered = asyncio.ensure_future(self.conversation.approve(approvals, by=self.owner))
 
         async def outcome() -> Result[Any]:
             return await answered
