@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from golem.agent import Agent
 from golem.history.repair import INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT
-from golem.messages import Message, Part, ToolCall, Usage
+from golem.messages import Decision, Message, Part, ToolCall, Usage
 from golem.models.base import ModelRequest, ModelResponse, StreamDelta
 from golem.models.function import ScriptedModel
 from golem.phases import Stop, prepare, turn
@@ -341,7 +341,11 @@ async def test_denied_calls_are_answered_without_running() -> None:
     executor = FakeExecutor(a=ok("A"))
 
     result = await run(
-        agent_with("a"), executor, call("c1", "a"), call("c2", "a"), denied=frozenset({"c1"})
+        agent_with("a"),
+        executor,
+        call("c1", "a"),
+        call("c2", "a"),
+        decisions={"c1": Decision(approved=False)},
     )
 
     assert answers(result) == [("c1", DENIED_RESULT, True), ("c2", "A", False)]
@@ -388,13 +392,16 @@ def test_approvals_split_decided_denied_and_still_waiting() -> None:
         ask(call("c1", "risky"), call("c2", "risky"), call("c3", "free")),
     ]
 
-    plan = prepare.plan_approvals(agent, history, {"c1": False})
+    def waits(c: ToolCall) -> bool:
+        return c.name == "risky"
+
+    plan = prepare.plan_approvals(agent, history, {"c1": False}, waits)
 
     assert [c.id for c in plan.decided] == ["c1", "c3"]
-    assert plan.denied == frozenset({"c1"})
+    assert {k: d.approved for k, d in plan.decisions.items()} == {"c1": False}
     assert [c.id for c in plan.still] == ["c2"]
     with pytest.raises(Stop, match="not pending"):
-        prepare.plan_approvals(agent, history, {"c9": True})
+        prepare.plan_approvals(agent, history, {"c9": True}, waits)
 
 
 def test_repair_closes_unanswered_calls_and_drops_system_messages() -> None:
