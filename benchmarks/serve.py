@@ -8,7 +8,9 @@ the worker, of the readers (this process) and of the serve process; resident mem
 the serve process per open stream; then each figure beside its goal, with a verdict. Goals (issue 32): added first-event time <= 20 ms median, <= 100 ms p99; serve CPU
 <= 30% of the worker's; <= 100 KB per open stream.
 
-Run: .venv/bin/python benchmarks/serve.py [N] [--tracemalloc]
+Run: .venv/bin/python benchmarks/serve.py [N [ROUNDS]] [--tracemalloc]
+(ROUNDS, default 1: rounds of N conversations through each path, alternated, pooled; on a
+busy machine a small N with many rounds gives latencies that mean something.)
 (``--tracemalloc`` runs the serve process under tracemalloc and prints its Python heap per
 open stream and where it grew, to tell Python objects from native memory; it slows the
 serve process, so its other figures are not comparable.)
@@ -66,7 +68,7 @@ async def at_once(n: int, one: Callable[[int], Awaitable[float]]) -> list[float]
     return list(await asyncio.gather(*(one(i) for i in range(n))))
 
 
-async def main(n: int, traced: bool) -> None:
+async def main(n: int, rounds: int, traced: bool) -> None:
     trace = Path(f"/tmp/golem-bench-serve-{os.getpid()}.trace")
     trace.unlink(missing_ok=True)
     module = "benchmarks._traced_serve" if traced else "golem.cli"
@@ -95,15 +97,16 @@ async def main(n: int, traced: bool) -> None:
                     except httpx.TransportError:
                         await asyncio.sleep(0.1)
 
+                peak, texted, peak_here = [0], [0], [0]
+
                 async def direct(i: int) -> float:
                     conversation = await durable.conversation()
                     start, first = time.perf_counter(), 0.0
                     async for event in conversation.send_stream("go"):
                         if event.kind == "text_delta" and not first:
                             first = time.perf_counter() - start
+                            peak_here[0] = max(peak_here[0], rss_kb(os.getpid()))
                     return first
-
-                peak, texted = [0], [0]
 
                 async def served(i: int) -> float:
                     body = {
@@ -124,20 +127,25 @@ async def main(n: int, traced: bool) -> None:
 
                 await at_once(min(n, 5), direct)  # warm up both paths
                 await at_once(min(n, 5), served)
-                worker0, here0 = cpu_seconds(worker.pid), time.process_time()
-                direct_first = await at_once(n, direct)
-                worker_direct = cpu_seconds(worker.pid) - worker0
-                here_direct = time.process_time() - here0
+                idle_here, peak_here[0] = rss_kb(os.getpid()), 0
                 idle_rss = rss_kb(serve.pid)
-                texted[0] = 0
                 if traced:
                     serve.send_signal(signal.SIGUSR1)
-                serve0, here0 = cpu_seconds(serve.pid), time.process_time()
-                worker0 = cpu_seconds(worker.pid)
-                served_first = await at_once(n, served)
-                serve_cpu = cpu_seconds(serve.pid) - serve0
-                worker_served = cpu_seconds(worker.pid) - worker0
-                here_served = time.process_time() - here0
+                direct_first: list[float] = []
+                served_first: list[float] = []
+                cpu = dict.fromkeys(["worker_direct", "here_direct", "worker_served"], 0.0)
+                cpu.update(here_served=0.0, serve=0.0)
+                for _ in range(rounds):  # alternated: a drift in the machine's load hits both
+                    worker0, here0 = cpu_seconds(worker.pid), time.process_time()
+                    direct_first += await at_once(n, direct)
+                    cpu["worker_direct"] += cpu_seconds(worker.pid) - worker0
+                    cpu["here_direct"] += time.process_time() - here0
+                    serve0, here0 = cpu_seconds(serve.pid), time.process_time()
+                    worker0 = cpu_seconds(worker.pid)
+                    served_first += await at_once(n, served)
+                    cpu["serve"] += cpu_seconds(serve.pid) - serve0
+                    cpu["worker_served"] += cpu_seconds(worker.pid) - worker0
+                    cpu["here_served"] += time.process_time() - here0
                 while traced and not trace.exists():  # until the serve process wrote it
                     await asyncio.sleep(0.1)
         finally:
@@ -150,10 +158,13 @@ async def main(n: int, traced: bool) -> None:
     dp, sp = p99(direct_first) * ms, p99(served_first) * ms
 
     def per_turn(seconds: float) -> float:
-        return seconds / n * ms
+        return seconds / (n * rounds) * ms
+
+    worker_direct, here_direct = cpu["worker_direct"], cpu["here_direct"]
+    worker_served, here_served, serve_cpu = cpu["worker_served"], cpu["here_served"], cpu["serve"]
 
     stream_kb = (peak[0] - idle_rss) / n
-    print(f"{n} conversations at once, one streamed turn each")
+    print(f"{n} conversations at once, one streamed turn each, {rounds} round(s) of each path")
     print(f"{'first text event (ms)':32}{'direct':>10}{'golem serve':>14}")
     print(f"{'  median':32}{dm:10.1f}{sm:14.1f}")
     print(f"{'  p99':32}{dp:10.1f}{sp:14.1f}")
@@ -164,6 +175,9 @@ async def main(n: int, traced: bool) -> None:
     )
     print(f"{'  serve process':32}{'':10}{per_turn(serve_cpu):14.2f}")
     print(f"serve RSS (KB): peak {peak[0]}, idle {idle_rss}")
+    # The direct readers hold what the serve process holds for a stream, less HTTP and SSE.
+    here_kb = (peak_here[0] - idle_here) / n
+    print(f"direct readers' (this process's) RSS growth per open stream: {here_kb:.1f} KB")
     print(f"{'figure':44}{'measured':>10}{'target':>10}  verdict")
     verdict("added first text event, median (ms)", sm - dm, 20)
     verdict("added first text event, p99 (ms)", sp - dp, 100)
@@ -186,4 +200,6 @@ def verdict(name: str, measured: float, target: float) -> None:
 
 if __name__ == "__main__":
     numbers = [int(arg) for arg in sys.argv[1:] if arg.isdigit()]
-    asyncio.run(main(numbers[0] if numbers else 100, "--tracemalloc" in sys.argv))
+    n = numbers[0] if numbers else 100
+    rounds = numbers[1] if len(numbers) > 1 else 1
+    asyncio.run(main(n, rounds, "--tracemalloc" in sys.argv))

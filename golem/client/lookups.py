@@ -32,9 +32,9 @@ from golem.workflows.lineage import AGENT, CONVERSATION_ID, OWNER, PARENT_RUN_ID
 
 __all__ = [
     "Approvals",
-    "as_conversation",
     "ConversationListing",
     "RunInfo",
+    "as_conversation",
     "awaiting_approval",
     "chained_runs",
     "conversation_info",
