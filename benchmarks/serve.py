@@ -5,8 +5,9 @@ N conversations at once (default 100) each run one streamed turn, first through
 (AG-UI: ``POST /agents/bench_stream/agui``); the worker runs in a process of its own.
 Printed: time to the first text event (median, p99) and the difference; CPU per turn of
 the worker, of the readers (this process) and of the serve process; resident memory of
-the serve process per open stream; then each figure beside its goal, with a verdict. Goals (issue 32): added first-event time <= 20 ms median, <= 100 ms p99; serve CPU
-<= 30% of the worker's; <= 100 KB per open stream.
+the serve process per open stream (and the direct readers', for scale); then each figure
+beside its goal, with a verdict. Goals (issue 32): added first-event time <= 20 ms median,
+<= 100 ms p99; serve CPU <= 30% of the worker's; <= 100 KB per open stream.
 
 Run: .venv/bin/python benchmarks/serve.py [N [ROUNDS]] [--tracemalloc]
 (ROUNDS, default 1: rounds of N conversations through each path, alternated, pooled; on a
