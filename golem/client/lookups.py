@@ -34,6 +34,7 @@ __all__ = [
     "Approvals",
     "ConversationListing",
     "RunInfo",
+    "as_conversation",
     "awaiting_approval",
     "chained_runs",
     "conversation_info",
@@ -118,7 +119,11 @@ async def find_run(client: Client, given: str) -> str | None:
 
 async def conversation_info(client: Client, conversation_id: str) -> RunInfo | None:
     """The ``ConversationWorkflow`` by that id (running or closed), or ``None``."""
-    info = await existing_run(client, conversation_id)
+    return as_conversation(await existing_run(client, conversation_id))
+
+
+def as_conversation(info: RunInfo | None) -> RunInfo | None:
+    """``info`` when it describes a ``ConversationWorkflow``, else ``None``."""
     return (
         info if info is not None and info.workflow_type == ConversationWorkflow.__name__ else None
     )

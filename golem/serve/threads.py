@@ -21,8 +21,8 @@ from golem.client.decisions import checked_decisions
 from golem.client.lookups import (
     Approvals,
     RunInfo,
+    as_conversation,
     awaiting_approval,
-    conversation_info,
     conversation_messages,
     existing_run,
 )
@@ -221,8 +221,9 @@ class Served:
         404 for a workflow that is not a conversation, or (with auth) not the subject's."""
         if not conversation_id or len(conversation_id) > 200:
             raise Problem(400, "a conversation id is 1 to 200 characters")
-        info = await conversation_info(self.client, conversation_id)
-        if info is None and await existing_run(self.client, conversation_id) is not None:
+        found = await existing_run(self.client, conversation_id)  # one describe, not two
+        info = as_conversation(found)
+        if info is None and found is not None:
             raise Problem(404, f"{conversation_id!r} is not a conversation (it is a run's id)")
         if info is not None and self.auth is not None and info.owner != subject:
             raise Problem(404, f"no conversation {conversation_id!r}")  # not said whose it is
