@@ -71,10 +71,15 @@ class FakeExecutor:
 
     async def await_approvals(
         self, pending: list[ToolCall], ctx: RunContext[Any]
-    ) -> dict[str, bool] | None:
+    ) -> dict[str, Decision | None] | None:
         self.asked.append([c.id for c in pending])
         self.approval_contexts.append(ctx)
-        return self.decisions
+        if self.decisions is None:
+            return None
+        # a test writes decisions as True / False, as a person does; the loop gets Decisions
+        return {
+            k: Decision(approved=v) if isinstance(v, bool) else v for k, v in self.decisions.items()
+        }
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
         self.dispatched.append(call.id)

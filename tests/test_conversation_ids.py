@@ -94,4 +94,6 @@ async def test_a_conversation_whose_agent_no_worker_serves_names_the_agent_and_t
     assert said.code == 1
     print(said.err)
     assert "is failed; fork it" not in said.err
-    assert f"unknown agent 'ghost': the worker on task queue '{task_queue}' has: echo" in said.err
+    # golem chat checks the agent against what the queue's workers serve before it starts
+    # anything (issue 30 item 5), naming the agent and the queue as item 8 asks.
+    assert f"unknown agent 'ghost': the workers on task queue '{task_queue}' serve echo" in said.err

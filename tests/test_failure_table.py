@@ -19,7 +19,7 @@ from golem.worker.converter import (
     STORAGE_ERROR,
     golem_data_converter,
 )
-from golem.workflows.approvals import CANNOT_PAUSE
+from golem.workflows.approvals import CANNOT_PAUSE, INVALID_DECISION
 from golem.workflows.failures import (
     FAILURES,
     NOT_PAUSED,
@@ -79,6 +79,7 @@ async def rebuilt(report: RunReport) -> list[Message]:
         (CLOSED, ConversationClosedError),
         (WAITING, ValueError),
         (NOT_PAUSED, ValueError),
+        (INVALID_DECISION, ValueError),
         (CANNOT_PAUSE, CannotPause),
         (CONTINUING, TurnContinuing),
         (RECORDED, TurnRecorded),
@@ -96,7 +97,15 @@ async def test_each_type_golem_sets_becomes_its_exception_with_the_message(
 
 
 def test_every_type_in_the_table_is_pinned_above() -> None:
-    pinned = {UNKNOWN_AGENT, BAD_PAYLOAD, CLOSED, WAITING, NOT_PAUSED, CANNOT_PAUSE}
+    pinned = {
+        UNKNOWN_AGENT,
+        BAD_PAYLOAD,
+        CLOSED,
+        WAITING,
+        NOT_PAUSED,
+        INVALID_DECISION,
+        CANNOT_PAUSE,
+    }
     conversations = {CONTINUING, RECORDED, RUN_ID_IN_USE, TURN_DIFFERS}
     assert set(FAILURES) == pinned | conversations | {DECRYPTION_ERROR, STORAGE_ERROR}
 

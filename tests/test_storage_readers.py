@@ -139,7 +139,10 @@ async def test_golem_show_reads_a_stored_run_with_the_store_from_the_environment
     assert [m.content for m in messages if m.role == "tool"] == [MARKER * 50_000]
     without = await cli(argv, {k: v for k, v in os.environ.items() if k != "GOLEM_STORAGE_DIR"})
     assert without.returncode != 0
-    assert b"external storage is not configured" in without.stderr
+    assert (
+        b"keeps payloads in external storage, which this command does not read: set "
+        b"GOLEM_STORAGE_DIR" in without.stderr
+    )
 
 
 async def cli(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
