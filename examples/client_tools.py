@@ -12,7 +12,9 @@ gave up. Offline: a small deterministic model asks for a delivery date, then con
 from __future__ import annotations
 
 import asyncio
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 from temporalio.worker import Worker
@@ -21,8 +23,11 @@ from golem import Message, ToolCall, ToolFailed
 from golem.agent import Agent
 from golem.client import DurableAgent
 from golem.models import FunctionModel
-from golem.testing import dev_server
 from golem.worker import GolemPlugin
+
+if __package__ in (None, ""):  # run as a script: the examples package's parent is not on sys.path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from examples.offline import quiet_dev_server
 
 
 def _scheduler(messages: list[Message], tools: Any) -> Message:
@@ -59,7 +64,7 @@ async def in_process() -> None:
 
 async def durably() -> None:
     print("\nDurably (the run waits in its workflow for the app):")
-    async with dev_server() as env:
+    async with quiet_dev_server() as env:
         task_queue = f"scheduler-{uuid.uuid4().hex[:6]}"
         async with Worker(env.client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
             durable = DurableAgent(env.client, agent, task_queue=task_queue)

@@ -17,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 from temporalio.worker import Worker
@@ -26,8 +28,11 @@ from golem import Approve, Deny, Message, RunContext, ToolCall
 from golem.agent import Agent
 from golem.client import DurableAgent
 from golem.models import FunctionModel
-from golem.testing import dev_server
 from golem.worker import GolemPlugin
+
+if __package__ in (None, ""):  # run as a script: the examples package's parent is not on sys.path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from examples.offline import quiet_dev_server
 
 #: Refunds up to this much run without asking.
 LIMIT = 100
@@ -85,7 +90,7 @@ async def in_process() -> None:
 
 async def durably() -> None:
     print("\nDurably (the run waits in its workflow for the decision):")
-    async with dev_server() as env:
+    async with quiet_dev_server() as env:
         task_queue = f"refunds-{uuid.uuid4().hex[:6]}"
         async with Worker(env.client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
             durable = DurableAgent(env.client, agent, task_queue=task_queue)

@@ -62,7 +62,7 @@ async def test_an_interrupt_per_waiting_call_then_a_resume_continues_the_same_ru
     assert (first[1].tool_call_id, first[1].tool_call_name, first[2].delta) == (
         "refund-42",
         "refund",
-        '{"order": 42}',
+        '{"order": 42, "amount": 150}',
     )
     finished = first[-1]
     assert isinstance(finished, RunFinishedEvent) and finished.outcome is not None
@@ -72,7 +72,7 @@ async def test_an_interrupt_per_waiting_call_then_a_resume_continues_the_same_ru
         "refund-42",
         "tool_approval",
         "refund-42",
-        'approve refund({"order": 42})?',
+        'approve refund({"order": 42, "amount": 150})?',
     )
     assert kinds(second) == [
         "RUN_STARTED",
@@ -82,10 +82,10 @@ async def test_an_interrupt_per_waiting_call_then_a_resume_continues_the_same_ru
         "TEXT_MESSAGE_END",
         "RUN_FINISHED",
     ]
-    assert second[1].content == "order 42 refunded"
-    assert second[3].delta == "Done: order 42 refunded."
+    assert second[1].content == "order 42 refunded 150"
+    assert second[3].delta == "Done: order 42 refunded 150."
     assert second[-1].outcome.type == "success"
-    assert second[-1].result == "Done: order 42 refunded."
+    assert second[-1].result == "Done: order 42 refunded 150."
     assert len(turns) == 1  # the resume went on with the same durable run
     assert kinds(again) == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
     assert [m.role for m in again[1].messages] == ["user", "assistant", "tool", "assistant"]

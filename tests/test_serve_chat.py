@@ -55,9 +55,9 @@ async def test_the_real_chat_asks_for_approval_and_the_follow_up_finishes_the_sa
             "type": "tool-refund",
             "state": "output-available",
             "toolCallId": "refund-42",
-            "output": "order 42 refunded",
+            "output": "order 42 refunded 150",
         },
-        {"type": "text", "text": "Done: order 42 refunded."},
+        {"type": "text", "text": "Done: order 42 refunded 150."},
     ]
     assert [m["role"] for m in transcript] == ["user", "assistant", "tool", "assistant"]
 
@@ -81,7 +81,7 @@ async def test_the_wire_carries_the_header_start_approval_requests_finish_and_do
                     "type": "tool-refund",
                     "toolCallId": "refund-3",
                     "state": "approval-responded",
-                    "input": {"order": 3},
+                    "input": {"order": 3, "amount": 150},
                     "approval": {"id": "refund-3", "approved": False},
                 }
             ],

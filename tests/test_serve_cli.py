@@ -38,7 +38,7 @@ async def test_golem_serve_answers_a_turn_of_a_workers_agent(
         decided = await http.post(f"{url}/decisions", json={"decisions": {"refund-1": True}})
 
     assert said.startswith(f"golem serve: http://127.0.0.1:{port}/ for refunds on task queue ")
-    assert decided.json()["output"] == "Done: order 1 refunded."
+    assert decided.json()["output"] == "Done: order 1 refunded 150."
 
 
 async def test_golem_serve_refuses_a_public_address_without_auth() -> None:

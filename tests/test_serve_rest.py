@@ -66,7 +66,7 @@ async def test_a_turn_waits_for_approval_streams_resumes_and_finishes_after_a_de
     assert [e["id"] for e in events] == [f"{run_id}:{n}" for n in (1, 2, 3, "end")]
     waiting = json.loads(events[-1]["data"])
     assert [(c["id"], c["name"], c["args"]) for c in waiting["waiting"]] == [
-        ("refund-42", "refund", '{"order": 42}')
+        ("refund-42", "refund", '{"order": 42, "amount": 150}')
     ]
     assert read["turn"] == run_id
     assert [c["id"] for c in read["waiting"]] == ["refund-42"]
@@ -74,7 +74,7 @@ async def test_a_turn_waits_for_approval_streams_resumes_and_finishes_after_a_de
     assert decided.json() == {
         "status": "done",
         "runId": run_id,
-        "output": "Done: order 42 refunded.",
+        "output": "Done: order 42 refunded 150.",
         "link": "",
     }
     assert [e["event"] for e in rest] == [
@@ -85,7 +85,7 @@ async def test_a_turn_waits_for_approval_streams_resumes_and_finishes_after_a_de
         "model_end",
         "result",
     ]
-    assert json.loads(rest[-1]["data"])["output"] == "Done: order 42 refunded."
+    assert json.loads(rest[-1]["data"])["output"] == "Done: order 42 refunded 150."
     assert ended.status_code == 204
     assert conversation in [c["id"] for c in listed]
     assert [m["role"] for m in after["messages"]] == ["user", "assistant", "tool", "assistant"]

@@ -41,14 +41,18 @@ async def test_the_console_asks_approves_denies_and_lists_conversations(
             "serve_console",
             [
                 asking(
-                    server.url, "approve", "Refund order 42", "Approve", "Done: order 42 refunded."
+                    server.url,
+                    "approve",
+                    "Refund order 42",
+                    "Approve",
+                    "Done: order 42 refunded 150.",
                 ),
                 asking(server.url, "deny", "Refund order 7", "Deny", "No refund: "),
                 Page(
                     "reload",
                     f"{server.url}/#{elsewhere}",
-                    wait=['approve refund({"order": 5})?', "Refund order 5"],
-                    clicks=[("Approve", ["Done: order 5 refunded."])],
+                    wait=['approve refund({"order": 5, "amount": 150})?', "Refund order 5"],
+                    clicks=[("Approve", ["Done: order 5 refunded 150."])],
                 ),
                 Page("list", f"{server.url}/", wait=["refunds · running"]),
             ],
@@ -56,7 +60,7 @@ async def test_the_console_asks_approves_denies_and_lists_conversations(
 
     approved = pages["approve_1"]
     assert approved.missing == [] and approved.error is None, approved.text
-    assert 'approve refund({"order": 42})?' in approved.text
+    assert 'approve refund({"order": 42, "amount": 150})?' in approved.text
     assert "approved" in approved.text
     assert "tool refund" in approved.text  # the call, folded under the answer
     assert approved.console == []
