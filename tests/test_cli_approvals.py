@@ -138,12 +138,12 @@ async def test_golem_approve_edits_arguments_denies_with_a_reason_and_records_wh
     tq = queue()
     async with golem_worker(tq, "bank"):
         edited = await golem("run", "--agent", "bank", "--task-queue", tq, "pay")
-        edited_id = ids(edited.err)["run id"]
+        edited_id = ids(edited.out)["run id"]
         bad = await golem("approve", edited_id, "t-1", "--args", '{"amount": "lots"}')
         done = await golem("approve", edited_id, "t-1", "--args", '{"amount": 3}', "--by", "alice")
         shown = await golem("show", edited_id)
         denied = await golem("run", "--agent", "bank", "--task-queue", tq, "pay")
-        denied_id = ids(denied.err)["run id"]
+        denied_id = ids(denied.out)["run id"]
         both = await golem("approve", denied_id, "--deny", "--args", "{}")
         refused = await golem("approve", denied_id, "--deny", "--reason", "over the limit")
     assert one_line(bad) == (
@@ -174,7 +174,7 @@ async def test_golem_complete_answers_a_client_run_tools_call(address: str) -> N
     tq = queue()
     async with golem_worker(tq, "scheduler"):
         waiting = await golem("run", "--agent", "scheduler", "--task-queue", tq, "book")
-        run_id = ids(waiting.err)["run id"]
+        run_id = ids(waiting.out)["run id"]
         neither = await golem("complete", run_id, "d-1")
         done = await golem("complete", run_id, "d-1", "--result", '"2026-12-24"', "--by", "app")
     assert waiting.code == 3, waiting
