@@ -49,9 +49,10 @@ from temporalio.worker import Worker  # noqa: E402
 
 from examples.demo_agent import agent, model_description  # noqa: E402
 from golem import normalize_history  # noqa: E402
-from golem.cli import connect, describe_run, format_message, ui_link  # noqa: E402
-from golem.cli.connect import DEFAULT_ADDRESS, UNKNOWN_UI  # noqa: E402
+from golem.cli.connect import DEFAULT_ADDRESS, UNKNOWN_UI, connect, ui_link  # noqa: E402
+from golem.cli.output import format_message  # noqa: E402
 from golem.cli.recorded import DevServer, forget, holder, recorded  # noqa: E402
+from golem.cli.show import describe_run  # noqa: E402
 from golem.client import (  # noqa: E402
     SEARCH_ATTRIBUTES,
     DurableAgent,
