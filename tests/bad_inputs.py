@@ -28,6 +28,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from golem.agent import Agent
+from golem.approvals import Approve, Deny
 from golem.client import DurableAgent
 from golem.codec_server import codec_app
 from golem.messages import Message, Part, ThinkingBlock, ToolCall, load_messages
@@ -382,6 +383,26 @@ def _varargs_tool() -> Attempt:
     return sync(build)
 
 
+def _refunds() -> Agent[Any, Any]:
+    """An agent whose refund(order: int) waits for a person."""
+    agent = answers(Message.assistant("done"))
+
+    @agent.tool(requires_approval=True)
+    def refund(order: int) -> str:
+        """Refund an order."""
+        return f"refunded {order}"
+
+    return agent
+
+
+#: A history whose last turn asks refund(7), which waits for a decision.
+WAITING_REFUND = [Message.user("refund 7"), ask(call("refund-7", "refund", order=7))]
+
+
+def _decided(decision: Any) -> Attempt:
+    return run(_refunds(), None, history=WAITING_REFUND, approvals={"refund-7": decision})
+
+
 def _deep_output() -> Agent[Any, Any]:
     deep = json.dumps({"id": 1, "x": _deep_value(400)})
     return answers(*[Message.assistant(deep)] * 4, output_type=Order, output_retries=1)
@@ -539,6 +560,9 @@ def kinds() -> list[Kind]:
         Kind("history given as strings (in process)", "in process", run(answers(), history=["hello"]), "HistoryError", "not a golem Message"),
         Kind("a dict that is no message in history (in process)", "in process", run(answers(), history=[{"role": "wizard"}]), "HistoryError", "role: Input should be"),
         Kind("durable: history given as strings", "client", start(answers(), history=["hello"]), "ValueError", "not a golem Message", durable=True),
+        Kind("an approval decision of the wrong type ('yes')", "in process", _decided("yes"), "ValueError", "the decision for call 'refund-7' is 'yes' (str)"),
+        Kind("a denial reason over the length limit", "in process", _decided(Deny(reason="x" * 5000)), "ValueError", "refund-7"),
+        Kind("edited arguments the tool does not take", "in process", _decided(Approve(args={"order": "seven"})), "ValueError", "invalid arguments: order"),
         Kind("JSON nested 5,000 deep", "in process", sync(lambda: loads_strict("[" * 5000 + "]" * 5000)), "TooDeep", "limit of 256"),
     ]  # fmt: skip
     return table
