@@ -45,6 +45,7 @@ from golem.wire import (
     PrepareInput,
     ShippingError,
     ToolCallInput,
+    names,
 )
 from golem.workflows import registry
 from golem.workflows.transcript import HistoryReader, with_segments
@@ -68,13 +69,13 @@ T = TypeVar("T")
 
 #: Largest activity result golem hands Temporal (its blob limit is 2 MB per payload).
 PAYLOAD_LIMIT = 2_000_000 - 16_384
-PAYLOAD_TOO_LARGE = "GolemPayloadTooLarge"
-SHIPPING_ERROR = "GolemShippingError"
-TOOL_ERROR = "GolemToolError"
+PAYLOAD_TOO_LARGE = names.PAYLOAD_TOO_LARGE
+SHIPPING_ERROR = names.SHIPPING_ERROR
+TOOL_ERROR = names.TOOL_ERROR
 #: A history processor or instructions function raised: final, never retried.
-USER_ERROR = "GolemUserFunctionError"
+USER_ERROR = names.USER_ERROR
 #: A tool, model or user function returned what the workflow could not decode.
-BAD_RESULT = "GolemBadResult"
+BAD_RESULT = names.BAD_RESULT
 _JSON = SchemaSerializer(any_schema())
 
 
@@ -198,7 +199,7 @@ class ModelActivity:
         self.histories: HistoryReader | None = None  # conversations' earlier workflow runs
         self.tool_lists = ToolLists()  # runs' toolset tools, by digest
 
-    @activity.defn(name="golem.model_request")
+    @activity.defn(name=names.MODEL_REQUEST)
     async def model_request(self, input: ModelCall) -> ModelResponse:
         """Send one request to the agent's model; provider retries are the activity's."""
         agent = _agent(input.agent)
@@ -242,7 +243,7 @@ class ModelActivity:
         self.cache.answered(_run_key(), checked.message)  # the next call names it, or derives
         return checked
 
-    @activity.defn(name="golem.tool")
+    @activity.defn(name=names.TOOL)
     async def call_tool(self, input: ToolCallInput) -> ToolOutcome:
         """Execute one tool call; its worker keeps the content for the next model call."""
         outcome = await _call_tool(input)
@@ -258,7 +259,7 @@ class ModelActivity:
 
         async def ask() -> list[ToolDefinition]:
             tools: list[ToolDefinition] = await handle.query(
-                "golem.tools", result_type=list[ToolDefinition]
+                names.TOOLS, result_type=list[ToolDefinition]
             )
             return tools
 
@@ -275,9 +276,7 @@ class ModelActivity:
         )
 
         async def pager(query: MessagesQuery) -> MessagesPage:
-            page: MessagesPage = await handle.query(
-                "golem.messages", query, result_type=MessagesPage
-            )
+            page: MessagesPage = await handle.query(names.MESSAGES, query, result_type=MessagesPage)
             return page
 
         # No run id: the conversation's current run answers, across continue-as-new.
@@ -286,7 +285,7 @@ class ModelActivity:
 
         async def base_query(query: MessagesQuery) -> MessagesPage:
             page: MessagesPage = await conversation.query(
-                "golem.conversation", query, result_type=MessagesPage
+                names.CONVERSATION, query, result_type=MessagesPage
             )
             return page
 
@@ -311,7 +310,7 @@ class ModelActivity:
             raise ApplicationError(str(exc), type=SHIPPING_ERROR) from None
 
 
-@activity.defn(name="golem.tool")
+@activity.defn(name=names.TOOL)
 async def call_tool(input: ToolCallInput) -> ToolOutcome:
     """Execute one tool call."""
     return await _call_tool(input)
@@ -364,7 +363,7 @@ async def _once(what: str, fn: Any, *args: Any) -> Any:
         raise ApplicationError(_failure(what, exc), type=USER_ERROR, non_retryable=True) from exc
 
 
-@activity.defn(name="golem.process_history")
+@activity.defn(name=names.PROCESS_HISTORY)
 async def process_history(input: PrepareInput) -> list[Message]:
     """Run the agent's history processor once; its output is recorded for replay."""
     agent = _agent(input.agent)
@@ -390,7 +389,7 @@ def _run_context(agent: Agent[Any, Any], input: PrepareInput | ToolCallInput) ->
     )
 
 
-@activity.defn(name="golem.resolve_instructions")
+@activity.defn(name=names.RESOLVE_INSTRUCTIONS)
 async def resolve_instructions(input: PrepareInput) -> str:
     """Evaluate the agent's instructions function once; its text is recorded for replay."""
     agent = _agent(input.agent)
@@ -401,7 +400,7 @@ async def resolve_instructions(input: PrepareInput) -> str:
     return _checked(text, str, what)
 
 
-@activity.defn(name="golem.evaluate_approval")
+@activity.defn(name=names.EVALUATE_APPROVAL)
 async def evaluate_approval(input: ToolCallInput) -> Decision | None:
     """Ask the agent's approval policy's evaluator about one call: its decision, recorded
     for replay, or ``None`` (a person decides). It never raises for the evaluator's faults:

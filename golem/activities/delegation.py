@@ -32,7 +32,7 @@ from golem.results import Result, RunError
 from golem.run_state import RunInput
 from golem.tools import RunContext, ToolOutcome
 from golem.usage import Spent
-from golem.wire import AgentRunInput, StreamEvent, ToolCallInput
+from golem.wire import AgentRunInput, StreamEvent, ToolCallInput, names
 from golem.workflows import lineage, registry
 from golem.workflows.streams import TOPIC
 
@@ -109,7 +109,7 @@ class ActivityDelegator:
         client = activity.client()
         try:
             handle = await client.start_workflow(
-                "AgentRunWorkflow",
+                names.AGENT_RUN_WORKFLOW,
                 payload,
                 id=run_id,
                 task_queue=info.task_queue,

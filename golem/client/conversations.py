@@ -51,6 +51,7 @@ from golem.wire import (
     TurnInput,
     TurnOutput,
     message_size,
+    names,
     read_pages,
 )
 from golem.workflows.conversation import ConversationWorkflow
@@ -228,7 +229,7 @@ class DurableConversation(Generic[OutputT]):
         while True:
             try:
                 out: TurnOutput = await self.handle.execute_update(
-                    "golem.send", turn, id=turn.update_id(), result_type=TurnOutput
+                    names.SEND, turn, id=turn.update_id(), result_type=TurnOutput
                 )
                 return out
             except WorkflowUpdateFailedError as exc:
@@ -276,7 +277,7 @@ class DurableConversation(Generic[OutputT]):
         """Send decisions (or client-run tools' results) to the turn that waits."""
         try:
             out: TurnOutput = await self.handle.execute_update(
-                "golem.approve", dict(given), result_type=TurnOutput
+                names.APPROVE, dict(given), result_type=TurnOutput
             )
         except WorkflowUpdateFailedError as exc:
             raise await self._turn_error(exc, "") from exc
@@ -295,7 +296,7 @@ class DurableConversation(Generic[OutputT]):
         name: the decision that did it. Their calls run without asking, across turns and
         continue-as-new, until ``revoke``."""
         policy: dict[str, Decision] = await self.handle.query(
-            "golem.approvals_policy", result_type=dict[str, Decision]
+            names.APPROVALS_POLICY, result_type=dict[str, Decision]
         )
         return policy
 
@@ -303,14 +304,14 @@ class DurableConversation(Generic[OutputT]):
         """Rules tried before the agent's own for this conversation's calls, from its next
         turn on, across continue-as-new. Rules by tool name or glob only (no ``when``, no
         evaluator: ``ValueError``, nothing sent); an empty policy takes them back."""
-        await self.handle.execute_update("golem.set_approval_policy", stored_rules(policy))
+        await self.handle.execute_update(names.SET_APPROVAL_POLICY, stored_rules(policy))
 
     async def revoke(self, tool: str) -> dict[str, Decision]:
         """Take back ``tool``'s standing approval: from the next turn its calls ask again.
         Returns the standing approvals left; ``ValueError`` when ``tool`` has none."""
         try:
             left: dict[str, Decision] = await self.handle.execute_update(
-                "golem.revoke", tool, result_type=dict[str, Decision]
+                names.REVOKE, tool, result_type=dict[str, Decision]
             )
         except WorkflowUpdateFailedError as exc:
             raise await self._turn_error(exc, "") from exc
@@ -341,7 +342,7 @@ class DurableConversation(Generic[OutputT]):
         """The name of the agent serving the next turn: the conversation's, until a turn
         hands it over to another (a query: a worker must be up). ``agent`` is the handle's
         ``DurableAgent``, whatever agent serves."""
-        name: str = await self.handle.query("golem.current_agent", result_type=str)
+        name: str = await self.handle.query(names.CURRENT_AGENT, result_type=str)
         return name
 
     async def runs(self) -> list[str]:
@@ -394,10 +395,10 @@ class DurableConversation(Generic[OutputT]):
         """End the conversation for good once the turn in flight (if any) finishes (one
         that rests is reopened to be closed, so no later send reopens it)."""
         try:
-            await self.handle.execute_update("golem.close", result_type=ConversationSummary)
+            await self.handle.execute_update(names.CLOSE, result_type=ConversationSummary)
         except RPCError as exc:
             if await reopen(self.agent.client, self.id):  # it rested: reopened, to close it
-                await self.handle.execute_update("golem.close", result_type=ConversationSummary)
+                await self.handle.execute_update(names.CLOSE, result_type=ConversationSummary)
                 return
             error = await self._closed_or(exc)
             if not isinstance(error, ConversationClosedError):

@@ -38,6 +38,7 @@ from temporalio.api.workflowservice.v1 import (
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from golem.wire import names
 from golem.workflows.conversation import UPGRADE_SIGNAL
 
 __all__ = ["VersionStatus", "WorkerDeployment"]
@@ -50,7 +51,7 @@ _STATES = {
     WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINING: "draining",
     WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINED: "drained",
 }
-_RUN, _CONVERSATION = "AgentRunWorkflow", "ConversationWorkflow"
+_RUN, _CONVERSATION = names.AGENT_RUN_WORKFLOW, names.CONVERSATION_WORKFLOW
 #: Signals sent at once when waking idle conversations.
 _AT_ONCE = 20
 

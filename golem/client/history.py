@@ -42,6 +42,7 @@ from golem.wire import (
     Stamps,
     ToolCallInput,
     content_digest,
+    names,
 )
 from golem.worker.converter import UNREADABLE
 
@@ -229,8 +230,8 @@ def run_sources(
 
 
 _KINDS: dict[str, tuple[type[Any], type[Any]]] = {
-    "golem.model_request": (ModelCall, ModelResponse),
-    "golem.tool": (ToolCallInput, ToolOutcome),
+    names.MODEL_REQUEST: (ModelCall, ModelResponse),
+    names.TOOL: (ToolCallInput, ToolOutcome),
 }
 
 _OUTCOME: TypeAdapter[Completed | Paused] = TypeAdapter(

@@ -26,6 +26,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from golem.client.records import RunRecord, fetch_run, history_reader
 from golem.messages import Message, ToolCall
+from golem.wire import names
 from golem.workflows.agent_run import OUTCOME_MEMO, AgentRunWorkflow
 from golem.workflows.conversation import ConversationWorkflow
 from golem.workflows.lineage import AGENT, CONVERSATION_ID, OWNER, PARENT_RUN_ID
@@ -239,7 +240,7 @@ async def awaiting_approval(client: Client, run_id: str) -> Approvals:
     if info.status != "running":
         return Approvals(run_id, conversation, info, [])
     calls = await client.get_workflow_handle(run_id).query(
-        "golem.pending", result_type=list[ToolCall]
+        names.PENDING, result_type=list[ToolCall]
     )
     return Approvals(run_id, conversation, info, list(calls))
 

@@ -33,6 +33,7 @@ from golem.wire import (
     RunReport,
     Sources,
     chain_all,
+    names,
     read_pages,
 )
 from golem.workflows.failures import golem_error
@@ -181,9 +182,7 @@ def run_pager(handle: WorkflowHandle[Any, Any]) -> Pager:
     """Pages of a run's conversation through its ``golem.conversation`` query."""
 
     async def page(query: MessagesQuery) -> MessagesPage:
-        page: MessagesPage = await handle.query(
-            "golem.conversation", query, result_type=MessagesPage
-        )
+        page: MessagesPage = await handle.query(names.CONVERSATION, query, result_type=MessagesPage)
         return page
 
     return page

@@ -34,7 +34,7 @@ from golem.messages import Message, ToolCall
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream
 from golem.tools import Tool
-from golem.wire import Sources
+from golem.wire import Sources, names
 from golem.workflows.failures import CannotPause, golem_error
 
 __all__ = ["DurableRun"]
@@ -70,7 +70,7 @@ class DurableRun(Generic[OutputT]):
         any approvals (and an approval timeout) for the end."""
         if self.may_pause and not final:
             try:
-                paused = await self._paused("golem.outcome")
+                paused = await self._paused(names.OUTCOME)
             except CannotPause:
                 self.may_pause = False
                 if self.on_cannot_pause is not None:
@@ -91,7 +91,7 @@ class DurableRun(Generic[OutputT]):
         reason or arguments the tool would not take; or when the run waits for none of the
         calls, naming what it does."""
         given = await checked_decisions(decisions, by, self.tools, self._waiting)
-        paused = await self._paused("golem.approve", given)
+        paused = await self._paused(names.APPROVE, given)
         return paused if paused is not None else await self._final()
 
     async def complete(self, results: Mapping[str, object], *, by: str = "") -> Result[OutputT]:
@@ -100,11 +100,11 @@ class DurableRun(Generic[OutputT]):
         ``ToolFailed("why")``; the same run goes on. ``ValueError``, nothing sent, for a
         result its tool's ``result_schema`` refuses."""
         given = await checked_results(results, by, self.tools, self._waiting)
-        paused = await self._paused("golem.approve", given)
+        paused = await self._paused(names.APPROVE, given)
         return paused if paused is not None else await self._final()
 
     async def _waiting(self) -> list[ToolCall]:
-        calls: list[ToolCall] = await self.handle.query("golem.pending", result_type=list[ToolCall])
+        calls: list[ToolCall] = await self.handle.query(names.PENDING, result_type=list[ToolCall])
         return calls
 
     async def _paused(self, update: str, *args: Any) -> Result[OutputT] | None:
@@ -134,7 +134,7 @@ class DurableRun(Generic[OutputT]):
         status = (await self.handle.describe()).status
         if status == WorkflowExecutionStatus.RUNNING:
             raise exc
-        if update == "golem.approve":
+        if update == names.APPROVE:
             state = status.name.lower() if status is not None else "closed"
             raise ValueError(f"run {self.run_id} has ended ({state}): nothing to approve") from None
 

@@ -32,6 +32,7 @@ from temporalio.converter import (
 from temporalio.exceptions import ApplicationError
 
 from golem.storage import unreadable_blob
+from golem.wire import names
 from golem.worker import stream_wire
 
 __all__ = [
@@ -47,13 +48,13 @@ __all__ = [
 ]
 
 #: ``ApplicationError.type`` of a payload that does not decode as the type golem expects.
-BAD_PAYLOAD = "GolemBadPayload"
+BAD_PAYLOAD = names.BAD_PAYLOAD
 #: ``ApplicationError.type`` of an encrypted payload this process cannot decrypt: no key at
 #: all, or not the one it was sealed with (a run fails with it at stage ``codec``).
-DECRYPTION_ERROR = "GolemDecryptionError"
+DECRYPTION_ERROR = names.DECRYPTION_ERROR
 #: ``ApplicationError.type`` of a stored payload the store cannot give back as written
 #: (missing, another size, another SHA-256): a run fails with it at stage ``storage``.
-STORAGE_ERROR = "GolemStoredPayloadUnreadable"
+STORAGE_ERROR = names.STORAGE_ERROR
 #: The failures of a payload a reader cannot read (a key it lacks, a damaged blob).
 UNREADABLE = (DECRYPTION_ERROR, STORAGE_ERROR)
 #: ``encoding`` metadata of an encrypted payload (golem.worker.codec writes it).

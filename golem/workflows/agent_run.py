@@ -30,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.phases import finish
     from golem.results import RunError
     from golem.tools import validation_problems
-    from golem.wire import AgentRunInput, Completed, MessagesPage, MessagesQuery, Paused
+    from golem.wire import AgentRunInput, Completed, MessagesPage, MessagesQuery, Paused, names
     from golem.workflows import lineage, registry
     from golem.workflows.approvals import CANNOT_PAUSE, PAUSED_SIGNAL, ApprovalGate
     from golem.workflows.executor import TemporalExecutor
@@ -102,7 +102,7 @@ def _setup(input: AgentRunInput) -> tuple[Agent[Any, Any], RunInput]:
     return agent, run
 
 
-@workflow.defn(name="AgentRunWorkflow", failure_exception_types=FAILURE_TYPES)
+@workflow.defn(name=names.AGENT_RUN_WORKFLOW, failure_exception_types=FAILURE_TYPES)
 class AgentRunWorkflow:
     """One agent run. Workflow id = run id; fails with ``GolemRunError`` details on failure."""
 
@@ -203,9 +203,7 @@ class AgentRunWorkflow:
 
     # A run that fails before it starts (bad input) leaves it waiting: the client then reads
     # the failure from the result, so abandoning it is right.
-    @workflow.update(
-        name="golem.outcome", unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON
-    )
+    @workflow.update(name=names.OUTCOME, unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
     async def outcome(self) -> Paused | None:
         """Returns once the run waits for approvals (its paused output) or ends (None)."""
         await workflow.wait_condition(lambda: self._gate is not None)
@@ -229,7 +227,7 @@ class AgentRunWorkflow:
                 non_retryable=True,
             )
 
-    @workflow.update(name="golem.approve")
+    @workflow.update(name=names.APPROVE)
     async def approve(self, decisions: dict[str, Verdict]) -> Paused | None:
         """Decide pending calls; returns like ``golem.outcome`` once the run pauses or ends."""
         assert self._gate is not None
@@ -241,7 +239,7 @@ class AgentRunWorkflow:
             raise ApplicationError("the run has not started yet", non_retryable=True)
         self._gate.check(decisions)
 
-    @workflow.signal(name="golem.decide")
+    @workflow.signal(name=names.DECIDE)
     async def decide(self, decisions: dict[str, Verdict | None]) -> None:
         """Decisions from a parent workflow (which cannot send updates) or a caller; ``None``:
         the parent's approval timeout ran out first."""
@@ -255,7 +253,7 @@ class AgentRunWorkflow:
         assert self._gate is not None
         await self._gate.reported(report)
 
-    @workflow.query(name="golem.pending")
+    @workflow.query(name=names.PENDING)
     def pending(self) -> list[ToolCall]:
         """The calls waiting for a person now (those of the runs below it included)."""
         return list(self._gate.waiting) if self._gate else []
@@ -275,14 +273,14 @@ class AgentRunWorkflow:
             details(self._loop.state, self._turn, self._executor.progress, pending=pending)
         )
 
-    @workflow.query(name="golem.messages")
+    @workflow.query(name=names.MESSAGES)
     def messages(self, query: MessagesQuery) -> MessagesPage:
         """The current model request's messages ``[since, upto)``, one page (≤ ~1 MB)."""
         if self._executor is None:
             return MessagesPage.of([], query)
         return self._executor.shipper.page(query)
 
-    @workflow.query(name="golem.conversation")
+    @workflow.query(name=names.CONVERSATION)
     def conversation(self, query: MessagesQuery) -> MessagesPage:
         """The conversation ``[since, upto)``, one page: a running run's, or a closed run's
         (its evidence, when it failed) whose outcome was too big to carry it (``Paged``)."""

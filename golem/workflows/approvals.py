@@ -46,7 +46,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from golem.approvals import check_edits
     from golem.messages import Decision, ToolCall
-    from golem.wire import Paused
+    from golem.wire import Paused, names
     from golem.workflows import lineage
     from golem.workflows.patches import VISIBLE_APPROVALS, patched
     from golem.workflows.turns import Pause, Verdict, timed_out
@@ -62,13 +62,13 @@ __all__ = [
 ]
 
 #: Signal a run sends its parent (a conversation) when it starts waiting for approvals.
-PAUSED_SIGNAL = "golem.paused"
+PAUSED_SIGNAL = names.PAUSED
 #: ``ApplicationError.type`` of a ``golem.outcome`` update refused (nothing recorded)
 #: because the run's agent has no tool that needs approval: read the result instead.
-CANNOT_PAUSE = "GolemCannotPause"
+CANNOT_PAUSE = names.CANNOT_PAUSE
 #: ``ApplicationError.type`` of an approval refused (nothing recorded): nothing waits, the
 #: calls are not pending or decided already, or the approval timeout ran out first.
-NOT_PAUSED = "GolemNotPaused"
+NOT_PAUSED = names.NOT_PAUSED
 #: How long a waiting run's labelled timer runs when no approval timeout bounds the wait
 #: (then it starts again): only there to carry the label into the UI's timeline.
 LABEL_PERIOD = timedelta(days=1)
@@ -76,7 +76,7 @@ LABEL_PERIOD = timedelta(days=1)
 
 #: ``ApplicationError.type`` of a decision refused (nothing recorded) because its edited
 #: arguments are not what the tool takes.
-INVALID_DECISION = "GolemInvalidDecision"
+INVALID_DECISION = names.INVALID_DECISION
 
 
 def recorded(verdict: Verdict | None) -> Decision | None:
@@ -301,7 +301,7 @@ class ApprovalGate:
                 routed[below[call]][call] = decision
         for run, given in routed.items():
             try:
-                await workflow.get_external_workflow_handle(run).signal("golem.decide", given)
+                await workflow.get_external_workflow_handle(run).signal(names.DECIDE, given)
             except Exception:  # it ended meanwhile: its end settles its calls anyway
                 workflow.logger.info("run %s ended before its decisions", run)
         for child, report in list(self.below.items()):  # until it reports again

@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
         MessagesPage,
         MessagesQuery,
         RunReport,
+        names,
     )
     from golem.workflows import lineage, registry
     from golem.workflows.agent_run import AgentRunWorkflow
@@ -131,11 +132,11 @@ async def _inline(agent_name: str, run: RunInput) -> Result[Any]:
         return executor.shipper.page(query)
 
     instance._golem_inline_run = run.run_id
-    workflow.set_query_handler("golem.messages", messages)
+    workflow.set_query_handler(names.MESSAGES, messages)
     try:
         return await RunLoop(agent, executor, run).run()
     finally:
-        workflow.set_query_handler("golem.messages", None)
+        workflow.set_query_handler(names.MESSAGES, None)
         instance._golem_inline_run = None
 
 

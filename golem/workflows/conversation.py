@@ -55,6 +55,7 @@ with workflow.unsafe.imports_passed_through():
         MessagesQuery,
         TurnInput,
         TurnOutput,
+        names,
     )
     from golem.wire import Paused as PausedRun
     from golem.workflows import lineage, registry
@@ -108,7 +109,7 @@ __all__ = [
 
 #: Wakes an idle conversation to move to its deployment's target version, if that changed
 #: (``golem deploy`` sends it; docs/adr/0020-versioned-deploys.md).
-UPGRADE_SIGNAL = "golem.upgrade"
+UPGRADE_SIGNAL = names.UPGRADE
 
 
 def _now() -> float:
@@ -137,7 +138,7 @@ def _reference(input: ConversationInput) -> tuple[bool, str]:
         return False, str(exc)
 
 
-@workflow.defn(name="ConversationWorkflow")
+@workflow.defn(name=names.CONVERSATION_WORKFLOW)
 class ConversationWorkflow:
     """A durable conversation. Workflow id = conversation id."""
 
@@ -199,7 +200,7 @@ class ConversationWorkflow:
 
     # -- updates and signals: each one transition ----------------------------------------
 
-    @workflow.update(name="golem.send")
+    @workflow.update(name=names.SEND)
     async def send(self, turn: TurnInput) -> TurnOutput:
         if _version_changed():  # refused as continuing: sent again, it runs on the new version
             await self._perform(self._turns.suggest())
@@ -226,7 +227,7 @@ class ConversationWorkflow:
         except HistoryError as exc:
             raise ApplicationError(f"the turn is malformed: {exc}", non_retryable=True) from None
 
-    @workflow.update(name="golem.approve")
+    @workflow.update(name=names.APPROVE)
     async def approve(self, decisions: dict[str, Verdict]) -> TurnOutput:
         """Answer the turn that waits for approvals: returns at once with the calls still
         pending after a partial approval, else once the turn ends or waits again."""
@@ -244,18 +245,18 @@ class ConversationWorkflow:
             if always and call_id in names:
                 self._standing.setdefault(names[call_id], decision)  # type: ignore[arg-type]
 
-    @workflow.query(name="golem.approvals_policy")
+    @workflow.query(name=names.APPROVALS_POLICY)
     def approvals_policy(self) -> dict[str, Decision]:
         """The tools approved ``always`` in this conversation: the decision that did it."""
         return dict(self._standing)
 
-    @workflow.update(name="golem.set_approval_policy")
+    @workflow.update(name=names.SET_APPROVAL_POLICY)
     def set_approval_policy(self, rules: list[StoredRule]) -> None:
         """Approval rules tried before the agent's own, from the next turn on (carried
         across continue-as-new)."""
         self._rules = list(rules)
 
-    @workflow.update(name="golem.revoke")
+    @workflow.update(name=names.REVOKE)
     def revoke(self, tool: str) -> dict[str, Decision]:
         """Take back ``tool``'s standing approval: from the next turn its calls ask again.
         Returns the standing approvals left."""
@@ -287,7 +288,7 @@ class ConversationWorkflow:
             where = f"conversation {workflow.info().workflow_id}"
             refuse_invalid_edits(where, validators, calls, decisions)
 
-    @workflow.update(name="golem.close")
+    @workflow.update(name=names.CLOSE)
     async def close(self) -> ConversationSummary:
         """Close once the turn in flight ends (a waiting turn's calls are denied)."""
         answer = await self._ask(self._turns.close)
@@ -330,7 +331,7 @@ class ConversationWorkflow:
                 # A run that ended meanwhile takes no signal: its end settles the turn anyway.
                 handle = workflow.get_external_workflow_handle(effect.run_id)
                 try:
-                    await handle.signal("golem.decide", dict(effect.decisions))
+                    await handle.signal(names.DECIDE, dict(effect.decisions))
                 except Exception:
                     workflow.logger.info("turn %s ended before its decisions", effect.run_id)
             elif isinstance(effect, ArmTimer):
@@ -427,18 +428,18 @@ class ConversationWorkflow:
 
     # -- reading -------------------------------------------------------------------------
 
-    @workflow.query(name="golem.conversation")
+    @workflow.query(name=names.CONVERSATION)
     def conversation(self, query: MessagesQuery) -> MessagesPage:
         """The transcript ``[since, upto)``: one page, or the earlier workflow runs that
         hold its start (``MessagesPage.held``)."""
         return self._transcript.page(query)
 
-    @workflow.query(name="golem.current_agent")
+    @workflow.query(name=names.CURRENT_AGENT)
     def current_agent(self) -> str:
         """The agent serving the next turn (a handoff moves the conversation to another)."""
         return self._handoffs.current
 
-    @workflow.query(name="golem.runs")
+    @workflow.query(name=names.RUNS)
     def runs(self) -> list[str]:
         """Run ids of the turns this workflow run holds (all of them until the transcript
         crosses continue-as-new by reference; ``DurableConversation.runs`` reads them all)."""

@@ -22,7 +22,7 @@ from temporalio.exceptions import ApplicationError, CancelledError, TerminatedEr
 
 from golem.messages import Message
 from golem.results import RunError
-from golem.wire import Failed, RunReport
+from golem.wire import Failed, RunReport, names
 from golem.worker.converter import BAD_PAYLOAD, DECRYPTION_ERROR, STORAGE_ERROR, UNREADABLE
 from golem.workflows.approvals import CANNOT_PAUSE, INVALID_DECISION, NOT_PAUSED
 from golem.workflows.registry import UNKNOWN_AGENT
@@ -137,7 +137,7 @@ def _ended_unreadable(cause: BaseException | None) -> tuple[str, str] | None:
     if not isinstance(cause, TerminatedError) or not cause.details:
         return None
     found = cause.details[0]
-    failure = found.get("golemFailure") if isinstance(found, dict) else None
+    failure = found.get(names.FAILURE_MEMO) if isinstance(found, dict) else None
     if not isinstance(failure, dict) or failure.get("type") not in UNREADABLE:
         return None
     return str(failure["type"]), str(failure.get("message", ""))

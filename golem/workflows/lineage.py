@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
+from golem.wire import names
+
 __all__ = [
     "AGENT",
     "CONVERSATION_ID",
@@ -22,15 +24,15 @@ __all__ = [
     "summary",
 ]
 
-CONVERSATION_ID = SearchAttributeKey.for_keyword("GolemConversationId")
-AGENT = SearchAttributeKey.for_keyword("GolemAgent")
-PARENT_RUN_ID = SearchAttributeKey.for_keyword("GolemParentRunId")
+CONVERSATION_ID = SearchAttributeKey.for_keyword(names.CONVERSATION_ID_ATTRIBUTE)
+AGENT = SearchAttributeKey.for_keyword(names.AGENT_ATTRIBUTE)
+PARENT_RUN_ID = SearchAttributeKey.for_keyword(names.PARENT_RUN_ID_ATTRIBUTE)
 #: Who owns a conversation started by ``golem serve`` with auth (the token's subject).
-OWNER = SearchAttributeKey.for_keyword("GolemOwner")
+OWNER = SearchAttributeKey.for_keyword(names.OWNER_ATTRIBUTE)
 #: The run's summary again, as a column the UI's workflow list can show (the list has none
 #: for a workflow's own summary). Optional: a namespace set up by 0.2.0 lacks it, and runs
 #: there start without it (docs/adr/0034-readable-workflow-list.md).
-SUMMARY = SearchAttributeKey.for_keyword("GolemSummary")
+SUMMARY = SearchAttributeKey.for_keyword(names.SUMMARY_ATTRIBUTE)
 #: Register these on a cluster once (``golem setup``); the dev server gets them from ``golem dev``.
 SEARCH_ATTRIBUTES = (CONVERSATION_ID, AGENT, PARENT_RUN_ID, OWNER, SUMMARY)
 

@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         common_prefix,
         compact,
         message_size,
+        names,
     )
 
 __all__ = [
@@ -53,11 +54,11 @@ __all__ = [
 ]
 
 #: ``ApplicationError.type`` of a failed run; its details are a ``Failed``.
-RUN_ERROR = "GolemRunError"
+RUN_ERROR = names.RUN_ERROR
 #: Memo key holding a cancelled run's ``Failed`` (a cancel carries no details).
-FAILURE_MEMO = "golemFailure"
+FAILURE_MEMO = names.FAILURE_MEMO
 #: Memo key holding a closed run's ``OutcomeMemo``, so the UI shows it without a worker.
-OUTCOME_MEMO = "golemOutcome"
+OUTCOME_MEMO = names.OUTCOME_MEMO
 
 
 @dataclass

@@ -24,14 +24,14 @@ from temporalio import workflow
 from temporalio.contrib.workflow_streams import WorkflowStream
 
 from golem.events import RunEvent
-from golem.wire import StreamEvent
+from golem.wire import StreamEvent, names
 
 __all__ = ["LINGER", "TOPIC", "RunStreamHost", "StreamEvent"]
 
 T = TypeVar("T")
 
 #: The one topic of a run's stream.
-TOPIC = "golem.events"
+TOPIC = names.TOPIC
 #: How long a streamed run that has ended waits for its live subscriber's next poll.
 LINGER = timedelta(seconds=1)
 

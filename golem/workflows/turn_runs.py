@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         Paused,
         TurnInput,
         TurnOutput,
+        names,
     )
     from golem.workflows.agent_run import RUN_ERROR
     from golem.workflows.report import run_failure
@@ -65,22 +66,22 @@ __all__ = [
 ]
 
 #: ``ApplicationError.type`` of a turn refused because the conversation is closed.
-CLOSED = "GolemConversationClosed"
+CLOSED = names.CONVERSATION_CLOSED
 #: ``ApplicationError.type`` of a turn refused while the conversation drains its turns in
 #: flight before it continues as new; the client sends it again, to the next run.
-CONTINUING = "GolemConversationContinuing"
+CONTINUING = names.CONVERSATION_CONTINUING
 #: ``ApplicationError.type`` of a turn whose run id is already a turn of this conversation
 #: (a send retried after continue-as-new: Temporal dedups update ids per workflow run only).
-RECORDED = "GolemTurnRecorded"
+RECORDED = names.TURN_RECORDED
 #: ``ApplicationError.type`` of a refusal about approvals: a turn waits, none does, the
 #: decisions name no call, calls not pending or decided already, or came after the timeout.
-WAITING = "GolemApprovalsWaiting"
+WAITING = names.APPROVALS_WAITING
 #: ``ApplicationError.type`` of a turn whose run id names another workflow already (a
 #: standalone run, another conversation's turn): a run id names one run, ever.
-RUN_ID_IN_USE = "GolemRunIdInUse"
+RUN_ID_IN_USE = names.RUN_ID_IN_USE
 #: ``ApplicationError.type`` of a turn whose run id is a turn of this conversation already,
 #: with another prompt, parts or deps: a retry is only a retry when it is the same turn.
-TURN_DIFFERS = "GolemTurnDiffers"
+TURN_DIFFERS = names.TURN_DIFFERS
 _TYPES: dict[str, str | None] = {
     "closed": CLOSED,
     "waiting": WAITING,
