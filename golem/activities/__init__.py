@@ -51,11 +51,7 @@ from golem.workflows import registry
 from golem.workflows.transcript import HistoryReader, with_segments
 
 __all__ = [
-    "BAD_RESULT",
     "PAYLOAD_LIMIT",
-    "PAYLOAD_TOO_LARGE",
-    "SHIPPING_ERROR",
-    "USER_ERROR",
     "MessageCache",
     "ModelActivity",
     "activities",
@@ -69,13 +65,6 @@ T = TypeVar("T")
 
 #: Largest activity result golem hands Temporal (its blob limit is 2 MB per payload).
 PAYLOAD_LIMIT = 2_000_000 - 16_384
-PAYLOAD_TOO_LARGE = names.PAYLOAD_TOO_LARGE
-SHIPPING_ERROR = names.SHIPPING_ERROR
-TOOL_ERROR = names.TOOL_ERROR
-#: A history processor or instructions function raised: final, never retried.
-USER_ERROR = names.USER_ERROR
-#: A tool, model or user function returned what the workflow could not decode.
-BAD_RESULT = names.BAD_RESULT
 _JSON = SchemaSerializer(any_schema())
 
 
@@ -83,7 +72,7 @@ def _agent(name: str) -> Agent[Any, Any]:
     try:
         return registry.lookup(activity.info().task_queue, name)
     except LookupError as exc:
-        raise ApplicationError(str(exc), type=registry.UNKNOWN_AGENT, non_retryable=True) from None
+        raise ApplicationError(str(exc), type=names.UNKNOWN_AGENT, non_retryable=True) from None
 
 
 def _run_key() -> str:
@@ -148,7 +137,7 @@ def _checked(value: T, kind: Any, what: str) -> T:
     except PydanticSerializationError as exc:
         raise ApplicationError(
             f"{what} returned a value that cannot be serialized: {exc}",
-            type=BAD_RESULT,
+            type=names.BAD_RESULT,
             non_retryable=True,
         ) from None
     check_size(len(data), what)
@@ -157,7 +146,7 @@ def _checked(value: T, kind: Any, what: str) -> T:
     except ValidationError as exc:
         raise ApplicationError(
             f"{what} returned an invalid value: {validation_problems(exc)}",
-            type=BAD_RESULT,
+            type=names.BAD_RESULT,
             non_retryable=True,
         ) from None
     return value
@@ -171,7 +160,7 @@ def check_size(size: int, what: str) -> None:
             f"{what} produced {size} bytes, over Temporal's payload limit of {PAYLOAD_LIMIT} "
             "bytes; return a reference (a URL or an id) instead of the content, or turn on "
             "external storage (GolemPlugin(external_storage=...) or GOLEM_STORAGE_DIR)",
-            type=PAYLOAD_TOO_LARGE,
+            type=names.PAYLOAD_TOO_LARGE,
             non_retryable=True,
         )
 
@@ -266,7 +255,9 @@ class ModelActivity:
         try:
             return await self.tool_lists.get(input.tools, ask)
         except LookupError as exc:
-            raise ApplicationError(str(exc), type=SHIPPING_ERROR, non_retryable=True) from None
+            raise ApplicationError(
+                str(exc), type=names.SHIPPING_ERROR, non_retryable=True
+            ) from None
 
     async def _messages(self, input: ModelCall) -> list[Message]:
         """The request's messages: the cache extended by the input, or read by query."""
@@ -304,10 +295,12 @@ class ModelActivity:
                 return await self.cache.fetch(_run_key(), input, pager)
             return await self.cache.fetch(_run_key(), input, pager, base_pager)
         except ShippingError as exc:
-            raise ApplicationError(str(exc), type=SHIPPING_ERROR, non_retryable=True) from None
+            raise ApplicationError(
+                str(exc), type=names.SHIPPING_ERROR, non_retryable=True
+            ) from None
         except LookupError as exc:
             # The workflow served fewer messages than it announced; a retry reads anew.
-            raise ApplicationError(str(exc), type=SHIPPING_ERROR) from None
+            raise ApplicationError(str(exc), type=names.SHIPPING_ERROR) from None
 
 
 @activity.defn(name=names.TOOL)
@@ -345,7 +338,7 @@ async def _call_tool(input: ToolCallInput) -> ToolOutcome:
             f"{_failure(f'tool {call.name!r}', exc)} (call {call.id})",
             # The error alone, as details: the run's loop names the tool and the call itself.
             str(exc) if isinstance(exc, UserCodeError) else f"{type(exc).__name__}: {exc}",
-            type=TOOL_ERROR,
+            type=names.TOOL_ERROR,
             # The tool's policy decides, as in process (SystemExit and the like: never).
             non_retryable=not tool.retry_policy.retryable(exc),
         ) from exc
@@ -360,7 +353,9 @@ async def _once(what: str, fn: Any, *args: Any) -> Any:
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        raise ApplicationError(_failure(what, exc), type=USER_ERROR, non_retryable=True) from exc
+        raise ApplicationError(
+            _failure(what, exc), type=names.USER_ERROR, non_retryable=True
+        ) from exc
 
 
 @activity.defn(name=names.PROCESS_HISTORY)
@@ -373,7 +368,7 @@ async def process_history(input: PrepareInput) -> list[Message]:
     if not isinstance(result, list | tuple):
         raise ApplicationError(
             f"{what} returned {type(result).__name__}, not a list of Message",
-            type=BAD_RESULT,
+            type=names.BAD_RESULT,
             non_retryable=True,
         )
     return _checked(list(result), list[Message], what)

@@ -34,7 +34,6 @@ from golem.tools import RunContext, ToolOutcome
 from golem.usage import Spent
 from golem.wire import AgentRunInput, StreamEvent, ToolCallInput, names
 from golem.workflows import lineage, registry
-from golem.workflows.streams import TOPIC
 
 __all__ = ["ActivityDelegator", "sub_run_id"]
 
@@ -149,7 +148,7 @@ class ActivityDelegator:
 async def _announce(run_id: str, agent: str) -> None:
     """Name the sub-run in the calling run's stream, whose reader then follows it."""
     client = WorkflowStreamClient.from_within_activity()
-    client.topic(TOPIC, type=StreamEvent).publish(
+    client.topic(names.TOPIC, type=StreamEvent).publish(
         StreamEvent(kind="child", run_id=run_id, agent=agent)
     )
     await client.flush()

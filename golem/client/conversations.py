@@ -295,23 +295,23 @@ class DurableConversation(Generic[OutputT]):
         """The tools approved ``always`` in this conversation (``Approve(always=True)``), by
         name: the decision that did it. Their calls run without asking, across turns and
         continue-as-new, until ``revoke``."""
-        policy: dict[str, Decision] = await self.handle.query(
-            names.APPROVALS_POLICY, result_type=dict[str, Decision]
-        )
+        policy: dict[str, Decision] = await self.handle.query(ConversationWorkflow.approvals_policy)
         return policy
 
     async def set_approval_policy(self, policy: ApprovalPolicy) -> None:
         """Rules tried before the agent's own for this conversation's calls, from its next
         turn on, across continue-as-new. Rules by tool name or glob only (no ``when``, no
         evaluator: ``ValueError``, nothing sent); an empty policy takes them back."""
-        await self.handle.execute_update(names.SET_APPROVAL_POLICY, stored_rules(policy))
+        await self.handle.execute_update(
+            ConversationWorkflow.set_approval_policy, stored_rules(policy)
+        )
 
     async def revoke(self, tool: str) -> dict[str, Decision]:
         """Take back ``tool``'s standing approval: from the next turn its calls ask again.
         Returns the standing approvals left; ``ValueError`` when ``tool`` has none."""
         try:
             left: dict[str, Decision] = await self.handle.execute_update(
-                names.REVOKE, tool, result_type=dict[str, Decision]
+                ConversationWorkflow.revoke, tool
             )
         except WorkflowUpdateFailedError as exc:
             raise await self._turn_error(exc, "") from exc
@@ -342,7 +342,7 @@ class DurableConversation(Generic[OutputT]):
         """The name of the agent serving the next turn: the conversation's, until a turn
         hands it over to another (a query: a worker must be up). ``agent`` is the handle's
         ``DurableAgent``, whatever agent serves."""
-        name: str = await self.handle.query(names.CURRENT_AGENT, result_type=str)
+        name: str = await self.handle.query(ConversationWorkflow.current_agent)
         return name
 
     async def runs(self) -> list[str]:

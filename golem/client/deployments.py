@@ -39,7 +39,6 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from golem.wire import names
-from golem.workflows.conversation import UPGRADE_SIGNAL
 
 __all__ = ["VersionStatus", "WorkerDeployment"]
 
@@ -193,7 +192,7 @@ class WorkerDeployment:
         async def wake(conversation_id: str) -> None:
             async with slots:
                 try:
-                    await self.client.get_workflow_handle(conversation_id).signal(UPGRADE_SIGNAL)
+                    await self.client.get_workflow_handle(conversation_id).signal(names.UPGRADE)
                 except RPCError as exc:
                     if exc.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: nothing to move
                         raise

@@ -37,7 +37,6 @@ from golem.wire import (
     read_pages,
 )
 from golem.workflows.failures import golem_error
-from golem.workflows.report import FAILURE_MEMO
 from golem.workflows.transcript import HistoryReader
 
 __all__ = [
@@ -198,7 +197,7 @@ async def run_error(
     ``converter`` (the client's) reads the evidence of a run its worker could not read."""
 
     async def memo() -> Any:
-        return await (await handle.describe()).memo_value(FAILURE_MEMO, None)
+        return await (await handle.describe()).memo_value(names.FAILURE_MEMO, None)
 
     error = await failure_of(exc.cause, handle.id, sources, memo)
     unread = isinstance(error, RunError) and error.stage in UNREAD_STAGES

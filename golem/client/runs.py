@@ -35,6 +35,7 @@ from golem.results import Result, RunError
 from golem.streaming import DurableRunStream
 from golem.tools import Tool
 from golem.wire import Sources, names
+from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.failures import CannotPause, golem_error
 
 __all__ = ["DurableRun"]
@@ -104,7 +105,7 @@ class DurableRun(Generic[OutputT]):
         return paused if paused is not None else await self._final()
 
     async def _waiting(self) -> list[ToolCall]:
-        calls: list[ToolCall] = await self.handle.query(names.PENDING, result_type=list[ToolCall])
+        calls: list[ToolCall] = await self.handle.query(AgentRunWorkflow.pending)
         return calls
 
     async def _paused(self, update: str, *args: Any) -> Result[OutputT] | None:

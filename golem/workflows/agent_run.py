@@ -32,24 +32,15 @@ with workflow.unsafe.imports_passed_through():
     from golem.tools import validation_problems
     from golem.wire import AgentRunInput, Completed, MessagesPage, MessagesQuery, Paused, names
     from golem.workflows import lineage, registry
-    from golem.workflows.approvals import CANNOT_PAUSE, PAUSED_SIGNAL, ApprovalGate
+    from golem.workflows.approvals import ApprovalGate
     from golem.workflows.executor import TemporalExecutor
-    from golem.workflows.report import (
-        FAILURE_MEMO,
-        OUTCOME_MEMO,
-        RUN_ERROR,
-        Progress,
-        Reporter,
-        details,
-        failure_error,
-        memo,
-    )
+    from golem.workflows.report import Progress, Reporter, details, failure_error, memo
     from golem.workflows.streams import RunStreamHost
     from golem.workflows.turns import Verdict
 
 T = TypeVar("T")
 
-__all__ = ["FAILURE_MEMO", "OUTCOME_MEMO", "RUN_ERROR", "AgentRunWorkflow", "TemporalExecutor"]
+__all__ = ["AgentRunWorkflow", "TemporalExecutor"]
 
 
 #: Exceptions that fail an ``AgentRunWorkflow`` instead of its workflow task, which Temporal
@@ -78,7 +69,7 @@ def _setup(input: AgentRunInput) -> tuple[Agent[Any, Any], RunInput]:
     try:
         agent = registry.lookup(info.task_queue, input.agent)
     except LookupError as exc:
-        raise ApplicationError(str(exc), type=registry.UNKNOWN_AGENT, non_retryable=True) from None
+        raise ApplicationError(str(exc), type=names.UNKNOWN_AGENT, non_retryable=True) from None
     run = input.run
     if input.base is not None and (agent.history_processor is not None or run.history):
         # A history processor must see the whole history: such runs get it by value.
@@ -182,7 +173,7 @@ class AgentRunWorkflow:
         state = self._state()
         progress = self._executor.progress if self._executor else Progress()
         summary = memo(state, progress, outcome.split(":")[0], output)
-        workflow.upsert_memo({OUTCOME_MEMO: summary, **(more or {})})
+        workflow.upsert_memo({names.OUTCOME_MEMO: summary, **(more or {})})
         workflow.set_current_details(details(state, state.turn, progress, outcome))
 
     async def _running(self, work: Awaitable[T]) -> T:
@@ -223,7 +214,7 @@ class AgentRunWorkflow:
         if agent is not None and not agent.may_pause:
             raise ApplicationError(
                 f"agent {name!r} has no tool that needs approval: its runs never pause",
-                type=CANNOT_PAUSE,
+                type=names.CANNOT_PAUSE,
                 non_retryable=True,
             )
 
@@ -246,7 +237,7 @@ class AgentRunWorkflow:
         if self._gate is not None:
             await self._gate.decide(decisions)
 
-    @workflow.signal(name=PAUSED_SIGNAL)
+    @workflow.signal(name=names.PAUSED)
     async def below_paused(self, report: Paused) -> None:
         """A run this one delegated to waits for approvals now (or no more)."""
         await workflow.wait_condition(lambda: self._gate is not None)

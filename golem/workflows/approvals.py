@@ -51,32 +51,11 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows.patches import VISIBLE_APPROVALS, patched
     from golem.workflows.turns import Pause, Verdict, timed_out
 
-__all__ = [
-    "CANNOT_PAUSE",
-    "INVALID_DECISION",
-    "NOT_PAUSED",
-    "PAUSED_SIGNAL",
-    "ApprovalGate",
-    "recorded",
-    "refuse_invalid_edits",
-]
+__all__ = ["ApprovalGate", "recorded", "refuse_invalid_edits"]
 
-#: Signal a run sends its parent (a conversation) when it starts waiting for approvals.
-PAUSED_SIGNAL = names.PAUSED
-#: ``ApplicationError.type`` of a ``golem.outcome`` update refused (nothing recorded)
-#: because the run's agent has no tool that needs approval: read the result instead.
-CANNOT_PAUSE = names.CANNOT_PAUSE
-#: ``ApplicationError.type`` of an approval refused (nothing recorded): nothing waits, the
-#: calls are not pending or decided already, or the approval timeout ran out first.
-NOT_PAUSED = names.NOT_PAUSED
 #: How long a waiting run's labelled timer runs when no approval timeout bounds the wait
 #: (then it starts again): only there to carry the label into the UI's timeline.
 LABEL_PERIOD = timedelta(days=1)
-
-
-#: ``ApplicationError.type`` of a decision refused (nothing recorded) because its edited
-#: arguments are not what the tool takes.
-INVALID_DECISION = names.INVALID_DECISION
 
 
 def recorded(verdict: Verdict | None) -> Decision | None:
@@ -99,12 +78,12 @@ def refuse_invalid_edits(
         check_edits(validators, calls, edits)
     except ValueError as exc:
         raise ApplicationError(
-            f"{where}: {exc}", type=INVALID_DECISION, non_retryable=True
+            f"{where}: {exc}", type=names.INVALID_DECISION, non_retryable=True
         ) from None
 
 
 def _not_paused(message: str) -> ApplicationError:
-    return ApplicationError(message, type=NOT_PAUSED, non_retryable=True)
+    return ApplicationError(message, type=names.NOT_PAUSED, non_retryable=True)
 
 
 class ApprovalGate:
@@ -237,7 +216,7 @@ class ApprovalGate:
             target = parent.workflow_id
         else:
             return
-        await workflow.get_external_workflow_handle(target).signal(PAUSED_SIGNAL, report)
+        await workflow.get_external_workflow_handle(target).signal(names.PAUSED, report)
 
     async def reported(self, report: Paused) -> None:
         """A run below this one waits for ``report.pending_approvals`` now (none: no more)."""

@@ -60,13 +60,9 @@ with workflow.unsafe.imports_passed_through():
     from golem.wire import Paused as PausedRun
     from golem.workflows import lineage, registry
     from golem.workflows.agent_run import AgentRunWorkflow
-    from golem.workflows.approvals import INVALID_DECISION, PAUSED_SIGNAL, refuse_invalid_edits
+    from golem.workflows.approvals import refuse_invalid_edits
     from golem.workflows.transcript import Transcript
     from golem.workflows.turn_runs import (
-        CLOSED,
-        CONTINUING,
-        RECORDED,
-        WAITING,
         Handoffs,
         IdleTimeout,
         by_reference,
@@ -95,21 +91,12 @@ with workflow.unsafe.imports_passed_through():
     )
 
 __all__ = [
-    "CLOSED",
-    "CONTINUING",
-    "RECORDED",
-    "UPGRADE_SIGNAL",
-    "WAITING",
     "ConversationInput",
     "ConversationSummary",
     "ConversationWorkflow",
     "TurnInput",
     "TurnOutput",
 ]
-
-#: Wakes an idle conversation to move to its deployment's target version, if that changed
-#: (``golem deploy`` sends it; docs/adr/0020-versioned-deploys.md).
-UPGRADE_SIGNAL = names.UPGRADE
 
 
 def _now() -> float:
@@ -165,7 +152,7 @@ class ConversationWorkflow:
     @workflow.run
     async def run(self, input: ConversationInput) -> ConversationSummary:
         if self._unknown:
-            raise ApplicationError(self._unknown, type=registry.UNKNOWN_AGENT, non_retryable=True)
+            raise ApplicationError(self._unknown, type=names.UNKNOWN_AGENT, non_retryable=True)
         turns = self._turns
         self._details()  # a run continued as new (a version move) has them from its start
         while not turns.over:
@@ -214,7 +201,7 @@ class ConversationWorkflow:
     @send.validator
     def _validate_send(self, turn: TurnInput) -> None:
         if self._unknown:
-            raise ApplicationError(self._unknown, type=registry.UNKNOWN_AGENT, non_retryable=True)
+            raise ApplicationError(self._unknown, type=names.UNKNOWN_AGENT, non_retryable=True)
         if not turn.run_id:
             raise ApplicationError("a turn needs a run id", non_retryable=True)
         refusal = self._turns.check_send(turn.run_id, turn.fingerprint())
@@ -269,7 +256,7 @@ class ConversationWorkflow:
             raise ApplicationError(
                 f"tool {tool!r} has no standing approval in this conversation; standing: "
                 f"{sorted(self._standing)}",
-                type=INVALID_DECISION,
+                type=names.INVALID_DECISION,
                 non_retryable=True,
             )
 
@@ -295,11 +282,11 @@ class ConversationWorkflow:
         assert isinstance(answer, ConversationSummary)
         return answer
 
-    @workflow.signal(name=UPGRADE_SIGNAL)
+    @workflow.signal(name=names.UPGRADE)
     def _upgrade(self) -> None:
         """Nothing to do here: the workflow task that brings it says whether to move."""
 
-    @workflow.signal(name=PAUSED_SIGNAL)
+    @workflow.signal(name=names.PAUSED)
     async def _on_paused(self, paused: PausedRun) -> None:
         if self._turns.current is not None and self._turns.current.run_id == paused.run_id:
             self._paused = paused

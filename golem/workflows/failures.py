@@ -23,22 +23,11 @@ from temporalio.exceptions import ApplicationError, CancelledError, TerminatedEr
 from golem.messages import Message
 from golem.results import RunError
 from golem.wire import Failed, RunReport, names
-from golem.worker.converter import BAD_PAYLOAD, DECRYPTION_ERROR, STORAGE_ERROR, UNREADABLE
-from golem.workflows.approvals import CANNOT_PAUSE, INVALID_DECISION, NOT_PAUSED
-from golem.workflows.registry import UNKNOWN_AGENT
+from golem.worker.converter import UNREADABLE
 from golem.workflows.report import run_failure
-from golem.workflows.turn_runs import (
-    CLOSED,
-    CONTINUING,
-    RECORDED,
-    RUN_ID_IN_USE,
-    TURN_DIFFERS,
-    WAITING,
-)
 
 __all__ = [
     "FAILURES",
-    "NOT_PAUSED",
     "CannotPause",
     "ConversationClosedError",
     "Evidence",
@@ -80,25 +69,25 @@ def _plain(kind: Callable[[str], Exception]) -> Callable[[str, str], Exception]:
 
 #: ``ApplicationError.type`` -> golem's exception, given the failure's message and run id.
 FAILURES: dict[str, Callable[[str, str], Exception]] = {
-    UNKNOWN_AGENT: _plain(UnknownAgentError),
-    BAD_PAYLOAD: lambda message, run_id: RunError(
+    names.UNKNOWN_AGENT: _plain(UnknownAgentError),
+    names.BAD_PAYLOAD: lambda message, run_id: RunError(
         "history", f"run {run_id} could not read its input: {message}"
     ),
-    DECRYPTION_ERROR: lambda message, run_id: RunError(
+    names.DECRYPTION_ERROR: lambda message, run_id: RunError(
         "codec", f"run {run_id} could not be read by its worker: {message}"
     ),
-    STORAGE_ERROR: lambda message, run_id: RunError(
+    names.STORAGE_ERROR: lambda message, run_id: RunError(
         "storage", f"run {run_id} could not be read by its worker: {message}"
     ),
-    CLOSED: _plain(ConversationClosedError),
-    WAITING: _plain(ValueError),
-    NOT_PAUSED: _plain(ValueError),
-    INVALID_DECISION: _plain(ValueError),
-    CANNOT_PAUSE: _plain(CannotPause),
-    CONTINUING: _plain(TurnContinuing),
-    RECORDED: _plain(TurnRecorded),
-    RUN_ID_IN_USE: _plain(RunIdInUseError),
-    TURN_DIFFERS: _plain(ValueError),
+    names.CONVERSATION_CLOSED: _plain(ConversationClosedError),
+    names.APPROVALS_WAITING: _plain(ValueError),
+    names.NOT_PAUSED: _plain(ValueError),
+    names.INVALID_DECISION: _plain(ValueError),
+    names.CANNOT_PAUSE: _plain(CannotPause),
+    names.CONVERSATION_CONTINUING: _plain(TurnContinuing),
+    names.TURN_RECORDED: _plain(TurnRecorded),
+    names.RUN_ID_IN_USE: _plain(RunIdInUseError),
+    names.TURN_DIFFERS: _plain(ValueError),
 }
 
 #: Rebuilds a failed run's evidence (its messages) from what its failure carries, as far as

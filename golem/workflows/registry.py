@@ -7,20 +7,17 @@ from datetime import timedelta
 from typing import Any
 
 from golem.agent import Agent
-from golem.wire import names
 
 __all__ = [
     "ANY_TASK_QUEUE",
     "HEARTBEAT_TIMEOUT",
     "INLINE_MESSAGES_BYTES",
-    "UNKNOWN_AGENT",
     "WorkerSettings",
     "lookup",
     "register",
     "settings",
 ]
 
-UNKNOWN_AGENT = names.UNKNOWN_AGENT
 #: Agents registered for replay, where the history names the task queue.
 ANY_TASK_QUEUE = "*"
 #: The one default: how long a silent model or tool activity may go before Temporal retries it.

@@ -41,24 +41,7 @@ with workflow.unsafe.imports_passed_through():
         names,
     )
 
-__all__ = [
-    "FAILURE_MEMO",
-    "OUTCOME_MEMO",
-    "RUN_ERROR",
-    "Progress",
-    "Reporter",
-    "details",
-    "failure_error",
-    "report_messages",
-    "run_failure",
-]
-
-#: ``ApplicationError.type`` of a failed run; its details are a ``Failed``.
-RUN_ERROR = names.RUN_ERROR
-#: Memo key holding a cancelled run's ``Failed`` (a cancel carries no details).
-FAILURE_MEMO = names.FAILURE_MEMO
-#: Memo key holding a closed run's ``OutcomeMemo``, so the UI shows it without a worker.
-OUTCOME_MEMO = names.OUTCOME_MEMO
+__all__ = ["Progress", "Reporter", "details", "failure_error", "report_messages", "run_failure"]
 
 
 @dataclass
@@ -96,12 +79,12 @@ def report_messages(
 
 def failure_error(error: RunError | str, details: Failed) -> ApplicationError:
     """The exception that fails the workflow for good."""
-    return ApplicationError(str(error), details, type=RUN_ERROR, non_retryable=True)
+    return ApplicationError(str(error), details, type=names.RUN_ERROR, non_retryable=True)
 
 
 def run_failure(error: BaseException | None) -> Failed | None:
     """The ``Failed`` details a failed run's error carries, if it is a ``RunError``'s."""
-    if isinstance(error, ApplicationError) and error.type == RUN_ERROR and error.details:
+    if isinstance(error, ApplicationError) and error.type == names.RUN_ERROR and error.details:
         return Failed.model_validate(error.details[0])
     return None
 
@@ -179,7 +162,7 @@ class Reporter:
         ``GolemRunError``."""
         details = self.failed(error)
         if isinstance(error.__cause__, asyncio.CancelledError):
-            return CancelledError(str(error)), {FAILURE_MEMO: details}
+            return CancelledError(str(error)), {names.FAILURE_MEMO: details}
         return failure_error(error, details), {}
 
 
