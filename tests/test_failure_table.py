@@ -1,4 +1,4 @@
-"""The one table from a Temporal failure to golem's exception (golem.workflows.failures),
+"""The one table from a Temporal failure to golem's exception (golem.wire.failures),
 read without a server: each failure crosses golem's failure converter first, as it reaches
 a client, a conversation handle or ``run_agent``."""
 
@@ -13,8 +13,7 @@ from temporalio.exceptions import ApplicationError, CancelledError, TerminatedEr
 from golem.messages import Message, Usage
 from golem.results import PartialResult, RunError
 from golem.wire import RunReport, Sources, names
-from golem.worker.converter import golem_data_converter
-from golem.workflows.failures import (
+from golem.wire.failures import (
     FAILURES,
     CannotPause,
     ConversationClosedError,
@@ -22,9 +21,11 @@ from golem.workflows.failures import (
     TurnContinuing,
     TurnRecorded,
     UnknownAgentError,
+    failure_error,
     golem_error,
 )
-from golem.workflows.report import Reporter, failure_error
+from golem.worker.converter import golem_data_converter
+from golem.workflows.report import Reporter
 
 CONVERTER = golem_data_converter.payload_converter
 HISTORY = [Message.user("hi").stamped("run-1", "conv")]

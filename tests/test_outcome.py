@@ -28,9 +28,9 @@ from golem.wire import (
     content_digest,
     names,
 )
+from golem.wire.failures import UnknownAgentError, failure_error
 from golem.worker.converter import golem_data_converter
-from golem.workflows.failures import UnknownAgentError
-from golem.workflows.report import Reporter, failure_error
+from golem.workflows.report import Reporter
 
 CONVERTER = golem_data_converter.payload_converter
 RUN = "run-2"

@@ -19,10 +19,9 @@ from golem.client import DurableAgent
 from golem.models import ScriptedModel
 from golem.results import RunError
 from golem.testing import temporal_cli
-from golem.wire import names
+from golem.wire import lineage, names
 from golem.worker import GolemPlugin
 from golem.worker.converter import golem_data_converter
-from golem.workflows import lineage
 
 
 def serve(client: Client, agent: Agent[object, object]) -> tuple[Worker, str]:

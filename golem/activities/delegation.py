@@ -32,8 +32,8 @@ from golem.results import Result, RunError
 from golem.run_state import RunInput
 from golem.tools import RunContext, ToolOutcome
 from golem.usage import Spent
-from golem.wire import AgentRunInput, StreamEvent, ToolCallInput, names
-from golem.workflows import lineage, registry
+from golem.wire import AgentRunInput, StreamEvent, ToolCallInput, lineage, names
+from golem.workflows import registry
 
 __all__ = ["ActivityDelegator", "sub_run_id"]
 

@@ -7,7 +7,7 @@
 ``DurableAgent.run`` mirrors ``Agent.run``: same ``Result``, same ``golem.RunError``.
 Runs (golem.client.runs), agents (agents), conversations (conversations), reading runs
 back (records), finding runs by id or conversation (lookups) and checking what a caller
-sends (inputs); golem.workflows.failures maps a Temporal failure to golem's exception,
+sends (inputs); golem.wire.failures maps a Temporal failure to golem's exception,
 for the client and for ``run_agent`` alike.
 """
 
@@ -16,12 +16,12 @@ from golem.client.conversations import DurableConversation
 from golem.client.records import RunRecord, conversation_runs, fetch_run
 from golem.client.runs import DurableRun
 from golem.streaming import DurableRunStream
-from golem.workflows.failures import (
+from golem.wire.failures import (
     ConversationClosedError,
     RunIdInUseError,
     UnknownAgentError,
 )
-from golem.workflows.lineage import (
+from golem.wire.lineage import (
     AGENT,
     CONVERSATION_ID,
     OWNER,

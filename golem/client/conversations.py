@@ -33,7 +33,7 @@ from golem.client.history import decode_result
 from golem.client.inputs import checked
 from golem.client.listing import start_listed
 from golem.client.lookups import awaiting_approval, existing_run, not_a_conversation
-from golem.client.records import history_reader, run_pager
+from golem.client.records import history_reader, rebuilt_error, run_pager
 from golem.client.runs import DurableRun
 from golem.delegation import handed_over
 from golem.ids import new_id
@@ -54,14 +54,13 @@ from golem.wire import (
     names,
     read_pages,
 )
-from golem.workflows.conversation import ConversationWorkflow
-from golem.workflows.failures import (
+from golem.wire.failures import (
     ConversationClosedError,
     TurnContinuing,
     TurnRecorded,
-    golem_error,
 )
-from golem.workflows.lineage import run_search_attributes
+from golem.wire.lineage import run_search_attributes
+from golem.workflows.conversation import ConversationWorkflow
 from golem.workflows.transcript import CARRY_BYTES, with_segments
 
 if TYPE_CHECKING:
@@ -233,7 +232,7 @@ class DurableConversation(Generic[OutputT]):
                 )
                 return out
             except WorkflowUpdateFailedError as exc:
-                if not isinstance(await golem_error(exc.cause), TurnContinuing):
+                if not isinstance(await rebuilt_error(exc.cause), TurnContinuing):
                     raise
             except RPCError:
                 if not await reopen(self.agent.client, self.id):
@@ -423,7 +422,7 @@ class DurableConversation(Generic[OutputT]):
             ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == rid]
             return transcript[: ends[-1] if ends else None]
 
-        error = await golem_error(exc.cause, run_id, evidence)
+        error = await rebuilt_error(exc.cause, run_id, evidence)
         if isinstance(error, RunError) and error.partial is None:
             self._messages = None
         if error is not None:
@@ -471,7 +470,7 @@ async def _unreadable_end(handle: WorkflowHandle[Any, Any]) -> RunError | None:
     try:
         await handle.result(follow_runs=False)
     except WorkflowFailureError as exc:
-        error = await golem_error(exc.cause, handle.id)
+        error = await rebuilt_error(exc.cause, handle.id)
         if isinstance(error, RunError) and error.stage in ("codec", "storage"):
             detail = error.detail.replace(f"run {handle.id}", f"conversation {handle.id}", 1)
             return RunError(error.stage, f"{detail}; fork it to go on", run_id=handle.id)

@@ -44,7 +44,7 @@ from golem.wire import (
     content_digest,
     names,
 )
-from golem.worker.converter import UNREADABLE
+from golem.wire.failures import UNREADABLE
 
 __all__ = ["RequestLog", "RunHistory", "decode_outcome", "decode_result", "run_sources"]
 

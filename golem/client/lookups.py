@@ -27,9 +27,9 @@ from temporalio.service import RPCError, RPCStatusCode
 from golem.client.records import RunRecord, fetch_run, history_reader
 from golem.messages import Message, ToolCall
 from golem.wire import names
+from golem.wire.lineage import AGENT, CONVERSATION_ID, OWNER, PARENT_RUN_ID
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.conversation import ConversationWorkflow
-from golem.workflows.lineage import AGENT, CONVERSATION_ID, OWNER, PARENT_RUN_ID
 
 __all__ = [
     "Approvals",

@@ -36,7 +36,7 @@ from golem.wire import (
     names,
     read_pages,
 )
-from golem.workflows.failures import golem_error
+from golem.wire.failures import Evidence, golem_error
 from golem.workflows.transcript import HistoryReader
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "history_reader",
     "input_history",
     "lazy_sources",
+    "rebuilt_error",
     "run_error",
     "run_input",
     "run_pager",
@@ -199,18 +200,34 @@ async def run_error(
     async def memo() -> Any:
         return await (await handle.describe()).memo_value(names.FAILURE_MEMO, None)
 
-    error = await failure_of(exc.cause, handle.id, sources, memo)
-    unread = isinstance(error, RunError) and error.stage in UNREAD_STAGES
-    if unread and converter is not None and isinstance(error, RunError) and error.partial is None:
-        # Its worker could not read the run, so it sent no evidence: this reader may.
-        events = handle.fetch_history_events()
-        history = await RunHistory.read(events, converter, upto_unreadable=True)
-        return RunError(error.stage, error.detail, history.evidence(handle.id), handle.id)
-    return error
+    reread = (handle, converter) if converter is not None else None
+    return await failure_of(exc.cause, handle.id, sources, memo, reread)
 
 
 #: Stages of a run its worker could not read (a key it lacks, a damaged blob).
 UNREAD_STAGES = ("codec", "storage")
+
+
+async def rebuilt_error(
+    cause: BaseException | None,
+    run_id: str = "",
+    evidence: Evidence | None = None,
+    memo: Callable[[], Awaitable[Any]] | None = None,
+    reread: tuple[WorkflowHandle[Any, Any], DataConverter] | None = None,
+) -> Exception | None:
+    """The one place the client turns a Temporal failure into golem's exception (by the
+    failure table, golem.wire.failures), the evidence rebuilt by ``evidence``; ``reread``:
+    this client reads the evidence of a run its worker could not read. ``None``: golem did
+    not set that failure, so the caller words it."""
+    error = await golem_error(cause, run_id, evidence, memo)
+    unread = isinstance(error, RunError) and error.stage in UNREAD_STAGES
+    if unread and reread is not None and isinstance(error, RunError) and error.partial is None:
+        # Its worker could not read the run, so it sent no evidence: this reader may.
+        handle, converter = reread
+        events = handle.fetch_history_events()
+        history = await RunHistory.read(events, converter, upto_unreadable=True)
+        return RunError(error.stage, error.detail, history.evidence(handle.id), handle.id)
+    return error
 
 
 async def failure_of(
@@ -218,6 +235,7 @@ async def failure_of(
     run_id: str,
     sources: Sources,
     memo: Callable[[], Awaitable[Any]],
+    reread: tuple[WorkflowHandle[Any, Any], DataConverter] | None = None,
 ) -> Exception:
     """golem's exception for a failed or cancelled run's ``cause``, its evidence rebuilt from
     ``sources``; ``memo`` reads a cancelled run's failure memo."""
@@ -225,7 +243,7 @@ async def failure_of(
     async def evidence(report: RunReport) -> list[Message]:
         return await report.conversation(sources)
 
-    error = await golem_error(cause, run_id, evidence, memo)
+    error = await rebuilt_error(cause, run_id, evidence, memo, reread)
     if error is not None:
         return error
     # Terminated or timed out from outside: the loop never got to say why.

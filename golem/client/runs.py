@@ -29,14 +29,14 @@ from temporalio.service import RPCError
 from golem.approvals import DecisionInput
 from golem.client.decisions import checked_decisions, checked_results
 from golem.client.history import decode_result
-from golem.client.records import lazy_sources, run_error
+from golem.client.records import lazy_sources, rebuilt_error, run_error
 from golem.messages import Message, ToolCall
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream
 from golem.tools import Tool
 from golem.wire import Sources, names
+from golem.wire.failures import CannotPause
 from golem.workflows.agent_run import AgentRunWorkflow
-from golem.workflows.failures import CannotPause, golem_error
 
 __all__ = ["DurableRun"]
 
@@ -118,7 +118,7 @@ class DurableRun(Generic[OutputT]):
                 raise asyncio.CancelledError from None  # our caller was cancelled (Ctrl-C)
             raise
         except WorkflowUpdateFailedError as exc:
-            error = await golem_error(exc.cause, self.run_id)
+            error = await rebuilt_error(exc.cause, self.run_id)
             if error is not None and not isinstance(error, RunError):
                 raise error from None  # refused: not waiting, or the agent never pauses
             await self._ended(update, exc)

@@ -36,7 +36,6 @@ from golem.wire import names
 from golem.worker import stream_wire
 
 __all__ = [
-    "UNREADABLE",
     "DecryptionError",
     "GolemEncodedFailureConverter",
     "GolemFailureConverter",
@@ -44,8 +43,6 @@ __all__ = [
     "golem_data_converter",
 ]
 
-#: The failures of a payload a reader cannot read (a key it lacks, a damaged blob).
-UNREADABLE = (names.DECRYPTION_ERROR, names.STORAGE_ERROR)
 #: ``encoding`` metadata of an encrypted payload (golem.worker.codec writes it).
 ENCRYPTED = b"binary/encrypted"
 #: Metadata key naming the key a payload was encrypted with.

@@ -37,7 +37,7 @@ from temporalio.worker import (
 from temporalio.workflow import _Definition
 
 from golem.wire import names
-from golem.worker.converter import UNREADABLE
+from golem.wire.failures import UNREADABLE
 
 __all__ = ["EndingUnreadableRuns", "unreadable_failure"]
 logger = logging.getLogger("golem.worker")

@@ -30,11 +30,20 @@ with workflow.unsafe.imports_passed_through():
     from golem.phases import finish
     from golem.results import RunError
     from golem.tools import validation_problems
-    from golem.wire import AgentRunInput, Completed, MessagesPage, MessagesQuery, Paused, names
-    from golem.workflows import lineage, registry
+    from golem.wire import (
+        AgentRunInput,
+        Completed,
+        MessagesPage,
+        MessagesQuery,
+        Paused,
+        lineage,
+        names,
+    )
+    from golem.wire.failures import failure_error
+    from golem.workflows import registry
     from golem.workflows.approvals import ApprovalGate
     from golem.workflows.executor import TemporalExecutor
-    from golem.workflows.report import Progress, Reporter, details, failure_error, memo
+    from golem.workflows.report import Progress, Reporter, details, memo
     from golem.workflows.streams import RunStreamHost
     from golem.workflows.turns import Verdict
 

@@ -46,8 +46,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from golem.approvals import check_edits
     from golem.messages import Decision, ToolCall
-    from golem.wire import Paused, names
-    from golem.workflows import lineage
+    from golem.wire import Paused, lineage, names
     from golem.workflows.patches import VISIBLE_APPROVALS, patched
     from golem.workflows.turns import Pause, Verdict, timed_out
 

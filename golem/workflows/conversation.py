@@ -55,10 +55,11 @@ with workflow.unsafe.imports_passed_through():
         MessagesQuery,
         TurnInput,
         TurnOutput,
+        lineage,
         names,
     )
     from golem.wire import Paused as PausedRun
-    from golem.workflows import lineage, registry
+    from golem.workflows import children, registry
     from golem.workflows.agent_run import AgentRunWorkflow
     from golem.workflows.approvals import refuse_invalid_edits
     from golem.workflows.transcript import Transcript
@@ -377,10 +378,10 @@ class ConversationWorkflow:
                     workflow.info().workflow_id,
                     agent,
                     parent,
-                    summary=lineage.listed_summary(title),
+                    summary=children.listed_summary(title),
                 ),
                 static_summary=title,
-                static_details=lineage.child_details(run_id, workflow.info().workflow_id, agent),
+                static_details=children.child_details(run_id, workflow.info().workflow_id, agent),
                 # Closing (or terminating) the conversation stops its turn with evidence.
                 parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
                 # A run id names one run, ever: a closed workflow's id is not reused either.

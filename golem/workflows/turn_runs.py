@@ -37,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
         TurnOutput,
         names,
     )
-    from golem.workflows.report import run_failure
+    from golem.wire.failures import run_failure
     from golem.workflows.transcript import RECENT_RUNS, Transcript
     from golem.workflows.turns import Refusal, Turns
 

@@ -1,5 +1,6 @@
 """One table from a Temporal failure to golem's exception, for everyone who reads one.
 
+    raise failure_error(error, details)                      # a workflow fails a run for good
     error = await golem_error(exc.cause, run_id, evidence)   # None: not a failure golem set
     if error is not None:
         raise error from None
@@ -22,12 +23,12 @@ from temporalio.exceptions import ApplicationError, CancelledError, TerminatedEr
 
 from golem.messages import Message
 from golem.results import RunError
-from golem.wire import Failed, RunReport, names
-from golem.worker.converter import UNREADABLE
-from golem.workflows.report import run_failure
+from golem.wire import names
+from golem.wire.runs import Failed, RunReport
 
 __all__ = [
     "FAILURES",
+    "UNREADABLE",
     "CannotPause",
     "ConversationClosedError",
     "Evidence",
@@ -35,8 +36,13 @@ __all__ = [
     "TurnContinuing",
     "TurnRecorded",
     "UnknownAgentError",
+    "failure_error",
     "golem_error",
+    "run_failure",
 ]
+
+#: The failures of a worker that cannot read a run's payloads (a key it lacks, a damaged blob).
+UNREADABLE = (names.DECRYPTION_ERROR, names.STORAGE_ERROR)
 
 
 class UnknownAgentError(LookupError):
@@ -89,6 +95,19 @@ FAILURES: dict[str, Callable[[str, str], Exception]] = {
     names.RUN_ID_IN_USE: _plain(RunIdInUseError),
     names.TURN_DIFFERS: _plain(ValueError),
 }
+
+
+def failure_error(error: RunError | str, details: Failed) -> ApplicationError:
+    """The exception that fails the workflow for good."""
+    return ApplicationError(str(error), details, type=names.RUN_ERROR, non_retryable=True)
+
+
+def run_failure(error: BaseException | None) -> Failed | None:
+    """The ``Failed`` details a failed run's error carries, if it is a ``RunError``'s."""
+    if isinstance(error, ApplicationError) and error.type == names.RUN_ERROR and error.details:
+        return Failed.model_validate(error.details[0])
+    return None
+
 
 #: Rebuilds a failed run's evidence (its messages) from what its failure carries, as far as
 #: the reader can (``None``: it cannot, e.g. the evidence is paged and no query reaches it).
