@@ -1,7 +1,7 @@
 """golem's activities: a model request, a tool call, and the once-per-run user functions.
 
 The model-request activity does not receive the conversation: its worker's
-``MessageCache`` (golem.activities.cache) extends what it has with the input's new
+``MessageCache`` (golem.wire.cache) extends what it has with the input's new
 messages, or reads them from the running workflow through the ``golem.messages`` query,
 and a conversation turn's history from the conversation workflow's
 ``golem.conversation`` query.
@@ -21,7 +21,6 @@ from pydantic_core.core_schema import any_schema
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from golem.activities.cache import MessageCache
 from golem.activities.delegation import ActivityDelegator
 from golem.activities.streams import request_or_stream
 from golem.activities.toolsets import ToolLists
@@ -47,8 +46,9 @@ from golem.wire import (
     ToolCallInput,
     names,
 )
+from golem.wire.cache import MessageCache
+from golem.wire.transcript import HistoryReader, with_segments
 from golem.workflows import registry
-from golem.workflows.transcript import HistoryReader, with_segments
 
 __all__ = [
     "PAYLOAD_LIMIT",

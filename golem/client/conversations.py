@@ -60,8 +60,8 @@ from golem.wire.failures import (
     TurnRecorded,
 )
 from golem.wire.lineage import run_search_attributes
+from golem.wire.transcript import CARRY_BYTES, with_segments
 from golem.workflows.conversation import ConversationWorkflow
-from golem.workflows.transcript import CARRY_BYTES, with_segments
 
 if TYPE_CHECKING:
     from golem.client.agents import DurableAgent

@@ -23,7 +23,6 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError
 
-from golem.activities.cache import MessageCache
 from golem.history.repair import INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT
 from golem.messages import Message, ToolCall, Usage
 from golem.models.base import ModelResponse
@@ -44,6 +43,7 @@ from golem.wire import (
     content_digest,
     names,
 )
+from golem.wire.cache import MessageCache
 from golem.wire.failures import UNREADABLE
 
 __all__ = ["RequestLog", "RunHistory", "decode_outcome", "decode_result", "run_sources"]

@@ -37,7 +37,7 @@ from golem.wire import (
     read_pages,
 )
 from golem.wire.failures import Evidence, golem_error
-from golem.workflows.transcript import HistoryReader
+from golem.wire.transcript import HistoryReader
 
 __all__ = [
     "RunRecord",

@@ -35,7 +35,6 @@ from temporalio.worker import (
 )
 
 from golem.activities import check_size
-from golem.activities.cache import MessageCache
 from golem.agent import Agent
 from golem.mcp.connection import new_client, with_headers
 from golem.mcp.results import outcome
@@ -43,6 +42,7 @@ from golem.mcp.server import MCPServer
 from golem.tools import RunContext
 from golem.toolsets import ToolsetRefusal
 from golem.wire import RunOfCall, names
+from golem.wire.cache import MessageCache
 
 __all__ = ["MCPHeartbeats", "mcp_plugin", "servers_of"]
 

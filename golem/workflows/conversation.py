@@ -20,7 +20,7 @@ and performs the effects it asks for. Turns are serialized in arrival order. The
 continues as new when the server suggests it (or after ``turns_per_run`` turns), once no
 turn is in flight and none waits for approvals, carrying the transcript and the run list:
 by value while small, else by reference to the workflow runs that hold them
-(``golem.workflows.transcript``, docs/adr/0012-transcript-by-reference.md). Meanwhile new
+(``golem.wire.transcript``, docs/adr/0012-transcript-by-reference.md). Meanwhile new
 turns are refused (``CONTINUING``) and ``DurableConversation.send`` sends them again, to
 the next run. A send retried after the switch is refused as ``RECORDED`` (Temporal dedups
 update ids per run only) and the client answers with that turn's run; a turn whose run id
@@ -59,10 +59,10 @@ with workflow.unsafe.imports_passed_through():
         names,
     )
     from golem.wire import Paused as PausedRun
+    from golem.wire.transcript import Transcript
     from golem.workflows import children, registry
     from golem.workflows.agent_run import AgentRunWorkflow
     from golem.workflows.approvals import refuse_invalid_edits
-    from golem.workflows.transcript import Transcript
     from golem.workflows.turn_runs import (
         Handoffs,
         IdleTimeout,

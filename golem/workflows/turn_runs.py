@@ -38,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
         names,
     )
     from golem.wire.failures import run_failure
-    from golem.workflows.transcript import RECENT_RUNS, Transcript
+    from golem.wire.transcript import RECENT_RUNS, Transcript
     from golem.workflows.turns import Refusal, Turns
 
 __all__ = [
