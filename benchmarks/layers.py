@@ -73,13 +73,28 @@ def _module_of(golem: Path, path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def import_graph(golem: Path) -> dict[str, set[str]]:
-    """Module -> the golem modules it imports (at any depth of its code)."""
+def _type_only(tree: ast.AST) -> set[int]:
+    """ids of the nodes under ``if TYPE_CHECKING:`` (no import at run time)."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                found.update(id(n) for n in ast.walk(child))
+    return found
+
+
+def import_graph(golem: Path, run_time_only: bool = False) -> dict[str, set[str]]:
+    """Module -> the golem modules it imports (at any depth of its code; ``run_time_only``:
+    not those named only for type checking)."""
     modules = {_module_of(golem, p): p for p in golem.rglob("*.py")}
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for module, path in modules.items():
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        skip = _type_only(tree) if run_time_only else set()
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
@@ -182,12 +197,17 @@ def main() -> None:
     names = own_names()
     literals, files = literal_names(golem, set(names.spelled()))
     found = circles(import_graph(golem))
+    run_time = circles(import_graph(golem, run_time_only=True))
     exceptions, classes = exception_modules(golem)
     print(f"tree: {golem.parent}")
     print(f"protocol names spelled outside wire/names.py: {literals} literals in {files} files")
-    print(f"import circles among golem modules: {len(found)}")
-    for part in found:
-        print(f"  {len(part)} modules: {', '.join(m.removeprefix('golem.') for m in part)}")
+    for label, parts in (
+        ("import circles among golem modules", found),
+        ("  of them at run time (TYPE_CHECKING imports left out)", run_time),
+    ):
+        print(f"{label}: {len(parts)}")
+        for part in parts:
+            print(f"    {len(part)} modules: {', '.join(m.removeprefix('golem.') for m in part)}")
     print(f"duplicated pairs inside golem/: {duplicated_pairs(golem)}")
     print(f"public names (sum of __all__ lengths): {public_names(golem)}")
     print(f"modules defining exception classes: {exceptions} ({classes} classes)")
