@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import hmac
 import ipaddress
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,23 +39,28 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:  # the codec-server extra; `golem --help` must not need it
     import jwt
     from starlette.applications import Starlette
+    from temporalio.api.common.v1 import Payload
     from temporalio.converter import ExternalStorage, PayloadCodec
 
 __all__ = [
     "DEFAULT_ORIGINS",
     "MAX_BODY_BYTES",
+    "PREVIEW_BYTES",
     "AuthError",
     "JWTAuth",
     "add_arguments",
     "codec_app",
     "default_origins",
     "exposure_problem",
+    "for_display",
     "is_loopback",
     "serve",
 ]
 
 #: The dev server's UI (``golem dev``), always allowed unless origins are given.
 DEFAULT_ORIGINS = ("http://localhost:8233", "http://127.0.0.1:8233")
+#: The most of a stored payload's data ``for_display`` shows (the UI renders it whole).
+PREVIEW_BYTES = 64 * 1024
 #: The largest request body served: four payloads at Temporal's 2 MB limit, base64'd.
 MAX_BODY_BYTES = 12 * 1024 * 1024
 #: Where ``golem dev`` records its UI's address, in its ``--dir``.
@@ -171,6 +177,57 @@ class JWTAuth:
                 raise AuthError(403, "the access token's email is not verified")
 
 
+async def for_display(
+    payloads: Sequence[Payload],
+    storage: ExternalStorage | None,
+    codec: PayloadCodec | None,
+    preview_bytes: int = PREVIEW_BYTES,
+) -> list[Payload]:
+    """``payloads`` as a codec server shows them: each stored one read from ``storage`` (a
+    reference stays as it is without it), all decoded with ``codec``; a stored payload whose
+    data is over ``preview_bytes`` becomes a JSON preview naming its size."""
+    from temporalio.converter import StorageDriverClaim, StorageDriverRetrieveContext
+
+    from golem.storage import StoredPayloadUnreadable, stored_reference, unreadable_blob
+    from golem.worker.converter import UNDECRYPTED, DecryptionError
+
+    stored = [stored_reference(p) if storage is not None else None for p in payloads]
+    out = list(payloads)
+    for index, reference in enumerate(stored):
+        if reference is not None and storage is not None:
+            driver = next((d for d in storage.drivers if d.name() == reference.driver_name), None)
+            if driver is None:
+                raise LookupError(f"no storage driver named {reference.driver_name!r} here")
+            claim = StorageDriverClaim(claim_data=dict(reference.claim_data))
+            [out[index]] = await driver.retrieve(StorageDriverRetrieveContext(), [claim])
+            if (why := unreadable_blob(out[index])) is not None:
+                raise StoredPayloadUnreadable(why)
+    if codec is not None:
+        out = await codec.decode(out)
+        for payload in out:
+            if sealed := payload.metadata.get(UNDECRYPTED):
+                raise DecryptionError(sealed.decode(errors="replace"))
+    return [
+        _preview(p, preview_bytes) if ref is not None and len(p.data) > preview_bytes else p
+        for p, ref in zip(out, stored, strict=True)
+    ]
+
+
+def _preview(payload: Payload, shown: int) -> Payload:
+    from temporalio.api.common.v1 import Payload
+
+    text = payload.data[:shown].decode("utf-8", errors="replace")
+    summary = {
+        "golemStoredPayload": {
+            "bytes": len(payload.data),
+            "encoding": payload.metadata.get("encoding", b"").decode(errors="replace"),
+            "shown": shown,
+        },
+        "preview": text,
+    }
+    return Payload(metadata={"encoding": b"json/plain"}, data=json.dumps(summary).encode())
+
+
 def codec_app(
     codec: PayloadCodec | None,
     *,
@@ -182,7 +239,7 @@ def codec_app(
 ) -> Starlette:
     """An ASGI app serving ``/encode`` and ``/decode`` with ``codec``; with ``token`` or
     ``jwt_auth`` set, a call needs ``Authorization: Bearer`` with either. With ``storage``,
-    ``/decode`` reads stored payloads (golem.storage.for_display: past 64 KiB, a preview)."""
+    ``/decode`` reads stored payloads (``for_display``: past 64 KiB, a preview)."""
     from google.protobuf import json_format
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
@@ -193,8 +250,6 @@ def codec_app(
     from starlette.routing import Route
     from temporalio.api.common.v1 import Payloads
     from temporalio.exceptions import ApplicationError
-
-    from golem.storage import for_display
 
     async def authorize(request: Request) -> None:
         if not token and jwt_auth is None:

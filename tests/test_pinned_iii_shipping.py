@@ -12,8 +12,9 @@ from temporalio.converter import ExternalStorage
 from test_shipping import call_of, pager_of, turn
 
 from golem.activities.cache import MessageCache
+from golem.codec_server import _preview, for_display
 from golem.messages import Message
-from golem.storage import LocalDirectory, _preview, for_display
+from golem.storage import LocalDirectory
 from golem.tools import ToolOutcome, tool_message
 from golem.wire import ByQuery, Derived, MessagesQuery
 from golem.workflows.shipper import Shipper

@@ -23,10 +23,10 @@ from temporalio.worker import Worker
 
 from golem.agent import Agent
 from golem.client import DurableAgent
-from golem.codec_server import codec_app
+from golem.codec_server import PREVIEW_BYTES, codec_app, for_display
 from golem.messages import Message, ToolCall, load_messages
 from golem.models import FunctionModel
-from golem.storage import PREVIEW_BYTES, LocalDirectory, for_display
+from golem.storage import LocalDirectory
 from golem.worker import GolemPlugin
 from golem.worker.codec import EncryptionCodec
 
