@@ -26,6 +26,7 @@ from pydantic import TypeAdapter
 
 from golem.approvals import DecisionInput
 from golem.delegation import delegate_tool, handoff_tool, reachable
+from golem.errors import RunError
 from golem.events import RunEvent
 from golem.external import ExternalTool, external_tool, with_results
 from golem.history.processors import HistoryProcessor
@@ -36,7 +37,7 @@ from golem.models.base import Model, ModelSettings, ToolDefinition
 from golem.models.fallback import plan
 from golem.phases.prepare import checked_approvals
 from golem.policies import ApprovalPolicy
-from golem.results import Result, RunError, StreamResult
+from golem.results import Result, StreamResult
 from golem.retry import Retry
 from golem.tools import ApprovalPredicate, RunContext, Tool
 from golem.toolsets import Toolset, check_toolsets

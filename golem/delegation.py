@@ -30,11 +30,12 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.alias_generators import to_camel
 
+from golem.errors import RunError, ToolFailed
 from golem.events import RunEvent
 from golem.messages import Message
-from golem.results import Result, RunError
+from golem.results import Result
 from golem.run_state import AgentSpec, RunInput, RunState, resolve_conversation_id
-from golem.tools import RunContext, Tool, ToolFailed
+from golem.tools import RunContext, Tool
 from golem.usage import Budget
 
 __all__ = [

@@ -20,6 +20,7 @@ from typing import Any
 
 from golem.approvals import needs_approval, standing_approvals
 from golem.delegation import Delegations, Handoff
+from golem.errors import RunError
 from golem.events import RunEvent
 from golem.executor import DeltaSink, Executor
 from golem.external import ExternalTool
@@ -29,7 +30,7 @@ from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT, BatchOutcome, 
 from golem.phases.finish import Decoder, partial, result
 from golem.phases.prepare import resolve_conversation_id
 from golem.policies import ApprovalPolicy, Rule, ruled
-from golem.results import Result, RunError
+from golem.results import Result
 from golem.run_state import AgentSpec, Checkpoint, RunInput, RunState
 from golem.tools import RunContext
 

@@ -9,6 +9,8 @@ which) are the import-linter contract's job; this file checks circles only.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -129,3 +131,26 @@ def test_the_loop_its_phases_and_the_executor_protocol_never_reach_the_agent(low
 @pytest.mark.parametrize("phase", ["prepare", "turn", "batch", "finish"])
 def test_phases_never_reach_the_loop(phase: str) -> None:
     assert "golem.loop" not in set(reaches(import_graph(), f"golem.phases.{phase}"))
+
+
+def test_every_module_imports_on_its_own() -> None:
+    """Each golem module imported first, in a fresh interpreter state for golem: a circle
+    through a package's ``__init__`` (which the graph above does not draw) fails here."""
+    script = (
+        "import importlib, sys\n"
+        "failed = []\n"
+        "for name in sys.argv[1:]:\n"
+        "    for loaded in [m for m in sys.modules if m == 'golem' or m.startswith('golem.')]:\n"
+        "        del sys.modules[loaded]\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "    except ImportError as exc:\n"
+        "        failed.append(f'{name}: {exc}')\n"
+        "print('\\n'.join(failed))\n"
+    )
+    names = sorted(n for n in module_names() if not n.endswith("__main__"))
+    done = subprocess.run(
+        [sys.executable, "-c", script, *names], capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""

@@ -11,8 +11,8 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from golem.errors import ModelError
 from golem.messages import Message, Part
-from golem.models.base import ModelError
 from golem.strict_json import dumps_strict
 
 __all__ = [

@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 
+from golem.errors import ModelHTTPError, ModelResponseError
 from golem.models._retry_after import parse_retry_after, retry_info_delay
 from golem.models._sse import ServerSentEvent, event_json
-from golem.models.base import ModelHTTPError, ModelResponseError
 from golem.strict_json import dumps_strict, loads_strict
 
 __all__ = [

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from golem.models.base import ModelError, ModelHTTPError
+from golem.errors import ModelError, ModelHTTPError
 
 __all__ = ["REDACTED", "Secrets"]
 

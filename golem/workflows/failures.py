@@ -20,6 +20,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError, CancelledError, TerminatedError
 
+from golem.errors import ConversationClosedError, RunIdInUseError, UnknownAgentError
 from golem.messages import Message
 from golem.results import RunError
 from golem.wire import Failed, RunReport
@@ -48,18 +49,6 @@ __all__ = [
     "UnknownAgentError",
     "golem_error",
 ]
-
-
-class UnknownAgentError(LookupError):
-    """The worker serves no agent by that name (the message lists the ones it has)."""
-
-
-class RunIdInUseError(ValueError):
-    """A run by that id exists already (running or closed): a run id names one run, ever."""
-
-
-class ConversationClosedError(RuntimeError):
-    """The conversation was closed: nothing more can be sent to it (fork it to go on)."""
 
 
 class CannotPause(Exception):
