@@ -31,7 +31,7 @@ from golem.events import RunEvent
 from golem.external import ExternalTool, external_tool, with_results
 from golem.history.processors import HistoryProcessor
 from golem.local import LocalExecutor
-from golem.loop import RunInput, RunLoop
+from golem.loop import RunLoop
 from golem.messages import HistoryItem, Part, as_messages
 from golem.models.base import Model, ModelSettings, ToolDefinition
 from golem.models.fallback import plan
@@ -39,11 +39,10 @@ from golem.phases.prepare import checked_approvals
 from golem.policies import ApprovalPolicy
 from golem.results import Result, StreamResult
 from golem.retry import Retry
+from golem.run_state import RunInput
 from golem.tools import ApprovalPredicate, RunContext, Tool
 from golem.toolsets import Toolset, check_toolsets
 from golem.usage import UsageLimits
-
-__all__ = ["Agent", "InstructionsFn", "RunStream"]
 
 DepsT = TypeVar("DepsT")
 OutputT = TypeVar("OutputT")

@@ -42,21 +42,6 @@ if TYPE_CHECKING:  # the codec-server extra; `golem --help` must not need it
     from temporalio.api.common.v1 import Payload
     from temporalio.converter import ExternalStorage, PayloadCodec
 
-__all__ = [
-    "DEFAULT_ORIGINS",
-    "MAX_BODY_BYTES",
-    "PREVIEW_BYTES",
-    "AuthError",
-    "JWTAuth",
-    "add_arguments",
-    "codec_app",
-    "default_origins",
-    "exposure_problem",
-    "for_display",
-    "is_loopback",
-    "serve",
-]
-
 #: The dev server's UI (``golem dev``), always allowed unless origins are given.
 DEFAULT_ORIGINS = ("http://localhost:8233", "http://127.0.0.1:8233")
 #: The most of a stored payload's data ``for_display`` shows (the UI renders it whole).

@@ -38,20 +38,6 @@ from golem.run_state import AgentSpec, RunInput, RunState, resolve_conversation_
 from golem.tools import RunContext, Tool
 from golem.usage import Budget
 
-__all__ = [
-    "HANDOFF_PREFIX",
-    "Delegation",
-    "Delegations",
-    "Handoff",
-    "UnknownAgent",
-    "delegate_tool",
-    "failure_text",
-    "handed_over",
-    "handoff_target",
-    "handoff_tool",
-    "reachable",
-]
-
 #: A handoff tool's name is this and the target agent's name.
 HANDOFF_PREFIX = "transfer_to_"
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

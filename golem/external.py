@@ -24,8 +24,6 @@ from golem.models.base import ToolDefinition
 from golem.tools import Tool
 from golem.toolsets import Arguments
 
-__all__ = ["ExternalTool", "external_tool", "to_results", "with_results"]
-
 
 @dataclass(kw_only=True)
 class ExternalTool(Tool):

@@ -35,8 +35,6 @@ class LocalAgent(AgentSpec, Protocol):
     def model(self) -> Model: ...
 
 
-__all__ = ["LocalExecutor", "call_user_function", "retrying"]
-
 T = TypeVar("T")
 
 

@@ -13,8 +13,6 @@ from golem.errors import Stage as Stage
 from golem.messages import Message, ToolCall, Usage
 from golem.usage import Spent
 
-__all__ = ["STAGES", "PartialResult", "Result", "RunError", "Stage", "StreamResult"]
-
 OutputT = TypeVar("OutputT")
 
 

@@ -19,8 +19,6 @@ from datetime import timedelta
 from golem.errors import ModelError
 from golem.user_functions import UserCodeError
 
-__all__ = ["TOOL_RETRY", "Retry"]
-
 
 def _seconds(value: float | timedelta, name: str) -> float:
     seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)

@@ -21,8 +21,6 @@ from golem.tools import Tool
 from golem.toolsets import Toolset
 from golem.usage import Budget, Spent, UsageLimits
 
-__all__ = ["AgentSpec", "Checkpoint", "DeltaSink", "RunInput", "RunState"]
-
 
 def resolve_conversation_id(history: Sequence[Message], explicit: str | None) -> str:
     """The explicit id, else the one the newest identified message carries, else ``""``."""

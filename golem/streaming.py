@@ -44,8 +44,6 @@ from golem.wire import StreamEvent
 from golem.worker.converter import golem_data_converter
 from golem.workflows.streams import TOPIC
 
-__all__ = ["POLL_COOLDOWN", "DurableRunStream", "write_text"]
-
 OutputT = TypeVar("OutputT")
 
 #: Pause after each answered poll. Polls are long polls (each answered only when new

@@ -46,22 +46,6 @@ from golem.strict_json import TooDeep, loads_strict
 from golem.usage import Spent
 from golem.user_functions import call_user_function
 
-__all__ = [
-    "ApprovalPredicate",
-    "Canceled",
-    "Delegator",
-    "ModelRetry",
-    "RunContext",
-    "Tool",
-    "ToolFailed",
-    "ToolOutcome",
-    "ToolOutcomeUnknown",
-    "raised",
-    "tool_message",
-    "tool_result_text",
-    "validation_problems",
-]
-
 DepsT = TypeVar("DepsT")
 
 

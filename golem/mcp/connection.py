@@ -25,8 +25,6 @@ from golem.models.base import ToolDefinition
 from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown, validation_problems
 from golem.toolsets import ToolsetError, ToolsetRefusal
 
-__all__ = ["MCPConnection", "new_client", "with_headers"]
-
 #: Pages of a tool list a run follows before it calls the server's cursor a loop.
 MAX_PAGES = 1000
 

@@ -15,16 +15,6 @@ from golem.errors import ModelError
 from golem.messages import Message, Part
 from golem.strict_json import dumps_strict
 
-__all__ = [
-    "base64_text",
-    "data_url",
-    "encode_body",
-    "merge_turns",
-    "system_text",
-    "tool_result_text",
-    "unsupported_part",
-]
-
 
 def encode_body(body: dict[str, Any], provider: str) -> bytes:
     """The body as JSON bytes, refusing ``NaN``, infinities and non-JSON values.

@@ -17,16 +17,6 @@ from golem.models._retry_after import parse_retry_after, retry_info_delay
 from golem.models._sse import ServerSentEvent, event_json
 from golem.strict_json import dumps_strict, loads_strict
 
-__all__ = [
-    "error_message",
-    "error_object",
-    "event_data",
-    "http_error",
-    "raise_for_error",
-    "stream_error",
-    "unreadable_answer",
-]
-
 _TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 
 # Anthropic names its error types; map them to the HTTP status they stand for mid-stream.

@@ -26,8 +26,6 @@ from golem.models._sse import ServerSentEvent, SSEParser
 from golem.models.base import ModelRequest, ModelResponse, StreamDelta
 from golem.strict_json import TooDeep, loads_strict
 
-__all__ = ["DEFAULT_TIMEOUT", "HTTPModel", "StreamAccumulator"]
-
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 """Connect quickly or fail; a long generation may legitimately take minutes."""
 

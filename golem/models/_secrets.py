@@ -20,8 +20,6 @@ from typing import Any
 
 from golem.errors import ModelError, ModelHTTPError
 
-__all__ = ["REDACTED", "Secrets"]
-
 REDACTED = "***"
 MIN_SECRET_LENGTH = 8
 

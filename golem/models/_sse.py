@@ -12,8 +12,6 @@ from typing import Any, NamedTuple
 from golem.errors import ModelResponseError
 from golem.strict_json import TooDeep, loads_strict
 
-__all__ = ["SSEParser", "ServerSentEvent", "event_json"]
-
 
 class ServerSentEvent(NamedTuple):
     """One dispatched event: ``data`` lines joined with newlines."""

@@ -22,19 +22,6 @@ from golem.models import base
 from golem.models.base import Model, ModelRequest, ModelResponse, StreamDelta
 from golem.retry import Retry
 
-__all__ = [
-    "FallbackError",
-    "FallbackModel",
-    "FallbackOn",
-    "Link",
-    "chain",
-    "falls_over",
-    "move_on",
-    "plan",
-    "provider_unavailable",
-    "stamp",
-]
-
 #: What ``fallback_on`` takes: a predicate on the error, or the exception types that qualify.
 FallbackOn: TypeAlias = Callable[[Exception], bool] | type[Exception] | tuple[type[Exception], ...]
 #: One model of a chain and the retry policy of its own attempts.

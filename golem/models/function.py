@@ -14,8 +14,6 @@ from golem.messages import Message, Usage
 from golem.models.base import ModelRequest, ModelResponse, StreamDelta, ToolDefinition
 from golem.user_functions import call_user_function
 
-__all__ = ["FunctionModel", "ScriptedModel", "estimate_usage"]
-
 Answer = Message | ModelResponse
 AnswerFn = Callable[[list[Message], list[ToolDefinition]], Answer | Awaitable[Answer]]
 StreamFn = Callable[

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from golem.errors import Stage
 
-__all__ = ["Stop"]
-
 
 class Stop(Exception):
     """End the run with a ``RunError`` at ``stage``; the evidence is the state's checkpoint."""

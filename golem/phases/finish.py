@@ -15,8 +15,6 @@ from golem.results import Result
 from golem.run_state import RunState
 from golem.tools import validation_problems
 
-__all__ = ["CORRECTION", "Decoder", "partial", "result"]
-
 CORRECTION = (
     "Your answer does not match the required output format: {problems}. "
     "Reply again with only a JSON value that matches the schema."

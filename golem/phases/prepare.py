@@ -18,19 +18,6 @@ from golem.tools import RunContext
 from golem.toolsets import RunTools, Toolset, ToolsetTool, with_tools
 from golem.user_functions import describe
 
-__all__ = [
-    "ApprovalPlan",
-    "as_decision",
-    "checked_approvals",
-    "instructions",
-    "plan_approvals",
-    "process_history",
-    "prompt",
-    "repaired",
-    "resolve_conversation_id",
-    "toolsets",
-]
-
 
 def identity(inputs: RunInput, executor: Executor) -> tuple[str, str]:
     """``(run_id, conversation_id)``, minting what the inputs do not name."""
