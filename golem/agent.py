@@ -292,18 +292,9 @@ class Agent(Generic[DepsT, OutputT]):
                 f"Agent.run_sync({self.name!r}) was called inside a running event loop, which "
                 "it would block: use `await agent.run(...)` there"
             )
-        return asyncio.run(
-            self.run(
-                prompt,
-                history=history,
-                parts=parts,
-                deps=deps,
-                run_id=run_id,
-                conversation_id=conversation_id,
-                approvals=approvals,
-                tool_results=tool_results,
-            )
-        )
+        decided = with_results(self.tools, history, approvals, tool_results)
+        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, decided, self)
+        return asyncio.run(self._run_local(inputs))
 
     def run_stream(
         self,
