@@ -8,6 +8,7 @@ model.requests[0].messages      # exactly what a provider would have received
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from golem.messages import Message, Usage
@@ -21,22 +22,51 @@ StreamFn = Callable[
 ]
 
 
-def estimate_usage(request: ModelRequest, message: Message) -> Usage:
-    """A rough, deterministic usage figure (about 4 characters a token) for offline models."""
-    sent = sum(len(m.content) + sum(len(c.args) for c in m.tool_calls) for m in request.messages)
+def estimate_usage(request: ModelRequest, message: Message, sent: SentChars | None = None) -> Usage:
+    """A rough, deterministic usage figure (about 4 characters a token) for offline models.
+    ``sent`` counts the request's characters (a model keeps one, so a run's growing requests
+    are counted by what each adds)."""
+    chars = (sent or SentChars())(request.messages)
     got = len(message.content) + sum(len(c.name) + len(c.args) for c in message.tool_calls)
-    return Usage(input_tokens=sent // 4 + len(request.messages), output_tokens=got // 4 + 1)
+    return Usage(input_tokens=chars // 4 + len(request.messages), output_tokens=got // 4 + 1)
 
 
-def _as_response(answer: Answer, request: ModelRequest, name: str) -> ModelResponse:
+def _sent_chars(message: Message) -> int:
+    return len(message.content) + sum(len(c.args) for c in message.tool_calls)
+
+
+class SentChars:
+    """The characters of a request's messages, counting again only what follows the last
+    request's messages when they open this one (the very same objects: messages are frozen).
+    A run's requests grow by appending, so a run of n requests costs O(n), not O(n²)."""
+
+    def __init__(self) -> None:
+        self._rest: list[Message] = []
+        self._chars = 0
+
+    def __call__(self, messages: Sequence[Message]) -> int:
+        # The first is counted every time: a run's instructions open each of its requests
+        # as a new system message.
+        head, rest = messages[:1], messages[1:]
+        known = self._rest
+        if len(rest) >= len(known) and all(map(operator.is_, known, rest)):
+            chars = self._chars + sum(map(_sent_chars, rest[len(known) :]))
+        else:  # another run's request, or a history rewritten: count it whole
+            chars = sum(map(_sent_chars, rest))
+        self._rest, self._chars = list(rest), chars
+        return chars + sum(map(_sent_chars, head))
+
+
+def _as_response(
+    answer: Answer, request: ModelRequest, name: str, sent: SentChars | None = None
+) -> ModelResponse:
     if isinstance(answer, ModelResponse):
         return answer
     if answer.role != "assistant":
         raise TypeError(f"{name}: a model answers with an assistant message, not {answer.role}")
     reason = "tool_calls" if answer.tool_calls else "stop"
-    return ModelResponse(
-        message=answer, usage=estimate_usage(request, answer), finish_reason=reason, model_name=name
-    )
+    usage = estimate_usage(request, answer, sent)
+    return ModelResponse(message=answer, usage=usage, finish_reason=reason, model_name=name)
 
 
 async def _stream_whole(response: ModelResponse) -> AsyncIterator[StreamDelta | ModelResponse]:
@@ -65,6 +95,7 @@ class FunctionModel:
         self.stream_fn = stream_fn
         self._name = model_name
         self.requests: list[ModelRequest] = []
+        self._sent = SentChars()
 
     @property
     def model_name(self) -> str:
@@ -76,7 +107,7 @@ class FunctionModel:
         answer = await call_user_function(
             self.fn, list(request.messages), list(request.tools), what=f"model {self._name}"
         )
-        return _as_response(answer, request, self._name)
+        return _as_response(answer, request, self._name, self._sent)
 
     async def request_stream(
         self, request: ModelRequest
@@ -103,6 +134,7 @@ class ScriptedModel:
         self.answers = list(answers)
         self._name = model_name
         self.requests: list[ModelRequest] = []
+        self._sent = SentChars()
 
     @property
     def model_name(self) -> str:
@@ -119,7 +151,7 @@ class ScriptedModel:
         answer = self.answers[len(self.requests) - 1]
         if isinstance(answer, BaseException):
             raise answer
-        return _as_response(answer, request, self._name)
+        return _as_response(answer, request, self._name, self._sent)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         return self._next(request)
