@@ -80,7 +80,23 @@ async def _stream_whole(response: ModelResponse) -> AsyncIterator[StreamDelta | 
     yield response
 
 
-class FunctionModel:
+class _Offline:
+    """What the offline models share: a name, the requests received, and what they sent."""
+
+    def __init__(self, model_name: str) -> None:
+        self._name = model_name
+        self.requests: list[ModelRequest] = []
+        self._sent = SentChars()
+
+    @property
+    def model_name(self) -> str:
+        return self._name
+
+    def _response(self, answer: Answer, request: ModelRequest) -> ModelResponse:
+        return _as_response(answer, request, self._name, self._sent)
+
+
+class FunctionModel(_Offline):
     """A model whose answers come from ``fn(messages, tools)`` (sync, run in a thread, or
     async).
 
@@ -91,15 +107,9 @@ class FunctionModel:
     def __init__(
         self, fn: AnswerFn, stream_fn: StreamFn | None = None, *, model_name: str = "function"
     ) -> None:
+        super().__init__(model_name)
         self.fn = fn
         self.stream_fn = stream_fn
-        self._name = model_name
-        self.requests: list[ModelRequest] = []
-        self._sent = SentChars()
-
-    @property
-    def model_name(self) -> str:
-        return self._name
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
@@ -107,7 +117,7 @@ class FunctionModel:
         answer = await call_user_function(
             self.fn, list(request.messages), list(request.tools), what=f"model {self._name}"
         )
-        return _as_response(answer, request, self._name, self._sent)
+        return self._response(answer, request)
 
     async def request_stream(
         self, request: ModelRequest
@@ -122,7 +132,7 @@ class FunctionModel:
             yield item
 
 
-class ScriptedModel:
+class ScriptedModel(_Offline):
     """A model that gives its scripted answers in order and fails when they run out.
 
     An entry may be a ``Message``, a ``ModelResponse`` or an exception to raise.
@@ -131,14 +141,8 @@ class ScriptedModel:
     def __init__(
         self, answers: Sequence[Answer | BaseException], *, model_name: str = "scripted"
     ) -> None:
+        super().__init__(model_name)
         self.answers = list(answers)
-        self._name = model_name
-        self.requests: list[ModelRequest] = []
-        self._sent = SentChars()
-
-    @property
-    def model_name(self) -> str:
-        return self._name
 
     def _next(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
@@ -151,7 +155,7 @@ class ScriptedModel:
         answer = self.answers[len(self.requests) - 1]
         if isinstance(answer, BaseException):
             raise answer
-        return _as_response(answer, request, self._name, self._sent)
+        return self._response(answer, request)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         return self._next(request)
