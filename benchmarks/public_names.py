@@ -93,7 +93,7 @@ def main() -> None:
     roots = [r.resolve() for r in parser.parse_args().roots]
     figures = [measure(r) for r in roots]
     width = max(len(k) for k in figures[0])
-    print(f"{'':{width}}  " + "  ".join(f"{str(r):>24}" for r in roots))
+    print(f"{'':{width}}  " + "  ".join(f"{r!s:>24}" for r in roots))
     for key in figures[0]:
         print(f"{key:{width}}  " + "  ".join(f"{f[key]:>24}" for f in figures))
 
