@@ -40,19 +40,6 @@ if TYPE_CHECKING:  # the codec-server extra; `golem --help` must not need it
     from starlette.applications import Starlette
     from temporalio.converter import ExternalStorage, PayloadCodec
 
-__all__ = [
-    "DEFAULT_ORIGINS",
-    "MAX_BODY_BYTES",
-    "AuthError",
-    "JWTAuth",
-    "add_arguments",
-    "codec_app",
-    "default_origins",
-    "exposure_problem",
-    "is_loopback",
-    "serve",
-]
-
 #: The dev server's UI (``golem dev``), always allowed unless origins are given.
 DEFAULT_ORIGINS = ("http://localhost:8233", "http://127.0.0.1:8233")
 #: The largest request body served: four payloads at Temporal's 2 MB limit, base64'd.

@@ -7,6 +7,7 @@ one thing partial evidence slices.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -20,7 +21,12 @@ from golem.tools import Tool
 from golem.toolsets import Toolset
 from golem.usage import Budget, Spent, UsageLimits
 
-__all__ = ["AgentSpec", "Checkpoint", "DeltaSink", "RunInput", "RunState"]
+
+def resolve_conversation_id(history: Sequence[Message], explicit: str | None) -> str:
+    """The explicit id, else the one the newest identified message carries, else ``""``."""
+    if explicit:
+        return explicit
+    return next((m.conversation_id for m in reversed(history) if m.conversation_id), "")
 
 
 class DeltaSink(Protocol):

@@ -40,9 +40,7 @@ from temporalio.converter import (
 __all__ = [
     "DEFAULT_THRESHOLD",
     "DIR_VARIABLE",
-    "STALE_PARTIAL_SECONDS",
     "THRESHOLD_VARIABLE",
-    "UNREADABLE",
     "Blob",
     "LocalDirectory",
     "Pruned",
@@ -50,7 +48,6 @@ __all__ = [
     "StoredPayloadUnreadable",
     "prune",
     "storage_from_env",
-    "unreadable_blob",
 ]
 
 #: Payloads at least this large go to the store (temporalio's own default).

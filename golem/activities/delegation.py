@@ -27,9 +27,8 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from golem.delegation import UnknownAgent
 from golem.messages import Message, validate_history
-from golem.phases.prepare import resolve_conversation_id
 from golem.results import Result, RunError
-from golem.run_state import RunInput
+from golem.run_state import RunInput, resolve_conversation_id
 from golem.tools import RunContext, ToolOutcome
 from golem.usage import Spent
 from golem.wire import AgentRunInput, StreamEvent, ToolCallInput, lineage, names

@@ -1,8 +1,6 @@
-"""golem's installed version, read without importing temporalio or the agent core."""
+"""golem's installed version, read without importing anything heavy (``golem --version``)."""
 
 from __future__ import annotations
-
-__all__ = ["package_version"]
 
 
 def package_version() -> str:

@@ -27,10 +27,10 @@ from golem.client.records import fetch_run, run_input
 from golem.client.runs import DurableRun
 from golem.external import with_results
 from golem.ids import new_id
-from golem.loop import RunInput, resolve_conversation_id
 from golem.messages import Part
 from golem.phases.prepare import checked_approvals
 from golem.results import PartialResult, Result, RunError
+from golem.run_state import RunInput, resolve_conversation_id
 from golem.streaming import DurableRunStream
 from golem.tools import Tool
 from golem.wire import AgentRunInput, ConversationInput

@@ -8,13 +8,12 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from golem.errors import PartialResult
 from golem.messages import Message, ToolCall
 from golem.phases import Stop
-from golem.results import PartialResult, Result
+from golem.results import Result
 from golem.run_state import RunState
 from golem.tools import validation_problems
-
-__all__ = ["CORRECTION", "Decoder", "partial", "result"]
 
 CORRECTION = (
     "Your answer does not match the required output format: {problems}. "

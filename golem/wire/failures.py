@@ -21,6 +21,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError, CancelledError, TerminatedError
 
+from golem.errors import ConversationClosedError, RunIdInUseError, UnknownAgentError
 from golem.messages import Message
 from golem.results import RunError
 from golem.wire import names
@@ -43,18 +44,6 @@ __all__ = [
 
 #: The failures of a worker that cannot read a run's payloads (a key it lacks, a damaged blob).
 UNREADABLE = (names.DECRYPTION_ERROR, names.STORAGE_ERROR)
-
-
-class UnknownAgentError(LookupError):
-    """The worker serves no agent by that name (the message lists the ones it has)."""
-
-
-class RunIdInUseError(ValueError):
-    """A run by that id exists already (running or closed): a run id names one run, ever."""
-
-
-class ConversationClosedError(RuntimeError):
-    """The conversation was closed: nothing more can be sent to it (fork it to go on)."""
 
 
 class CannotPause(Exception):

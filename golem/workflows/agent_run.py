@@ -25,10 +25,11 @@ with workflow.unsafe.imports_passed_through():
 
     from golem.agent import Agent
     from golem.events import RunEvent
-    from golem.loop import RunInput, RunLoop, RunState
+    from golem.loop import RunLoop
     from golem.messages import Message, ToolCall
     from golem.phases import finish
     from golem.results import RunError
+    from golem.run_state import RunInput, RunState
     from golem.tools import validation_problems
     from golem.wire import (
         AgentRunInput,

@@ -15,9 +15,9 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from golem.loop import RunInput
     from golem.messages import Message
     from golem.results import Result, RunError
+    from golem.run_state import RunInput
     from golem.wire import AgentRunInput, Carried, Completed, RunReport, lineage, names
     from golem.wire.failures import golem_error
     from golem.wire.lineage import SUMMARY, details

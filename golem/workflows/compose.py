@@ -20,9 +20,10 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from golem.loop import RunInput, RunLoop, resolve_conversation_id
+    from golem.loop import RunLoop
     from golem.messages import HistoryError, Message, Part, validate_history
     from golem.results import Result, RunError
+    from golem.run_state import RunInput, resolve_conversation_id
     from golem.wire import (
         AgentRunInput,
         MessagesPage,

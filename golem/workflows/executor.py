@@ -31,12 +31,12 @@ with workflow.unsafe.imports_passed_through():
     from golem.agent import Agent
     from golem.delegation import Delegation, Delegations
     from golem.events import RunEvent
-    from golem.loop import DeltaSink
     from golem.messages import Decision, Message, ToolCall
     from golem.models.base import ModelRequest, ModelResponse
     from golem.models.fallback import move_on
     from golem.results import Result
     from golem.retry import Retry
+    from golem.run_state import DeltaSink
     from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown
     from golem.toolsets import Toolset, ToolsetTool
     from golem.wire import HistoryBase, ModelFailure, PrepareInput, Stamps, ToolCallInput, names

@@ -21,9 +21,9 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError, Workflow
 with workflow.unsafe.imports_passed_through():
     from golem.agent import Agent
     from golem.delegation import reachable
-    from golem.loop import RunInput
     from golem.messages import Decision, Message
     from golem.policies import StoredRule
+    from golem.run_state import RunInput
     from golem.wire import (
         PAGE_BYTES,
         AgentRunInput,
