@@ -92,8 +92,8 @@ class DurableAgent(Generic[OutputT]):
         run_id = run_id or new_id()
         conversation_id = resolve_conversation_id(history, conversation_id) or new_id()
         parent = parent_run_id or next((m.run_id for m in reversed(history) if m.run_id), "")
-        run = RunInput(
-            prompt=prompt,
+        run = RunInput.of(
+            prompt,
             parts=sent.parts,
             history=history,
             deps=deps,

@@ -121,14 +121,14 @@ def child_input(
         )
     else:
         history = transcript.messages()
-    run = RunInput(
-        prompt=turn.prompt,
+    run = RunInput.of(
+        turn.prompt,
         parts=turn.parts,
         history=history,
         deps=turn.deps,
         run_id=turn.run_id,
         conversation_id=conversation_id,
-        standing=dict(standing),
+        standing=standing,
         rules=rules,
     )
     child = AgentRunInput(
