@@ -17,6 +17,7 @@ from hypothesis.stateful import (
 )
 
 from golem.messages import Decision
+from golem.wire import TurnInput
 from golem.workflows.turns import (
     Answer,
     ArmTimer,
@@ -66,6 +67,25 @@ def test_a_handoff_goes_on_as_the_targets_run_and_its_end_answers_the_send() -> 
         "recorded", "run t1 is already a turn of this conversation"
     )
     assert turns.handed_off("t1", "t2") == []  # not the turn in flight
+
+
+def test_a_turns_input_is_kept_until_its_run_starts_and_dropped_when_it_is_refused() -> None:
+    turns = Turns()
+    first, second, third = (TurnInput(run_id=r, prompt=r) for r in ("r1", "r2", "r3"))
+    assert turns.send(1, "r1", "a", first) == [StartChild("r1")]
+    assert turns.take_input("r1") == first
+    turns.send(2, "r2", "b", second)
+    assert turns.inputs == {"r2": second}  # queued: its run has not started
+    target = TurnInput(run_id="t1", deps={"k": 1})
+    assert turns.handed_off("r1", "t1", target) == [StartChild("t1")]
+    assert turns.take_input("t1") == target
+    turns.paused("t1", ("c1",), now=1.0, timeout=None)  # the queued send is refused
+    assert turns.inputs == {} and turns.queue == []
+    turns.approve(3, {"c1": True}, now=2.0)
+    turns.ended("t1")
+    turns.send(4, "r3", "c", third)
+    assert turns.close(5) == []  # the turn r3 is in flight; closing refuses nothing queued
+    assert turns.take_input("r3") == third and turns.inputs == {}
 
 
 def test_the_run_a_turn_was_handed_to_waits_for_approvals_as_the_turn() -> None:

@@ -66,7 +66,6 @@ with workflow.unsafe.imports_passed_through():
         CONTINUING,
         RECORDED,
         WAITING,
-        Handoffs,
         IdleTimeout,
         by_reference,
         carried_input,
@@ -85,6 +84,7 @@ with workflow.unsafe.imports_passed_through():
         Decide,
         Effect,
         Ended,
+        Handoffs,
         Outcome,
         Paused,
         Refusal,
@@ -152,7 +152,6 @@ class ConversationWorkflow:
         self._reference, self._unknown = _reference(input)
         self._tickets = 0
         self._answers: dict[int, TurnOutput | ConversationSummary | ApplicationError] = {}
-        self._sent: dict[str, TurnInput] = {}  # accepted turns whose runs have not started
         self._start = 0  # where the turn in flight begins in the transcript
         self._paused: PausedRun | None = None  # the turn in flight's latest pause
         self._outcome: TurnOutput | ApplicationError | None = None  # of the turn that ended
@@ -204,9 +203,9 @@ class ConversationWorkflow:
         if _version_changed():  # refused as continuing: sent again, it runs on the new version
             await self._perform(self._turns.suggest())
         fingerprint = turn.fingerprint()
-        if self._turns.check_send(turn.run_id, fingerprint) is None:
-            self._sent[turn.run_id] = turn
-        answer = await self._ask(lambda ticket: self._turns.send(ticket, turn.run_id, fingerprint))
+        answer = await self._ask(
+            lambda ticket: self._turns.send(ticket, turn.run_id, fingerprint, turn)
+        )
         assert isinstance(answer, TurnOutput)
         return answer
 
@@ -335,8 +334,6 @@ class ConversationWorkflow:
                     workflow.logger.info("turn %s ended before its decisions", effect.run_id)
             elif isinstance(effect, ArmTimer):
                 self._spawn(self._expire_after(effect))
-        queued = {run_id for _, run_id in self._turns.queue}
-        self._sent = {r: t for r, t in self._sent.items() if r in queued}  # drop refused ones
         self._idle.restart()
         self._details()
 
@@ -367,7 +364,7 @@ class ConversationWorkflow:
             await self._perform(turns.expire(arm.run_id, arm.pause))
 
     async def _start_turn(self, run_id: str) -> None:
-        turn = self._sent.pop(run_id)
+        turn = self._turns.take_input(run_id)
         transcript = self._transcript
         parent = transcript.last_run
         agent = self._handoffs.current
@@ -412,8 +409,7 @@ class ConversationWorkflow:
         run = outcome.run if isinstance(outcome, TurnOutput) else None
         if isinstance(run, Completed) and run.handoff is not None:
             turn = self._handoffs.hand_off(run)  # the turn goes on as the target's run
-            self._sent[turn.run_id] = turn
-            await self._perform(self._turns.handed_off(child.id, turn.run_id))
+            await self._perform(self._turns.handed_off(child.id, turn.run_id, turn))
             return
         self._outcome = self._handoffs.ended(outcome, self._transcript.length)
         await self._perform(self._turns.ended(child.id))

@@ -49,7 +49,6 @@ __all__ = [
     "TURN_DIFFERS",
     "WAITING",
     "ConversationSummary",
-    "Handoffs",
     "IdleTimeout",
     "TurnInput",
     "TurnOutput",
@@ -183,47 +182,6 @@ def by_reference(agent: Agent[Any, Any]) -> bool:
         a.history_processor is None and a.usage_limits.request_input_tokens_limit is None
         for a in reachable([agent])
     )
-
-
-class Handoffs:
-    """Who serves a conversation's turns, and the runs of the turn in flight that handed
-    the conversation over (the turn answers once its last run ends)."""
-
-    def __init__(self, current: str) -> None:
-        self.current = current
-        """The agent serving the next run."""
-        self.turn: TurnInput | None = None
-        self.start = 0
-        """Where the turn in flight began in the transcript."""
-        self.handed: Completed | None = None
-        """Its runs that handed over so far, composed."""
-
-    def begin(self, turn: TurnInput, start: int) -> None:
-        """A run of the conversation starts: a new turn's, or the next one of this turn."""
-        if self.handed is None:
-            self.turn, self.start = turn, start
-
-    def hand_off(self, run: Completed) -> TurnInput:
-        """``run`` handed over: the next run of the turn (the turn's deps, its stream)."""
-        assert run.handoff is not None and self.turn is not None
-        self.current = run.handoff.agent
-        self.handed = run if self.handed is None else self.handed.handed_over(run)
-        return TurnInput(run_id=run.handoff.run_id, deps=self.turn.deps, stream=self.turn.stream)
-
-    def ended(
-        self, outcome: TurnOutput | ApplicationError, length: int
-    ) -> TurnOutput | ApplicationError:
-        """The turn's answer once its last run ended (``length``: the transcript's now):
-        that run's output with the turn's ids, messages from where the turn began."""
-        handed, self.handed = self.handed, None
-        if handed is None or not isinstance(outcome, TurnOutput):
-            return outcome
-        assert isinstance(outcome.run, Completed)
-        run = handed.handed_over(outcome.run)
-        held = InTranscript(start=self.start, count=length - self.start)
-        return TurnOutput(
-            run=run.model_copy(update={"messages": held}), start=self.start, based=True
-        )
 
 
 def start_refusal(run_id: str, exc: Exception) -> Refusal:
