@@ -32,9 +32,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from golem.events import RunEvent
 from golem.results import Result, StreamResult
-from golem.wire import StreamEvent
+from golem.wire import StreamEvent, names
 from golem.worker.converter import golem_data_converter
-from golem.workflows.streams import TOPIC
 
 if TYPE_CHECKING:
     from golem.client import DurableRun
@@ -200,7 +199,7 @@ def _subscribe(
     return cast(  # an async generator: closed at once when we stop at `end`
         AsyncGenerator[WorkflowStreamItem[RawValue], None],
         WorkflowStreamClient(handle).subscribe(
-            [TOPIC], offset, result_type=RawValue, poll_cooldown=POLL_COOLDOWN
+            [names.TOPIC], offset, result_type=RawValue, poll_cooldown=POLL_COOLDOWN
         ),
     )
 

@@ -32,9 +32,8 @@ from golem.results import Result, RunError
 from golem.run_state import RunInput
 from golem.tools import RunContext, ToolOutcome
 from golem.usage import Spent
-from golem.wire import AgentRunInput, StreamEvent, ToolCallInput
-from golem.workflows import lineage, registry
-from golem.workflows.streams import TOPIC
+from golem.wire import AgentRunInput, StreamEvent, ToolCallInput, lineage, names
+from golem.workflows import registry
 
 __all__ = ["ActivityDelegator", "sub_run_id"]
 
@@ -109,7 +108,7 @@ class ActivityDelegator:
         client = activity.client()
         try:
             handle = await client.start_workflow(
-                "AgentRunWorkflow",
+                names.AGENT_RUN_WORKFLOW,
                 payload,
                 id=run_id,
                 task_queue=info.task_queue,
@@ -149,7 +148,7 @@ class ActivityDelegator:
 async def _announce(run_id: str, agent: str) -> None:
     """Name the sub-run in the calling run's stream, whose reader then follows it."""
     client = WorkflowStreamClient.from_within_activity()
-    client.topic(TOPIC, type=StreamEvent).publish(
+    client.topic(names.TOPIC, type=StreamEvent).publish(
         StreamEvent(kind="child", run_id=run_id, agent=agent)
     )
     await client.flush()

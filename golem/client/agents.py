@@ -35,9 +35,9 @@ from golem.results import PartialResult, Result, RunError
 from golem.streaming import DurableRunStream
 from golem.tools import Tool
 from golem.wire import AgentRunInput, ConversationInput
+from golem.wire.failures import RunIdInUseError
+from golem.wire.lineage import CONVERSATION_ID, details, run_search_attributes, summary
 from golem.workflows.agent_run import AgentRunWorkflow
-from golem.workflows.failures import RunIdInUseError
-from golem.workflows.lineage import CONVERSATION_ID, details, run_search_attributes, summary
 
 __all__ = ["DurableAgent"]
 

@@ -34,7 +34,7 @@ from golem.client.history import decode_result
 from golem.client.inputs import checked
 from golem.client.listing import start_listed
 from golem.client.lookups import awaiting_approval, existing_run, not_a_conversation
-from golem.client.records import history_reader, run_pager
+from golem.client.records import history_reader, rebuilt_error, run_pager
 from golem.client.recovery import (
     RECOVERY_TIMEOUT,
     TurnRecovery,
@@ -59,16 +59,16 @@ from golem.wire import (
     TurnInput,
     TurnOutput,
     message_size,
+    names,
     read_pages,
 )
-from golem.workflows.conversation import ConversationWorkflow
-from golem.workflows.failures import (
+from golem.wire.failures import (
     ConversationClosedError,
     TurnRecorded,
-    golem_error,
 )
-from golem.workflows.lineage import run_search_attributes
-from golem.workflows.transcript import CARRY_BYTES, with_segments
+from golem.wire.lineage import run_search_attributes
+from golem.wire.transcript import CARRY_BYTES, with_segments
+from golem.workflows.conversation import ConversationWorkflow
 
 if TYPE_CHECKING:
     from golem.client.agents import DurableAgent
@@ -291,7 +291,7 @@ class DurableConversation(Generic[OutputT]):
         """Send decisions (or client-run tools' results) to the turn that waits."""
         try:
             out: TurnOutput = await self.handle.execute_update(
-                "golem.approve", dict(given), result_type=TurnOutput
+                names.APPROVE, dict(given), result_type=TurnOutput
             )
         except WorkflowUpdateFailedError as exc:
             raise await self._turn_error(exc, "") from exc
@@ -309,23 +309,23 @@ class DurableConversation(Generic[OutputT]):
         """The tools approved ``always`` in this conversation (``Approve(always=True)``), by
         name: the decision that did it. Their calls run without asking, across turns and
         continue-as-new, until ``revoke``."""
-        policy: dict[str, Decision] = await self.handle.query(
-            "golem.approvals_policy", result_type=dict[str, Decision]
-        )
+        policy: dict[str, Decision] = await self.handle.query(ConversationWorkflow.approvals_policy)
         return policy
 
     async def set_approval_policy(self, policy: ApprovalPolicy) -> None:
         """Rules tried before the agent's own for this conversation's calls, from its next
         turn on, across continue-as-new. Rules by tool name or glob only (no ``when``, no
         evaluator: ``ValueError``, nothing sent); an empty policy takes them back."""
-        await self.handle.execute_update("golem.set_approval_policy", stored_rules(policy))
+        await self.handle.execute_update(
+            ConversationWorkflow.set_approval_policy, stored_rules(policy)
+        )
 
     async def revoke(self, tool: str) -> dict[str, Decision]:
         """Take back ``tool``'s standing approval: from the next turn its calls ask again.
         Returns the standing approvals left; ``ValueError`` when ``tool`` has none."""
         try:
             left: dict[str, Decision] = await self.handle.execute_update(
-                "golem.revoke", tool, result_type=dict[str, Decision]
+                ConversationWorkflow.revoke, tool
             )
         except WorkflowUpdateFailedError as exc:
             raise await self._turn_error(exc, "") from exc
@@ -356,7 +356,7 @@ class DurableConversation(Generic[OutputT]):
         """The name of the agent serving the next turn: the conversation's, until a turn
         hands it over to another (a query: a worker must be up). ``agent`` is the handle's
         ``DurableAgent``, whatever agent serves."""
-        name: str = await self.handle.query("golem.current_agent", result_type=str)
+        name: str = await self.handle.query(ConversationWorkflow.current_agent)
         return name
 
     async def runs(self) -> list[str]:
@@ -411,10 +411,10 @@ class DurableConversation(Generic[OutputT]):
         """End the conversation for good once the turn in flight (if any) finishes (one
         that rests is reopened to be closed, so no later send reopens it)."""
         try:
-            await self.handle.execute_update("golem.close", result_type=ConversationSummary)
+            await self.handle.execute_update(names.CLOSE, result_type=ConversationSummary)
         except RPCError as exc:
             if await reopen(self.agent.client, self.id):  # it rested: reopened, to close it
-                await self.handle.execute_update("golem.close", result_type=ConversationSummary)
+                await self.handle.execute_update(names.CLOSE, result_type=ConversationSummary)
                 return
             error = await self._closed_or(exc)
             if not isinstance(error, ConversationClosedError):
@@ -439,7 +439,7 @@ class DurableConversation(Generic[OutputT]):
             ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == rid]
             return transcript[: ends[-1] if ends else None]
 
-        error = await golem_error(exc.cause, run_id, evidence)
+        error = await rebuilt_error(exc.cause, run_id, evidence)
         if isinstance(error, RunError) and error.partial is None:
             self._messages = None
         if error is not None:
@@ -487,7 +487,7 @@ async def _unreadable_end(handle: WorkflowHandle[Any, Any]) -> RunError | None:
     try:
         await handle.result(follow_runs=False)
     except WorkflowFailureError as exc:
-        error = await golem_error(exc.cause, handle.id)
+        error = await rebuilt_error(exc.cause, handle.id)
         if isinstance(error, RunError) and error.stage in ("codec", "storage"):
             detail = error.detail.replace(f"run {handle.id}", f"conversation {handle.id}", 1)
             return RunError(error.stage, f"{detail}; fork it to go on", run_id=handle.id)

@@ -29,9 +29,10 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from golem.client.records import rebuilt_error
 from golem.messages import Message
-from golem.wire import TurnInput, TurnOutput
-from golem.workflows.failures import TurnContinuing, golem_error
+from golem.wire import TurnInput, TurnOutput, names
+from golem.wire.failures import TurnContinuing
 
 __all__ = [
     "RECOVERY_TIMEOUT",
@@ -116,7 +117,7 @@ async def take_turn(
         try:
             update = await recovery.within(
                 handle.start_update(
-                    "golem.send",
+                    names.SEND,
                     turn,
                     id=turn.update_id(),
                     wait_for_stage=WorkflowUpdateStage.ACCEPTED,
@@ -126,7 +127,7 @@ async def take_turn(
             out: TurnOutput = await update.result()
             return out
         except WorkflowUpdateFailedError as exc:
-            if not isinstance(await golem_error(exc.cause), TurnContinuing):
+            if not isinstance(await rebuilt_error(exc.cause), TurnContinuing):
                 raise
             # It finishes its turns in flight, then continues as new (or rests): the same
             # update, sent again, lands on the next workflow run.

@@ -31,8 +31,11 @@ with workflow.unsafe.imports_passed_through():
         MessagesPage,
         MessagesQuery,
         RunReport,
+        lineage,
+        names,
     )
-    from golem.workflows import lineage, registry
+    from golem.wire.failures import golem_error
+    from golem.workflows import children, registry
     from golem.workflows.agent_run import AgentRunWorkflow
     from golem.workflows.executor import TemporalExecutor
 
@@ -90,10 +93,10 @@ async def child_run(payload: AgentRunInput, summary: str = "") -> Result[Any]:
                 run.conversation_id,
                 agent_name,
                 payload.parent_run_id,
-                summary=lineage.listed_summary(summary),
+                summary=children.listed_summary(summary),
             ),
             static_summary=summary,
-            static_details=lineage.child_details(run.run_id, run.conversation_id, agent_name),
+            static_details=children.child_details(run.run_id, run.conversation_id, agent_name),
             # The calling workflow's end (or termination) stops its run with evidence.
             parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
         )
@@ -131,11 +134,11 @@ async def _inline(agent_name: str, run: RunInput) -> Result[Any]:
         return executor.shipper.page(query)
 
     instance._golem_inline_run = run.run_id
-    workflow.set_query_handler("golem.messages", messages)
+    workflow.set_query_handler(names.MESSAGES, messages)
     try:
         return await RunLoop(agent, executor, run).run()
     finally:
-        workflow.set_query_handler("golem.messages", None)
+        workflow.set_query_handler(names.MESSAGES, None)
         instance._golem_inline_run = None
 
 
@@ -148,8 +151,6 @@ def _agent(name: str) -> Any:
 
 async def _run_error(exc: ChildWorkflowError, run: RunInput) -> RunError:
     """The ``RunError`` a failed child run carries (the same one ``agent.run`` raises)."""
-    # Imported here: the table imports golem.worker, which imports this package.
-    from golem.workflows.failures import golem_error
 
     async def evidence(report: RunReport) -> list[Message] | None:
         # A paged conversation stays in the child: workflow code cannot query it.

@@ -20,7 +20,7 @@ and performs the effects it asks for. Turns are serialized in arrival order. The
 continues as new when the server suggests it (or after ``turns_per_run`` turns), once no
 turn is in flight and none waits for approvals, carrying the transcript and the run list:
 by value while small, else by reference to the workflow runs that hold them
-(``golem.workflows.transcript``, docs/adr/0012-transcript-by-reference.md). Meanwhile new
+(``golem.wire.transcript``, docs/adr/0012-transcript-by-reference.md). Meanwhile new
 turns are refused (``CONTINUING``) and ``DurableConversation.send`` sends them again, to
 the next run. A send retried after the switch is refused as ``RECORDED`` (Temporal dedups
 update ids per run only) and the client answers with that turn's run; a turn whose run id
@@ -55,17 +55,15 @@ with workflow.unsafe.imports_passed_through():
         MessagesQuery,
         TurnInput,
         TurnOutput,
+        lineage,
+        names,
     )
     from golem.wire import Paused as PausedRun
-    from golem.workflows import lineage, registry
+    from golem.wire.transcript import Transcript
+    from golem.workflows import children, registry
     from golem.workflows.agent_run import AgentRunWorkflow
-    from golem.workflows.approvals import INVALID_DECISION, PAUSED_SIGNAL, refuse_invalid_edits
-    from golem.workflows.transcript import Transcript
+    from golem.workflows.approvals import refuse_invalid_edits
     from golem.workflows.turn_runs import (
-        CLOSED,
-        CONTINUING,
-        RECORDED,
-        WAITING,
         IdleTimeout,
         by_reference,
         carried_input,
@@ -94,21 +92,12 @@ with workflow.unsafe.imports_passed_through():
     )
 
 __all__ = [
-    "CLOSED",
-    "CONTINUING",
-    "RECORDED",
-    "UPGRADE_SIGNAL",
-    "WAITING",
     "ConversationInput",
     "ConversationSummary",
     "ConversationWorkflow",
     "TurnInput",
     "TurnOutput",
 ]
-
-#: Wakes an idle conversation to move to its deployment's target version, if that changed
-#: (``golem deploy`` sends it; docs/adr/0020-versioned-deploys.md).
-UPGRADE_SIGNAL = "golem.upgrade"
 
 
 def _now() -> float:
@@ -137,7 +126,7 @@ def _reference(input: ConversationInput) -> tuple[bool, str]:
         return False, str(exc)
 
 
-@workflow.defn(name="ConversationWorkflow")
+@workflow.defn(name=names.CONVERSATION_WORKFLOW)
 class ConversationWorkflow:
     """A durable conversation. Workflow id = conversation id."""
 
@@ -163,7 +152,7 @@ class ConversationWorkflow:
     @workflow.run
     async def run(self, input: ConversationInput) -> ConversationSummary:
         if self._unknown:
-            raise ApplicationError(self._unknown, type=registry.UNKNOWN_AGENT, non_retryable=True)
+            raise ApplicationError(self._unknown, type=names.UNKNOWN_AGENT, non_retryable=True)
         turns = self._turns
         self._details()  # a run continued as new (a version move) has them from its start
         while not turns.over:
@@ -198,7 +187,7 @@ class ConversationWorkflow:
 
     # -- updates and signals: each one transition ----------------------------------------
 
-    @workflow.update(name="golem.send")
+    @workflow.update(name=names.SEND)
     async def send(self, turn: TurnInput) -> TurnOutput:
         if _version_changed():  # refused as continuing: sent again, it runs on the new version
             await self._perform(self._turns.suggest())
@@ -212,7 +201,7 @@ class ConversationWorkflow:
     @send.validator
     def _validate_send(self, turn: TurnInput) -> None:
         if self._unknown:
-            raise ApplicationError(self._unknown, type=registry.UNKNOWN_AGENT, non_retryable=True)
+            raise ApplicationError(self._unknown, type=names.UNKNOWN_AGENT, non_retryable=True)
         if not turn.run_id:
             raise ApplicationError("a turn needs a run id", non_retryable=True)
         refusal = self._turns.check_send(turn.run_id, turn.fingerprint())
@@ -225,7 +214,7 @@ class ConversationWorkflow:
         except HistoryError as exc:
             raise ApplicationError(f"the turn is malformed: {exc}", non_retryable=True) from None
 
-    @workflow.update(name="golem.approve")
+    @workflow.update(name=names.APPROVE)
     async def approve(self, decisions: dict[str, Verdict]) -> TurnOutput:
         """Answer the turn that waits for approvals: returns at once with the calls still
         pending after a partial approval, else once the turn ends or waits again."""
@@ -243,18 +232,18 @@ class ConversationWorkflow:
             if always and call_id in names:
                 self._standing.setdefault(names[call_id], decision)  # type: ignore[arg-type]
 
-    @workflow.query(name="golem.approvals_policy")
+    @workflow.query(name=names.APPROVALS_POLICY)
     def approvals_policy(self) -> dict[str, Decision]:
         """The tools approved ``always`` in this conversation: the decision that did it."""
         return dict(self._standing)
 
-    @workflow.update(name="golem.set_approval_policy")
+    @workflow.update(name=names.SET_APPROVAL_POLICY)
     def set_approval_policy(self, rules: list[StoredRule]) -> None:
         """Approval rules tried before the agent's own, from the next turn on (carried
         across continue-as-new)."""
         self._rules = list(rules)
 
-    @workflow.update(name="golem.revoke")
+    @workflow.update(name=names.REVOKE)
     def revoke(self, tool: str) -> dict[str, Decision]:
         """Take back ``tool``'s standing approval: from the next turn its calls ask again.
         Returns the standing approvals left."""
@@ -267,7 +256,7 @@ class ConversationWorkflow:
             raise ApplicationError(
                 f"tool {tool!r} has no standing approval in this conversation; standing: "
                 f"{sorted(self._standing)}",
-                type=INVALID_DECISION,
+                type=names.INVALID_DECISION,
                 non_retryable=True,
             )
 
@@ -286,18 +275,18 @@ class ConversationWorkflow:
             where = f"conversation {workflow.info().workflow_id}"
             refuse_invalid_edits(where, validators, calls, decisions)
 
-    @workflow.update(name="golem.close")
+    @workflow.update(name=names.CLOSE)
     async def close(self) -> ConversationSummary:
         """Close once the turn in flight ends (a waiting turn's calls are denied)."""
         answer = await self._ask(self._turns.close)
         assert isinstance(answer, ConversationSummary)
         return answer
 
-    @workflow.signal(name=UPGRADE_SIGNAL)
+    @workflow.signal(name=names.UPGRADE)
     def _upgrade(self) -> None:
         """Nothing to do here: the workflow task that brings it says whether to move."""
 
-    @workflow.signal(name=PAUSED_SIGNAL)
+    @workflow.signal(name=names.PAUSED)
     async def _on_paused(self, paused: PausedRun) -> None:
         if self._turns.current is not None and self._turns.current.run_id == paused.run_id:
             self._paused = paused
@@ -329,7 +318,7 @@ class ConversationWorkflow:
                 # A run that ended meanwhile takes no signal: its end settles the turn anyway.
                 handle = workflow.get_external_workflow_handle(effect.run_id)
                 try:
-                    await handle.signal("golem.decide", dict(effect.decisions))
+                    await handle.signal(names.DECIDE, dict(effect.decisions))
                 except Exception:
                     workflow.logger.info("turn %s ended before its decisions", effect.run_id)
             elif isinstance(effect, ArmTimer):
@@ -386,10 +375,10 @@ class ConversationWorkflow:
                     workflow.info().workflow_id,
                     agent,
                     parent,
-                    summary=lineage.listed_summary(title),
+                    summary=children.listed_summary(title),
                 ),
                 static_summary=title,
-                static_details=lineage.child_details(run_id, workflow.info().workflow_id, agent),
+                static_details=children.child_details(run_id, workflow.info().workflow_id, agent),
                 # Closing (or terminating) the conversation stops its turn with evidence.
                 parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
                 # A run id names one run, ever: a closed workflow's id is not reused either.
@@ -423,18 +412,18 @@ class ConversationWorkflow:
 
     # -- reading -------------------------------------------------------------------------
 
-    @workflow.query(name="golem.conversation")
+    @workflow.query(name=names.CONVERSATION)
     def conversation(self, query: MessagesQuery) -> MessagesPage:
         """The transcript ``[since, upto)``: one page, or the earlier workflow runs that
         hold its start (``MessagesPage.held``)."""
         return self._transcript.page(query)
 
-    @workflow.query(name="golem.current_agent")
+    @workflow.query(name=names.CURRENT_AGENT)
     def current_agent(self) -> str:
         """The agent serving the next turn (a handoff moves the conversation to another)."""
         return self._handoffs.current
 
-    @workflow.query(name="golem.runs")
+    @workflow.query(name=names.RUNS)
     def runs(self) -> list[str]:
         """Run ids of the turns this workflow run holds (all of them until the transcript
         crosses continue-as-new by reference; ``DurableConversation.runs`` reads them all)."""

@@ -35,19 +35,13 @@ with workflow.unsafe.imports_passed_through():
         Paused,
         TurnInput,
         TurnOutput,
+        names,
     )
-    from golem.workflows.agent_run import RUN_ERROR
-    from golem.workflows.report import run_failure
-    from golem.workflows.transcript import RECENT_RUNS, Transcript
+    from golem.wire.failures import run_failure
+    from golem.wire.transcript import RECENT_RUNS, Transcript
     from golem.workflows.turns import Refusal, Turns
 
 __all__ = [
-    "CLOSED",
-    "CONTINUING",
-    "RECORDED",
-    "RUN_ID_IN_USE",
-    "TURN_DIFFERS",
-    "WAITING",
     "ConversationSummary",
     "IdleTimeout",
     "TurnInput",
@@ -63,31 +57,14 @@ __all__ = [
     "turn_outcome",
 ]
 
-#: ``ApplicationError.type`` of a turn refused because the conversation is closed.
-CLOSED = "GolemConversationClosed"
-#: ``ApplicationError.type`` of a turn refused while the conversation drains its turns in
-#: flight before it continues as new; the client sends it again, to the next run.
-CONTINUING = "GolemConversationContinuing"
-#: ``ApplicationError.type`` of a turn whose run id is already a turn of this conversation
-#: (a send retried after continue-as-new: Temporal dedups update ids per workflow run only).
-RECORDED = "GolemTurnRecorded"
-#: ``ApplicationError.type`` of a refusal about approvals: a turn waits, none does, the
-#: decisions name no call, calls not pending or decided already, or came after the timeout.
-WAITING = "GolemApprovalsWaiting"
-#: ``ApplicationError.type`` of a turn whose run id names another workflow already (a
-#: standalone run, another conversation's turn): a run id names one run, ever.
-RUN_ID_IN_USE = "GolemRunIdInUse"
-#: ``ApplicationError.type`` of a turn whose run id is a turn of this conversation already,
-#: with another prompt, parts or deps: a retry is only a retry when it is the same turn.
-TURN_DIFFERS = "GolemTurnDiffers"
 _TYPES: dict[str, str | None] = {
-    "closed": CLOSED,
-    "waiting": WAITING,
-    "approvals": WAITING,
-    "continuing": CONTINUING,
-    "recorded": RECORDED,
-    "differs": TURN_DIFFERS,
-    "taken": RUN_ID_IN_USE,
+    "closed": names.CONVERSATION_CLOSED,
+    "waiting": names.APPROVALS_WAITING,
+    "approvals": names.APPROVALS_WAITING,
+    "continuing": names.CONVERSATION_CONTINUING,
+    "recorded": names.TURN_RECORDED,
+    "differs": names.TURN_DIFFERS,
+    "taken": names.RUN_ID_IN_USE,
     "failed": None,
 }
 
@@ -157,7 +134,7 @@ def turn_outcome(
             return ApplicationError(
                 cause.message, *cause.details, type=cause.type, non_retryable=True
             )
-        return ApplicationError(str(cause or exc), type=RUN_ERROR, non_retryable=True)
+        return ApplicationError(str(cause or exc), type=names.RUN_ERROR, non_retryable=True)
     if not transcript.ended(output):
         # Workflow code cannot read pages; one turn adding ~1 MB of messages is refused.
         return ApplicationError(

@@ -1,4 +1,5 @@
-"""Message shipping, the activity side: a worker's cache of its runs' model requests.
+"""Message shipping, the reading side: a worker's cache of its runs' model requests, which
+the client's history reader also uses to rebuild a closed run's requests.
 
     cache = MessageCache()                                # one per worker (GolemPlugin)
     messages = await cache.fetch(run_key, call, pager, base_pager)
