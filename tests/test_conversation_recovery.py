@@ -1,6 +1,8 @@
-"""The client's one recovery path for a conversation's turn, with a deadline the caller sets:
-a turn the conversation does not take in time fails naming the conversation and the turn,
-and the same send, once a worker is up, is that turn; the turn's own run is not bounded."""
+"""The client's one recovery path for a conversation's turn (golem.client.recovery), with a
+deadline the caller sets: a turn the conversation does not take in time (no worker, or a
+conversation that drains to continue as new) fails naming the conversation and the turn,
+and the same send, later, is that turn; the turn's own run is not bounded; an update whose
+answer is lost is asked for again."""
 
 from __future__ import annotations
 
@@ -10,13 +12,16 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowUpdateHandle
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 from test_conversation import echo_agent, serve
+from test_conversation_boundaries import budgeted, continued
+from test_pinned_iii_conversations import gated_echo
 from waiting import eventually, within
 
 from golem import Agent, Message
-from golem.client import DurableAgent, TurnNotTaken
+from golem.client import DurableAgent, DurableConversation, TurnNotTaken
 from golem.models import FunctionModel
 from golem.worker import GolemPlugin
 
@@ -77,3 +82,71 @@ async def test_the_deadline_bounds_taking_the_turn_not_the_turns_own_run(
         release.set()
         result = await within(turn, what="the slow turn")
     assert result.output == "done at last" and result.run_id == run_id
+
+
+async def test_a_send_whose_update_answer_is_lost_is_sent_again_and_answered_by_its_turn(
+    temporal_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent, model = echo_agent("echo-lost-answer")
+    polls: list[str] = []
+    poll = WorkflowUpdateHandle._poll_until_outcome
+
+    async def lose_the_first(self: WorkflowUpdateHandle[Any], *args: Any, **kwargs: Any) -> None:
+        polls.append(self.id)
+        if len(polls) == 1:  # the connection drops as the answer would arrive
+            raise RPCError("connection lost", RPCStatusCode.UNAVAILABLE, b"")
+        await poll(self, *args, **kwargs)
+
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        monkeypatch.setattr(WorkflowUpdateHandle, "_poll_until_outcome", lose_the_first)
+        result = await within(conv.send("hello"), what="the send after a lost answer")
+        monkeypatch.undo()
+        runs = await conv.runs()
+    assert result.output == "1: hello" and runs == [result.run_id]
+    assert len(polls) >= 2 and len(set(polls)) == 1  # the same update, asked again
+    assert len(model.requests) == 1  # the turn ran once
+
+
+async def test_a_send_refused_until_past_the_deadline_while_the_conversation_drains_names_why(
+    temporal_client: Client,
+) -> None:
+    agent, model, gate = gated_echo("echo-draining")
+    async with serve(temporal_client, agent) as tq:
+        budget = await budgeted(temporal_client, agent, tq, turns_per_run=1)
+        durable: DurableAgent[str] = DurableAgent(temporal_client, agent, task_queue=tq)
+        conv = DurableConversation(durable, budget.handle, timedelta(seconds=1))
+        first = asyncio.ensure_future(conv.send("two"))  # held at its model: it drains
+        await eventually(lambda: len(model.requests) == 1, what="the first turn at its model")
+        run_id = str(uuid.uuid4())
+        with pytest.raises(TurnNotTaken) as expired:
+            await within(conv.send("next", run_id=run_id), what="the deadline", timeout=30)
+        gate.set()
+        one = await within(first, what="the first turn")
+        two = await within(conv.send("next", run_id=run_id), what="the send, once switched")
+        runs = await conv.runs()
+        switches = await continued(temporal_client, conv.id)
+    assert str(expired.value) == (
+        f"conversation {conv.id} did not take turn {run_id} within 1 s (it was continuing "
+        f"as new); it may still run: send it again with run_id={run_id!r} to get its result"
+    )
+    assert (one.output, two.output) == ("1: two", "2: next")
+    assert runs == [one.run_id, run_id] and switches >= 1
+
+
+async def test_a_streamed_turn_no_worker_takes_fails_at_the_deadline_too(
+    temporal_client: Client,
+) -> None:
+    agent, _ = echo_agent()
+    task_queue = f"conv-{uuid.uuid4().hex[:12]}"
+    durable: DurableAgent[str] = DurableAgent(temporal_client, agent, task_queue=task_queue)
+    conv = await durable.conversation(recovery_timeout=timedelta(seconds=1))
+    run_id = str(uuid.uuid4())
+
+    async def read() -> list[object]:
+        return [event async for event in conv.send_stream("hello", run_id=run_id)]
+
+    with pytest.raises(TurnNotTaken) as expired:
+        await within(read(), what="the deadline", timeout=30)
+    assert (expired.value.conversation_id, expired.value.run_id) == (conv.id, run_id)
+    assert "(no worker took it)" in str(expired.value)
