@@ -10,14 +10,17 @@
     # [Decide("run-1", {"c-1": True}), Answer(2, Paused("run-1", ("c-2",)))]
 
 Everything a conversation knows about its turns lives here: the phase, the accepted turns
-queued behind the one in flight (with their inputs), the turn in flight and its pause, the
-approval deadline, who serves the next turn and the runs a turn handed over
+queued behind the one in flight (with their inputs), the turn in flight, its run (where its
+messages begin, its latest pause as the run reported it) and its pause (the calls, what is
+decided, the approval deadline), who serves the next turn and the runs a turn handed over
 (``Handoffs``). ``ConversationWorkflow`` (golem.workflows.conversation) translates every
 update (send, approve, close), signal (a turn's run paused), child result and timer into
 one call here and performs the effects it returns: start a child run, signal decisions to
-it, arm a timer, answer an update. Each update gets a ticket, answered by exactly one
-``Answer``. golem.workflows.turn_runs builds a turn's run input from the transcript and
-takes its outcome back; that is the only other module a turn passes through.
+it, arm a timer, answer an update (an ended run's ``Ended`` carries the answer). Each
+update gets a ticket, answered by exactly one ``Answer``. golem.workflows.turn_runs builds
+a turn's run input from the transcript and takes its outcome back; the workflow run around
+the turns (idle timeout, what continue-as-new carries, the summary) is
+golem.workflows.conversation_run.
 
 States (``Turns.phase``) and the transitions between them:
 
@@ -57,6 +60,7 @@ from typing import Literal, TypeVar
 from golem.approvals import decider
 from golem.messages import Decision
 from golem.wire import Completed, InTranscript, TurnInput, TurnOutput
+from golem.wire import Paused as PausedReport
 
 __all__ = [
     "Answer",
@@ -109,6 +113,8 @@ class Ended:
     """The turn's run ended (completed or failed): its outcome answers."""
 
     run_id: str
+    answer: TurnOutput | Exception | None = None
+    """What the turn answers: its output, or the error its send fails with."""
 
 
 @dataclass(frozen=True)
@@ -253,7 +259,9 @@ class _Turn:
 class Turns:
     """The turns and approvals of one conversation workflow run."""
 
-    def __init__(self, turns_per_run: int = 500, known: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, turns_per_run: int = 500, known: Mapping[str, str] | None = None, agent: str = ""
+    ) -> None:
         self.phase: Phase = "idle"
         self.turns_per_run = turns_per_run
         self.started = 0
@@ -265,6 +273,13 @@ class Turns:
         """Accepted sends waiting for the turn in flight: (ticket, run id)."""
         self.inputs: dict[str, TurnInput] = {}
         """What the runs of accepted turns not started yet are started with, by run id."""
+        self.handoffs = Handoffs(agent)
+        """Who serves the next turn; the runs the turn in flight handed over."""
+        self.run_start = 0
+        """Where the messages of the turn's run in flight begin in the transcript."""
+        self.report: PausedReport | None = None
+        """That run's latest pause, as it reported it (kept once it ended, until the next
+        run begins)."""
         self.pause: Pause | None = None
         self.pauses = 0
         self.late: dict[str, float | None] = {}
@@ -336,13 +351,24 @@ class Turns:
 
     # -- the turn's run ------------------------------------------------------------------
 
+    def run_begins(self, start: int) -> None:
+        """The run a ``StartChild`` named begins, its messages from ``start`` on."""
+        self.run_start, self.report = start, None
+
     def paused(
-        self, run_id: str, calls: Iterable[str], now: float, timeout: float | None
+        self,
+        run_id: str,
+        calls: Iterable[str],
+        now: float,
+        timeout: float | None,
+        report: PausedReport | None = None,
     ) -> list[Effect]:
-        """The turn's run waits for decisions on ``calls``."""
+        """The turn's run waits for decisions on ``calls`` (``report``: as it said so)."""
         turn = self.current
         if turn is None or turn.run_id != run_id:
             return []  # not this conversation's turn in flight: nothing waits here
+        if report is not None:
+            self.report = report
         self.pauses += 1
         deadline = None if timeout is None else now + timeout
         self.pause = Pause(tuple(calls), timeout, deadline)
@@ -360,12 +386,12 @@ class Turns:
             effects.append(ArmTimer(run_id, self.pauses, timeout))
         return effects
 
-    def ended(self, run_id: str) -> list[Effect]:
-        """The turn's run ended (completed or failed)."""
+    def ended(self, run_id: str, answer: TurnOutput | Exception | None = None) -> list[Effect]:
+        """The turn's run ended (completed or failed); ``answer``: what its send answers."""
         turn = self.current
         if turn is None or turn.run_id != run_id:
             return []
-        return [Answer(t, Ended(run_id)) for t in turn.tickets] + self._finish_turn()
+        return [Answer(t, Ended(run_id, answer)) for t in turn.tickets] + self._finish_turn()
 
     def handed_off(self, run_id: str, target: str, turn: TurnInput | None = None) -> list[Effect]:
         """The turn's run handed the conversation over: the turn goes on as run ``target``
