@@ -17,6 +17,7 @@ from hypothesis.stateful import (
 )
 
 from golem.messages import Decision
+from golem.wire import Paused as PausedReport
 from golem.wire import TurnInput
 from golem.workflows.turns import (
     Answer,
@@ -86,6 +87,27 @@ def test_a_turns_input_is_kept_until_its_run_starts_and_dropped_when_it_is_refus
     turns.send(4, "r3", "c", third)
     assert turns.close(5) == []  # the turn r3 is in flight; closing refuses nothing queued
     assert turns.take_input("r3") == third and turns.inputs == {}
+
+
+def test_the_run_in_flight_keeps_its_start_and_latest_report_and_its_end_carries_the_answer() -> (
+    None
+):
+    turns = Turns(agent="triage")
+    assert turns.handoffs.current == "triage"
+    turns.send(1, "r1", "a")
+    turns.run_begins(4)
+    report = PausedReport(run_id="r1", conversation_id="c", pending_approvals=[])
+    turns.paused("other", ("c1",), now=1.0, timeout=None, report=report)
+    assert turns.report is None  # not the turn in flight's run
+    turns.paused("r1", ("c1",), now=1.0, timeout=None, report=report)
+    assert (turns.run_start, turns.report) == (4, report)
+    turns.approve(2, {"c1": True}, now=2.0)
+    answer = ValueError("the turn's error")
+    assert turns.ended("r1", answer) == [Answer(2, Ended("r1", answer))]
+    assert turns.report == report  # read until the next run begins
+    turns.send(3, "r2", "b")
+    turns.run_begins(9)
+    assert (turns.run_start, turns.report) == (9, None)
 
 
 def test_the_run_a_turn_was_handed_to_waits_for_approvals_as_the_turn() -> None:
