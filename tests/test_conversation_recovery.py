@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowUpdateHandle
+from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateHandle
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 from test_conversation import echo_agent, serve
@@ -37,7 +37,7 @@ async def test_a_turn_no_worker_takes_fails_at_the_deadline_naming_it_and_a_rese
     with pytest.raises(TurnNotTaken) as expired:  # no worker serves the task queue yet
         await within(conv.send("hello", run_id=run_id), what="the deadline", timeout=30)
     assert str(expired.value) == (
-        f"conversation {conv.id} did not take turn {run_id} within 1.5 s (no worker took "
+        f"conversation {conv.id} did not take turn {run_id} within 1.5 s (no worker accepted "
         f"it); it may still run: send it again with run_id={run_id!r} to get its result"
     )
     assert (expired.value.conversation_id, expired.value.run_id) == (conv.id, run_id)
@@ -130,6 +130,7 @@ async def test_a_send_refused_until_past_the_deadline_while_the_conversation_dra
         f"conversation {conv.id} did not take turn {run_id} within 1 s (it was continuing "
         f"as new); it may still run: send it again with run_id={run_id!r} to get its result"
     )
+    assert isinstance(expired.value.__cause__, WorkflowUpdateFailedError)  # the last refusal
     assert (one.output, two.output) == ("1: two", "2: next")
     assert runs == [one.run_id, run_id] and switches >= 1
 
@@ -149,4 +150,4 @@ async def test_a_streamed_turn_no_worker_takes_fails_at_the_deadline_too(
     with pytest.raises(TurnNotTaken) as expired:
         await within(read(), what="the deadline", timeout=30)
     assert (expired.value.conversation_id, expired.value.run_id) == (conv.id, run_id)
-    assert "(no worker took it)" in str(expired.value)
+    assert "(no worker accepted it)" in str(expired.value)

@@ -73,8 +73,10 @@ class TurnRecovery:
         self._loop = asyncio.get_running_loop()
         self._deadline = self._loop.time() + timeout.total_seconds()
         self._pause = 0.02
-        self.why = "no worker took it"
+        self.why = "no worker accepted it"
         """What held the turn up last (said when the deadline expires)."""
+        self.cause: BaseException | None = None
+        """The error of the last try that failed (the expired deadline's cause)."""
 
     def expired(self) -> TurnNotTaken:
         return TurnNotTaken(self.conversation_id, self.run_id, self.timeout, self.why)
@@ -85,7 +87,7 @@ class TurnRecovery:
         if remaining <= 0:
             if asyncio.iscoroutine(work):
                 work.close()  # never awaited: no "never awaited" warning either
-            raise self.expired()
+            raise self.expired() from self.cause
         timeout = asyncio.timeout(remaining)
         try:
             async with timeout:
@@ -93,12 +95,13 @@ class TurnRecovery:
         except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
             # The SDK turns the cancel of an update's call into its own error.
             if timeout.expired():
-                raise self.expired() from None
+                raise self.expired() from self.cause
             raise
 
-    async def again(self, why: str) -> None:
-        """Wait a little (doubling up to a second) before the next try; ``why`` it failed."""
-        self.why = why
+    async def again(self, why: str, cause: BaseException) -> None:
+        """Wait a little (doubling up to a second) before the next try; ``why`` the last one
+        failed, with ``cause``."""
+        self.why, self.cause = why, cause
         await self.within(asyncio.sleep(self._pause))
         self._pause = min(self._pause * 2, 1.0)
 
@@ -131,11 +134,11 @@ async def take_turn(
                 raise
             # It finishes its turns in flight, then continues as new (or rests): the same
             # update, sent again, lands on the next workflow run.
-            await recovery.again("it was continuing as new")
-        except RPCError:
+            await recovery.again("it was continuing as new", exc)
+        except RPCError as exc:
             if not await recovery.within(reopen()):
                 raise
-            await recovery.again("it rested, and was being reopened")
+            await recovery.again("it rested, and was being reopened", exc)
 
 
 def turn_runs(transcript: Sequence[Message], run_id: str) -> tuple[list[str], int]:
