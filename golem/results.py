@@ -9,7 +9,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, get_args
 from golem.messages import Message, ToolCall, Usage
 from golem.usage import Spent
 
-__all__ = ["STAGES", "PartialResult", "Result", "RunCounts", "RunError", "Stage", "StreamResult"]
+__all__ = ["STAGES", "PartialResult", "Result", "RunError", "Stage", "StreamResult"]
 
 OutputT = TypeVar("OutputT")
 
