@@ -219,11 +219,11 @@ class ConversationWorkflow:
         """Tools approved ``always`` run without asking from the conversation's next turn
         (the turn in flight applies them itself)."""
         report = self._turns.report
-        names = {c.id: c.name for c in report.pending_approvals} if report else {}
+        tools = {c.id: c.name for c in report.pending_approvals} if report else {}
         for call_id, decision in decisions.items():
             always = isinstance(decision, Decision) and decision.approved and decision.always
-            if always and call_id in names:
-                self._standing.setdefault(names[call_id], decision)  # type: ignore[arg-type]
+            if always and call_id in tools:
+                self._standing.setdefault(tools[call_id], decision)  # type: ignore[arg-type]
 
     @workflow.query(name=names.APPROVALS_POLICY)
     def approvals_policy(self) -> dict[str, Decision]:
