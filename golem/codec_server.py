@@ -182,7 +182,7 @@ def codec_app(
 ) -> Starlette:
     """An ASGI app serving ``/encode`` and ``/decode`` with ``codec``; with ``token`` or
     ``jwt_auth`` set, a call needs ``Authorization: Bearer`` with either. With ``storage``,
-    ``/decode`` reads stored payloads (golem.storage.for_display: past 64 KiB, a preview)."""
+    ``/decode`` reads stored payloads (golem.worker.display.for_display: past 64 KiB, a preview)."""
     from google.protobuf import json_format
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
@@ -194,7 +194,7 @@ def codec_app(
     from temporalio.api.common.v1 import Payloads
     from temporalio.exceptions import ApplicationError
 
-    from golem.storage import for_display
+    from golem.worker.display import for_display
 
     async def authorize(request: Request) -> None:
         if not token and jwt_auth is None:

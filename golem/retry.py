@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from golem.models.base import ModelError
 from golem.user_functions import UserCodeError
 
 __all__ = ["TOOL_RETRY", "Retry"]
@@ -83,10 +82,11 @@ class Retry:
         """Whether ``exc`` may be tried again under this policy, attempts left aside."""
         if isinstance(exc, (*self.non_retryable, UserCodeError)):
             return False
-        if isinstance(exc, ModelError):
+        if (hint := _provider_hint(exc)) is not None:
+            retryable, retry_after = hint
             # A provider asking for a longer wait than the policy allows ends the tries.
-            too_long = exc.retry_after is not None and exc.retry_after > self.max_interval
-            return exc.retryable and not too_long
+            too_long = retry_after is not None and retry_after > self.max_interval
+            return retryable and not too_long
         # An error that says no retry can help (golem.delegation.UnknownAgent) is not tried.
         return isinstance(exc, Exception) and getattr(exc, "retryable", True) is not False
 
@@ -95,7 +95,20 @@ class Retry:
         ``None`` when the tries end here."""
         if attempt >= self.max_attempts or not self.retryable(exc):
             return None
-        return self.delay(attempt, exc.retry_after if isinstance(exc, ModelError) else None)
+        hint = _provider_hint(exc)
+        return self.delay(attempt, hint[1] if hint is not None else None)
+
+
+def _provider_hint(exc: BaseException) -> tuple[bool, float | None] | None:
+    """``(retryable, retry_after)`` of an error that carries a provider's hint, as
+    ``golem.models.ModelError`` does (read by shape: the contract does not import models)."""
+    retryable = getattr(exc, "retryable", None)
+    if not isinstance(retryable, bool) or not hasattr(exc, "retry_after"):
+        return None
+    retry_after = exc.retry_after
+    if retry_after is not None and not isinstance(retry_after, float | int):
+        return None
+    return retryable, retry_after
 
 
 #: A tool's retry policy unless it names its own (Temporal's default interval, 3 attempts).

@@ -135,21 +135,17 @@ def _checked(value: T, kind: Any, what: str) -> T:
     try:
         data = _JSON.to_json(value, by_alias=True, exclude_defaults=True)
     except PydanticSerializationError as exc:
-        raise ApplicationError(
-            f"{what} returned a value that cannot be serialized: {exc}",
-            type=names.BAD_RESULT,
-            non_retryable=True,
-        ) from None
+        raise _bad_result(f"{what} returned a value that cannot be serialized: {exc}") from None
     check_size(len(data), what)
     try:
         _adapter(kind).validate_json(data)
     except ValidationError as exc:
-        raise ApplicationError(
-            f"{what} returned an invalid value: {validation_problems(exc)}",
-            type=names.BAD_RESULT,
-            non_retryable=True,
-        ) from None
+        raise _bad_result(f"{what} returned an invalid value: {validation_problems(exc)}") from None
     return value
+
+
+def _bad_result(message: str) -> ApplicationError:
+    return ApplicationError(message, type=names.BAD_RESULT, non_retryable=True)
 
 
 def check_size(size: int, what: str) -> None:

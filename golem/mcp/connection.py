@@ -13,17 +13,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import ValidationError
 
 from golem.mcp.results import LOST_CONNECTION, NOT_RETRYABLE, outcome, rejected
-from golem.mcp.server import LIST_TIMEOUT, MCPServer
 from golem.models.base import ToolDefinition
 from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown, validation_problems
 from golem.toolsets import ToolsetError, ToolsetRefusal
+
+if TYPE_CHECKING:  # the server opens connections: only their type points back
+    from golem.mcp.server import MCPServer
 
 __all__ = ["MCPConnection", "new_client", "with_headers"]
 
@@ -128,7 +130,7 @@ class MCPConnection:
     @property
     def _limit(self) -> float:
         """Seconds connecting, and each page of the tool list, may take."""
-        return (self.server.timeout or LIST_TIMEOUT).total_seconds()
+        return self.server.list_timeout.total_seconds()
 
     async def _retire(self, opened: _Open) -> None:
         if self._open is opened:

@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.tools import RunContext
     from golem.wire import AgentRunInput, lineage
     from golem.workflows import registry
-    from golem.workflows.compose import child_run
+    from golem.workflows.children import child_run
 
 __all__ = ["run_child"]
 

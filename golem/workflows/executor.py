@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.wire import HistoryBase, ModelFailure, PrepareInput, Stamps, ToolCallInput, names
     from golem.workflows import registry
     from golem.workflows.approvals import ApprovalGate
+    from golem.workflows.delegation import run_child
     from golem.workflows.report import Progress
     from golem.workflows.shipper import Shipper
 
@@ -246,8 +247,6 @@ class TemporalExecutor:
     async def delegate(
         self, child: Delegation, ctx: RunContext[Any], emit: Callable[[RunEvent], None] | None
     ) -> Result[Any]:
-        from golem.workflows.delegation import run_child  # it imports this module's users
-
         return await run_child(child, ctx, stream=self.stream, on_start=self.on_child)
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
