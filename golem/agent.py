@@ -338,9 +338,9 @@ def _inputs(
     agent: Agent[Any, Any],
 ) -> RunInput:
     messages = as_messages(history or ())
-    return RunInput.model_construct(
-        prompt=prompt,
-        parts=list(parts),
+    return RunInput.of(
+        prompt,
+        parts=parts,
         history=messages,
         deps=deps,
         run_id=run_id or "",

@@ -224,14 +224,10 @@ def handoff_target(result: Result[Any]) -> str | None:
 def handed_over(caller: Result[Any], target: Result[Any]) -> Result[Any]:
     """The caller's ``Result`` once the run it handed over to ended: the target's answer and
     conversation, the caller's ids and own usage, the target counted among its children."""
-    return Result(
-        output=target.output,
-        messages=target.messages,
-        usage=caller.usage,
-        run_id=caller.run_id,
-        conversation_id=caller.conversation_id,
-        requests=caller.requests,
-        tool_calls=caller.tool_calls,
+    return Result.of(
+        caller,
+        target.output,
+        target.messages,
         pending_approvals=target.pending_approvals,
         pending_runs=target.pending_runs,
         agent=target.agent,
@@ -270,15 +266,7 @@ class Delegations:
         name, local = self.resolve(agent)
         given = list(history or ())
         conversation = resolve_conversation_id(given, None) or ctx.conversation_id
-        run = RunInput.model_construct(
-            prompt=prompt,
-            parts=[],
-            history=given,
-            deps=deps,
-            run_id="",
-            conversation_id=conversation,
-            approvals={},
-        )
+        run = RunInput.of(prompt, history=given, deps=deps, conversation_id=conversation)
         # The id is minted now, in call order, so parallel delegations get stable ids.
         return self.run(Delegation(name, run, local), ctx)
 
@@ -328,14 +316,11 @@ class Delegations:
         """Continue the caller's turn with ``handoff.agent``, on the conversation so far;
         the result is the caller's (``handed_over``)."""
         name, local = self.resolve(handoff.agent)
-        run = RunInput.model_construct(
-            prompt=None,
-            parts=[],
+        run = RunInput.of(
             history=caller.messages,
             deps=deps,
             run_id=handoff.run_id,
             conversation_id=caller.conversation_id,
-            approvals={},
         )
         ctx = RunContext(
             deps=deps,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 # Released import paths (0.2.0): the errors live in golem.errors.
 from golem.errors import STAGES as STAGES
@@ -14,6 +15,27 @@ from golem.messages import Message, ToolCall, Usage
 from golem.usage import Spent
 
 OutputT = TypeVar("OutputT")
+
+
+class RunCounts(Protocol):
+    """What a run counted, as its live state, its durable report and its ``Result`` hold it."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def conversation_id(self) -> str: ...
+    @property
+    def usage(self) -> Usage: ...
+    @property
+    def requests(self) -> int: ...
+    @property
+    def tool_calls(self) -> int: ...
+    @property
+    def agent(self) -> str: ...
+    @property
+    def sub_runs(self) -> list[str]: ...
+    @property
+    def descendants(self) -> Spent: ...
 
 
 @dataclass(frozen=True)
@@ -45,6 +67,39 @@ class Result(Generic[OutputT]):
     """Ids of the runs this run delegated or handed off to, in the order they started."""
     descendants: Spent = field(default_factory=Spent)
     """What those runs (and theirs, nested) spent."""
+
+    @classmethod
+    def of(
+        cls,
+        run: RunCounts,
+        output: Any,
+        messages: Iterable[Message],
+        *,
+        pending_approvals: Iterable[ToolCall] = (),
+        pending_calls: Iterable[ToolCall] = (),
+        pending_runs: Mapping[str, str] | None = None,
+        agent: str | None = None,
+        sub_runs: Iterable[str] | None = None,
+        descendants: Spent | None = None,
+    ) -> Result[Any]:
+        """The one way a ``Result`` is built: ``run``'s ids and counts (a run's live state in
+        either executor, its durable report, or a caller's ``Result`` after a handoff) with
+        its answer; ``agent``, ``sub_runs`` and ``descendants`` default to ``run``'s."""
+        return Result(
+            output=output,
+            messages=list(messages),
+            usage=run.usage,
+            run_id=run.run_id,
+            conversation_id=run.conversation_id,
+            requests=run.requests,
+            tool_calls=run.tool_calls,
+            pending_approvals=list(pending_approvals),
+            pending_runs=dict(pending_runs or {}),
+            pending_calls=list(pending_calls),
+            agent=run.agent if agent is None else agent,
+            sub_runs=list(run.sub_runs if sub_runs is None else sub_runs),
+            descendants=run.descendants if descendants is None else descendants,
+        )
 
     def __post_init__(self) -> None:
         # A pending call no run is named for waits in this run.

@@ -89,8 +89,8 @@ class ActivityDelegator:
             ) from None
         validate_history(history)
         conversation = resolve_conversation_id(history, None) or ctx.conversation_id
-        run = RunInput(
-            prompt=prompt,
+        run = RunInput.of(
+            prompt,
             history=history,
             deps=deps,
             run_id=run_id,

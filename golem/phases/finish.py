@@ -67,19 +67,12 @@ def result(
     """A finished run (or a paused one, with ``pending`` calls: those ``external`` names
     wait for the application, the others for a person)."""
     waiting = list(pending or [])
-    return Result(
-        output=output,
-        messages=list(state.messages),
-        usage=state.usage,
-        run_id=state.run_id,
-        conversation_id=state.conversation_id,
-        requests=state.requests,
-        tool_calls=state.tool_calls,
+    return Result.of(
+        state,
+        output,
+        state.messages,
         pending_approvals=[c for c in waiting if c.id not in external],
         pending_calls=[c for c in waiting if c.id in external],
-        agent=state.agent,
-        sub_runs=list(state.sub_runs),
-        descendants=state.descendants,
     )
 
 

@@ -54,14 +54,14 @@ async def run_agent(
         validate_history(messages)
     except HistoryError as exc:
         raise RunError("history", str(exc)) from exc
-    run = RunInput(
-        prompt=prompt,
-        parts=list(parts or ()),
+    run = RunInput.of(
+        prompt,
+        parts=parts or (),
         history=messages,
         deps=deps,
         run_id=run_id or str(workflow.uuid7()),
         conversation_id=resolve_conversation_id(messages, conversation_id) or str(workflow.uuid7()),
-        approvals=dict(approvals or {}),
+        approvals=approvals,
     )
     if inline:
         return await _inline(agent_name, run)
