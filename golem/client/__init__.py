@@ -6,13 +6,15 @@
 
 ``DurableAgent.run`` mirrors ``Agent.run``: same ``Result``, same ``golem.RunError``.
 Runs (golem.client.runs), agents (agents), conversations (conversations), reading runs
-back (records), finding runs by id or conversation (lookups) and checking what a caller
-sends (inputs); golem.workflows.failures maps a Temporal failure to golem's exception,
-for the client and for ``run_agent`` alike.
+back (records), finding runs by id or conversation (lookups), the calls that wait across
+the namespace (inbox: ``await pending(client)``) and checking what a caller sends
+(inputs); golem.workflows.failures maps a Temporal failure to golem's exception, for the
+client and for ``run_agent`` alike.
 """
 
 from golem.client.agents import DurableAgent
 from golem.client.conversations import DurableConversation
+from golem.client.inbox import PendingCall, pending
 from golem.client.records import RunRecord, conversation_runs, fetch_run
 from golem.client.runs import DurableRun
 from golem.streaming import DurableRunStream
@@ -27,6 +29,7 @@ from golem.workflows.lineage import (
     OWNER,
     PARENT_RUN_ID,
     SEARCH_ATTRIBUTES,
+    WAITING,
 )
 
 __all__ = [
@@ -35,14 +38,17 @@ __all__ = [
     "OWNER",
     "PARENT_RUN_ID",
     "SEARCH_ATTRIBUTES",
+    "WAITING",
     "ConversationClosedError",
     "DurableAgent",
     "DurableConversation",
     "DurableRun",
     "DurableRunStream",
+    "PendingCall",
     "RunIdInUseError",
     "RunRecord",
     "UnknownAgentError",
     "conversation_runs",
     "fetch_run",
+    "pending",
 ]

@@ -130,11 +130,19 @@ class DurableAgent(Generic[OutputT]):
         self, payload: AgentRunInput, run_id: str, parent: str, prompt: str | None
     ) -> WorkflowHandle[Any, Any]:
         title = summary(self.agent_name, prompt)
-        start = lambda listed: self._start_as(payload, run_id, parent, title, listed)  # noqa: E731
+        start = lambda listed, waiting: self._start_as(  # noqa: E731
+            payload, run_id, parent, title, listed, waiting
+        )
         return await start_listed(self.client, start, title)
 
     async def _start_as(
-        self, payload: AgentRunInput, run_id: str, parent: str, title: str, listed: str | None
+        self,
+        payload: AgentRunInput,
+        run_id: str,
+        parent: str,
+        title: str,
+        listed: str | None,
+        waiting: bool,
     ) -> WorkflowHandle[Any, Any]:
         return await self.client.start_workflow(
             AgentRunWorkflow.run,
@@ -142,7 +150,11 @@ class DurableAgent(Generic[OutputT]):
             id=run_id,
             task_queue=self.task_queue,
             search_attributes=run_search_attributes(
-                payload.run.conversation_id, self.agent_name, parent, summary=listed
+                payload.run.conversation_id,
+                self.agent_name,
+                parent,
+                summary=listed,
+                waiting=waiting,
             ),
             static_summary=title,
             static_details=details(run_id, payload.run.conversation_id, self.agent_name),

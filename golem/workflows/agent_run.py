@@ -128,6 +128,7 @@ class AgentRunWorkflow:
             on_change=self._show_details,
             caller=input.caller,
             validators=self._validators,
+            external=lambda calls: self._loop.external_ids(calls) if self._loop else set(),
         )
         self._executor = TemporalExecutor(
             agent,

@@ -91,6 +91,7 @@ async def child_run(payload: AgentRunInput, summary: str = "") -> Result[Any]:
                 agent_name,
                 payload.parent_run_id,
                 summary=lineage.listed_summary(summary),
+                waiting=lineage.listed_waiting(),
             ),
             static_summary=summary,
             static_details=lineage.child_details(run.run_id, run.conversation_id, agent_name),

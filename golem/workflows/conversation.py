@@ -390,6 +390,7 @@ class ConversationWorkflow:
                     agent,
                     parent,
                     summary=lineage.listed_summary(title),
+                    waiting=lineage.listed_waiting(),
                 ),
                 static_summary=title,
                 static_details=lineage.child_details(run_id, workflow.info().workflow_id, agent),

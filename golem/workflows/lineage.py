@@ -6,6 +6,8 @@ Shared by the client (standalone runs) and by workflows that start runs as child
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
 __all__ = [
@@ -15,9 +17,11 @@ __all__ = [
     "PARENT_RUN_ID",
     "SEARCH_ATTRIBUTES",
     "SUMMARY",
+    "WAITING",
     "child_details",
     "details",
     "listed_summary",
+    "listed_waiting",
     "run_search_attributes",
     "summary",
 ]
@@ -31,8 +35,12 @@ OWNER = SearchAttributeKey.for_keyword("GolemOwner")
 #: for a workflow's own summary). Optional: a namespace set up by 0.2.0 lacks it, and runs
 #: there start without it (docs/adr/0034-readable-workflow-list.md).
 SUMMARY = SearchAttributeKey.for_keyword("GolemSummary")
+#: How many calls the run waits for now (a person's decision or an application's result),
+#: 0 when none: the pending inbox's filter (golem.client.inbox). Optional like GolemSummary:
+#: a run started where the namespace lacks it never sets it (docs/adr/0035-pending-inbox.md).
+WAITING = SearchAttributeKey.for_int("GolemWaiting")
 #: Register these on a cluster once (``golem setup``); the dev server gets them from ``golem dev``.
-SEARCH_ATTRIBUTES = (CONVERSATION_ID, AGENT, PARENT_RUN_ID, OWNER, SUMMARY)
+SEARCH_ATTRIBUTES = (CONVERSATION_ID, AGENT, PARENT_RUN_ID, OWNER, SUMMARY, WAITING)
 
 
 def run_search_attributes(
@@ -42,10 +50,12 @@ def run_search_attributes(
     owner: str = "",
     *,
     summary: str | None = None,
+    waiting: bool = False,
 ) -> TypedSearchAttributes:
     """The lineage every run (and conversation workflow) carries; ``owner`` for a
-    conversation someone owns; ``summary`` too, where the namespace has ``GolemSummary``."""
-    pairs = [
+    conversation someone owns; ``summary`` too, where the namespace has ``GolemSummary``;
+    ``waiting``: ``GolemWaiting`` at 0, where the namespace has it (the run keeps it true)."""
+    pairs: list[SearchAttributePair[Any]] = [
         SearchAttributePair(CONVERSATION_ID, conversation_id),
         SearchAttributePair(AGENT, agent),
     ]
@@ -55,6 +65,8 @@ def run_search_attributes(
         pairs.append(SearchAttributePair(OWNER, owner))
     if summary is not None:
         pairs.append(SearchAttributePair(SUMMARY, summary))
+    if waiting:
+        pairs.append(SearchAttributePair(WAITING, 0))
     return TypedSearchAttributes(pairs)
 
 
@@ -81,6 +93,14 @@ def listed_summary(text: str) -> str | None:
     from temporalio import workflow  # here: the client imports this module too
 
     return text if workflow.info().typed_search_attributes.get(SUMMARY) is not None else None
+
+
+def listed_waiting() -> bool:
+    """In a workflow: whether it carries ``GolemWaiting`` (so the namespace has it, and the
+    runs it starts may carry it too)."""
+    from temporalio import workflow
+
+    return workflow.info().typed_search_attributes.get(WAITING) is not None
 
 
 def summary(agent: str, prompt: str | None) -> str:
