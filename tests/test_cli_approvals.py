@@ -226,3 +226,27 @@ async def test_pending_lists_what_waits_with_the_command_that_answers_it(address
     assert as_text.out.splitlines()[-1] == f"  answer: golem approve {run_id} t-1"
     assert run_id in {c["runId"] for c in json.loads(by_agent.out)}
     assert (empty.code, empty.out) == (0, "")
+
+
+async def test_approve_always_stops_asking_for_that_tool_in_the_conversation(
+    address: str,
+) -> None:
+    tq = queue()
+    async with golem_worker(tq, "bank"):
+        waiting = await golem("run", "--agent", "bank", "--task-queue", tq, "pay")
+        run_id, conversation = ids(waiting.out)["run id"], ids(waiting.out)["conversation id"]
+        denied = await golem("approve", run_id, "--always", "--deny")
+        always = await golem("approve", run_id, "--always", "--by", "alice")
+        again = await golem(
+            "run", "--agent", "bank", "--task-queue", tq, "--conversation-id", conversation, "more"
+        )
+    assert denied.code == 1 and denied.err == (
+        "golem approve: --always approves: it cannot go with --deny\n"
+    )
+    assert always.code == 0, always.err
+    assert always.err.splitlines()[0] == (
+        f"golem: approved {TRANSFER} #t-1 and every later transfer call in this "
+        "conversation (by alice)"
+    )
+    assert again.code == 0, again.err  # asked nobody: the standing approval held
+    assert "waiting for approval" not in again.err and "moved 5" in again.out

@@ -213,6 +213,12 @@ def parser() -> argparse.ArgumentParser:
         help="run the call with these arguments (a JSON object) in place of the model's",
     )
     approve.add_argument(
+        "--always",
+        action="store_true",
+        help="approve, and stop asking for these tools in this conversation (across its turns "
+        "and continue-as-new; `DurableConversation.revoke` takes it back)",
+    )
+    approve.add_argument(
         "--by", help="who decides, recorded on each call's result (default: the OS user)"
     )
     approve.add_argument("--json", action="store_true", help="print the result as JSON")
