@@ -85,6 +85,12 @@ async def scan_and_query(client: Client) -> int:
     return sum(await asyncio.gather(*(ask(i) for i in ids)))
 
 
+async def visibility_floor(client: Client) -> int:
+    """What any listing of these runs costs: their ids from visibility, nothing more."""
+    query = f'{AGENT.name} = "{NAME}" AND ExecutionStatus = "Running"'
+    return len([w.id async for w in client.list_workflows(query)])
+
+
 async def inbox(client: Client) -> int:
     return len(await pending(client, agent=NAME))
 
@@ -143,21 +149,23 @@ async def main() -> None:
             while (await client.count_workflows(inbox_query(NAME))).count < args.runs:
                 await asyncio.sleep(0.2)  # visibility catches up
             counter = Counted(client)
+            floor = await measure("ids only", counter, lambda: visibility_floor(client), 3)
             listed = await measure("inbox", counter, lambda: inbox(client), args.repeats)
             scanned = await measure(
                 "scan-and-query", counter, lambda: scan_and_query(client), args.repeats
             )
     print(f"\n{args.runs} waiting runs, median of {args.repeats} listings each:\n")
-    print(f"{'':22}{'inbox':>12}{'scan+query':>14}{'ratio':>9}")
+    print(f"{'':22}{'inbox':>12}{'scan+query':>14}{'ratio':>9}{'ids only':>12}")
     rows = [
-        ("wall time (s)", listed[0], scanned[0]),
-        ("client CPU (s)", listed[1], scanned[1]),
-        ("RPCs per listing", listed[2], scanned[2]),
+        ("wall time (s)", listed[0], scanned[0], floor[0]),
+        ("client CPU (s)", listed[1], scanned[1], floor[1]),
+        ("RPCs per listing", listed[2], scanned[2], floor[2]),
     ]
-    for label, mine, base in rows:
+    for label, mine, base, least in rows:
         ratio = f"{mine / base:.3f}x" if base else "-"
-        print(f"{label:22}{mine:>12.3f}{base:>14.3f}{ratio:>9}")
-    print(f"{'calls found':22}{listed[3]:>12}{scanned[3]:>14}")
+        print(f"{label:22}{mine:>12.3f}{base:>14.3f}{ratio:>9}{least:>12.3f}")
+    print(f"{'calls found':22}{listed[3]:>12}{scanned[3]:>14}{'':9}{floor[3]:>12}")
+    print("(ids only: the same runs listed by visibility with no memo read, the floor)")
     verdict = "met" if listed[0] <= TARGET_SECONDS else "NOT met"
     print(f"\ntarget: inbox <= {TARGET_SECONDS:g} s for 1,000 waiting runs: {verdict}")
     print("(the inbox needs no worker; scan-and-query needs one to answer each query)")

@@ -23,7 +23,7 @@ from golem.models.base import ToolDefinition
 from golem.tools import Tool, ToolFailed
 from golem.toolsets import Arguments
 
-__all__ = ["ExternalTool", "external_tool", "to_results", "with_results"]
+__all__ = ["ExternalTool", "external_tool", "run_tools", "to_results", "with_results"]
 
 
 @dataclass(kw_only=True)
@@ -61,6 +61,27 @@ def external_tool(
         parameters=dict(parameters),
         result_schema=dict(result_schema) if result_schema is not None else None,
     )
+
+
+def run_tools(
+    agent_name: str, tools: Mapping[str, Tool], definitions: Sequence[ToolDefinition]
+) -> dict[str, Tool]:
+    """The agent's ``tools`` and one run's own external tools (``run(external_tools=...)``);
+    ``ValueError`` for one that has the name of an agent's tool or of another."""
+    merged = dict(tools)
+    for definition in definitions:
+        if definition.name in merged:
+            raise ValueError(
+                f"agent {agent_name!r}: the run's external tool {definition.name!r} has the "
+                "name of one of the agent's tools"
+                if definition.name in tools
+                else f"agent {agent_name!r}: the run's external tools name "
+                f"{definition.name!r} twice"
+            )
+        merged[definition.name] = external_tool(
+            definition.name, definition.description, definition.parameters
+        )
+    return merged
 
 
 def to_results(

@@ -22,7 +22,7 @@ from golem.approvals import needs_approval, standing_approvals
 from golem.delegation import Delegations, Handoff
 from golem.events import RunEvent
 from golem.executor import DeltaSink, Executor
-from golem.external import ExternalTool
+from golem.external import ExternalTool, run_tools
 from golem.messages import Decision, Message, ToolCall
 from golem.phases import Stop, prepare, turn
 from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT, BatchOutcome, ToolBatch
@@ -32,6 +32,7 @@ from golem.policies import ApprovalPolicy, Rule, ruled
 from golem.results import Result, RunError
 from golem.run_state import AgentSpec, Checkpoint, RunInput, RunState
 from golem.tools import RunContext
+from golem.toolsets import RunTools
 
 __all__ = [
     "DENIED_RESULT",
@@ -93,6 +94,14 @@ class RunLoop:
             self.agent = self._batch.agent = self.delegations.agent = (
                 agent
             ) = await prepare.toolsets(agent, executor, self._ctx())
+        if inputs.external_tools:  # this run's own client-run tools, beside the agent's
+            try:
+                tools = run_tools(agent.name, agent.tools, inputs.external_tools)
+            except ValueError as exc:
+                raise Stop("tool", str(exc)) from None
+            self.agent = self._batch.agent = self.delegations.agent = agent = RunTools(
+                agent.agent if isinstance(agent, RunTools) else agent, tools
+            )
         history = await prepare.process_history(agent, executor, self._ctx(), list(inputs.history))
         state.messages = history
         if inputs.approvals:

@@ -89,6 +89,9 @@ class RunInput(BaseModel):
     standing: dict[str, Decision] | None = None
     """Tools approved ``always`` in this conversation, by name (the decision that did it);
     ``None``: read from the history's decisions (a conversation workflow passes its own)."""
+    external_tools: list[ToolDefinition] = Field(default_factory=list)
+    """Tools this run offers the model beside the agent's, run by the application
+    (``run(external_tools=...)``): their calls wait like an ``agent.external_tool``'s."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from waiting import eventually
 
 from golem import Agent, Message, RunContext, ToolCall
 from golem.client import WAITING, DurableAgent, PendingCall, pending
-from golem.models import FunctionModel
+from golem.models import FunctionModel, ToolDefinition
 from golem.testing import temporal_cli
 from golem.wire.inbox import ARGS_LISTED, WAITING_MEMO
 from golem.worker import GolemPlugin
@@ -215,3 +215,26 @@ async def test_a_delegates_call_is_listed_in_the_run_that_waits_for_it(
     assert waiting.typed_search_attributes.get(PARENT_RUN_ID) == run.run_id != call.run_id
     assert (call.agent, call.tool, call.answers) == ("billing", "refund", run.run_id)
     assert refunds == [5] and final.output == "refunded 5"
+
+
+async def test_a_runs_own_external_tool_is_listed_and_completed_in_the_same_run(
+    temporal_client: Client,
+) -> None:
+    def answer(messages: list[Message], tools: Any) -> Message:
+        results = [m for m in messages if m.role == "tool"]
+        if results:
+            return Message.assistant(f"seat {results[-1].content}")
+        return Message.assistant("", [ToolCall(id="s1", name="pick_seat", args="{}")])
+
+    agent: Agent[Any, str] = Agent(FunctionModel(answer), name="seats")
+    seat = ToolDefinition(name="pick_seat", description="Ask the user for a seat")
+    async with serve(temporal_client, agent) as tq:
+        durable = DurableAgent(temporal_client, agent, task_queue=tq)
+        run = await durable.start("book", external_tools=[seat])
+        paused = await run.result()
+        [call] = await listed(temporal_client, run.conversation_id, 1)
+        done = await run.complete({"s1": "3C"})
+    assert [c.id for c in paused.pending_calls] == ["s1"]
+    assert call.kind == "external"
+    assert call.command == f"golem complete {run.run_id} s1 --result JSON"
+    assert done.output == "seat 3C" and done.run_id == run.run_id

@@ -25,10 +25,11 @@ from golem.client.inputs import HistoryItem, check_not_waiting, check_size, chec
 from golem.client.listing import start_listed
 from golem.client.records import fetch_run, run_input
 from golem.client.runs import DurableRun
-from golem.external import with_results
+from golem.external import run_tools, with_results
 from golem.ids import new_id
 from golem.loop import RunInput, resolve_conversation_id
 from golem.messages import Part
+from golem.models.base import ToolDefinition
 from golem.phases.prepare import checked_approvals
 from golem.results import PartialResult, Result, RunError
 from golem.streaming import DurableRunStream
@@ -83,11 +84,13 @@ class DurableAgent(Generic[OutputT]):
         tool_results: Mapping[str, object] | None = None,
         parent_run_id: str | None = None,
         stream: bool = False,
+        external_tools: Sequence[ToolDefinition] = (),
     ) -> DurableRun[OutputT]:
         """Start a run and return at once. The run id is minted here, so it is the
         workflow id before the run starts. ``history`` holds ``Message``s or dicts of them
-        (as ``dump_messages`` writes them)."""
+        (as ``dump_messages`` writes them). ``external_tools``: as ``Agent.run``'s."""
         sent = checked(prompt, parts=parts, deps=deps, history=history)
+        tools = run_tools(self.agent_name, self.tools, external_tools)
         history = sent.history
         run_id = run_id or new_id()
         conversation_id = resolve_conversation_id(history, conversation_id) or new_id()
@@ -100,8 +103,9 @@ class DurableAgent(Generic[OutputT]):
             run_id=run_id,
             conversation_id=conversation_id,
             approvals=checked_approvals(
-                self.tools, history, with_results(self.tools, history, approvals, tool_results)
+                tools, history, with_results(tools, history, approvals, tool_results)
             ),
+            external_tools=list(external_tools),
         )
         payload = AgentRunInput(agent=self.agent_name, run=run, parent_run_id=parent, stream=stream)
         check_size(payload, self.client.data_converter)
@@ -119,11 +123,11 @@ class DurableAgent(Generic[OutputT]):
             handle,
             history,
             self.output_adapter,
-            self.may_pause,
+            self.may_pause or bool(external_tools),
             self.client.data_converter,
             self._never_pauses,
             agent=self.agent_name,
-            tools=self.tools,
+            tools=tools,
         )
 
     async def _start(
@@ -173,6 +177,7 @@ class DurableAgent(Generic[OutputT]):
         conversation_id: str | None = None,
         approvals: Mapping[str, DecisionInput] | None = None,
         tool_results: Mapping[str, object] | None = None,
+        external_tools: Sequence[ToolDefinition] = (),
     ) -> Result[OutputT]:
         """Run durably and wait: the same ``Result`` and ``RunError`` as ``Agent.run``."""
         started = await self.start(
@@ -184,6 +189,7 @@ class DurableAgent(Generic[OutputT]):
             conversation_id=conversation_id,
             approvals=approvals,
             tool_results=tool_results,
+            external_tools=external_tools,
         )
         return await started.result()
 
@@ -198,6 +204,7 @@ class DurableAgent(Generic[OutputT]):
         conversation_id: str | None = None,
         approvals: Mapping[str, DecisionInput] | None = None,
         tool_results: Mapping[str, object] | None = None,
+        external_tools: Sequence[ToolDefinition] = (),
     ) -> DurableRunStream[OutputT]:
         """Run durably, yielding ``agent.run_stream``'s events as they happen (the run
         starts when iterated); once exhausted, ``.result`` is what ``run`` returns."""
@@ -212,6 +219,7 @@ class DurableAgent(Generic[OutputT]):
                 approvals=approvals,
                 tool_results=tool_results,
                 stream=True,
+                external_tools=external_tools,
             )
         )
 

@@ -38,6 +38,7 @@ from golem.wire.base import Stamps, Tagged, Wire
 
 __all__ = [
     "REF_BYTES",
+    "TOOLS_QUERY",
     "ByQuery",
     "Compact",
     "Derived",
@@ -54,6 +55,9 @@ __all__ = [
     "derived",
     "expand",
 ]
+
+#: The query a model activity reads a run's toolset and external tools with (by digest).
+TOOLS_QUERY = "golem.tools"
 
 _JSON = SchemaSerializer(any_schema())
 
@@ -235,5 +239,6 @@ class ModelCall(Wire):
     model_index: int = 0
     """Which model of the agent's ``FallbackModel`` to call (0: the first, or the only one)."""
     tools: str = ""
-    """The digest of the run's toolset tools (``golem.workflows.mcp``), which the request
-    offers after the agent's own; empty for a run without toolsets."""
+    """The digest of the run's toolset tools (``golem.workflows.mcp``) and its own external
+    tools, which the request offers after the agent's own (the list: query
+    ``TOOLS_QUERY``); empty for a run with neither."""

@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown
     from golem.toolsets import Toolset, ToolsetError, ToolsetRefusal, ToolsetTool, tools_digest
     from golem.wire import RunOfCall
+    from golem.wire.shipping import TOOLS_QUERY
     from golem.workflows.patches import TOOLSETS_IN_AGENT_ORDER, patched
 
 __all__ = ["ACTIVITY_PREFIX", "TOOLS_QUERY", "RunToolsets"]
@@ -38,7 +39,6 @@ __all__ = ["ACTIVITY_PREFIX", "TOOLS_QUERY", "RunToolsets"]
 #: What the activities of ``temporalio.mcp`` are named after: ``<prefix><server>.<op>``.
 ACTIVITY_PREFIX = "temporalio.mcp."
 #: The query a model activity asks a run for its toolsets' tool definitions.
-TOOLS_QUERY = "golem.tools"
 #: A call's start-to-close timeout unless its toolset's ``timeout`` says (as golem's tools).
 CALL_TIMEOUT = timedelta(minutes=5)
 #: How ``temporalio.mcp`` names the failure of an error answer (its first detail: the code).
