@@ -592,6 +592,5 @@ async def test_a_runs_own_external_tools_are_offered_and_wait_like_the_agents(
     assert paused.pending_approvals == []
     assert model.requests[1].messages[-1].content == "3C" and result.output == "seated"
     assert str(clash.value) == (
-        "agent 'agent': the run's external tool 'lookup' has the name of one of the "
-        "agent's tools"
+        "agent 'agent': the run's external tool 'lookup' has the name of one of the agent's tools"
     )
