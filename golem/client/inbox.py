@@ -6,7 +6,7 @@ and conversations, read from Temporal visibility (no workflow is asked, no worke
 
 A run lists itself while it waits: ``GolemWaiting`` counts its waiting calls and its memo
 names them (golem.wire.inbox). Runs started where the namespace lacked ``GolemWaiting``
-(``golem setup`` registers it) are not listed. See docs/adr/0035-pending-inbox.md.
+(``golem setup`` registers it) are not listed. See docs/adr/0047-pending-inbox.md.
 """
 
 from __future__ import annotations

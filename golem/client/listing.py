@@ -1,6 +1,6 @@
 """Starting a workflow with the search attributes that list it, where the namespace has
 them: ``GolemSummary``, which the Temporal UI's workflow list shows as a column
-(docs/adr/0034), and ``GolemWaiting``, which the pending inbox filters on (docs/adr/0035).
+(docs/adr/0034), and ``GolemWaiting``, which the pending inbox filters on (docs/adr/0047).
 
     handle = await start_listed(client, lambda summary, waiting: client.start_workflow(...), text)
 """

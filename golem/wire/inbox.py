@@ -2,7 +2,7 @@
 
 While a run waits, ``GolemWaiting`` (a search attribute) counts its waiting calls and its
 memo's ``golemWaiting`` names each: a visibility query then lists every call that waits in
-a namespace without asking any workflow (docs/adr/0035-pending-inbox.md). The memo goes
+a namespace without asking any workflow (docs/adr/0047-pending-inbox.md). The memo goes
 through the client's codec, so an encrypted run's arguments stay encrypted.
 """
 

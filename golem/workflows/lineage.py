@@ -37,7 +37,7 @@ OWNER = SearchAttributeKey.for_keyword("GolemOwner")
 SUMMARY = SearchAttributeKey.for_keyword("GolemSummary")
 #: How many calls the run waits for now (a person's decision or an application's result),
 #: 0 when none: the pending inbox's filter (golem.client.inbox). Optional like GolemSummary:
-#: a run started where the namespace lacks it never sets it (docs/adr/0035-pending-inbox.md).
+#: a run started where the namespace lacks it never sets it (docs/adr/0047-pending-inbox.md).
 WAITING = SearchAttributeKey.for_int("GolemWaiting")
 #: Register these on a cluster once (``golem setup``); the dev server gets them from ``golem dev``.
 SEARCH_ATTRIBUTES = (CONVERSATION_ID, AGENT, PARENT_RUN_ID, OWNER, SUMMARY, WAITING)

@@ -76,7 +76,7 @@ PATCHES: dict[str, Patch] = {
     ),
     PENDING_INBOX: Patch(
         PENDING_INBOX,
-        adr="docs/adr/0035-pending-inbox.md",
+        adr="docs/adr/0047-pending-inbox.md",
         since="0.3.0",
         removable_after="0.2.0",
     ),
