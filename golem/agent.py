@@ -28,7 +28,7 @@ from golem.approvals import DecisionInput
 from golem.delegation import delegate_tool, handoff_tool, reachable
 from golem.errors import RunError
 from golem.events import RunEvent
-from golem.external import ExternalTool, external_tool, with_results
+from golem.external import ExternalTool, external_tool, run_tools, with_results
 from golem.history.processors import HistoryProcessor
 from golem.local import LocalExecutor
 from golem.loop import RunLoop
@@ -259,14 +259,18 @@ class Agent(Generic[DepsT, OutputT]):
         conversation_id: str | None = None,
         approvals: Mapping[str, DecisionInput] | None = None,
         tool_results: Mapping[str, object] | None = None,
+        external_tools: Sequence[ToolDefinition] = (),
     ) -> Result[OutputT]:
         """Run in process. ``history`` continues a conversation (the caller's list is never
         changed); failures raise :class:`golem.RunError` with the partial evidence. A
         handoff's target answers in the same call (``Result.agent`` names it); the next call
-        is the caller's to route (``golem.handoff_target``)."""
-        decided = with_results(self.tools, history, approvals, tool_results)
-        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, decided, self)
-        return await self._run_local(inputs)
+        is the caller's to route (``golem.handoff_target``). ``external_tools``: tools this
+        run offers beside the agent's, run by the application (pass them again with the
+        ``tool_results`` that continue it)."""
+        tools = run_tools(self.name, self.tools, external_tools)
+        decided = with_results(tools, history, approvals, tool_results)
+        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, decided, tools)
+        return await self._run_local(_offering(inputs, external_tools))
 
     def run_sync(
         self,
@@ -279,6 +283,7 @@ class Agent(Generic[DepsT, OutputT]):
         conversation_id: str | None = None,
         approvals: Mapping[str, DecisionInput] | None = None,
         tool_results: Mapping[str, object] | None = None,
+        external_tools: Sequence[ToolDefinition] = (),
     ) -> Result[OutputT]:
         """``run`` for code without an event loop (a script, a REPL): the same ``Result``
         and ``RunError``, on an event loop of its own. Inside a running loop it raises
@@ -292,9 +297,10 @@ class Agent(Generic[DepsT, OutputT]):
                 f"Agent.run_sync({self.name!r}) was called inside a running event loop, which "
                 "it would block: use `await agent.run(...)` there"
             )
-        decided = with_results(self.tools, history, approvals, tool_results)
-        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, decided, self)
-        return asyncio.run(self._run_local(inputs))
+        tools = run_tools(self.name, self.tools, external_tools)
+        decided = with_results(tools, history, approvals, tool_results)
+        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, decided, tools)
+        return asyncio.run(self._run_local(_offering(inputs, external_tools)))
 
     def run_stream(
         self,
@@ -307,12 +313,14 @@ class Agent(Generic[DepsT, OutputT]):
         conversation_id: str | None = None,
         approvals: Mapping[str, DecisionInput] | None = None,
         tool_results: Mapping[str, object] | None = None,
+        external_tools: Sequence[ToolDefinition] = (),
     ) -> RunStream[OutputT]:
         """Run in process, yielding events (text and tool-call deltas as they arrive, tool
         start/end); once exhausted, ``.result`` is the same ``Result`` ``run`` gives."""
-        decided = with_results(self.tools, history, approvals, tool_results)
-        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, decided, self)
-        return RunStream(self, inputs)
+        tools = run_tools(self.name, self.tools, external_tools)
+        decided = with_results(tools, history, approvals, tool_results)
+        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, decided, tools)
+        return RunStream(self, _offering(inputs, external_tools))
 
     def _local_executor(self) -> LocalExecutor:
         return LocalExecutor(self)
@@ -335,7 +343,7 @@ def _inputs(
     run_id: str | None,
     conversation_id: str | None,
     approvals: Mapping[str, object] | None,
-    agent: Agent[Any, Any],
+    tools: Mapping[str, Tool],
 ) -> RunInput:
     messages = as_messages(history or ())
     return RunInput.of(
@@ -345,8 +353,15 @@ def _inputs(
         deps=deps,
         run_id=run_id or "",
         conversation_id=conversation_id or "",
-        approvals=checked_approvals(agent.tools, messages, approvals or {}),
+        approvals=checked_approvals(tools, messages, approvals or {}),
     )
+
+
+def _offering(inputs: RunInput, external_tools: Sequence[ToolDefinition]) -> RunInput:
+    """``inputs`` with the run's own external tools."""
+    if not external_tools:
+        return inputs
+    return inputs.model_copy(update={"external_tools": list(external_tools)})
 
 
 class RunStream(StreamResult[OutputT]):

@@ -62,6 +62,27 @@ def external_tool(
     )
 
 
+def run_tools(
+    agent_name: str, tools: Mapping[str, Tool], definitions: Sequence[ToolDefinition]
+) -> dict[str, Tool]:
+    """The agent's ``tools`` and one run's own external tools (``run(external_tools=...)``);
+    ``ValueError`` for one that has the name of an agent's tool or of another."""
+    merged = dict(tools)
+    for definition in definitions:
+        if definition.name in merged:
+            raise ValueError(
+                f"agent {agent_name!r}: the run's external tool {definition.name!r} has the "
+                "name of one of the agent's tools"
+                if definition.name in tools
+                else f"agent {agent_name!r}: the run's external tools name "
+                f"{definition.name!r} twice"
+            )
+        merged[definition.name] = external_tool(
+            definition.name, definition.description, definition.parameters
+        )
+    return merged
+
+
 def to_results(
     given: Mapping[str, object], tools: Mapping[str, Tool], names: Mapping[str, str], by: str = ""
 ) -> dict[str, Decision]:

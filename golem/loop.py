@@ -23,7 +23,7 @@ from golem.delegation import Delegations, Handoff
 from golem.errors import RunError
 from golem.events import RunEvent
 from golem.executor import Executor
-from golem.external import ExternalTool
+from golem.external import ExternalTool, run_tools
 from golem.messages import Decision, Message, ToolCall
 from golem.phases import Stop, prepare, turn
 from golem.phases.batch import BatchOutcome, ToolBatch
@@ -32,6 +32,7 @@ from golem.policies import ApprovalPolicy, Rule, ruled
 from golem.results import Result
 from golem.run_state import AgentSpec, RunInput, RunState
 from golem.tools import RunContext
+from golem.toolsets import RunTools
 
 
 class RunLoop:
@@ -81,6 +82,14 @@ class RunLoop:
             self.agent = self._batch.agent = self.delegations.agent = (
                 agent
             ) = await prepare.toolsets(agent, executor, self._ctx())
+        if inputs.external_tools:  # this run's own client-run tools, beside the agent's
+            try:
+                tools = run_tools(agent.name, agent.tools, inputs.external_tools)
+            except ValueError as exc:
+                raise Stop("tool", str(exc)) from None
+            self.agent = self._batch.agent = self.delegations.agent = agent = RunTools(
+                agent.agent if isinstance(agent, RunTools) else agent, tools
+            )
         history = await prepare.process_history(agent, executor, self._ctx(), list(inputs.history))
         state.messages = history
         if inputs.approvals:

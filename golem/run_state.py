@@ -95,6 +95,9 @@ class RunInput(BaseModel):
     standing: dict[str, Decision] | None = None
     """Tools approved ``always`` in this conversation, by name (the decision that did it);
     ``None``: read from the history's decisions (a conversation workflow passes its own)."""
+    external_tools: list[ToolDefinition] = Field(default_factory=list)
+    """Tools this run offers the model beside the agent's, run by the application
+    (``run(external_tools=...)``): their calls wait like an ``agent.external_tool``'s."""
 
     @classmethod
     def of(
@@ -110,6 +113,7 @@ class RunInput(BaseModel):
         budget: Budget | None = None,
         rules: Iterable[StoredRule] | None = None,
         standing: Mapping[str, Decision] | None = None,
+        external_tools: Iterable[ToolDefinition] = (),
     ) -> RunInput:
         """The one way a run's input is built: in process, by a client, in workflow code
         (``run_agent``, a conversation's turn) and by a delegating run. Each caller checked
@@ -125,6 +129,7 @@ class RunInput(BaseModel):
             budget=budget,
             rules=None if rules is None else list(rules),
             standing=None if standing is None else dict(standing),
+            external_tools=list(external_tools),
         )
 
 

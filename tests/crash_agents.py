@@ -263,3 +263,21 @@ async def refund() -> str:
 
 
 AGENTS.append(evaluator_crash)
+
+
+def _ask_for_a_date(messages: list[Message], tools: Any) -> Message:
+    """Asks the application for a date, then books it (each model answer logged)."""
+    with (_dir() / "executions").open("a") as log:
+        log.write("model\n")
+    results = [m for m in messages if m.role == "tool"]
+    if results:
+        return Message.assistant(f"booked for {results[-1].content}")
+    return Message.assistant("", [ToolCall(id="d1", name="pick_date", args="{}")])
+
+
+# A run that waits for a client-run tool's result while its worker dies: it waits on.
+external_wait = Agent(FunctionModel(_ask_for_a_date), name="external_wait")
+external_wait.external_tool(
+    "pick_date", "Ask the user for a date", {"type": "object"}, result_schema={"type": "string"}
+)
+AGENTS.append(external_wait)

@@ -99,6 +99,13 @@ async def record_runs(client: Client, tq: str) -> dict[str, str]:
     assert approved.output == "transfer: sent 5", approved.output
     runs["approval_approved"] = approved.run_id
 
+    # Listed in the pending inbox while it waits (GolemWaiting, memo), approved in place.
+    listed = await approvals.start("pay 5")
+    assert (await listed.result()).paused
+    in_place = await listed.approve({"t1": True}, by="alice")
+    assert in_place.output == "transfer: sent 5", in_place.output
+    runs["inbox_approved_in_place"] = listed.run_id
+
     started = await DurableAgent(client, cancel_agent, task_queue=tq).start("hang")
     await replay_agents.HANGING.wait()
     await started.cancel()

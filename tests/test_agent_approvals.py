@@ -13,6 +13,7 @@ from golem import ApprovalPolicy, Approve, Ask, Deny, Rule, ToolFailed
 from golem.agent import Agent
 from golem.approvals import MAX_REASON_CHARS
 from golem.messages import Decision, Message
+from golem.models import ToolDefinition
 from golem.models.function import ScriptedModel
 from golem.phases.batch import DENIED_RESULT
 from golem.results import RunError
@@ -563,3 +564,33 @@ async def test_a_client_run_tool_that_failed_reads_as_a_failed_result(runner: Ru
     assert model.requests[1].messages[-1].content == "user closed the dialog"
     assert model.requests[1].messages[-1].failed
     assert result.output == "ok"
+
+
+async def test_a_runs_own_external_tools_are_offered_and_wait_like_the_agents(
+    runner: Runner,
+) -> None:
+    agent, model = scripted([ask(call("p1", "pick_seat", row=3)), Message.assistant("seated")])
+
+    @agent.tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    seat = ToolDefinition(
+        name="pick_seat",
+        description="Ask the user for a seat",
+        parameters={"type": "object", "properties": {"row": {"type": "integer"}}},
+    )
+    paused = await runner(agent, "book", external_tools=[seat])
+    result = await runner(
+        agent, history=paused.messages, tool_results={"p1": "3C"}, external_tools=[seat]
+    )
+    with pytest.raises(ValueError) as clash:
+        await runner(agent, "book", external_tools=[ToolDefinition(name="lookup")])
+    assert [t.name for t in model.requests[0].tools] == ["lookup", "pick_seat"]
+    assert paused.pending_calls == [call("p1", "pick_seat", row=3)]
+    assert paused.pending_approvals == []
+    assert model.requests[1].messages[-1].content == "3C" and result.output == "seated"
+    assert str(clash.value) == (
+        "agent 'agent': the run's external tool 'lookup' has the name of one of the agent's tools"
+    )

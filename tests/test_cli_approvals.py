@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import getpass
+import json
 import os
 import pty
 import select
 import subprocess
 import time
+from typing import Any
 
 from test_cli import GOLEM, TESTS, address, golem, golem_worker, ids, one_line, queue
+from waiting import eventually
 
 __all__ = ["address"]  # the fixture, shared with tests/test_cli.py
 
@@ -187,3 +190,63 @@ async def test_golem_complete_answers_a_client_run_tools_call(address: str) -> N
     )
     assert done.code == 0 and done.out.splitlines()[0] == "booked: 2026-12-24", done.err
     assert done.err == "golem: completed #d-1 (by app)\n"
+
+
+async def test_pending_lists_what_waits_with_the_command_that_answers_it(address: str) -> None:
+    tq = queue()
+    async with golem_worker(tq, "bank"):
+        waiting = await golem("run", "--agent", "bank", "--task-queue", tq, "pay")
+        run_id, conversation = ids(waiting.out)["run id"], ids(waiting.out)["conversation id"]
+
+        async def listed() -> Any:
+            shown = await golem("pending", "--conversation", conversation, "--json")
+            return shown if shown.code == 0 and json.loads(shown.out) else None
+
+        as_json = await eventually(listed, what="the waiting run in `golem pending`", timeout=30)
+        as_text = await golem("pending", "--conversation", conversation)
+        by_agent = await golem("pending", "--agent", "bank", "--json")
+        await golem("approve", run_id)
+
+        async def emptied() -> Any:
+            shown = await golem("pending", "--conversation", conversation)
+            return shown if shown.err == "golem: nothing waits\n" else None
+
+        empty = await eventually(emptied, what="`golem pending` emptied", timeout=30)
+    [call] = json.loads(as_json.out)
+    assert {k: call[k] for k in ("runId", "conversationId", "agent", "callId", "tool")} == {
+        "runId": run_id,
+        "conversationId": conversation,
+        "agent": "bank",
+        "callId": "t-1",
+        "tool": "transfer",
+    }
+    assert (call["args"], call["kind"], call["who"]) == ('{"amount": 5}', "approval", "a person")
+    assert call["command"] == f"golem approve {run_id} t-1"
+    assert as_text.code == 0 and as_text.out.splitlines()[0] == f"bank: {TRANSFER} [#t-1]"
+    assert as_text.out.splitlines()[-1] == f"  answer: golem approve {run_id} t-1"
+    assert run_id in {c["runId"] for c in json.loads(by_agent.out)}
+    assert (empty.code, empty.out) == (0, "")
+
+
+async def test_approve_always_stops_asking_for_that_tool_in_the_conversation(
+    address: str,
+) -> None:
+    tq = queue()
+    async with golem_worker(tq, "bank"):
+        waiting = await golem("run", "--agent", "bank", "--task-queue", tq, "pay")
+        run_id, conversation = ids(waiting.out)["run id"], ids(waiting.out)["conversation id"]
+        denied = await golem("approve", run_id, "--always", "--deny")
+        always = await golem("approve", run_id, "--always", "--by", "alice")
+        again = await golem(
+            "run", "--agent", "bank", "--task-queue", tq, "--conversation-id", conversation, "more"
+        )
+    assert denied.code == 1 and denied.err == (
+        "golem approve: --always approves: it cannot go with --deny\n"
+    )
+    assert always.code == 0, always.err
+    assert always.err.splitlines()[0] == (
+        f"golem: approved {TRANSFER} #t-1 and every later transfer call in this "
+        "conversation (by alice)"
+    )
+    assert again.code == 0, again.err  # asked nobody: the standing approval held
+    assert "waiting for approval" not in again.err and "moved 5" in again.out

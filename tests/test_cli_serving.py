@@ -304,7 +304,9 @@ async def test_setup_says_registered_only_for_what_it_added() -> None:
         again = await golem("setup", "--address", target)
     finally:
         await bare.shutdown()
-    names = "GolemConversationId, GolemAgent, GolemParentRunId, GolemOwner, GolemSummary"
+    names = (
+        "GolemConversationId, GolemAgent, GolemParentRunId, GolemOwner, GolemSummary, GolemWaiting"
+    )
     assert (first.code, first.out) == (0, f"registered: {names}\n"), first.err
     assert (again.code, again.out) == (0, f"already present: {names}\n"), again.err
 

@@ -20,6 +20,7 @@ from crash_agents import (
     delegating,
     delegating_in_tool,
     evaluator_crash,
+    external_wait,
     idempotent,
     instructions_crash,
     model_crash,
@@ -286,3 +287,29 @@ async def test_an_approval_evaluator_whose_worker_died_runs_again_and_decides_on
     assert result.output == "finished: refunded"  # type: ignore[attr-defined]
     [tool] = [m for m in result.messages if m.role == "tool"]  # type: ignore[attr-defined]
     assert tool.decision is not None and tool.decision.by == "evaluator:_slow_reviewer"
+
+
+async def test_a_run_waiting_for_an_external_result_outlives_its_worker_and_is_answered_once(
+    temporal_env: WorkflowEnvironment, crash_dir: Path
+) -> None:
+    client = temporal_env.client
+    task_queue = f"crash-{uuid.uuid4().hex[:12]}"
+    durable: DurableAgent[str] = DurableAgent(client, external_wait, task_queue=task_queue)
+    async with worker_process(temporal_env, task_queue, {}) as process:
+        run = await durable.start("deliver")
+        paused = await run.result()
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+    # Sent while no worker runs: the answer waits for one (its validator runs there).
+    answering = asyncio.create_task(run.complete({"d1": "2026-12-24"}, by="app"))
+    plugin = GolemPlugin(*AGENTS, heartbeat_timeout=timedelta(seconds=2))
+    async with Worker(client, task_queue=task_queue, plugins=[plugin]):
+        done = await within(answering, what="the answer taken by the new worker", timeout=60)
+        with pytest.raises(ValueError) as again:
+            await run.complete({"d1": "2026-12-25"}, by="someone else")
+    assert [c.id for c in paused.pending_calls] == ["d1"]
+    assert done.output == "booked for 2026-12-24" and done.run_id == run.run_id
+    [result] = [m for m in done.messages if m.role == "tool"]
+    assert result.decision is not None and result.decision.by == "app"
+    assert str(again.value) == f"run {run.run_id} has ended (completed): nothing to approve"
+    assert executions(crash_dir) == ["model", "model"]  # the model asked once each turn

@@ -72,7 +72,22 @@ def test_histories_are_checked_in() -> None:
         "conversation_fork",
         "encrypted_run",
         "responses_run",
+        "inbox_approved_in_place",
     }
+
+
+def test_the_inbox_history_lists_the_wait_and_clears_it() -> None:
+    """``inbox_approved_in_place`` took the ``golem.pending-inbox`` branch: the count set
+    and cleared, the memo written and removed (its replay checks the commands)."""
+    kind = EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES
+    fields = [
+        e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
+        for e in history("inbox_approved_in_place").events
+        if e.event_type == kind
+    ]
+    assert [f["GolemWaiting"].data for f in fields if "GolemWaiting" in f] == [b"1", b"0"]
+    memos = events("inbox_approved_in_place", EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED)
+    assert len(memos) == 3  # listed, unlisted, the outcome
 
 
 def test_the_first_release_has_its_histories() -> None:

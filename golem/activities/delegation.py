@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+import weakref
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from temporalio import activity
+from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
 
 from golem.delegation import UnknownAgent
 from golem.messages import Message, validate_history
@@ -35,6 +38,9 @@ from golem.wire import AgentRunInput, StreamEvent, ToolCallInput, lineage, names
 from golem.workflows import registry
 
 __all__ = ["ActivityDelegator", "sub_run_id"]
+
+#: Clients whose namespace has no GolemWaiting (set up by an older golem): asked once each.
+_LACKS_WAITING: weakref.WeakSet[Client] = weakref.WeakSet()
 
 _IDS = uuid.UUID("6f1c2a4e-9d0b-4c55-8e1f-2b7d3a9c6e01")  # namespace of derived run ids
 
@@ -105,18 +111,31 @@ class ActivityDelegator:
             caller=ctx.run_id,
         )
         client = activity.client()
-        try:
-            handle = await client.start_workflow(
+
+        async def start(waiting: bool) -> WorkflowHandle[Any, Any]:
+            return await client.start_workflow(
                 names.AGENT_RUN_WORKFLOW,
                 payload,
                 id=run_id,
                 task_queue=info.task_queue,
-                search_attributes=lineage.run_search_attributes(conversation, name, ctx.run_id),
+                search_attributes=lineage.run_search_attributes(
+                    conversation, name, ctx.run_id, waiting=waiting
+                ),
                 static_summary=lineage.summary(name, prompt),
                 static_details=lineage.details(run_id, conversation, name),
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,  # a retry attaches
             )
+
+        try:
+            try:
+                handle = await start(client not in _LACKS_WAITING)
+            except RPCError as exc:
+                # A namespace set up before the pending inbox: its runs go unlisted.
+                if lineage.WAITING.name not in exc.message:
+                    raise
+                _LACKS_WAITING.add(client)
+                handle = await start(False)
         except WorkflowAlreadyStartedError:
             handle = client.get_workflow_handle(run_id)  # closed: a retry reads its outcome
         if self.input.stream:

@@ -7,6 +7,7 @@
     golem chat --agent support                  # a conversation workflow: each turn a child run
     golem conversation <conversation-id>        # the runs of a conversation, in order
     golem approve <run-id> [CALL_ID ...]        # answer a run that waits (--deny: refuse)
+    golem pending [--agent A]                   # every call that waits, and how to answer it
     golem show <run-id>                         # one run's conversation (--json: a history file)
     golem setup                                 # register golem's search attributes on a cluster
     golem codec-server                          # decrypt payloads for the Temporal UI
@@ -35,7 +36,7 @@ from typing import Any, NoReturn
 from temporalio.service import RPCError, RPCStatusCode
 
 from golem import codec_server
-from golem.cli import deploy, serve, storage
+from golem.cli import deploy, inbox, serve, storage
 from golem.cli.approvals import WAITS_FOR_APPROVAL, cmd_approve, cmd_complete
 from golem.cli.connect import (
     DEFAULT_ADDRESS,
@@ -212,6 +213,12 @@ def parser() -> argparse.ArgumentParser:
         help="run the call with these arguments (a JSON object) in place of the model's",
     )
     approve.add_argument(
+        "--always",
+        action="store_true",
+        help="approve, and stop asking for these tools in this conversation (across its turns "
+        "and continue-as-new; `DurableConversation.revoke` takes it back)",
+    )
+    approve.add_argument(
         "--by", help="who decides, recorded on each call's result (default: the OS user)"
     )
     approve.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -224,6 +231,9 @@ def parser() -> argparse.ArgumentParser:
     complete.add_argument("--error", metavar="TEXT", help="the call failed: why")
     complete.add_argument("--by", help="who answers (default: the OS user)")
     complete.add_argument("--json", action="store_true", help="print the result as JSON")
+    inbox.add_arguments(
+        command("pending", "list every call that waits for a person or an application", server)
+    )
     show = command("show", "print one run's (or a conversation's) messages", server, links)
     show.add_argument(
         "run_id", help="golem's run id (the Workflow ID), the UI's Run ID, or a conversation id"
@@ -255,6 +265,7 @@ COMMANDS = {
     "chat": cmd_chat,
     "approve": cmd_approve,
     "complete": cmd_complete,
+    "pending": inbox.cmd_pending,
     "show": cmd_show,
     "conversation": cmd_conversation,
     "setup": cmd_setup,

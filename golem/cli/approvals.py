@@ -5,6 +5,7 @@
     golem approve <run-id> t-1 --deny --reason "over the limit"   # the model reads the reason
     golem approve <run-id> t-1 --args '{"amount": 50}'            # run it with these arguments
     golem approve <run-id> --by alice           # who decided (default: the OS user)
+    golem approve <run-id> --always             # and stop asking for that tool in the conversation
     golem approve <conversation-id>             # the conversation's turn in flight
 
 A run waits for approvals in its own workflow: ``golem run`` asks at a terminal and
@@ -129,7 +130,8 @@ async def cmd_approve(args: argparse.Namespace) -> int:
     more = f" to run with {args.args}" if args.args else f": {args.reason}" if args.reason else ""
     for call in waiting.calls:
         if call.id in decisions:
-            print(f"golem: {verb} {describe_call(call)}{more} (by {by})", file=sys.stderr)
+            standing = f" and every later {call.name} call in this conversation" * args.always
+            print(f"golem: {verb} {describe_call(call)}{more}{standing} (by {by})", file=sys.stderr)
     if result.paused:  # another batch, or calls this approval left undecided
         return print_waiting(
             client, result, waiting.run_id, result.conversation_id or "", args.json
@@ -179,15 +181,18 @@ async def cmd_complete(args: argparse.Namespace) -> int:
 
 
 def decision_of(args: argparse.Namespace) -> Approve | Deny:
-    """The decision ``golem approve``'s flags give: ``--deny [--reason]`` or ``[--args]``."""
+    """The decision ``golem approve``'s flags give: ``--deny [--reason]`` or
+    ``[--args] [--always]``."""
     if args.deny:
         if args.args is not None:
             raise CliError("--args edits a call that runs; it cannot go with --deny")
+        if args.always:
+            raise CliError("--always approves: it cannot go with --deny")
         return Deny(reason=args.reason or "")
     if args.reason is not None:
         raise CliError("--reason is a denial's: give it with --deny")
     if args.args is None:
-        return Approve()
+        return Approve(always=args.always)
     try:
         edited = json.loads(args.args)
     except json.JSONDecodeError as exc:
@@ -196,7 +201,7 @@ def decision_of(args: argparse.Namespace) -> Approve | Deny:
         raise CliError(f"--args must be a JSON object of arguments, not {args.args}")
     if len(args.call_id) != 1:
         raise CliError("--args edits one call: name it (golem approve RUN CALL_ID --args ...)")
-    return Approve(args=edited)
+    return Approve(args=edited, always=args.always)
 
 
 def chosen(

@@ -103,7 +103,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
         *DEV_SERVER_ARGS,
     ]
     for key in SEARCH_ATTRIBUTES:
-        command += ["--search-attribute", f"{key.name}=Keyword"]
+        command += ["--search-attribute", f"{key.name}={key.indexed_value_type.name.title()}"]
     address, ui_url = f"localhost:{args.port}", f"http://localhost:{ui_port}"
     # This process becomes the server (execv keeps the pid): the record lives as long as it.
     server = recorded.DevServer(address, ui_url, os.getpid(), str(database.resolve()))
@@ -196,9 +196,11 @@ async def cmd_setup(args: argparse.Namespace) -> int:
         await client.operator_service.add_search_attributes(
             AddSearchAttributesRequest(
                 namespace=client.namespace,
-                search_attributes=dict.fromkeys(
-                    missing, IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
-                ),
+                search_attributes={
+                    key.name: IndexedValueType.ValueType(key.indexed_value_type.value)
+                    for key in SEARCH_ATTRIBUTES
+                    if key.name in missing
+                },
             )
         )
         print("registered:", ", ".join(missing))

@@ -7,12 +7,14 @@
 ``DurableAgent.run`` mirrors ``Agent.run``: same ``Result``, same ``golem.RunError``.
 Runs (golem.client.runs), agents (agents), conversations (conversations), getting a
 conversation's turn taken (recovery), reading runs back (records), finding runs by id or
-conversation (lookups) and checking what a caller sends (inputs); golem.wire.failures
+conversation (lookups), the calls that wait across the namespace (inbox:
+``await pending(client)``) and checking what a caller sends (inputs); golem.wire.failures
 maps a Temporal failure to golem's exception, for the client and for ``run_agent`` alike.
 """
 
 from golem.client.agents import DurableAgent
 from golem.client.conversations import DurableConversation
+from golem.client.inbox import PendingCall, pending
 from golem.client.records import RunRecord, conversation_runs, fetch_run
 from golem.client.recovery import TurnNotTaken
 from golem.client.runs import DurableRun
@@ -28,6 +30,7 @@ from golem.wire.lineage import (
     OWNER,
     PARENT_RUN_ID,
     SEARCH_ATTRIBUTES,
+    WAITING,
 )
 
 __all__ = [
@@ -36,15 +39,18 @@ __all__ = [
     "OWNER",
     "PARENT_RUN_ID",
     "SEARCH_ATTRIBUTES",
+    "WAITING",
     "ConversationClosedError",
     "DurableAgent",
     "DurableConversation",
     "DurableRun",
     "DurableRunStream",
+    "PendingCall",
     "RunIdInUseError",
     "RunRecord",
     "TurnNotTaken",
     "UnknownAgentError",
     "conversation_runs",
     "fetch_run",
+    "pending",
 ]

@@ -26,9 +26,10 @@ from golem.client.listing import start_listed
 from golem.client.records import fetch_run, run_input
 from golem.client.recovery import RECOVERY_TIMEOUT
 from golem.client.runs import DurableRun
-from golem.external import with_results
+from golem.external import run_tools, with_results
 from golem.ids import new_id
 from golem.messages import Part
+from golem.models.base import ToolDefinition
 from golem.phases.prepare import checked_approvals
 from golem.results import PartialResult, Result, RunError
 from golem.run_state import RunInput, resolve_conversation_id
@@ -84,11 +85,13 @@ class DurableAgent(Generic[OutputT]):
         tool_results: Mapping[str, object] | None = None,
         parent_run_id: str | None = None,
         stream: bool = False,
+        external_tools: Sequence[ToolDefinition] = (),
     ) -> DurableRun[OutputT]:
         """Start a run and return at once. The run id is minted here, so it is the
         workflow id before the run starts. ``history`` holds ``Message``s or dicts of them
-        (as ``dump_messages`` writes them)."""
+        (as ``dump_messages`` writes them). ``external_tools``: as ``Agent.run``'s."""
         sent = checked(prompt, parts=parts, deps=deps, history=history)
+        tools = run_tools(self.agent_name, self.tools, external_tools)
         history = sent.history
         run_id = run_id or new_id()
         conversation_id = resolve_conversation_id(history, conversation_id) or new_id()
@@ -101,8 +104,9 @@ class DurableAgent(Generic[OutputT]):
             run_id=run_id,
             conversation_id=conversation_id,
             approvals=checked_approvals(
-                self.tools, history, with_results(self.tools, history, approvals, tool_results)
+                tools, history, with_results(tools, history, approvals, tool_results)
             ),
+            external_tools=list(external_tools),
         )
         payload = AgentRunInput(agent=self.agent_name, run=run, parent_run_id=parent, stream=stream)
         check_size(payload, self.client.data_converter)
@@ -120,22 +124,30 @@ class DurableAgent(Generic[OutputT]):
             handle,
             history,
             self.output_adapter,
-            self.may_pause,
+            self.may_pause or bool(external_tools),
             self.client.data_converter,
             self._never_pauses,
             agent=self.agent_name,
-            tools=self.tools,
+            tools=tools,
         )
 
     async def _start(
         self, payload: AgentRunInput, run_id: str, parent: str, prompt: str | None
     ) -> WorkflowHandle[Any, Any]:
         title = summary(self.agent_name, prompt)
-        start = lambda listed: self._start_as(payload, run_id, parent, title, listed)  # noqa: E731
+        start = lambda listed, waiting: self._start_as(  # noqa: E731
+            payload, run_id, parent, title, listed, waiting
+        )
         return await start_listed(self.client, start, title)
 
     async def _start_as(
-        self, payload: AgentRunInput, run_id: str, parent: str, title: str, listed: str | None
+        self,
+        payload: AgentRunInput,
+        run_id: str,
+        parent: str,
+        title: str,
+        listed: str | None,
+        waiting: bool,
     ) -> WorkflowHandle[Any, Any]:
         return await self.client.start_workflow(
             AgentRunWorkflow.run,
@@ -143,7 +155,11 @@ class DurableAgent(Generic[OutputT]):
             id=run_id,
             task_queue=self.task_queue,
             search_attributes=run_search_attributes(
-                payload.run.conversation_id, self.agent_name, parent, summary=listed
+                payload.run.conversation_id,
+                self.agent_name,
+                parent,
+                summary=listed,
+                waiting=waiting,
             ),
             static_summary=title,
             static_details=details(run_id, payload.run.conversation_id, self.agent_name),
@@ -162,6 +178,7 @@ class DurableAgent(Generic[OutputT]):
         conversation_id: str | None = None,
         approvals: Mapping[str, DecisionInput] | None = None,
         tool_results: Mapping[str, object] | None = None,
+        external_tools: Sequence[ToolDefinition] = (),
     ) -> Result[OutputT]:
         """Run durably and wait: the same ``Result`` and ``RunError`` as ``Agent.run``."""
         started = await self.start(
@@ -173,6 +190,7 @@ class DurableAgent(Generic[OutputT]):
             conversation_id=conversation_id,
             approvals=approvals,
             tool_results=tool_results,
+            external_tools=external_tools,
         )
         return await started.result()
 
@@ -187,6 +205,7 @@ class DurableAgent(Generic[OutputT]):
         conversation_id: str | None = None,
         approvals: Mapping[str, DecisionInput] | None = None,
         tool_results: Mapping[str, object] | None = None,
+        external_tools: Sequence[ToolDefinition] = (),
     ) -> DurableRunStream[OutputT]:
         """Run durably, yielding ``agent.run_stream``'s events as they happen (the run
         starts when iterated); once exhausted, ``.result`` is what ``run`` returns."""
@@ -201,6 +220,7 @@ class DurableAgent(Generic[OutputT]):
                 approvals=approvals,
                 tool_results=tool_results,
                 stream=True,
+                external_tools=external_tools,
             )
         )
 

@@ -103,13 +103,18 @@ async def start_conversation(
     with contextlib.suppress(WorkflowAlreadyStartedError):
         await start_listed(
             agent.client,
-            lambda listed: agent.client.start_workflow(
+            lambda listed, waiting: agent.client.start_workflow(
                 ConversationWorkflow.run,
                 input,
                 id=conversation_id,
                 task_queue=agent.task_queue,
                 search_attributes=run_search_attributes(
-                    conversation_id, agent.agent_name, parent, owner, summary=listed
+                    conversation_id,
+                    agent.agent_name,
+                    parent,
+                    owner,
+                    summary=listed,
+                    waiting=waiting,
                 ),
                 static_summary=title,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,

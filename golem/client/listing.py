@@ -1,7 +1,8 @@
-"""Starting a workflow with its ``GolemSummary`` search attribute, where the namespace has
-it: the Temporal UI's workflow list shows it as a column (docs/adr/0034).
+"""Starting a workflow with the search attributes that list it, where the namespace has
+them: ``GolemSummary``, which the Temporal UI's workflow list shows as a column
+(docs/adr/0034), and ``GolemWaiting``, which the pending inbox filters on (docs/adr/0047).
 
-    handle = await start_listed(client, lambda summary: client.start_workflow(...), text)
+    handle = await start_listed(client, lambda summary, waiting: client.start_workflow(...), text)
 """
 
 from __future__ import annotations
@@ -13,27 +14,40 @@ from typing import TypeVar
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from golem.wire.lineage import SUMMARY
+from golem.wire.lineage import SUMMARY, WAITING
 
 __all__ = ["start_listed"]
 
 T = TypeVar("T")
 
-#: Clients whose namespace lacks GolemSummary (set up by golem 0.2.0): asked once each.
-_UNLISTED: weakref.WeakSet[Client] = weakref.WeakSet()
+#: Clients whose namespace lacks an optional attribute (set up by an older golem), by
+#: attribute: asked once each.
+_LACKING: dict[str, weakref.WeakSet[Client]] = {
+    SUMMARY.name: weakref.WeakSet(),
+    WAITING.name: weakref.WeakSet(),
+}
 
 
-async def start_listed(client: Client, start: Callable[[str | None], Awaitable[T]], text: str) -> T:
-    """``start(text)``, which starts a workflow whose ``GolemSummary`` is ``text``; where the
-    namespace has no such attribute (``golem setup`` adds it), ``start(None)`` instead, and
-    for an encrypting client: search attributes are never encrypted, a prompt must not leak."""
-    if client.data_converter.payload_codec is not None:
-        return await start(None)
-    if client not in _UNLISTED:
+def _has(client: Client, name: str) -> bool:
+    return client not in _LACKING[name]
+
+
+async def start_listed(
+    client: Client, start: Callable[[str | None, bool], Awaitable[T]], text: str
+) -> T:
+    """``start(text, True)``, which starts a workflow whose ``GolemSummary`` is ``text`` and
+    whose ``GolemWaiting`` is 0; for an attribute the namespace lacks (``golem setup`` adds
+    it) ``None`` or ``False`` instead. An encrypting client sets no summary: search
+    attributes are never encrypted, a prompt must not leak."""
+    while True:
+        summary = text if client.data_converter.payload_codec is None else None
+        summary = summary if _has(client, SUMMARY.name) else None
+        waiting = _has(client, WAITING.name)
         try:
-            return await start(text)
+            return await start(summary, waiting)
         except RPCError as exc:
-            if SUMMARY.name not in exc.message:
+            given = [SUMMARY.name] * (summary is not None) + [WAITING.name] * waiting
+            lacking = [name for name in given if name in exc.message]
+            if not lacking:
                 raise
-            _UNLISTED.add(client)
-    return await start(None)
+            _LACKING[lacking[0]].add(client)

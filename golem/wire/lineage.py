@@ -7,6 +7,8 @@ golem.workflows.children), so every run carries the same lineage however it star
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
 from golem.wire import names
@@ -18,6 +20,7 @@ __all__ = [
     "PARENT_RUN_ID",
     "SEARCH_ATTRIBUTES",
     "SUMMARY",
+    "WAITING",
     "details",
     "run_search_attributes",
     "summary",
@@ -32,8 +35,12 @@ OWNER = SearchAttributeKey.for_keyword(names.OWNER_ATTRIBUTE)
 #: for a workflow's own summary). Optional: a namespace set up by 0.2.0 lacks it, and runs
 #: there start without it (docs/adr/0034-readable-workflow-list.md).
 SUMMARY = SearchAttributeKey.for_keyword(names.SUMMARY_ATTRIBUTE)
+#: How many calls the run waits for now (a person's decision or an application's result),
+#: 0 when none: the pending inbox's filter (golem.client.inbox). Optional like GolemSummary:
+#: a run started where the namespace lacks it never sets it (docs/adr/0047-pending-inbox.md).
+WAITING = SearchAttributeKey.for_int(names.WAITING_ATTRIBUTE)
 #: Register these on a cluster once (``golem setup``); the dev server gets them from ``golem dev``.
-SEARCH_ATTRIBUTES = (CONVERSATION_ID, AGENT, PARENT_RUN_ID, OWNER, SUMMARY)
+SEARCH_ATTRIBUTES = (CONVERSATION_ID, AGENT, PARENT_RUN_ID, OWNER, SUMMARY, WAITING)
 
 
 def run_search_attributes(
@@ -43,10 +50,12 @@ def run_search_attributes(
     owner: str = "",
     *,
     summary: str | None = None,
+    waiting: bool = False,
 ) -> TypedSearchAttributes:
     """The lineage every run (and conversation workflow) carries; ``owner`` for a
-    conversation someone owns; ``summary`` too, where the namespace has ``GolemSummary``."""
-    pairs = [
+    conversation someone owns; ``summary`` too, where the namespace has ``GolemSummary``;
+    ``waiting``: ``GolemWaiting`` at 0, where the namespace has it (the run keeps it true)."""
+    pairs: list[SearchAttributePair[Any]] = [
         SearchAttributePair(CONVERSATION_ID, conversation_id),
         SearchAttributePair(AGENT, agent),
     ]
@@ -56,6 +65,8 @@ def run_search_attributes(
         pairs.append(SearchAttributePair(OWNER, owner))
     if summary is not None:
         pairs.append(SearchAttributePair(SUMMARY, summary))
+    if waiting:
+        pairs.append(SearchAttributePair(WAITING, 0))
     return TypedSearchAttributes(pairs)
 
 

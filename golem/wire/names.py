@@ -45,7 +45,7 @@ CONVERSATION: Final = "golem.conversation"
 APPROVALS_POLICY: Final = "golem.approvals_policy"
 CURRENT_AGENT: Final = "golem.current_agent"
 RUNS: Final = "golem.runs"
-#: The MCP tool definitions a run listed once (its activities read them back).
+#: The MCP and per-run external tool definitions a run holds (its activities read them back).
 TOOLS: Final = "golem.tools"
 
 # Activities.
@@ -63,18 +63,22 @@ MCP_ACTIVITY_PREFIX: Final = "temporalio.mcp."
 #: The one topic of a run's stream.
 TOPIC: Final = "golem.events"
 
-# Search attributes (Keyword).
+# Search attributes (Keyword unless said).
 CONVERSATION_ID_ATTRIBUTE: Final = "GolemConversationId"
 AGENT_ATTRIBUTE: Final = "GolemAgent"
 PARENT_RUN_ID_ATTRIBUTE: Final = "GolemParentRunId"
 OWNER_ATTRIBUTE: Final = "GolemOwner"
 SUMMARY_ATTRIBUTE: Final = "GolemSummary"
+#: (Int) How many calls a run waits for now: the pending inbox's filter.
+WAITING_ATTRIBUTE: Final = "GolemWaiting"
 
 # Memo keys.
 #: A cancelled run's ``Failed`` (a cancel carries no details).
 FAILURE_MEMO: Final = "golemFailure"
 #: A closed run's ``OutcomeMemo``, so the UI shows it without a worker.
 OUTCOME_MEMO: Final = "golemOutcome"
+#: A waiting run's ``Waiting``: each call it waits for (the pending inbox reads it).
+WAITING_MEMO: Final = "golemWaiting"
 
 # ApplicationError types.
 #: A failed run; its details are a ``Failed``.

@@ -55,6 +55,7 @@ __all__ = [
     "expand",
 ]
 
+
 _JSON = SchemaSerializer(any_schema())
 
 #: Contents at least this long travel by reference when an activity of the run returned them.
@@ -235,5 +236,6 @@ class ModelCall(Wire):
     model_index: int = 0
     """Which model of the agent's ``FallbackModel`` to call (0: the first, or the only one)."""
     tools: str = ""
-    """The digest of the run's toolset tools (``golem.workflows.mcp``), which the request
-    offers after the agent's own; empty for a run without toolsets."""
+    """The digest of the run's toolset tools (``golem.workflows.mcp``) and its own external
+    tools, which the request offers after the agent's own (the list: query
+    ``names.TOOLS``); empty for a run with neither."""

@@ -107,7 +107,11 @@ def _setup(input: AgentRunInput) -> tuple[Agent[Any, Any], RunInput]:
 class AgentRunWorkflow:
     """One agent run. Workflow id = run id; fails with ``GolemRunError`` details on failure."""
 
-    def __init__(self) -> None:
+    @workflow.init
+    def __init__(self, input: AgentRunInput) -> None:
+        # A run's own external tools let it pause whatever its agent: golem.outcome allowed.
+        run = getattr(input, "run", None)
+        self._offers_external = bool(getattr(run, "external_tools", None))
         self._loop: RunLoop | None = None
         self._executor: TemporalExecutor | None = None
         self._gate: ApprovalGate | None = None
@@ -129,6 +133,7 @@ class AgentRunWorkflow:
             on_change=self._show_details,
             caller=input.caller,
             validators=self._validators,
+            external=lambda calls: self._loop.external_ids(calls) if self._loop else set(),
         )
         self._executor = TemporalExecutor(
             agent,
@@ -138,6 +143,7 @@ class AgentRunWorkflow:
             base=input.base,
             stream=input.stream,
             on_child=self._stream.child,
+            offered=run.external_tools,
         )
         self._loop = RunLoop(
             agent, self._executor, run, emit=self._on_event, follow_handoffs=not input.hand_back
@@ -221,7 +227,7 @@ class AgentRunWorkflow:
             agent = registry.lookup(info.task_queue, name) if name else None
         except LookupError:
             return
-        if agent is not None and not agent.may_pause:
+        if agent is not None and not agent.may_pause and not self._offers_external:
             raise ApplicationError(
                 f"agent {name!r} has no tool that needs approval: its runs never pause",
                 type=names.CANNOT_PAUSE,

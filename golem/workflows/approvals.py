@@ -47,7 +47,9 @@ with workflow.unsafe.imports_passed_through():
     from golem.approvals import check_edits
     from golem.messages import Decision, ToolCall
     from golem.wire import Paused, lineage, names
-    from golem.workflows.patches import VISIBLE_APPROVALS, patched
+    from golem.wire.inbox import ARGS_LISTED, Waiting, WaitingCall
+    from golem.workflows.children import listed_waiting
+    from golem.workflows.patches import PENDING_INBOX, VISIBLE_APPROVALS, patched
     from golem.workflows.turns import Pause, Verdict, timed_out
 
 __all__ = ["ApprovalGate", "recorded", "refuse_invalid_edits"]
@@ -97,8 +99,11 @@ class ApprovalGate:
         on_change: Callable[[], None] = lambda: None,
         caller: str = "",
         validators: Callable[[], Mapping[str, Callable[[str], object]]] = dict,
+        external: Callable[[list[ToolCall]], set[str]] = lambda calls: set(),
     ) -> None:
         self._paused = paused
+        self._external = external
+        self._listed: Waiting | None = None  # what the pending inbox lists now, if anything
         self._validators = validators
         self._timeout = timeout.total_seconds() if timeout is not None else None
         self._notify_parent = notify_parent
@@ -151,13 +156,21 @@ class ApprovalGate:
         self._pauses += 1
         self._on_change()
         await self._tell()
-        if patched(VISIBLE_APPROVALS):
-            await self._shown_waiting(pause, timeout)
-        else:
-            try:
-                await workflow.wait_condition(lambda: not pause.remaining, timeout=timeout)
-            except TimeoutError:
-                self.late = dict.fromkeys(pause.expire(), timeout)
+        # The inbox lists the run while it waits, however the wait ends (a cancel too).
+        inbox = listed_waiting() and patched(PENDING_INBOX)
+        try:
+            if inbox:
+                self._list(self.pending)
+            if patched(VISIBLE_APPROVALS):
+                await self._shown_waiting(pause, timeout)
+            else:
+                try:
+                    await workflow.wait_condition(lambda: not pause.remaining, timeout=timeout)
+                except TimeoutError:
+                    self.late = dict.fromkeys(pause.expire(), timeout)
+        finally:
+            if inbox:
+                self._list([])
         self.calls, self.pause = [], None
         self._on_change()
         if self._caller:
@@ -189,12 +202,47 @@ class ApprovalGate:
     def waiting_label(self) -> str:
         """``waiting for approval: refund (c1) · answer: golem approve RUN c1``, naming the
         workflow whose ``golem approve`` reaches the calls (a turn's conversation)."""
-        info = workflow.info()
-        answers = info.parent.workflow_id if self._notify_parent and info.parent else None
-        answers = answers or self._caller or info.workflow_id
         calls = ", ".join(f"{c.name} ({c.id})" for c in self.calls)
         ids = " ".join(c.id for c in self.calls)
-        return f"waiting for approval: {calls} · answer: golem approve {answers} {ids}"
+        return f"waiting for approval: {calls} · answer: golem approve {self._answers()} {ids}"
+
+    def _answers(self) -> str:
+        """The workflow an answer to this run's calls is addressed to."""
+        info = workflow.info()
+        answers = info.parent.workflow_id if self._notify_parent and info.parent else None
+        return answers or self._caller or info.workflow_id
+
+    def _list(self, pending: list[ToolCall]) -> None:
+        """Show the pending inbox what this run waits for now: ``GolemWaiting`` counts the
+        calls, the memo names them (both cleared once none waits)."""
+        if not pending:
+            if self._listed is not None:
+                self._listed = None
+                workflow.upsert_search_attributes([lineage.WAITING.value_set(0)])
+                workflow.upsert_memo({names.WAITING_MEMO: None})
+            return
+        if self._listed is not None and [c.call_id for c in self._listed.calls] == [
+            c.id for c in pending
+        ]:
+            return
+        external = self._external(pending)
+        since = self._listed.since if self._listed else workflow.now().isoformat()
+        self._listed = Waiting(
+            since=since,
+            answers=self._answers(),
+            calls=[
+                WaitingCall(
+                    call_id=c.id,
+                    tool=c.name,
+                    args=c.args[:ARGS_LISTED],
+                    args_cut=len(c.args) > ARGS_LISTED,
+                    kind="external" if c.id in external else "approval",
+                )
+                for c in pending
+            ],
+        )
+        workflow.upsert_search_attributes([lineage.WAITING.value_set(len(pending))])
+        workflow.upsert_memo({names.WAITING_MEMO: self._listed})
 
     async def _tell(self) -> None:
         """Tell whoever answers for this run what waits in it now: its caller (a run that
@@ -290,3 +338,5 @@ class ApprovalGate:
         remaining = set(self.pause.remaining)
         self.pause.decide({k: v for k, v in decisions.items() if k in remaining})
         self.late.update({k: self._timeout for k, v in decisions.items() if v is None})
+        if self._listed is not None and self.pause.remaining:
+            self._list(self.pending)  # a partial decision: the inbox lists what still waits

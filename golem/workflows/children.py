@@ -20,7 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.run_state import RunInput
     from golem.wire import AgentRunInput, Carried, Completed, RunReport, lineage, names
     from golem.wire.failures import golem_error
-    from golem.wire.lineage import SUMMARY, details
+    from golem.wire.lineage import SUMMARY, WAITING, details
     from golem.workflows import registry
     from golem.workflows.patches import CHILD_DETAILS, patched
 
@@ -39,6 +39,12 @@ def listed_summary(text: str) -> str | None:
     return text if workflow.info().typed_search_attributes.get(SUMMARY) is not None else None
 
 
+def listed_waiting() -> bool:
+    """In a workflow: whether it carries ``GolemWaiting`` (so the namespace has it, and the
+    runs it starts may carry it too)."""
+    return workflow.info().typed_search_attributes.get(WAITING) is not None
+
+
 async def child_run(payload: AgentRunInput, summary: str = "") -> Result[Any]:
     """Run ``payload`` as a child ``AgentRunWorkflow`` of the calling workflow (workflow id =
     its run id, its lineage, cancelled when the caller ends); its ``Result`` or ``RunError``."""
@@ -55,6 +61,7 @@ async def child_run(payload: AgentRunInput, summary: str = "") -> Result[Any]:
                 agent_name,
                 payload.parent_run_id,
                 summary=listed_summary(summary),
+                waiting=listed_waiting(),
             ),
             static_summary=summary,
             static_details=child_details(run.run_id, run.conversation_id, agent_name),

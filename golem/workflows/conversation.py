@@ -371,6 +371,7 @@ class ConversationWorkflow:
                     agent,
                     parent,
                     summary=children.listed_summary(title),
+                    waiting=children.listed_waiting(),
                 ),
                 static_summary=title,
                 static_details=children.child_details(run_id, workflow.info().workflow_id, agent),

@@ -12,7 +12,7 @@ with ``workflow.uuid7()`` (replay-safe). See docs/adr/0004-one-loop-two-executor
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,13 +32,13 @@ with workflow.unsafe.imports_passed_through():
     from golem.delegation import Delegation, Delegations
     from golem.events import RunEvent
     from golem.messages import Decision, Message, ToolCall
-    from golem.models.base import ModelRequest, ModelResponse
+    from golem.models.base import ModelRequest, ModelResponse, ToolDefinition
     from golem.models.fallback import move_on
     from golem.results import Result
     from golem.retry import Retry
     from golem.run_state import DeltaSink
     from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown
-    from golem.toolsets import Toolset, ToolsetTool
+    from golem.toolsets import Toolset, ToolsetTool, tools_digest
     from golem.wire import HistoryBase, ModelFailure, PrepareInput, Stamps, ToolCallInput, names
     from golem.workflows import registry
     from golem.workflows.approvals import ApprovalGate
@@ -113,6 +113,7 @@ class TemporalExecutor:
         base: HistoryBase | None = None,
         stream: bool = False,
         on_child: Callable[[str, str], None] = lambda run_id, agent: None,
+        offered: Sequence[ToolDefinition] = (),
     ) -> None:
         self.agent = agent
         self.on_child = on_child
@@ -126,6 +127,18 @@ class TemporalExecutor:
         self._on_change = on_change
         self.toolsets: RunToolsets | None = None  # once the run lists a toolset
         self._toolset_tools: dict[str, ToolsetTool] = {}
+        self.offered = list(offered)
+        """The run's own external tools: the model activity learns them by digest, as it
+        learns toolsets' (after them)."""
+        if self.offered:
+            self._serve_tools()
+
+    def _run_tools(self) -> list[ToolDefinition]:
+        """The tools the model activity adds to the agent's: toolsets', then the run's."""
+        return [*(self.toolsets.definitions if self.toolsets else []), *self.offered]
+
+    def _serve_tools(self) -> None:
+        workflow.set_query_handler(names.TOOLS, self._run_tools)
 
     def new_id(self) -> str:
         return str(workflow.uuid7())
@@ -169,6 +182,8 @@ class TemporalExecutor:
             from golem.workflows.mcp import RunToolsets  # only runs with toolsets import mcp
 
             self.toolsets = RunToolsets(self.heartbeat_timeout)
+            if self.offered:
+                self._serve_tools()  # the toolsets' and the run's, together
         policy = retry_policy(toolset.retry_policy)  # listing is safe to repeat
         tools: list[ToolsetTool] = await _activity(self.toolsets.tools(toolset, ctx, policy))
         self._toolset_tools.update((tool.name, tool) for tool in tools)
@@ -183,8 +198,10 @@ class TemporalExecutor:
         call = self.shipper.model_call(
             self.agent.name, ctx.turn, request.messages, stamps, self.stream
         )
-        if self.toolsets is not None:  # the model activity learns their tools by digest
+        if self.toolsets is not None and not self.offered:  # the activity learns them by digest
             call = call.model_copy(update={"tools": self.toolsets.digest})
+        elif self.offered:
+            call = call.model_copy(update={"tools": tools_digest(self._run_tools())})
         # One activity per model of a fallback, each retried by its own policy (ADR 0017).
         failures: list[tuple[str, str]] = []
         models = self.agent.model_plan

@@ -18,6 +18,7 @@ from temporalio import workflow
 __all__ = [
     "CHILD_DETAILS",
     "PATCHES",
+    "PENDING_INBOX",
     "TOOLSETS_IN_AGENT_ORDER",
     "VISIBLE_APPROVALS",
     "Patch",
@@ -49,6 +50,10 @@ VISIBLE_APPROVALS = "golem.visible-approvals"
 #: static details naming golem's ids, as a client-started run has.
 CHILD_DETAILS = "golem.child-details"
 
+#: A run that waits for calls (a person's decision, an application's result) counts them
+#: in its ``GolemWaiting`` search attribute and names them in its memo while it waits.
+PENDING_INBOX = "golem.pending-inbox"
+
 #: The live patches, by id.
 PATCHES: dict[str, Patch] = {
     TOOLSETS_IN_AGENT_ORDER: Patch(
@@ -66,6 +71,12 @@ PATCHES: dict[str, Patch] = {
     CHILD_DETAILS: Patch(
         CHILD_DETAILS,
         adr="docs/adr/0034-readable-workflow-list.md",
+        since="0.3.0",
+        removable_after="0.2.0",
+    ),
+    PENDING_INBOX: Patch(
+        PENDING_INBOX,
+        adr="docs/adr/0047-pending-inbox.md",
         since="0.3.0",
         removable_after="0.2.0",
     ),
