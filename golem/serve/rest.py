@@ -7,12 +7,15 @@
     GET  /conversations/{id}/events        SSE of the turn in flight (Last-Event-ID resumes)
     POST /conversations/{id}/decisions     {"decisions": {call_id: {"approved": true}}}
                                            (Accept: text/event-stream: what the run does next)
+    POST /conversations/{id}/tool-results  {"results": {call_id: {"result": ...}}} (client-run
+                                           tools' calls; {"error": "why"} fails one; as above)
     POST /conversations/{id}/close
     GET  /pending                          every call that waits for a person (mine)
 
 An event's id is ``<run id>:<offset>``; a reader that reconnects with ``Last-Event-ID``
 gets the rest of that turn, each event once. The turn's last event is ``waiting`` (the
-calls it waits for), ``result`` or ``failed``, with id ``<run id>:end``.
+calls it waits for, each of ``kind`` approval or result), ``result`` or ``failed``, with id
+``<run id>:end``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from golem.events import RunEvent
 from golem.messages import Message, ToolCall, dump_messages
 from golem.serve.decisions import decision
 from golem.serve.errors import SEP, Problem
-from golem.serve.threads import Served, Thread, TurnEnd, turn_events
+from golem.serve.results import check_answers, tool_result
+from golem.serve.threads import Served, Thread, TurnEnd, Waiting, turn_events
 from golem.streaming import DurableRunStream
 
 __all__ = ["END", "rest_routes"]
@@ -47,14 +51,28 @@ def messages_json(messages: list[Message]) -> list[dict[str, Any]]:
     return loaded
 
 
-def call_json(call: ToolCall, run_id: str, served: Served) -> dict[str, Any]:
+def call_json(
+    call: ToolCall, run_id: str, served: Served, kind: str = "approval"
+) -> dict[str, Any]:
+    """A waiting call; ``kind``: ``approval`` (a person decides) or ``result`` (a client-run
+    tool's: the application answers with its result)."""
     return {
         "id": call.id,
         "name": call.name,
         "args": call.args,
+        "kind": kind,
         "runId": run_id,
         "link": served.link(run_id),
     }
+
+
+def waiting_json(waiting: Waiting | None, served: Served) -> list[dict[str, Any]]:
+    if waiting is None:
+        return []
+    return [
+        call_json(c, waiting.run_id, served, "result" if c.id in waiting.external else "approval")
+        for c in waiting.calls
+    ]
 
 
 def rest_routes(served: Served) -> list[Route]:
@@ -104,7 +122,6 @@ def rest_routes(served: Served) -> list[Route]:
     async def read(request: Request) -> Response:
         found = await thread(request)
         waiting = await found.waiting()
-        calls = waiting.calls if waiting is not None else []
         return JSONResponse(
             {
                 "id": found.id,
@@ -112,7 +129,7 @@ def rest_routes(served: Served) -> list[Route]:
                 "status": found.info.status if found.info else "unknown",
                 "messages": messages_json(await found.messages()),
                 "turn": waiting.run_id if waiting is not None else None,
-                "waiting": [call_json(c, waiting.run_id, served) for c in calls] if waiting else [],
+                "waiting": waiting_json(waiting, served),
                 "link": served.link(found.id),
             }
         )
@@ -126,7 +143,7 @@ def rest_routes(served: Served) -> list[Route]:
         waiting = await found.waiting()
         if waiting is not None and waiting.calls:
             ids = ", ".join(c.id for c in waiting.calls)
-            raise Problem(409, f"conversation {found.id} waits for decisions on {ids}")
+            raise Problem(409, f"conversation {found.id} waits for answers on {ids}")
         run_id = await found.begin(text, served.in_flight)
         events = f"/conversations/{found.id}/events"
         return JSONResponse(
@@ -163,18 +180,13 @@ def rest_routes(served: Served) -> list[Route]:
         if not isinstance(given, dict) or not given:
             raise Problem(400, 'send {"decisions": {"<call id>": {"approved": true}}}')
         decisions = {str(k): decision(str(k), v) for k, v in given.items()}
-        waiting = await found.waiting()
-        pending = {c.id for c in waiting.calls} if waiting is not None else set()
-        unknown = sorted(set(decisions) - pending)
-        if waiting is None or unknown:
-            what = ", ".join(sorted(pending)) or "nothing"
-            raise Problem(
-                409,
-                f"conversation {found.id} does not wait for {', '.join(unknown) or 'a decision'}"
-                f": it waits for {what}",
-            )
-        stream = await found.decide(waiting.run_id, decisions)
-        if "text/event-stream" in request.headers.get("accept", ""):  # what the run does next
+        where = f"conversation {found.id}"
+        waiting = check_answers(await found.waiting(), where, decisions=decisions)
+        return await answer(request, await found.decide(waiting.run_id, decisions), waiting)
+
+    async def answer(request: Request, stream: DurableRunStream[Any], waiting: Waiting) -> Response:
+        """What the run does next: as SSE (``Accept: text/event-stream``), or its end."""
+        if "text/event-stream" in request.headers.get("accept", ""):
             return EventSourceResponse(relay(stream, waiting.run_id, served), ping=15, sep=SEP)
         end: TurnEnd | None = None
         async for item in turn_events(stream):
@@ -197,18 +209,20 @@ def rest_routes(served: Served) -> list[Route]:
             if listed.status != "running":
                 continue
             waiting = await (await served.thread(listed.conversation_id, subject)).waiting()
-            for call in waiting.calls if waiting is not None else []:
-                entry = call_json(call, waiting.run_id if waiting else "", served)
+            for entry in waiting_json(waiting, served):
                 calls.append({**entry, "conversationId": listed.conversation_id})
         return JSONResponse({"pending": calls})
 
     async def tool_results(request: Request) -> Response:
-        await thread(request)
-        raise Problem(
-            422,
-            "external tool results are not supported yet: this server answers approvals only",
-            "not_supported_yet",
-        )
+        found = await thread(request)
+        body = await served.body(request)
+        given = body.get("results")
+        if not isinstance(given, dict) or not given:
+            raise Problem(400, 'send {"results": {"<call id>": {"result": ...}}}')
+        results = {str(k): tool_result(str(k), v) for k, v in given.items()}
+        where = f"conversation {found.id}"
+        waiting = check_answers(await found.waiting(), where, results=results)
+        return await answer(request, await found.decide(waiting.run_id, {}, results), waiting)
 
     return [
         Route("/conversations", create, methods=["POST"]),
@@ -246,8 +260,9 @@ def end_event(end: TurnEnd, run_id: str, served: Served) -> ServerSentEvent:
         return ServerSentEvent(sep=SEP, data=json.dumps(data), event="failed", id=ident)
     result = end.result
     assert result is not None
-    if end.waiting:
+    if end.waiting or end.calls:
         calls = [call_json(c, rid, served) for c in end.waiting]
+        calls += [call_json(c, rid, served, "result") for c in end.calls]
         data = {"status": "waiting", "runId": rid, "waiting": calls}
         return ServerSentEvent(sep=SEP, data=json.dumps(data), event="waiting", id=ident)
     output = result.output
