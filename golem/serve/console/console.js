@@ -1,5 +1,6 @@
 // golem's console: a chat page on golem serve's REST API (no build step, no dependencies).
-// Turns stream from /conversations/{id}/events; waiting calls are approved or denied in place.
+// Turns stream from /conversations/{id}/events; waiting calls are approved (their arguments
+// edited or not) or denied with a reason in place; the server's refusal is shown there.
 
 const $ = (id) => document.getElementById(id);
 const state = { conversation: location.hash.slice(1) || null, answer: null, lastId: "" };
@@ -90,24 +91,68 @@ async function relay(response) {
   refresh();
 }
 
+// A waiting call: approve it (its arguments edited or not) or deny it with a reason.
 function ask(answer, call) {
   const box = el("div", { class: "msg waiting" }, `approve ${call.name}(${call.args})? `);
+  const args = el("textarea", { class: "args", rows: "3", spellcheck: "false", "aria-label": "arguments" });
+  args.value = pretty(call.args);
+  const reason = el("input", { class: "reason", placeholder: "a reason, if you deny it (the model reads it)", "aria-label": "reason" });
+  const problem = el("div", { class: "error" });
+  const yes = el("button", {}, "Approve");
+  const no = el("button", {}, "Deny");
   const decide = async (approved) => {
-    box.querySelectorAll("button").forEach((b) => (b.disabled = true));
-    box.append(el("span", { class: "status" }, approved ? " approved" : " denied"));
+    problem.textContent = "";
+    const decision = { approved };
+    if (approved) {
+      let edited;
+      try {
+        edited = JSON.parse(args.value);
+      } catch (error) {
+        problem.textContent = `the arguments are not JSON: ${error.message}`;
+        return;
+      }
+      if (edited === null || typeof edited !== "object" || Array.isArray(edited)) {
+        problem.textContent = "the arguments must be a JSON object";
+        return;
+      }
+      if (JSON.stringify(edited) !== JSON.stringify(parsed(call.args))) decision.args = edited;
+    } else if (reason.value.trim()) {
+      decision.reason = reason.value.trim();
+    }
+    const controls = [yes, no, args, reason];
+    controls.forEach((c) => (c.disabled = true));
     const response = await fetch(`/conversations/${state.conversation}/decisions`, {
       method: "POST",
       headers: headers({ "content-type": "application/json", accept: "text/event-stream" }),
-      body: JSON.stringify({ decisions: { [call.id]: { approved } } }),
+      body: JSON.stringify({ decisions: { [call.id]: decision } }),
     });
+    if (!response.ok) { // refused, nothing sent to the run: say why and let the person try again
+      const body = await response.json().catch(() => ({}));
+      problem.textContent = `refused (${response.status}): ${body.error || response.statusText}`;
+      controls.forEach((c) => (c.disabled = false));
+      return;
+    }
+    const verdict = approved ? (decision.args ? " approved with edited arguments" : " approved") : " denied";
+    box.append(el("span", { class: "status" }, decision.reason ? `${verdict}: ${decision.reason}` : verdict));
     await relay(response);
   };
-  const yes = el("button", {}, "Approve");
-  const no = el("button", {}, "Deny");
   yes.onclick = () => decide(true);
   no.onclick = () => decide(false);
-  box.append(yes, " ", no);
+  box.append(args, reason, el("div", {}, yes, " ", no), problem);
   answer.append(box);
+}
+
+function parsed(text) {
+  try {
+    return JSON.parse(text || "{}");
+  } catch {
+    return text;
+  }
+}
+
+function pretty(text) {
+  const value = parsed(text);
+  return typeof value === "string" ? value : JSON.stringify(value);
 }
 
 async function follow() {
@@ -188,9 +233,10 @@ $("token").onchange = () => {
   refresh();
 };
 
+const opened = state.conversation; // the page's own address: a conversation asked meanwhile is not reopened
 const document_ = await (await fetch("/openapi.json")).json();
 const agents = document_.paths["/agents/{agent}/agui"].post.parameters[0].schema.enum;
 $("agent").replaceChildren(...agents.map((a) => el("option", {}, a)));
 $("agentline").textContent = agents.join(", ");
 await refresh().catch(() => {});
-if (state.conversation) await open(state.conversation);
+if (opened && state.conversation === opened) await open(opened);
