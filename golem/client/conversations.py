@@ -30,7 +30,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from golem.approvals import DecisionInput
 from golem.client.decisions import checked_decisions, checked_results
 from golem.client.history import decode_result
-from golem.client.inputs import checked
+from golem.client.inputs import check_size, checked
 from golem.client.listing import start_listed
 from golem.client.lookups import awaiting_approval, existing_run, not_a_conversation
 from golem.client.records import history_reader, run_pager
@@ -180,6 +180,7 @@ class DurableConversation(Generic[OutputT]):
         given = checked(prompt, parts=parts, deps=deps)
         run_id = run_id or new_id()
         turn = TurnInput(run_id=run_id, prompt=prompt, parts=given.parts, deps=deps)
+        check_size(turn, self.agent.client.data_converter)  # a task failing for ever, else
         return await self._finish(self._update(turn), run_id)
 
     def send_stream(
@@ -196,6 +197,7 @@ class DurableConversation(Generic[OutputT]):
         given = checked(prompt, parts=parts, deps=deps)
         run_id = run_id or new_id()  # minted here: the stream is the child's, by this id
         turn = TurnInput(run_id=run_id, prompt=prompt, parts=given.parts, deps=deps, stream=True)
+        check_size(turn, self.agent.client.data_converter)
         sent: list[asyncio.Task[TurnOutput]] = []
 
         async def start() -> DurableRun[OutputT]:

@@ -171,8 +171,9 @@ async def _plan(thread: Thread, given: RunAgentInput) -> _Plan:
             f"thread {thread.id} waits for the results of {ids}: send their tool messages first",
             "waiting",
         )
+    stream = thread.send(prompt)  # checked before the conversation starts: a refusal starts none
     await thread.start()
-    return _Plan(thread.send(prompt))
+    return _Plan(stream)
 
 
 def _check_tools(thread: Thread, given: RunAgentInput) -> None:

@@ -132,15 +132,21 @@ class Thread:
             agent = self.conversation.agent
             self.conversation = await agent.conversation(self.id, owner=self.owner)
 
-    def send(self, prompt: str) -> DurableRunStream[Any]:
-        """A new turn's events (the turn starts when iterated)."""
-        return self.conversation.send_stream(prompt, run_id=new_id())
+    def send(self, prompt: str, run_id: str = "") -> DurableRunStream[Any]:
+        """A new turn's events (the turn starts when iterated); 413 for a prompt over one
+        Temporal payload (without payload storage), 400 for one JSON cannot carry."""
+        try:
+            return self.conversation.send_stream(prompt, run_id=run_id or new_id())
+        except RunError as exc:
+            raise Problem(413, exc.detail, "too_large") from None
+        except ValueError as exc:
+            raise Problem(400, str(exc)) from None
 
     async def begin(self, prompt: str, keep: set[asyncio.Task[Any]]) -> str:
         """Send a turn and return its run id once the run exists; the turn goes on in
         Temporal whatever happens to this process (``keep`` holds the wait for its end)."""
         run_id = new_id()
-        stream = self.conversation.send_stream(prompt, run_id=run_id)  # streamed: deltas too
+        stream = self.send(prompt, run_id)  # streamed: deltas too
 
         async def drain() -> None:
             async for _ in stream:
@@ -191,8 +197,13 @@ class Thread:
         return DurableRunStream(run, start, outcome=outcome, paused=paused)
 
     async def follow(self, run_id: str, offset: int) -> DurableRunStream[Any]:
-        """The events of turn ``run_id`` from ``offset``: they end when it ends or waits."""
+        """The events of turn ``run_id`` from ``offset``: they end when it ends or waits;
+        400 for an offset past the end of its stream (it would wait for events never sent)."""
         run = await self.conversation.agent.attach(run_id)
+        if offset and offset > await run.stream_end():
+            raise Problem(
+                400, f"Last-Event-ID {run_id}:{offset} is past the end of run {run_id}'s stream"
+            )
         outcome = asyncio.ensure_future(run.result())
 
         async def result() -> Result[Any]:

@@ -73,8 +73,9 @@ async def _plan(
     if waiting is not None and waiting.calls:
         ids = ", ".join(c.id for c in waiting.calls)
         raise Problem(409, f"chat {thread.id} waits for approval of {ids}: answer that first")
+    stream = thread.send(prompt)  # checked before the chat's conversation starts
     await thread.start()
-    return thread.send(prompt), new_id(), set()
+    return stream, new_id(), set()
 
 
 def _responses(message: Mapping[str, Any]) -> dict[str, Decision]:
