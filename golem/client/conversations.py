@@ -22,6 +22,7 @@ from temporalio.client import (
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
+    WorkflowUpdateStage,
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import FailureError, WorkflowAlreadyStartedError
@@ -201,9 +202,10 @@ class DurableConversation(Generic[OutputT]):
         sent: list[asyncio.Task[TurnOutput]] = []
 
         async def start() -> DurableRun[OutputT]:
-            sent.append(asyncio.ensure_future(self._update(turn)))
+            accepted = asyncio.Event()
+            sent.append(asyncio.ensure_future(self._update(turn, accepted)))
             child = self.agent.client.get_workflow_handle(run_id)
-            if not await turn_started(child, sent[0], self.id):
+            if not await turn_started(child, sent[0], self.id, accepted):
                 await self._finish(sent[0], run_id)  # raises the refusal, as send would
             agent = self.agent
             return DurableRun(
@@ -225,14 +227,27 @@ class DurableConversation(Generic[OutputT]):
             start, outcome=outcome, on_close=lambda: sent and sent[0].cancel(), paused=paused
         )
 
-    async def _update(self, turn: TurnInput) -> TurnOutput:
+    async def _update(self, turn: TurnInput, accepted: asyncio.Event | None = None) -> TurnOutput:
+        """Send the turn (``accepted`` is set once the conversation has taken it) and return
+        its output."""
         delay = 0.02
         while True:
             try:
-                out: TurnOutput = await self.handle.execute_update(
-                    "golem.send", turn, id=turn.update_id(), result_type=TurnOutput
+                if accepted is None:
+                    out: TurnOutput = await self.handle.execute_update(
+                        "golem.send", turn, id=turn.update_id(), result_type=TurnOutput
+                    )
+                    return out
+                update = await self.handle.start_update(
+                    "golem.send",
+                    turn,
+                    id=turn.update_id(),
+                    wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+                    result_type=TurnOutput,
                 )
-                return out
+                accepted.set()
+                taken: TurnOutput = await update.result()
+                return taken
             except WorkflowUpdateFailedError as exc:
                 if not isinstance(await golem_error(exc.cause), TurnContinuing):
                     raise
@@ -498,10 +513,21 @@ def turn_runs(transcript: Sequence[Message], run_id: str) -> tuple[list[str], in
 
 
 async def turn_started(
-    child: WorkflowHandle[Any, Any], sent: asyncio.Future[Any], conversation_id: str
+    child: WorkflowHandle[Any, Any],
+    sent: asyncio.Future[Any],
+    conversation_id: str,
+    accepted: asyncio.Event | None = None,
 ) -> bool:
     """Wait until the turn's child run exists (a turn may queue behind the one in flight):
-    ``True`` then, ``False`` when the update ended first without a child (refused)."""
+    ``True`` then, ``False`` when the update ended first without a child (refused). With
+    ``accepted`` (set once the conversation takes the turn), asked only from then on: the
+    child is started as the turn is taken, so one describe finds it, not a poll of many."""
+    if accepted is not None:
+        taken = asyncio.ensure_future(accepted.wait())
+        try:
+            await asyncio.wait([sent, taken], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            taken.cancel()
     pause = 0.02
     while True:
         try:
