@@ -13,6 +13,7 @@ import pstats
 import signal
 import sys
 import time
+import traceback
 from collections import Counter
 from types import FrameType
 
@@ -25,12 +26,17 @@ OUT = os.environ["GOLEM_BENCH_TRACE"]
 profile = cProfile.Profile(time.thread_time)
 #: Temporal RPCs by name while profiling.
 rpcs: Counter[str] = Counter()
+callers: Counter[str] = Counter()
 _rpc_call = temporalio.service._BridgeServiceClient._rpc_call
 
 
 async def _counted(self: object, rpc: str, *args: object, **kwargs: object) -> object:
     if profile_on[0]:
         rpcs[rpc] += 1
+        if os.environ.get("GOLEM_BENCH_WHO") == rpc:  # who asks: the golem frames of the task
+            frames = traceback.extract_stack(limit=40)
+            where = [f"{f.filename.rsplit('/', 1)[-1]}:{f.name}" for f in frames if "/golem/" in f.filename]
+            callers[" > ".join(where) or "?"] += 1
     return await _rpc_call(self, rpc, *args, **kwargs)  # type: ignore[arg-type]
 
 
@@ -48,6 +54,7 @@ def stop(signum: int, frame: FrameType | None) -> None:
     profile_on[0] = False
     profile.dump_stats(OUT + ".pstats")
     text = io.StringIO()
+    text.writelines(f"  {n} {who}\n" for who, n in callers.most_common(8))
     text.write("Temporal RPCs: " + ", ".join(f"{n} {rpc}" for rpc, n in rpcs.most_common()) + "\n")
     stats = pstats.Stats(profile, stream=text)
     stats.sort_stats("tottime").print_stats(30)
