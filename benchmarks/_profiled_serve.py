@@ -35,7 +35,11 @@ async def _counted(self: object, rpc: str, *args: object, **kwargs: object) -> o
         rpcs[rpc] += 1
         if os.environ.get("GOLEM_BENCH_WHO") == rpc:  # who asks: the golem frames of the task
             frames = traceback.extract_stack(limit=40)
-            where = [f"{f.filename.rsplit('/', 1)[-1]}:{f.name}" for f in frames if "/golem/" in f.filename]
+            where = [
+                f"{f.filename.rsplit('/', 1)[-1]}:{f.name}"
+                for f in frames
+                if "/golem/" in f.filename
+            ]
             callers[" > ".join(where) or "?"] += 1
     return await _rpc_call(self, rpc, *args, **kwargs)  # type: ignore[arg-type]
 

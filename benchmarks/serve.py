@@ -64,8 +64,12 @@ def free_port() -> int:
         return port
 
 
+def quantile(values: list[float], q: float) -> float:
+    return sorted(values)[max(0, int(len(values) * q) - 1)]
+
+
 def p99(values: list[float]) -> float:
-    return sorted(values)[max(0, int(len(values) * 0.99) - 1)]
+    return quantile(values, 0.99)
 
 
 async def at_once(n: int, one: Callable[[int], Awaitable[float]]) -> list[float]:
@@ -177,7 +181,11 @@ async def main(n: int, rounds: int, traced: bool, profiled: bool = False) -> Non
     print(f"{n} conversations at once, one streamed turn each, {rounds} round(s) of each path")
     print(f"{'first text event (ms)':32}{'direct':>10}{'golem serve':>14}")
     print(f"{'  median':32}{dm:10.1f}{sm:14.1f}")
+    d95, s95 = quantile(direct_first, 0.95) * ms, quantile(served_first, 0.95) * ms
+    print(f"{'  p95':32}{d95:10.1f}{s95:14.1f}")
     print(f"{'  p99':32}{dp:10.1f}{sp:14.1f}")
+    # On a busy machine the added milliseconds drift with its load; the ratio drifts less.
+    print(f"{'  golem serve / direct, p50 | p95':32}{sm / dm:10.2f}{s95 / d95:14.2f}")
     print(f"{'CPU per turn (ms)':32}{'direct':>10}{'golem serve':>14}")
     print(f"{'  worker process':32}{per_turn(worker_direct):10.2f}{per_turn(worker_served):14.2f}")
     print(
