@@ -280,6 +280,8 @@ async def test_rest_tool_results_complete_a_waiting_call_and_bad_ones_change_not
     waiting = json.loads(events[-1]["data"])["waiting"]
     assert [(c["id"], c["name"], c["kind"]) for c in waiting] == [("date-1", "pick_date", "result")]
     assert [(c["id"], c["kind"]) for c in read["waiting"]] == [("date-1", "result")]
+    assert read["waiting"][0]["resultSchema"] == scheduler.tools["pick_date"].result_schema
+    assert waiting[0]["resultSchema"] == {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"}
     assert [(c["id"], c["kind"]) for c in inbox] == [("date-1", "result")]
     seen = {n: (r.status_code, r.json()["error"]) for n, r in answers.items()}
     conversation = created.json()["id"]

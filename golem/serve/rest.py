@@ -21,7 +21,8 @@ calls it waits for, each of ``kind`` approval or result), ``result`` or ``failed
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -32,18 +33,23 @@ from starlette.routing import Route
 
 from golem.client.lookups import list_conversations
 from golem.events import RunEvent
+from golem.external import ExternalTool
 from golem.messages import Message, ToolCall, dump_messages
 from golem.serve.decisions import decision
 from golem.serve.errors import SEP, Problem
 from golem.serve.results import check_answers, tool_result
 from golem.serve.threads import Served, Thread, TurnEnd, Waiting, turn_events
 from golem.streaming import DurableRunStream
+from golem.tools import Tool
 
 __all__ = ["END", "rest_routes"]
 
 #: The offset part of a turn's last event id.
 END = "end"
 _EVENT = TypeAdapter(RunEvent)
+#: An agent's tools by name (empty when the app knows the agent by name only).
+Tools = Mapping[str, Tool]
+NO_TOOLS: Tools = MappingProxyType({})
 
 
 def messages_json(messages: list[Message]) -> list[dict[str, Any]]:
@@ -52,11 +58,12 @@ def messages_json(messages: list[Message]) -> list[dict[str, Any]]:
 
 
 def call_json(
-    call: ToolCall, run_id: str, served: Served, kind: str = "approval"
+    call: ToolCall, run_id: str, served: Served, kind: str = "approval", tools: Tools = NO_TOOLS
 ) -> dict[str, Any]:
     """A waiting call; ``kind``: ``approval`` (a person decides) or ``result`` (a client-run
-    tool's: the application answers with its result)."""
-    return {
+    tool's: the application answers with its result, matching ``resultSchema`` when its
+    tool, among ``tools``, declares one)."""
+    entry: dict[str, Any] = {
         "id": call.id,
         "name": call.name,
         "args": call.args,
@@ -64,13 +71,19 @@ def call_json(
         "runId": run_id,
         "link": served.link(run_id),
     }
+    tool = tools.get(call.name)
+    if kind == "result" and isinstance(tool, ExternalTool) and tool.result_schema is not None:
+        entry["resultSchema"] = tool.result_schema
+    return entry
 
 
-def waiting_json(waiting: Waiting | None, served: Served) -> list[dict[str, Any]]:
+def waiting_json(waiting: Waiting | None, served: Served, tools: Tools) -> list[dict[str, Any]]:
     if waiting is None:
         return []
     return [
-        call_json(c, waiting.run_id, served, "result" if c.id in waiting.external else "approval")
+        call_json(
+            c, waiting.run_id, served, "result" if c.id in waiting.external else "approval", tools
+        )
         for c in waiting.calls
     ]
 
@@ -129,7 +142,7 @@ def rest_routes(served: Served) -> list[Route]:
                 "status": found.info.status if found.info else "unknown",
                 "messages": messages_json(await found.messages()),
                 "turn": waiting.run_id if waiting is not None else None,
-                "waiting": waiting_json(waiting, served),
+                "waiting": waiting_json(waiting, served, found.conversation.agent.tools),
                 "link": served.link(found.id),
             }
         )
@@ -171,7 +184,8 @@ def rest_routes(served: Served) -> list[Route]:
                 return Response(status_code=204)  # no turn yet: nothing to follow
             offset = 0
         stream = await found.follow(run_id, offset)
-        return EventSourceResponse(relay(stream, run_id, served), ping=15, sep=SEP)
+        tools = found.conversation.agent.tools
+        return EventSourceResponse(relay(stream, run_id, served, tools), ping=15, sep=SEP)
 
     async def decide(request: Request) -> Response:
         found = await thread(request)
@@ -182,18 +196,22 @@ def rest_routes(served: Served) -> list[Route]:
         decisions = {str(k): decision(str(k), v) for k, v in given.items()}
         where = f"conversation {found.id}"
         waiting = check_answers(await found.waiting(), where, decisions=decisions)
-        return await answer(request, await found.decide(waiting.run_id, decisions), waiting)
+        stream = await found.decide(waiting.run_id, decisions)
+        return await answer(request, stream, waiting, found.conversation.agent.tools)
 
-    async def answer(request: Request, stream: DurableRunStream[Any], waiting: Waiting) -> Response:
+    async def answer(
+        request: Request, stream: DurableRunStream[Any], waiting: Waiting, tools: Tools
+    ) -> Response:
         """What the run does next: as SSE (``Accept: text/event-stream``), or its end."""
         if "text/event-stream" in request.headers.get("accept", ""):
-            return EventSourceResponse(relay(stream, waiting.run_id, served), ping=15, sep=SEP)
+            events = relay(stream, waiting.run_id, served, tools)
+            return EventSourceResponse(events, ping=15, sep=SEP)
         end: TurnEnd | None = None
         async for item in turn_events(stream):
             if isinstance(item, TurnEnd):
                 end = item
         assert end is not None
-        return JSONResponse(json.loads(end_event(end, waiting.run_id, served).data or "{}"))
+        return JSONResponse(json.loads(end_event(end, waiting.run_id, served, tools).data or "{}"))
 
     async def close(request: Request) -> Response:
         found = await thread(request)
@@ -208,8 +226,9 @@ def rest_routes(served: Served) -> list[Route]:
         for listed in found:
             if listed.status != "running":
                 continue
-            waiting = await (await served.thread(listed.conversation_id, subject)).waiting()
-            for entry in waiting_json(waiting, served):
+            listed_thread = await served.thread(listed.conversation_id, subject)
+            waiting = await listed_thread.waiting()
+            for entry in waiting_json(waiting, served, listed_thread.conversation.agent.tools):
                 calls.append({**entry, "conversationId": listed.conversation_id})
         return JSONResponse({"pending": calls})
 
@@ -222,7 +241,8 @@ def rest_routes(served: Served) -> list[Route]:
         results = {str(k): tool_result(str(k), v) for k, v in given.items()}
         where = f"conversation {found.id}"
         waiting = check_answers(await found.waiting(), where, results=results)
-        return await answer(request, await found.decide(waiting.run_id, {}, results), waiting)
+        stream = await found.decide(waiting.run_id, {}, results)
+        return await answer(request, stream, waiting, found.conversation.agent.tools)
 
     return [
         Route("/conversations", create, methods=["POST"]),
@@ -238,18 +258,20 @@ def rest_routes(served: Served) -> list[Route]:
 
 
 async def relay(
-    stream: DurableRunStream[Any], run_id: str, served: Served
+    stream: DurableRunStream[Any], run_id: str, served: Served, tools: Tools = NO_TOOLS
 ) -> AsyncIterator[ServerSentEvent]:
     """A turn's events as SSE (id ``<run id>:<offset>``), then its last event."""
     async for item in turn_events(stream):
         if isinstance(item, TurnEnd):
-            yield end_event(item, run_id, served)
+            yield end_event(item, run_id, served, tools)
             return
         data = _EVENT.dump_json(item, by_alias=True, exclude_defaults=True).decode()
         yield ServerSentEvent(sep=SEP, data=data, event=item.kind, id=f"{run_id}:{stream.offset}")
 
 
-def end_event(end: TurnEnd, run_id: str, served: Served) -> ServerSentEvent:
+def end_event(
+    end: TurnEnd, run_id: str, served: Served, tools: Tools = NO_TOOLS
+) -> ServerSentEvent:
     """A turn's last event: what it waits for, its result, or why it failed."""
     rid = end.run_id or run_id
     ident = f"{rid}:{END}"
@@ -262,7 +284,7 @@ def end_event(end: TurnEnd, run_id: str, served: Served) -> ServerSentEvent:
     assert result is not None
     if end.waiting or end.calls:
         calls = [call_json(c, rid, served) for c in end.waiting]
-        calls += [call_json(c, rid, served, "result") for c in end.calls]
+        calls += [call_json(c, rid, served, "result", tools) for c in end.calls]
         data = {"status": "waiting", "runId": rid, "waiting": calls}
         return ServerSentEvent(sep=SEP, data=json.dumps(data), event="waiting", id=ident)
     output = result.output

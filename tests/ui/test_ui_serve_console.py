@@ -5,9 +5,16 @@ turn waits and approve it there, and find the conversations listed."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
 import httpx
 from serve_support import serving
 from uicheck import Page, TemporalUI, snap
+
+sys.path.insert(0, str(Path(__file__).parents[2]))
+from examples.client_tools import agent as scheduler
 
 ASK = (
     "(async () => {{ const prompt = document.getElementById('prompt');"
@@ -135,3 +142,74 @@ async def test_the_console_asks_approves_denies_and_lists_conversations(
     assert reasoned.text.count("No refund: over the limit; offer store credit.") == 1
     assert "Refund order 46" in reasoned.text
     assert pages["list"].text.count("refunds · running") == 7
+
+
+#: Ask, then (once the call shows) set its fields: ``{selector: value}`` in the waiting box.
+ASK_AND_SET = (
+    "(async () => {{ const prompt = document.getElementById('prompt');"
+    " prompt.value = {text!r}; document.getElementById('ask').requestSubmit();"
+    " const box = await new Promise((found) => {{ const look = () => {{"
+    " const b = document.querySelector('.waiting'); b ? found(b) : requestAnimationFrame(look); }};"
+    " look(); }});"
+    " for (const [selector, value] of Object.entries({fields}))"
+    " box.querySelector(selector).value = value;"
+    " return box.innerText; }})()"
+)
+
+
+def answering(url: str, name: str, fields: dict[str, str], click: str, then: str) -> Page:
+    """The console at ``url``: ask for a delivery, fill the client-run call's form with
+    ``fields`` (selector: value), click ``click``, see ``then``."""
+    return Page(
+        name,
+        f"{url}/",
+        wait=["New conversation"],
+        until="document.getElementById('agent').options.length > 0",
+        evaluate=ASK_AND_SET.format(text="Book my delivery", fields=json.dumps(fields)),
+        clicks=[(click, [then])],
+    )
+
+
+async def test_the_console_answers_a_client_run_tool_in_a_form_from_its_result_schema(
+    temporal_ui: TemporalUI,
+) -> None:
+    async with serving(temporal_ui.client, (scheduler,)) as server:
+        pages = await snap(
+            "serve_console_tools",
+            [
+                answering(
+                    server.url,
+                    "result",
+                    {"input.value": "2026-12-24"},
+                    "Send result",
+                    "Delivery booked for 2026-12-24.",
+                ),
+                answering(
+                    server.url,
+                    "bad_result",
+                    {"input.value": "next week"},
+                    "Send result",
+                    "refused (422): the result for call 'date-1' does not match its schema",
+                ),
+                answering(
+                    server.url,
+                    "failed",
+                    {"input.reason": "the user closed the calendar"},
+                    "Fail it",
+                    "No date yet (the user closed the calendar); I will ask again later.",
+                ),
+            ],
+        )
+
+    asked = pages["result"]
+    assert 'pick_date({"why": "delivery"}) needs a result from you' in asked.value
+    assert "pick_date" in asked.text and "Send result" in asked.text
+    for name in ("result_1", "bad_result_1", "failed_1"):
+        seen = pages[name]
+        assert seen.missing == [] and seen.error is None, (name, seen.text)
+        # the page's own errors only (a refusal's 4xx is the browser's own log line)
+        errors = [c for c in seen.console if not c.startswith("Failed to load resource")]
+        assert errors == [], (name, seen.console)
+    assert "result sent" in pages["result_1"].text
+    assert "result sent" not in pages["bad_result_1"].text  # refused: nothing reached the run
+    assert "failed: the user closed the calendar" in pages["failed_1"].text
