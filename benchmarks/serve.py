@@ -9,12 +9,13 @@ the serve process per open stream (and the direct readers', for scale); then eac
 beside its goal, with a verdict. Goals (issue 32): added first-event time <= 20 ms median,
 <= 100 ms p99; serve CPU <= 30% of the worker's; <= 100 KB per open stream.
 
-Run: .venv/bin/python benchmarks/serve.py [N [ROUNDS]] [--tracemalloc]
+Run: .venv/bin/python benchmarks/serve.py [N [ROUNDS]] [--tracemalloc | --profile]
 (ROUNDS, default 1: rounds of N conversations through each path, alternated, pooled; on a
 busy machine a small N with many rounds gives latencies that mean something.)
 (``--tracemalloc`` runs the serve process under tracemalloc and prints its Python heap per
 open stream and where it grew, to tell Python objects from native memory; it slows the
-serve process, so its other figures are not comparable.)
+serve process, so its other figures are not comparable. ``--profile`` runs it under
+cProfile over the measured rounds and prints where its CPU went, likewise.)
 """
 
 from __future__ import annotations
@@ -41,9 +42,11 @@ from golem.testing import dev_server
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (from /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """User + system CPU seconds of process ``pid`` so far (from /proc); with ``thread``, of
+    that thread only (the main thread's id is the process's)."""
+    where = f"/proc/{pid}/task/{thread}/stat" if thread is not None else f"/proc/{pid}/stat"
+    fields = Path(where).read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
@@ -61,18 +64,23 @@ def free_port() -> int:
         return port
 
 
+def quantile(values: list[float], q: float) -> float:
+    return sorted(values)[max(0, int(len(values) * q) - 1)]
+
+
 def p99(values: list[float]) -> float:
-    return sorted(values)[max(0, int(len(values) * 0.99) - 1)]
+    return quantile(values, 0.99)
 
 
 async def at_once(n: int, one: Callable[[int], Awaitable[float]]) -> list[float]:
     return list(await asyncio.gather(*(one(i) for i in range(n))))
 
 
-async def main(n: int, rounds: int, traced: bool) -> None:
+async def main(n: int, rounds: int, traced: bool, profiled: bool = False) -> None:
     trace = Path(f"/tmp/golem-bench-serve-{os.getpid()}.trace")
     trace.unlink(missing_ok=True)
     module = "benchmarks._traced_serve" if traced else "golem.cli"
+    module = "benchmarks._profiled_serve" if profiled else module
     async with dev_server() as env:
         queue = f"bench-{uuid.uuid4().hex[:8]}"
         durable: DurableAgent[Any] = DurableAgent(env.client, agent, task_queue=queue)
@@ -130,24 +138,29 @@ async def main(n: int, rounds: int, traced: bool) -> None:
                 await at_once(min(n, 5), served)
                 idle_here, peak_here[0] = rss_kb(os.getpid()), 0
                 idle_rss = rss_kb(serve.pid)
-                if traced:
+                if traced or profiled:
                     serve.send_signal(signal.SIGUSR1)
                 direct_first: list[float] = []
                 served_first: list[float] = []
                 cpu = dict.fromkeys(["worker_direct", "here_direct", "worker_served"], 0.0)
-                cpu.update(here_served=0.0, serve=0.0)
+                cpu.update(here_served=0.0, serve=0.0, serve_loop=0.0)
                 for _ in range(rounds):  # alternated: a drift in the machine's load hits both
                     worker0, here0 = cpu_seconds(worker.pid), time.process_time()
                     direct_first += await at_once(n, direct)
                     cpu["worker_direct"] += cpu_seconds(worker.pid) - worker0
                     cpu["here_direct"] += time.process_time() - here0
                     serve0, here0 = cpu_seconds(serve.pid), time.process_time()
-                    worker0 = cpu_seconds(worker.pid)
+                    worker0, loop0 = cpu_seconds(worker.pid), cpu_seconds(serve.pid, serve.pid)
                     served_first += await at_once(n, served)
                     cpu["serve"] += cpu_seconds(serve.pid) - serve0
+                    cpu["serve_loop"] += cpu_seconds(serve.pid, serve.pid) - loop0
                     cpu["worker_served"] += cpu_seconds(worker.pid) - worker0
                     cpu["here_served"] += time.process_time() - here0
-                while traced and not trace.exists():  # until the serve process wrote it
+                if profiled:
+                    serve.send_signal(signal.SIGUSR2)
+                while (
+                    traced or profiled
+                ) and not trace.exists():  # until the serve process wrote it
                     await asyncio.sleep(0.1)
         finally:
             for process in (serve, worker):
@@ -168,13 +181,19 @@ async def main(n: int, rounds: int, traced: bool) -> None:
     print(f"{n} conversations at once, one streamed turn each, {rounds} round(s) of each path")
     print(f"{'first text event (ms)':32}{'direct':>10}{'golem serve':>14}")
     print(f"{'  median':32}{dm:10.1f}{sm:14.1f}")
+    d95, s95 = quantile(direct_first, 0.95) * ms, quantile(served_first, 0.95) * ms
+    print(f"{'  p95':32}{d95:10.1f}{s95:14.1f}")
     print(f"{'  p99':32}{dp:10.1f}{sp:14.1f}")
+    # On a busy machine the added milliseconds drift with its load; the ratio drifts less.
+    print(f"{'  golem serve / direct, p50 | p95':32}{sm / dm:10.2f}{s95 / d95:14.2f}")
     print(f"{'CPU per turn (ms)':32}{'direct':>10}{'golem serve':>14}")
     print(f"{'  worker process':32}{per_turn(worker_direct):10.2f}{per_turn(worker_served):14.2f}")
     print(
         f"{'  readers (this process)':32}{per_turn(here_direct):10.2f}{per_turn(here_served):14.2f}"
     )
     print(f"{'  serve process':32}{'':10}{per_turn(serve_cpu):14.2f}")
+    # The rest is Temporal's core (its RPCs run on threads of its own) and the server's threads.
+    print(f"{'    of which its event loop':32}{'':10}{per_turn(cpu['serve_loop']):14.2f}")
     print(f"serve RSS (KB): peak {peak[0]}, idle {idle_rss}")
     # The direct readers hold what the serve process holds for a stream, less HTTP and SSE.
     here_kb = (peak_here[0] - idle_here) / n
@@ -187,6 +206,8 @@ async def main(n: int, rounds: int, traced: bool) -> None:
     added = (serve_cpu - here_direct) / worker_served * 100
     verdict("serve CPU less direct readers' / worker (%)", added, 30)
     verdict("serve memory per open stream (KB)", stream_kb, 100)
+    if profiled:
+        print(trace.read_text())
     if traced:
         grown, *top = trace.read_text().splitlines()
         print(f"of which Python heap per open stream: {int(grown) / n / 1024:.1f} KB; it grew at:")
@@ -203,4 +224,4 @@ if __name__ == "__main__":
     numbers = [int(arg) for arg in sys.argv[1:] if arg.isdigit()]
     n = numbers[0] if numbers else 100
     rounds = numbers[1] if len(numbers) > 1 else 1
-    asyncio.run(main(n, rounds, "--tracemalloc" in sys.argv))
+    asyncio.run(main(n, rounds, "--tracemalloc" in sys.argv, "--profile" in sys.argv))

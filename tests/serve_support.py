@@ -57,14 +57,16 @@ async def serving(
     origins: Sequence[str] = (),
     max_body_bytes: int | None = None,
     worker: bool = True,
+    by_name: bool = False,
 ) -> AsyncIterator[Server]:
     """A worker for ``agents`` (unless ``worker=False``: the test runs its own) and the app
-    for them on a free 127.0.0.1 port."""
+    for them on a free 127.0.0.1 port (``by_name``: the app knows them by name only)."""
     client = env if isinstance(env, Client) else env.client
     port = free_port()
     task_queue = f"serve-{uuid.uuid4().hex[:8]}"
     options: dict[str, Any] = {} if max_body_bytes is None else {"max_body_bytes": max_body_bytes}
-    app = create_app(client, agents, task_queue=task_queue, auth=auth, origins=origins, **options)
+    served = [a.name for a in agents] if by_name else agents
+    app = create_app(client, served, task_queue=task_queue, auth=auth, origins=origins, **options)
     plugin = GolemPlugin(*agents, heartbeat_timeout=timedelta(seconds=5))
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None)
     server = uvicorn.Server(config)

@@ -109,6 +109,6 @@ async def test_the_wire_carries_the_header_start_approval_requests_finish_and_do
     assert wire[-2:] == [{"type": "finish", "finishReason": "stop"}, "[DONE]"]
     assert (again.status_code, again.json()["error"]) == (
         409,
-        f"chat {chat_id} does not wait for refund-3",
+        f"chat {chat_id} does not wait for refund-3: it waits for nothing",
     )
     assert malformed.status_code == 400

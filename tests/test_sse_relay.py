@@ -1,5 +1,7 @@
-"""examples/sse_relay.py, served by uvicorn on 127.0.0.1 against the dev server: its status
-codes and CORS through httpx, its page and a bare EventSource in headless Chromium."""
+"""examples/sse_relay.py (golem serve's API mounted in an app of its own), served by uvicorn
+on 127.0.0.1 against the dev server: its status codes and CORS through httpx, its page (a
+retried model call, an approval answered on the page) and a bare EventSource in headless
+Chromium."""
 
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ from golem.storage import LocalDirectory
 from golem.worker import GolemPlugin
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
+from examples.refunds import agent as refunds
 from examples.sse_relay import make_app
 
 DEADLINE = 60.0
@@ -94,23 +97,35 @@ def echo_agent() -> Agent[Any, Any]:
 def parse(body: str) -> list[dict[str, str]]:
     return [
         dict(line.split(": ", 1) for line in block.splitlines())
-        for block in body.strip().split("\n\n")
+        for block in body.replace("\r\n", "\n").strip().split("\n\n")
     ]
 
 
-async def test_the_relay_streams_a_run_resumes_from_last_event_id_and_ends_with_204(
+async def ask_once(http: httpx.AsyncClient, text: str = "go") -> tuple[str, httpx.Response]:
+    """A new conversation of the app's agent, and the answer to its first turn."""
+    document = (await http.get("/golem/openapi.json")).json()
+    schema = document["paths"]["/conversations"]["post"]["requestBody"]["content"]
+    [agent] = schema["application/json"]["schema"]["properties"]["agent"]["enum"]
+    conversation = (await http.post("/golem/conversations", json={"agent": agent})).json()["id"]
+    sent = await http.post(f"/golem/conversations/{conversation}/messages", json={"text": text})
+    return conversation, sent
+
+
+async def test_the_relay_streams_a_turn_resumes_from_last_event_id_and_ends_with_204(
     temporal_env: WorkflowEnvironment,
 ) -> None:
     async with (
         relay_for(temporal_env, echo_agent()) as relay,
         httpx.AsyncClient(base_url=relay.url, timeout=DEADLINE) as http,
     ):
-        started = (await http.post("/runs", json={"prompt": "go"})).json()
-        url = f"/runs/{started['run_id']}/events"
+        conversation, sent = await ask_once(http)
+        url = f"/golem/conversations/{conversation}/events"
         events = parse((await http.get(url)).text)
         rest = parse((await http.get(url, headers={"Last-Event-ID": events[2]["id"]})).text)
         past_the_end = await http.get(url, headers={"Last-Event-ID": events[-1]["id"]})
+        page = await http.get("/")
 
+    run_id = sent.json()["runId"]
     assert [e["event"] for e in events] == [
         "model_start",
         "tool_call_delta",
@@ -123,11 +138,13 @@ async def test_the_relay_streams_a_run_resumes_from_last_event_id_and_ends_with_
         "result",
     ]
     assert json.loads(events[-1]["data"])["output"] == "done"
-    assert json.loads(events[0]["data"])["run_id"] == started["run_id"]
-    assert [e["id"] for e in events[:-1]] == sorted(e["id"] for e in events[:-1])
-    assert events[-1]["id"] == "end"
+    assert json.loads(events[0]["data"])["run_id"] == run_id
+    offsets = [int(e["id"].split(":")[1]) for e in events[:-1]]
+    assert offsets == sorted(offsets) and {e["id"].split(":")[0] for e in events} == {run_id}
+    assert events[-1]["id"] == f"{run_id}:end"
     assert rest == events[3:]
     assert (past_the_end.status_code, past_the_end.text) == (204, "")
+    assert page.status_code == 200 and "A durable conversation, live" in page.text
 
 
 async def test_bad_requests_get_a_status_and_a_reason_never_a_500(
@@ -137,33 +154,43 @@ async def test_bad_requests_get_a_status_and_a_reason_never_a_500(
         relay_for(temporal_env, echo_agent()) as relay,
         httpx.AsyncClient(base_url=relay.url, timeout=DEADLINE) as http,
     ):
-        run_id = (await http.post("/runs", json={"prompt": "go"})).json()["run_id"]
-        url = f"/runs/{run_id}/events"
-        assert (await http.get(url)).status_code == 200  # the whole run: it has ended
-        unknown = await http.get("/runs/no-such-run/events")
-        not_json = await http.post("/runs", content=b"prompt=hi")
-        no_prompt = await http.post("/runs", json={"prompt": ""})
-        bogus = await http.get(url, headers={"Last-Event-ID": "999"})
+        conversation, sent = await ask_once(http)
+        run_id = sent.json()["runId"]
+        url = f"/golem/conversations/{conversation}/events"
+        assert (await http.get(url)).status_code == 200  # the whole turn: it has ended
+        messages = f"/golem/conversations/{conversation}/messages"
+        unknown = await http.get("/golem/conversations/no-such-conversation/events")
+        not_json = await http.post(messages, content=b"text=hi")
+        no_text = await http.post(messages, json={"text": ""})
+        past_the_end = await http.get(url, headers={"Last-Event-ID": f"{run_id}:999"})
         not_an_offset = await http.get(url, headers={"Last-Event-ID": "soon"})
+        not_a_turn = await http.get(url, headers={"Last-Event-ID": "other-run:3"})
 
-    assert (unknown.status_code, unknown.json()) == (404, {"error": "no run 'no-such-run'"})
+    assert (unknown.status_code, unknown.json()) == (
+        404,
+        {"error": "no conversation 'no-such-conversation'", "code": "not_found"},
+    )
     assert not_json.status_code == 400 and "not JSON" in not_json.json()["error"]
-    assert no_prompt.status_code == 400 and "prompt" in no_prompt.json()["error"]
-    assert bogus.status_code == 400
-    assert bogus.json() == {"error": f"Last-Event-ID 999 is past the end of run {run_id}'s stream"}
+    assert no_text.status_code == 400 and "text" in no_text.json()["error"]
+    assert past_the_end.status_code == 400
+    assert past_the_end.json()["error"] == (
+        f"Last-Event-ID {run_id}:999 is past the end of run {run_id}'s stream"
+    )
     assert not_an_offset.status_code == 400 and "'soon'" in not_an_offset.json()["error"]
+    assert not_a_turn.status_code == 404
     assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 async def test_a_prompt_too_large_for_a_run_without_storage_is_413_with_the_reason(
     temporal_env: WorkflowEnvironment, caplog: pytest.LogCaptureFixture
 ) -> None:
-    prompt = "x" * 3_000_000
     async with (
         relay_for(temporal_env, echo_agent()) as relay,
         httpx.AsyncClient(base_url=relay.url, timeout=DEADLINE) as http,
     ):
-        answer = await http.post("/runs", json={"prompt": prompt})
+        conversation, answer = await ask_once(http, "x" * 3_000_000)
+        turns = await DurableAgent(temporal_env.client, "echo").conversation(conversation)
+        runs = await turns.runs()
 
     assert answer.status_code == 413
     reason = answer.json()["error"]
@@ -174,6 +201,7 @@ async def test_a_prompt_too_large_for_a_run_without_storage_is_413_with_the_reas
         r"GOLEM_STORAGE_DIR\)",
         reason,
     ), reason
+    assert runs == []  # no turn was started
     assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
@@ -188,10 +216,11 @@ async def test_with_payload_storage_on_a_large_prompt_is_accepted(
         relay_for(temporal_env, agent, client=Client(**config)) as relay,
         httpx.AsyncClient(base_url=relay.url, timeout=DEADLINE) as http,
     ):
-        started = await http.post("/runs", json={"prompt": "x" * 3_000_000})
-        events = parse((await http.get(f"/runs/{started.json()['run_id']}/events")).text)
+        conversation, sent = await ask_once(http, "x" * 3_000_000)
+        url = f"/golem/conversations/{conversation}/events"
+        events = parse((await http.get(url)).text)
 
-    assert started.status_code == 200
+    assert sent.status_code == 202
     assert json.loads(events[-1]["data"])["output"] == "done"
 
 
@@ -204,11 +233,10 @@ async def test_cors_answers_preflights_for_the_allowed_origins_only(
         relay_for(temporal_env, echo_agent(), origins=[allowed]) as relay,
         httpx.AsyncClient(base_url=relay.url, timeout=DEADLINE) as http,
     ):
-        ok = await http.options("/runs", headers={"Origin": allowed, **preflight})
-        refused = await http.options(
-            "/runs", headers={"Origin": "https://evil.example", **preflight}
-        )
-        started = await http.post("/runs", json={"prompt": "go"}, headers={"Origin": allowed})
+        url = "/golem/conversations"
+        ok = await http.options(url, headers={"Origin": allowed, **preflight})
+        refused = await http.options(url, headers={"Origin": "https://evil.example", **preflight})
+        started = await http.post(url, json={"agent": "echo"}, headers={"Origin": allowed})
 
     assert ok.status_code == 200
     assert ok.headers["access-control-allow-origin"] == allowed
@@ -263,15 +291,15 @@ async def test_a_page_on_another_origin_shows_the_run_with_its_restart_and_stops
         )
         shown = seen["page_1"]
         assert not shown.missing, shown.text
-        run_id = shown.text.split("run ")[1].split(":")[0]
-        events = f"/runs/{run_id}/events"
-        # The same run shown again (?run=), then an EventSource that never calls close().
+        conversation = shown.url.split("conversation=")[1]
+        events = f"/golem/conversations/{conversation}/events"
+        # The same turn shown again (?conversation=), then an EventSource that never calls close().
         bare = await snap(
             "sse_relay_bare_eventsource",
             [
                 Page(
                     "bare",
-                    f"{page}&run={run_id}",
+                    f"{page}&conversation={conversation}",
                     until="document.body.dataset.state === 'completed'",
                     evaluate=bare_eventsource(relay.url + events),
                 )
@@ -283,6 +311,36 @@ async def test_a_page_on_another_origin_shows_the_run_with_its_restart_and_stops
     assert shown.text.index("Let me thi") < shown.text.index("↻") < shown.text.index("Sunny in")
     assert "Sunny in Paris." in shown.text.split("↻")[1]
     assert shown.console == []
+    assert "Sunny in Paris." in bare["bare"].text.split("↻")[1]
     assert bare["bare"].value == ["result", "reconnecting", "closed"]
     # The page: one stream, closed on result. The bare EventSource: one, then one 204.
     assert relay.requests[("GET", events)] == 1 + 1 + 2
+
+
+async def test_the_page_answers_an_approval_and_the_run_goes_on_live(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    async with relay_for(temporal_env, refunds) as relay:
+        seen = await snap(
+            "sse_relay_approval",
+            [
+                Page(
+                    "ask",
+                    f"{relay.url}/",
+                    wait=["Ask something"],
+                    evaluate="document.querySelector('input[name=prompt]').value = "
+                    "'Refund order 42'",
+                    clicks=[
+                        ("Ask", ['refund({"order": 42, "amount": 150}) waits for you']),
+                        ("Approve", ["completed"]),
+                    ],
+                )
+            ],
+        )
+
+    waiting, done = seen["ask_1"], seen["ask_2"]
+    assert not waiting.missing and "waiting for you" in waiting.text, waiting.text
+    assert not done.missing, done.text
+    assert "← order 42 refunded 150" in done.text  # the tool ran, streamed after the decision
+    assert "Done: order 42 refunded 150." in done.text
+    assert done.console == []

@@ -31,7 +31,7 @@ from temporalio.service import RPCError
 from golem.approvals import DecisionInput
 from golem.client.decisions import checked_decisions, checked_results
 from golem.client.history import decode_result
-from golem.client.inputs import checked
+from golem.client.inputs import check_size, checked
 from golem.client.listing import start_listed
 from golem.client.lookups import awaiting_approval, existing_run, not_a_conversation
 from golem.client.records import history_reader, rebuilt_error, run_pager
@@ -206,6 +206,7 @@ class DurableConversation(Generic[OutputT]):
         given = checked(prompt, parts=parts, deps=deps)
         run_id = run_id or new_id()
         turn = TurnInput(run_id=run_id, prompt=prompt, parts=given.parts, deps=deps)
+        check_size(turn, self.agent.client.data_converter)  # a task failing for ever, else
         recovery = self._recovery(run_id)
         return await self._finish(self._update(turn, recovery), recovery)
 
@@ -223,14 +224,16 @@ class DurableConversation(Generic[OutputT]):
         given = checked(prompt, parts=parts, deps=deps)
         run_id = run_id or new_id()  # minted here: the stream is the child's, by this id
         turn = TurnInput(run_id=run_id, prompt=prompt, parts=given.parts, deps=deps, stream=True)
+        check_size(turn, self.agent.client.data_converter)
         sent: list[asyncio.Task[TurnOutput]] = []
         recoveries: list[TurnRecovery] = []  # made once iterated: its deadline starts then
 
         async def start() -> DurableRun[OutputT]:
             recoveries.append(self._recovery(run_id))
-            sent.append(asyncio.ensure_future(self._update(turn, recoveries[0])))
+            accepted = asyncio.Event()
+            sent.append(asyncio.ensure_future(self._update(turn, recoveries[0], accepted)))
             child = self.agent.client.get_workflow_handle(run_id)
-            if not await turn_started(child, sent[0], self.id):
+            if not await turn_started(child, sent[0], self.id, accepted):
                 await self._finish(sent[0], recoveries[0])  # raises the refusal, as send would
             agent = self.agent
             return DurableRun(
@@ -252,8 +255,12 @@ class DurableConversation(Generic[OutputT]):
             start, outcome=outcome, on_close=lambda: sent and sent[0].cancel(), paused=paused
         )
 
-    def _update(self, turn: TurnInput, recovery: TurnRecovery) -> Awaitable[TurnOutput]:
-        return take_turn(self.handle, turn, recovery, lambda: reopen(self.agent.client, self.id))
+    def _update(
+        self, turn: TurnInput, recovery: TurnRecovery, accepted: asyncio.Event | None = None
+    ) -> Awaitable[TurnOutput]:
+        return take_turn(
+            self.handle, turn, recovery, lambda: reopen(self.agent.client, self.id), accepted
+        )
 
     async def _finish(self, sent: Awaitable[TurnOutput], recovery: TurnRecovery) -> Result[OutputT]:
         """The turn's ``Result`` once its update returns, or its ``RunError``."""

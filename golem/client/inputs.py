@@ -25,7 +25,7 @@ from golem.messages import HistoryError, HistoryItem, Message, Part, validate_hi
 from golem.results import RunError
 from golem.strict_json import loads_strict
 from golem.tools import validation_problems
-from golem.wire import AgentRunInput
+from golem.wire import AgentRunInput, TurnInput
 from golem.worker.converter import golem_data_converter
 
 __all__ = [
@@ -78,9 +78,12 @@ def checked(
     return Sent(prompt, sent_parts, deps, messages)
 
 
-def check_size(payload: AgentRunInput, converter: DataConverter = golem_data_converter) -> None:
-    """``RunError`` (stage ``history``) when a run's input is over one Temporal payload and
-    ``converter`` (the client's) has no external storage to take it."""
+def check_size(
+    payload: AgentRunInput | TurnInput, converter: DataConverter = golem_data_converter
+) -> None:
+    """``RunError`` (stage ``history``) when a run's input (or a conversation's turn, which
+    becomes one) is over one Temporal payload and ``converter`` (the client's) has no
+    external storage to take it."""
     if converter.external_storage is not None:
         return
     size = len(golem_data_converter.payload_converter.to_payloads([payload])[0].data)

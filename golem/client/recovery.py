@@ -111,11 +111,13 @@ async def take_turn(
     turn: TurnInput,
     recovery: TurnRecovery,
     reopen: Callable[[], Awaitable[bool]],
+    accepted: asyncio.Event | None = None,
 ) -> TurnOutput:
     """Send ``turn`` until the conversation takes it, within ``recovery``'s deadline, then
     await its answer (unbounded: the turn's own run). A refusal while the conversation
     continues as new sends it again; a conversation that rests is reopened first (``reopen``:
-    ``False`` when it does not rest, and the call's error stands)."""
+    ``False`` when it does not rest, and the call's error stands). ``accepted`` is set once
+    the conversation has taken it."""
     while True:
         try:
             update = await recovery.within(
@@ -127,6 +129,8 @@ async def take_turn(
                     result_type=TurnOutput,
                 )
             )
+            if accepted is not None:
+                accepted.set()
             out: TurnOutput = await update.result()
             return out
         except WorkflowUpdateFailedError as exc:
@@ -158,10 +162,21 @@ def turn_runs(transcript: Sequence[Message], run_id: str) -> tuple[list[str], in
 
 
 async def turn_started(
-    child: WorkflowHandle[Any, Any], sent: asyncio.Future[Any], conversation_id: str
+    child: WorkflowHandle[Any, Any],
+    sent: asyncio.Future[Any],
+    conversation_id: str,
+    accepted: asyncio.Event | None = None,
 ) -> bool:
     """Wait until the turn's child run exists (a turn may queue behind the one in flight):
-    ``True`` then, ``False`` when the update ended first without a child (refused)."""
+    ``True`` then, ``False`` when the update ended first without a child (refused). With
+    ``accepted`` (set once the conversation takes the turn), asked only from then on: the
+    child is started as the turn is taken, so one describe finds it, not a poll of many."""
+    if accepted is not None:
+        taken = asyncio.ensure_future(accepted.wait())
+        try:
+            await asyncio.wait([sent, taken], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            taken.cancel()
     pause = 0.02
     while True:
         try:

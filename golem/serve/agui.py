@@ -4,9 +4,15 @@
 messages past those the durable transcript holds are the turn's prompt. A turn that waits
 for approvals ends its run with ``RUN_FINISHED`` whose outcome is an interrupt per waiting
 call (the interrupt's id is the call id); the next input's ``resume`` answers them and the
-same durable run goes on (``{"approved": true|false}``; status ``cancelled`` denies). An
-input with no new message and nothing to resume is a reconnect: ``MESSAGES_SNAPSHOT`` of
-the transcript, then the rest of the turn in flight, if any.
+same durable run goes on (``{"approved": true|false}``; status ``cancelled`` denies).
+
+Frontend tools are the agent's client-run tools (``agent.external_tool``): the input's
+``tools`` may name only those (the durable run's tools are the worker's agent's). A turn
+that calls one ends its run with ``RUN_FINISHED`` (success) naming the calls in
+``pendingToolCallIds``; the next input's trailing tool messages are their results, and
+the same durable run goes on (with a ``resume`` too, when calls for a person wait beside
+them). An input with no new message and nothing to answer is a reconnect:
+``MESSAGES_SNAPSHOT`` of the transcript, then the rest of the turn in flight, if any.
 """
 
 from __future__ import annotations
@@ -48,11 +54,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from golem.events import RunEvent
+from golem.external import ExternalTool
 from golem.messages import Message, ToolCall
 from golem.serve.decisions import DECISION_SCHEMA, Decision
 from golem.serve.errors import SEP, Problem
+from golem.serve.results import check_answers
 from golem.serve.texts import OpenText
-from golem.serve.threads import Served, Thread, TurnEnd, prompts_after, turn_events
+from golem.serve.threads import Served, Thread, TurnEnd, Waiting, prompts_after, turn_events
+from golem.tools import ToolFailed
 
 __all__ = ["agui_routes", "to_agui_messages"]
 
@@ -94,7 +103,7 @@ async def _events(
         return
     started = RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version=PROTOCOL_VERSION)
     yield _sse(started)
-    translate = Translator(thread_id, run_id)
+    translate = Translator(thread_id, run_id, plan.answered)
     if plan.snapshot is not None:
         yield _sse(MessagesSnapshotEvent(messages=to_agui_messages(plan.snapshot)))
     if plan.stream is None:
@@ -114,50 +123,93 @@ class _Plan:
         self,
         stream: Any = None,
         snapshot: list[Message] | None = None,
-        waiting: Sequence[ToolCall] = (),
+        waiting: Waiting | None = None,
         turn: str = "",
+        answered: frozenset[str] = frozenset(),
     ) -> None:
         self.stream, self.snapshot, self.waiting, self.turn = stream, snapshot, waiting, turn
+        self.answered = answered
+        """The frontend tools' calls this input answers (the client holds their results)."""
 
 
 async def _plan(thread: Thread, given: RunAgentInput) -> _Plan:
     """Check the input against the thread (a ``Problem`` before anything is sent or
     changed in Temporal) and say what the run relays."""
+    _check_tools(thread, given)
     waiting = await thread.waiting()
-    if given.resume:
+    transcript = await thread.messages()
+    results = _results(given.messages, transcript)
+    if given.resume or results:
         if waiting is None or not waiting.calls:
             raise Problem(
                 409, f"thread {thread.id} waits for nothing: nothing to resume", "not_waiting"
             )
-        pending = {c.id for c in waiting.calls}
         decisions: dict[str, Decision] = {}
-        for entry in given.resume:
-            if entry.interrupt_id not in pending:
-                raise Problem(
-                    409,
-                    f"interrupt {entry.interrupt_id!r} does not wait in thread {thread.id} "
-                    f"(waiting: {', '.join(sorted(pending))})",
-                    "not_waiting",
-                )
+        for entry in given.resume or ():
             if entry.status == "cancelled":
                 decisions[entry.interrupt_id] = {"approved": False}
             else:
                 decisions[entry.interrupt_id] = _payload(entry.interrupt_id, entry.payload)
-        return _Plan(await thread.decide(waiting.run_id, decisions))
-    transcript = await thread.messages()
-    prompt = prompts_after(transcript, [(m.role, _text(m)) for m in given.messages])
+        check_answers(waiting, f"thread {thread.id}", decisions, results)
+        stream = await thread.decide(waiting.run_id, decisions, results)
+        return _Plan(stream, answered=frozenset(results))
+    given_texts = [(m.role, _text(m)) for m in given.messages]
+    prompt = prompts_after(transcript, given_texts, in_flight=waiting is not None)
     if not prompt:  # a reconnect: the transcript, then the rest of the turn in flight
         if waiting is not None and not waiting.calls:
             return _Plan(await thread.follow(waiting.run_id, 0), transcript)
-        calls = waiting.calls if waiting is not None else []
-        return _Plan(None, transcript, calls, waiting.run_id if waiting is not None else "")
-    if waiting is not None and waiting.calls:
-        ids = ", ".join(c.id for c in waiting.calls)
+        return _Plan(None, transcript, waiting, waiting.run_id if waiting is not None else "")
+    if waiting is not None and waiting.approvals:
+        ids = ", ".join(c.id for c in waiting.approvals)
         raise Problem(
             409, f"thread {thread.id} waits for decisions on {ids}: resume them first", "waiting"
         )
+    if waiting is not None and waiting.client_calls:
+        ids = ", ".join(c.id for c in waiting.client_calls)
+        raise Problem(
+            409,
+            f"thread {thread.id} waits for the results of {ids}: send their tool messages first",
+            "waiting",
+        )
+    stream = thread.send(prompt)  # checked before the conversation starts: a refusal starts none
     await thread.start()
-    return _Plan(thread.send(prompt))
+    return _Plan(stream)
+
+
+def _check_tools(thread: Thread, given: RunAgentInput) -> None:
+    """The input's frontend tools must be the agent's client-run tools (when this app holds
+    the agent): a durable run calls the tools its worker's agent declares, no others."""
+    tools = thread.conversation.agent.tools
+    if not tools or not given.tools:
+        return
+    declared = sorted(n for n, t in tools.items() if isinstance(t, ExternalTool))
+    for tool in given.tools:
+        if not isinstance(tools.get(tool.name), ExternalTool):
+            agent = thread.conversation.agent.agent_name
+            raise Problem(
+                400,
+                f"frontend tool {tool.name!r} is not a client-run tool of agent {agent!r} "
+                f"(declare it with agent.external_tool; it has: {', '.join(declared) or 'none'})",
+                "unknown_tool",
+            )
+
+
+def _results(messages: Sequence[AguiMessage], transcript: Sequence[Message]) -> dict[str, object]:
+    """The frontend tools' results the input brings: its trailing tool messages (by call
+    id), those the durable transcript already holds left out (a client sending them again)."""
+    held = {m.tool_call_id for m in transcript if m.role == "tool"}
+    trailing: list[ToolMessage] = []
+    for message in reversed(messages):
+        if not isinstance(message, ToolMessage):
+            break
+        trailing.insert(0, message)
+    results: dict[str, object] = {}
+    for message in trailing:
+        if message.tool_call_id in held:
+            continue
+        text = _text(message)
+        results[message.tool_call_id] = ToolFailed(message.error or text) if message.error else text
+    return results
 
 
 def _payload(call_id: str, payload: Any) -> Decision:
@@ -183,8 +235,9 @@ class Translator:
     """A turn's ``RunEvent``s as AG-UI events, in the order the spec asks: a text message
     closes before a tool call starts, each call's start, arguments and end in turn."""
 
-    def __init__(self, thread_id: str, run_id: str) -> None:
+    def __init__(self, thread_id: str, run_id: str, answered: frozenset[str] = frozenset()) -> None:
         self.thread_id, self.run_id = thread_id, run_id
+        self.answered = answered  # frontend tools' results the client sent: it holds them
         self.texts: OpenText[BaseEvent] = OpenText(
             lambda key: TextMessageStartEvent(message_id=key, role="assistant"),
             lambda key: TextMessageEndEvent(message_id=key),
@@ -215,6 +268,8 @@ class Translator:
         if event.kind == "tool_end" and event.call is not None and event.message is not None:
             call = event.call
             out = self.texts.close()  # a call announced by an earlier run of the thread stays so
+            if call.id in self.answered:
+                return out
             result = ToolCallResultEvent(
                 message_id=f"{call.id}-result",
                 tool_call_id=call.id,
@@ -252,20 +307,22 @@ class Translator:
         self.calls[call.id] = "ended"
         return out
 
-    def end(self, end: TurnEnd, waiting: Sequence[ToolCall] = ()) -> list[BaseEvent]:
-        """The run's last events: ``RUN_ERROR``, or ``RUN_FINISHED`` (an interrupt per
-        waiting call, or success with the turn's output)."""
+    def end(self, end: TurnEnd, waiting: Waiting | None = None) -> list[BaseEvent]:
+        """The run's last events: ``RUN_ERROR``, or ``RUN_FINISHED``: an interrupt per call
+        that waits for a person; else success, with the turn's output or the frontend tools'
+        calls left for the client (``pendingToolCallIds``)."""
         out = self.texts.close()
         if end.error is not None:
             code = getattr(end.error, "stage", "") or "refused"
             message = getattr(end.error, "detail", None) or str(end.error)
             return [*out, RunErrorEvent(message=message, code=code)]
-        calls = list(waiting) or end.waiting
+        calls = waiting.approvals if waiting is not None else end.waiting
+        frontend = waiting.client_calls if waiting is not None else end.calls
+        for call in [*calls, *frontend]:  # a call that waits was announced, even on a reconnect
+            if self.calls.get(call.id) != "ended":
+                out += self._announce(call)
         ids = dict(thread_id=self.thread_id, run_id=self.run_id)
         if calls:
-            for call in calls:  # a call that waits was announced, even on a reconnect
-                if self.calls.get(call.id) != "ended":
-                    out += self._announce(call)
             interrupts = [
                 Interrupt(
                     id=call.id,
@@ -278,6 +335,9 @@ class Translator:
             ]
             outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
             return [*out, RunFinishedEvent(**ids, outcome=outcome)]
+        if frontend:
+            pending = RunFinishedSuccessOutcome(pending_tool_call_ids=[c.id for c in frontend])
+            return [*out, RunFinishedEvent(**ids, outcome=pending)]
         output = end.result.output if end.result is not None else None
         try:
             json.dumps(output)

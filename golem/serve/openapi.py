@@ -44,6 +44,17 @@ def openapi(agents: list[str]) -> dict[str, Any]:
     decisions = _body(
         {"decisions": {"type": "object", "additionalProperties": DECISION_SCHEMA}}, ["decisions"]
     )
+    result = {
+        "type": "object",
+        "properties": {
+            "result": {"description": "the call's result: any JSON (a string as it is)"},
+            "error": {"type": "string", "description": "why it failed (the model reads it)"},
+        },
+        "minProperties": 1,
+        "maxProperties": 1,
+        "additionalProperties": False,
+    }
+    results = _body({"results": {"type": "object", "additionalProperties": result}}, ["results"])
     return {
         "openapi": "3.1.0",
         "info": {"title": "golem serve", "version": "1"},
@@ -103,7 +114,13 @@ def openapi(agents: list[str]) -> dict[str, Any]:
                 )
             },
             "/conversations/{id}/tool-results": {
-                "post": _op("external tool results (not supported yet)", json_ok, parameters=_ID)
+                "post": _op(
+                    "answer client-run tools' waiting calls (kind result); returns when the "
+                    "turn ends or waits again",
+                    json_ok,
+                    results,
+                    parameters=_ID,
+                )
             },
             "/conversations/{id}/close": {
                 "post": _op("close the conversation for good", json_ok, parameters=_ID)

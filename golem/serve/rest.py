@@ -7,18 +7,22 @@
     GET  /conversations/{id}/events        SSE of the turn in flight (Last-Event-ID resumes)
     POST /conversations/{id}/decisions     {"decisions": {call_id: {"approved": true}}}
                                            (Accept: text/event-stream: what the run does next)
+    POST /conversations/{id}/tool-results  {"results": {call_id: {"result": ...}}} (client-run
+                                           tools' calls; {"error": "why"} fails one; as above)
     POST /conversations/{id}/close
     GET  /pending                          every call that waits for a person (mine)
 
 An event's id is ``<run id>:<offset>``; a reader that reconnects with ``Last-Event-ID``
 gets the rest of that turn, each event once. The turn's last event is ``waiting`` (the
-calls it waits for), ``result`` or ``failed``, with id ``<run id>:end``.
+calls it waits for, each of ``kind`` approval or result), ``result`` or ``failed``, with id
+``<run id>:end``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -29,17 +33,23 @@ from starlette.routing import Route
 
 from golem.client.lookups import list_conversations
 from golem.events import RunEvent
+from golem.external import ExternalTool
 from golem.messages import Message, ToolCall, dump_messages
 from golem.serve.decisions import decision
 from golem.serve.errors import SEP, Problem
-from golem.serve.threads import Served, Thread, TurnEnd, turn_events
+from golem.serve.results import check_answers, tool_result
+from golem.serve.threads import Served, Thread, TurnEnd, Waiting, turn_events
 from golem.streaming import DurableRunStream
+from golem.tools import Tool
 
 __all__ = ["END", "rest_routes"]
 
 #: The offset part of a turn's last event id.
 END = "end"
 _EVENT = TypeAdapter(RunEvent)
+#: An agent's tools by name (empty when the app knows the agent by name only).
+Tools = Mapping[str, Tool]
+NO_TOOLS: Tools = MappingProxyType({})
 
 
 def messages_json(messages: list[Message]) -> list[dict[str, Any]]:
@@ -47,14 +57,35 @@ def messages_json(messages: list[Message]) -> list[dict[str, Any]]:
     return loaded
 
 
-def call_json(call: ToolCall, run_id: str, served: Served) -> dict[str, Any]:
-    return {
+def call_json(
+    call: ToolCall, run_id: str, served: Served, kind: str = "approval", tools: Tools = NO_TOOLS
+) -> dict[str, Any]:
+    """A waiting call; ``kind``: ``approval`` (a person decides) or ``result`` (a client-run
+    tool's: the application answers with its result, matching ``resultSchema`` when its
+    tool, among ``tools``, declares one)."""
+    entry: dict[str, Any] = {
         "id": call.id,
         "name": call.name,
         "args": call.args,
+        "kind": kind,
         "runId": run_id,
         "link": served.link(run_id),
     }
+    tool = tools.get(call.name)
+    if kind == "result" and isinstance(tool, ExternalTool) and tool.result_schema is not None:
+        entry["resultSchema"] = tool.result_schema
+    return entry
+
+
+def waiting_json(waiting: Waiting | None, served: Served, tools: Tools) -> list[dict[str, Any]]:
+    if waiting is None:
+        return []
+    return [
+        call_json(
+            c, waiting.run_id, served, "result" if c.id in waiting.external else "approval", tools
+        )
+        for c in waiting.calls
+    ]
 
 
 def rest_routes(served: Served) -> list[Route]:
@@ -104,7 +135,6 @@ def rest_routes(served: Served) -> list[Route]:
     async def read(request: Request) -> Response:
         found = await thread(request)
         waiting = await found.waiting()
-        calls = waiting.calls if waiting is not None else []
         return JSONResponse(
             {
                 "id": found.id,
@@ -112,7 +142,7 @@ def rest_routes(served: Served) -> list[Route]:
                 "status": found.info.status if found.info else "unknown",
                 "messages": messages_json(await found.messages()),
                 "turn": waiting.run_id if waiting is not None else None,
-                "waiting": [call_json(c, waiting.run_id, served) for c in calls] if waiting else [],
+                "waiting": waiting_json(waiting, served, found.conversation.agent.tools),
                 "link": served.link(found.id),
             }
         )
@@ -126,7 +156,7 @@ def rest_routes(served: Served) -> list[Route]:
         waiting = await found.waiting()
         if waiting is not None and waiting.calls:
             ids = ", ".join(c.id for c in waiting.calls)
-            raise Problem(409, f"conversation {found.id} waits for decisions on {ids}")
+            raise Problem(409, f"conversation {found.id} waits for answers on {ids}")
         run_id = await found.begin(text, served.in_flight)
         events = f"/conversations/{found.id}/events"
         return JSONResponse(
@@ -154,7 +184,8 @@ def rest_routes(served: Served) -> list[Route]:
                 return Response(status_code=204)  # no turn yet: nothing to follow
             offset = 0
         stream = await found.follow(run_id, offset)
-        return EventSourceResponse(relay(stream, run_id, served), ping=15, sep=SEP)
+        tools = found.conversation.agent.tools
+        return EventSourceResponse(relay(stream, run_id, served, tools), ping=15, sep=SEP)
 
     async def decide(request: Request) -> Response:
         found = await thread(request)
@@ -163,25 +194,24 @@ def rest_routes(served: Served) -> list[Route]:
         if not isinstance(given, dict) or not given:
             raise Problem(400, 'send {"decisions": {"<call id>": {"approved": true}}}')
         decisions = {str(k): decision(str(k), v) for k, v in given.items()}
-        waiting = await found.waiting()
-        pending = {c.id for c in waiting.calls} if waiting is not None else set()
-        unknown = sorted(set(decisions) - pending)
-        if waiting is None or unknown:
-            what = ", ".join(sorted(pending)) or "nothing"
-            raise Problem(
-                409,
-                f"conversation {found.id} does not wait for {', '.join(unknown) or 'a decision'}"
-                f": it waits for {what}",
-            )
+        where = f"conversation {found.id}"
+        waiting = check_answers(await found.waiting(), where, decisions=decisions)
         stream = await found.decide(waiting.run_id, decisions)
-        if "text/event-stream" in request.headers.get("accept", ""):  # what the run does next
-            return EventSourceResponse(relay(stream, waiting.run_id, served), ping=15, sep=SEP)
+        return await answer(request, stream, waiting, found.conversation.agent.tools)
+
+    async def answer(
+        request: Request, stream: DurableRunStream[Any], waiting: Waiting, tools: Tools
+    ) -> Response:
+        """What the run does next: as SSE (``Accept: text/event-stream``), or its end."""
+        if "text/event-stream" in request.headers.get("accept", ""):
+            events = relay(stream, waiting.run_id, served, tools)
+            return EventSourceResponse(events, ping=15, sep=SEP)
         end: TurnEnd | None = None
         async for item in turn_events(stream):
             if isinstance(item, TurnEnd):
                 end = item
         assert end is not None
-        return JSONResponse(json.loads(end_event(end, waiting.run_id, served).data or "{}"))
+        return JSONResponse(json.loads(end_event(end, waiting.run_id, served, tools).data or "{}"))
 
     async def close(request: Request) -> Response:
         found = await thread(request)
@@ -196,19 +226,23 @@ def rest_routes(served: Served) -> list[Route]:
         for listed in found:
             if listed.status != "running":
                 continue
-            waiting = await (await served.thread(listed.conversation_id, subject)).waiting()
-            for call in waiting.calls if waiting is not None else []:
-                entry = call_json(call, waiting.run_id if waiting else "", served)
+            listed_thread = await served.thread(listed.conversation_id, subject)
+            waiting = await listed_thread.waiting()
+            for entry in waiting_json(waiting, served, listed_thread.conversation.agent.tools):
                 calls.append({**entry, "conversationId": listed.conversation_id})
         return JSONResponse({"pending": calls})
 
     async def tool_results(request: Request) -> Response:
-        await thread(request)
-        raise Problem(
-            422,
-            "external tool results are not supported yet: this server answers approvals only",
-            "not_supported_yet",
-        )
+        found = await thread(request)
+        body = await served.body(request)
+        given = body.get("results")
+        if not isinstance(given, dict) or not given:
+            raise Problem(400, 'send {"results": {"<call id>": {"result": ...}}}')
+        results = {str(k): tool_result(str(k), v) for k, v in given.items()}
+        where = f"conversation {found.id}"
+        waiting = check_answers(await found.waiting(), where, results=results)
+        stream = await found.decide(waiting.run_id, {}, results)
+        return await answer(request, stream, waiting, found.conversation.agent.tools)
 
     return [
         Route("/conversations", create, methods=["POST"]),
@@ -224,18 +258,20 @@ def rest_routes(served: Served) -> list[Route]:
 
 
 async def relay(
-    stream: DurableRunStream[Any], run_id: str, served: Served
+    stream: DurableRunStream[Any], run_id: str, served: Served, tools: Tools = NO_TOOLS
 ) -> AsyncIterator[ServerSentEvent]:
     """A turn's events as SSE (id ``<run id>:<offset>``), then its last event."""
     async for item in turn_events(stream):
         if isinstance(item, TurnEnd):
-            yield end_event(item, run_id, served)
+            yield end_event(item, run_id, served, tools)
             return
         data = _EVENT.dump_json(item, by_alias=True, exclude_defaults=True).decode()
         yield ServerSentEvent(sep=SEP, data=data, event=item.kind, id=f"{run_id}:{stream.offset}")
 
 
-def end_event(end: TurnEnd, run_id: str, served: Served) -> ServerSentEvent:
+def end_event(
+    end: TurnEnd, run_id: str, served: Served, tools: Tools = NO_TOOLS
+) -> ServerSentEvent:
     """A turn's last event: what it waits for, its result, or why it failed."""
     rid = end.run_id or run_id
     ident = f"{rid}:{END}"
@@ -246,8 +282,9 @@ def end_event(end: TurnEnd, run_id: str, served: Served) -> ServerSentEvent:
         return ServerSentEvent(sep=SEP, data=json.dumps(data), event="failed", id=ident)
     result = end.result
     assert result is not None
-    if end.waiting:
+    if end.waiting or end.calls:
         calls = [call_json(c, rid, served) for c in end.waiting]
+        calls += [call_json(c, rid, served, "result", tools) for c in end.calls]
         data = {"status": "waiting", "runId": rid, "waiting": calls}
         return ServerSentEvent(sep=SEP, data=json.dumps(data), event="waiting", id=ident)
     output = result.output

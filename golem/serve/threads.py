@@ -17,9 +17,8 @@ from temporalio.client import Client
 
 from golem.client import DurableAgent, DurableConversation
 from golem.client.conversations import turn_started
-from golem.client.decisions import checked_decisions
+from golem.client.decisions import checked_decisions, checked_results
 from golem.client.lookups import (
-    Approvals,
     RunInfo,
     as_conversation,
     awaiting_approval,
@@ -27,6 +26,7 @@ from golem.client.lookups import (
     existing_run,
 )
 from golem.events import RunEvent
+from golem.external import ExternalTool
 from golem.ids import new_id
 from golem.messages import Message, ToolCall
 from golem.results import Result, RunError
@@ -36,7 +36,7 @@ from golem.serve.errors import Problem
 from golem.serve.requests import MAX_BODY_BYTES, read_json
 from golem.streaming import DurableRunStream
 
-__all__ = ["Served", "Thread", "TurnEnd", "turn_events"]
+__all__ = ["Served", "Thread", "TurnEnd", "Waiting", "turn_events"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,32 @@ class TurnEnd:
     def waiting(self) -> list[ToolCall]:
         """The calls the turn waits for a person's decision on (empty when it ended)."""
         return list(self.result.pending_approvals) if self.result is not None else []
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        """The client-run tools' calls the turn waits for the application's results on."""
+        return list(self.result.pending_calls) if self.result is not None else []
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """The turn in flight, and the calls it waits on: for a person, or for the application."""
+
+    run_id: str
+    calls: list[ToolCall]
+    """Every call that waits, in the run's order."""
+    external: frozenset[str] = frozenset()
+    """The ids of those that are client-run tools' calls (answered with a result)."""
+
+    @property
+    def approvals(self) -> list[ToolCall]:
+        """The calls that wait for a person's decision."""
+        return [c for c in self.calls if c.id not in self.external]
+
+    @property
+    def client_calls(self) -> list[ToolCall]:
+        """The calls that wait for the application's result."""
+        return [c for c in self.calls if c.id in self.external]
 
 
 @dataclass
@@ -79,12 +105,26 @@ class Thread:
             return await self.conversation.messages()
         return await conversation_messages(self.client, self.id)
 
-    async def waiting(self) -> Approvals | None:
+    async def waiting(self) -> Waiting | None:
         """The turn in flight and the calls it waits for (``None``: no turn in flight)."""
         if self.info is None or self.info.status != "running":
             return None
         approvals = await awaiting_approval(self.client, self.id)
-        return approvals if approvals.run_id != self.id else None
+        if approvals.run_id == self.id:
+            return None
+        calls = approvals.calls
+        return Waiting(approvals.run_id, calls, await self._external(approvals.run_id, calls))
+
+    async def _external(self, run_id: str, calls: list[ToolCall]) -> frozenset[str]:
+        """Which of ``calls`` are client-run tools': by the agent's tools when this app holds
+        the agent, else as the run's own paused outcome says (one ``golem.outcome`` update)."""
+        tools = self.conversation.agent.tools
+        if not calls:
+            return frozenset()
+        if tools:
+            return frozenset(c.id for c in calls if isinstance(tools.get(c.name), ExternalTool))
+        paused = await (await self.conversation.agent.attach(run_id)).result()
+        return frozenset(c.id for c in paused.pending_calls)
 
     async def start(self) -> None:
         """Start the conversation workflow when this request is its first."""
@@ -92,15 +132,21 @@ class Thread:
             agent = self.conversation.agent
             self.conversation = await agent.conversation(self.id, owner=self.owner)
 
-    def send(self, prompt: str) -> DurableRunStream[Any]:
-        """A new turn's events (the turn starts when iterated)."""
-        return self.conversation.send_stream(prompt, run_id=new_id())
+    def send(self, prompt: str, run_id: str = "") -> DurableRunStream[Any]:
+        """A new turn's events (the turn starts when iterated); 413 for a prompt over one
+        Temporal payload (without payload storage), 400 for one JSON cannot carry."""
+        try:
+            return self.conversation.send_stream(prompt, run_id=run_id or new_id())
+        except RunError as exc:
+            raise Problem(413, exc.detail, "too_large") from None
+        except ValueError as exc:
+            raise Problem(400, str(exc)) from None
 
     async def begin(self, prompt: str, keep: set[asyncio.Task[Any]]) -> str:
         """Send a turn and return its run id once the run exists; the turn goes on in
         Temporal whatever happens to this process (``keep`` holds the wait for its end)."""
         run_id = new_id()
-        stream = self.conversation.send_stream(prompt, run_id=run_id)  # streamed: deltas too
+        stream = self.send(prompt, run_id)  # streamed: deltas too
 
         async def drain() -> None:
             async for _ in stream:
@@ -114,22 +160,33 @@ class Thread:
             await sent  # raises the refusal
         return run_id
 
-    async def decide(self, run_id: str, decisions: Mapping[str, Decision]) -> DurableRunStream[Any]:
-        """Answer the waiting calls of turn ``run_id``; the stream yields what the same run
-        does next (from where its stream stood), then the turn's next ``Result``."""
+    async def decide(
+        self,
+        run_id: str,
+        decisions: Mapping[str, Decision],
+        results: Mapping[str, object] | None = None,
+    ) -> DurableRunStream[Any]:
+        """Answer the waiting calls of turn ``run_id``: a person's ``decisions``, the
+        application's ``results`` (client-run tools'), in one update; the stream yields what
+        the same run does next (from where its stream stood), then the turn's next ``Result``."""
         approvals = to_approvals(decisions)
+        tools = self.conversation.agent.tools
 
         async def calls() -> list[ToolCall]:
             waiting = await self.waiting()
             return waiting.calls if waiting is not None else []
 
         try:  # checked before anything is sent: a reason too long, arguments the tool refuses
-            await checked_decisions(approvals, self.owner, self.conversation.agent.tools, calls)
+            answers = await checked_decisions(approvals, self.owner, tools, calls)
         except ValueError as exc:
             raise Problem(422, str(exc), "invalid_decision") from None
+        try:  # a result its tool's result schema refuses
+            answers |= await checked_results(results or {}, self.owner, tools, calls)
+        except ValueError as exc:
+            raise Problem(422, str(exc), "invalid_result") from None
         run = await self.conversation.agent.attach(run_id)
         start = await run.stream_end()
-        answered = asyncio.ensure_future(self.conversation.approve(approvals, by=self.owner))
+        answered = asyncio.ensure_future(self.conversation.approve(answers, by=self.owner))
 
         async def outcome() -> Result[Any]:
             return await answered
@@ -140,8 +197,13 @@ class Thread:
         return DurableRunStream(run, start, outcome=outcome, paused=paused)
 
     async def follow(self, run_id: str, offset: int) -> DurableRunStream[Any]:
-        """The events of turn ``run_id`` from ``offset``: they end when it ends or waits."""
+        """The events of turn ``run_id`` from ``offset``: they end when it ends or waits;
+        400 for an offset past the end of its stream (it would wait for events never sent)."""
         run = await self.conversation.agent.attach(run_id)
+        if offset and offset > await run.stream_end():
+            raise Problem(
+                400, f"Last-Event-ID {run_id}:{offset} is past the end of run {run_id}'s stream"
+            )
         outcome = asyncio.ensure_future(run.result())
 
         async def result() -> Result[Any]:
@@ -245,9 +307,12 @@ class Served:
         return f"{self.ui_url.rstrip('/')}/namespaces/{namespace}/workflows/{workflow_id}"
 
 
-def prompts_after(transcript: Sequence[Message], given: Sequence[tuple[str, str]]) -> str:
+def prompts_after(
+    transcript: Sequence[Message], given: Sequence[tuple[str, str]], in_flight: bool = False
+) -> str:
     """The turn's prompt: the user messages of ``given`` ((role, text) pairs, in order)
-    past the ones the transcript holds, joined; "" when there are none."""
-    seen = sum(1 for m in transcript if m.role == "user")
+    past the ones the transcript holds (and the prompt of the turn ``in_flight``, which
+    the transcript does not hold yet), joined; "" when there are none."""
+    seen = sum(1 for m in transcript if m.role == "user") + int(in_flight)
     users = [text for role, text in given if role == "user"]
     return "\n\n".join(t for t in users[seen:] if t.strip())

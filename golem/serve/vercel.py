@@ -23,6 +23,7 @@ from golem.ids import new_id
 from golem.messages import ToolCall
 from golem.serve.decisions import Decision
 from golem.serve.errors import SEP, Problem
+from golem.serve.results import check_answers
 from golem.serve.texts import OpenText
 from golem.serve.threads import Served, Thread, TurnEnd, prompts_after, turn_events
 from golem.streaming import DurableRunStream
@@ -61,12 +62,7 @@ async def _plan(
     waiting = await thread.waiting()
     responses = _responses(last) if last.get("role") == "assistant" else {}
     if responses:
-        pending = {c.id for c in waiting.calls} if waiting is not None else set()
-        unknown = sorted(set(responses) - pending)
-        if waiting is None or unknown:
-            raise Problem(
-                409, f"chat {thread.id} does not wait for {', '.join(unknown) or 'approvals'}"
-            )
+        waiting = check_answers(waiting, f"chat {thread.id}", responses)
         stream = await thread.decide(waiting.run_id, responses)
         denied = {call for call, d in responses.items() if not d.get("approved")}
         return stream, str(last.get("id") or new_id()), denied
@@ -77,8 +73,9 @@ async def _plan(
     if waiting is not None and waiting.calls:
         ids = ", ".join(c.id for c in waiting.calls)
         raise Problem(409, f"chat {thread.id} waits for approval of {ids}: answer that first")
+    stream = thread.send(prompt)  # checked before the chat's conversation starts
     await thread.start()
-    return thread.send(prompt), new_id(), set()
+    return stream, new_id(), set()
 
 
 def _responses(message: Mapping[str, Any]) -> dict[str, Decision]:

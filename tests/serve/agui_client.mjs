@@ -1,6 +1,8 @@
 // The real @ag-ui/client HttpAgent against golem serve: runs the steps given on stdin
-// ({url, threadId, steps: [{prompt} | {resume: [...]}]}) on one agent, and prints what
-// each run saw (event types, outcome, interrupts, result) and the agent's messages.
+// ({url, threadId, tools?, steps: [{prompt} | {resume: [...]} | {results: {callId: text}}]})
+// on one agent, and prints what each run saw (event types, outcome, interrupts, pending
+// frontend tool calls, result) and the agent's messages. `tools` are frontend tools, sent
+// with every run; a `results` step answers their calls with tool messages.
 import { HttpAgent } from "@ag-ui/client";
 
 const chunks = [];
@@ -13,9 +15,13 @@ for (const [index, step] of job.steps.entries()) {
   if (step.prompt !== undefined) {
     agent.addMessage({ id: `user-${index}`, role: "user", content: step.prompt });
   }
-  const seen = { events: [], outcome: null, interrupts: [], result: null, error: null };
+  for (const [toolCallId, content] of Object.entries(step.results ?? {})) {
+    agent.addMessage({ id: `tool-${index}-${toolCallId}`, role: "tool", toolCallId, content });
+  }
+  const seen = { events: [], outcome: null, interrupts: [], pending: [], result: null, error: null };
+  const input = { ...(step.resume ? { resume: step.resume } : {}), tools: job.tools ?? [] };
   try {
-    await agent.runAgent(step.resume ? { resume: step.resume } : {}, {
+    await agent.runAgent(input, {
       onEvent: ({ event }) => {
         seen.events.push(event.type);
       },
@@ -23,6 +29,7 @@ for (const [index, step] of job.steps.entries()) {
         seen.outcome = params.outcome;
         seen.interrupts = params.outcome === "interrupt" ? params.interrupts : [];
         seen.result = params.outcome === "success" ? params.result ?? null : null;
+        seen.pending = params.outcome === "success" ? params.pendingToolCallIds : [];
       },
       onRunErrorEvent: ({ event }) => {
         seen.error = { code: event.code ?? null, message: event.message };

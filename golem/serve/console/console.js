@@ -1,5 +1,7 @@
 // golem's console: a chat page on golem serve's REST API (no build step, no dependencies).
-// Turns stream from /conversations/{id}/events; waiting calls are approved or denied in place.
+// Turns stream from /conversations/{id}/events; waiting calls are approved (their arguments
+// edited or not) or denied with a reason in place, a client-run tool's call answered in a
+// form built from its result schema; the server's refusal is shown there.
 
 const $ = (id) => document.getElementById(id);
 const state = { conversation: location.hash.slice(1) || null, answer: null, lastId: "" };
@@ -78,7 +80,7 @@ async function relay(response) {
     } else if (event.event === "tool_end" && data.call) {
       fold(answer, `tool ${data.call.name}`, `${data.call.args}\n→ ${data.message.content}`);
     } else if (event.event === "waiting") {
-      data.waiting.forEach((call) => ask(answer, call));
+      data.waiting.forEach((call) => (call.kind === "result" ? fill(answer, call) : ask(answer, call)));
     } else if (event.event === "result") {
       state.answer = null;
       if (data.link) answer.append(el("a", { href: data.link, target: "_blank", class: "status" }, "workflow in the Temporal UI"));
@@ -90,24 +92,160 @@ async function relay(response) {
   refresh();
 }
 
+// A waiting call: approve it (its arguments edited or not) or deny it with a reason.
 function ask(answer, call) {
   const box = el("div", { class: "msg waiting" }, `approve ${call.name}(${call.args})? `);
+  const args = el("textarea", { class: "args", rows: "3", spellcheck: "false", "aria-label": "arguments" });
+  args.value = pretty(call.args);
+  const reason = el("input", { class: "reason", placeholder: "a reason, if you deny it (the model reads it)", "aria-label": "reason" });
+  const problem = el("div", { class: "error" });
+  const yes = el("button", {}, "Approve");
+  const no = el("button", {}, "Deny");
   const decide = async (approved) => {
-    box.querySelectorAll("button").forEach((b) => (b.disabled = true));
-    box.append(el("span", { class: "status" }, approved ? " approved" : " denied"));
+    problem.textContent = "";
+    const decision = { approved };
+    if (approved) {
+      let edited;
+      try {
+        edited = JSON.parse(args.value);
+      } catch (error) {
+        problem.textContent = `the arguments are not JSON: ${error.message}`;
+        return;
+      }
+      if (edited === null || typeof edited !== "object" || Array.isArray(edited)) {
+        problem.textContent = "the arguments must be a JSON object";
+        return;
+      }
+      if (JSON.stringify(edited) !== JSON.stringify(parsed(call.args))) decision.args = edited;
+    } else if (reason.value.trim()) {
+      decision.reason = reason.value.trim();
+    }
+    const controls = [yes, no, args, reason];
+    controls.forEach((c) => (c.disabled = true));
     const response = await fetch(`/conversations/${state.conversation}/decisions`, {
       method: "POST",
       headers: headers({ "content-type": "application/json", accept: "text/event-stream" }),
-      body: JSON.stringify({ decisions: { [call.id]: { approved } } }),
+      body: JSON.stringify({ decisions: { [call.id]: decision } }),
     });
+    if (!response.ok) { // refused, nothing sent to the run: say why and let the person try again
+      const body = await response.json().catch(() => ({}));
+      problem.textContent = `refused (${response.status}): ${body.error || response.statusText}`;
+      controls.forEach((c) => (c.disabled = false));
+      return;
+    }
+    const verdict = approved ? (decision.args ? " approved with edited arguments" : " approved") : " denied";
+    box.append(el("span", { class: "status" }, decision.reason ? `${verdict}: ${decision.reason}` : verdict));
     await relay(response);
   };
-  const yes = el("button", {}, "Approve");
-  const no = el("button", {}, "Deny");
   yes.onclick = () => decide(true);
   no.onclick = () => decide(false);
-  box.append(yes, " ", no);
+  box.append(args, reason, el("div", {}, yes, " ", no), problem);
   answer.append(box);
+}
+
+// A client-run tool's call: the person gives its result, in a form built from the tool's
+// result schema (one field per property of an object, one for a string, number or boolean,
+// else JSON), or fails it with a reason; the run goes on with what they gave.
+function fill(answer, call) {
+  const box = el("div", { class: "msg waiting" }, `${call.name}(${call.args}) needs a result from you `);
+  const form = schemaForm(call.resultSchema || null);
+  const reason = el("input", { class: "reason", placeholder: "why it failed, to fail it instead (the model reads it)", "aria-label": "failure" });
+  const problem = el("div", { class: "error" });
+  const send = el("button", {}, "Send result");
+  const fail = el("button", {}, "Fail it");
+  const answerWith = async (entry) => {
+    const controls = [send, fail, reason, ...form.inputs];
+    controls.forEach((c) => (c.disabled = true));
+    const response = await fetch(`/conversations/${state.conversation}/tool-results`, {
+      method: "POST",
+      headers: headers({ "content-type": "application/json", accept: "text/event-stream" }),
+      body: JSON.stringify({ results: { [call.id]: entry } }),
+    });
+    if (!response.ok) {
+      const body = await response.json().catch(() => ({}));
+      problem.textContent = `refused (${response.status}): ${body.error || response.statusText}`;
+      controls.forEach((c) => (c.disabled = false));
+      return;
+    }
+    box.append(el("span", { class: "status" }, entry.error ? ` failed: ${entry.error}` : " result sent"));
+    await relay(response);
+  };
+  send.onclick = () => {
+    problem.textContent = "";
+    let value;
+    try {
+      value = form.value();
+    } catch (error) {
+      problem.textContent = error.message;
+      return;
+    }
+    answerWith({ result: value });
+  };
+  fail.onclick = () => {
+    if (!reason.value.trim()) {
+      problem.textContent = "say why it failed";
+      return;
+    }
+    answerWith({ error: reason.value.trim() });
+  };
+  box.append(form.node, reason, el("div", {}, send, " ", fail), problem);
+  answer.append(box);
+}
+
+function field(name, schema) {
+  const type = (schema && schema.type) || "";
+  const label = schema && schema.description ? `${name}: ${schema.description}` : name;
+  if (type === "boolean") {
+    const input = el("input", { type: "checkbox", "aria-label": label });
+    return { input, node: el("label", { class: "field" }, input, ` ${name}`), value: () => input.checked };
+  }
+  const input = el("input", { class: "value", "aria-label": label, placeholder: schema && schema.pattern ? `${name} (${schema.pattern})` : name });
+  if (type === "number" || type === "integer") input.type = "number";
+  const value = () => {
+    if (type !== "number" && type !== "integer") return input.value;
+    if (input.value === "" || Number.isNaN(Number(input.value))) throw new Error(`${name} must be a number`);
+    return Number(input.value);
+  };
+  return { input, node: input, value };
+}
+
+function schemaForm(schema) {
+  const type = (schema && schema.type) || "";
+  if (type === "object" && schema.properties) {
+    const fields = Object.entries(schema.properties).map(([name, sub]) => [name, field(name, sub)]);
+    return {
+      node: el("div", {}, ...fields.map(([, f]) => f.node)),
+      inputs: fields.map(([, f]) => f.input),
+      value: () => Object.fromEntries(fields.map(([name, f]) => [name, f.value()])),
+    };
+  }
+  if (["string", "number", "integer", "boolean"].includes(type)) {
+    const one = field("result", schema);
+    return { node: one.node, inputs: [one.input], value: one.value };
+  }
+  const text = el("textarea", { class: "args", rows: "3", "aria-label": "result", placeholder: "the result: text, or JSON" });
+  const value = () => {
+    if (!schema) return text.value; // no schema: text as it is
+    try {
+      return JSON.parse(text.value);
+    } catch (error) {
+      throw new Error(`the result is not JSON: ${error.message}`);
+    }
+  };
+  return { node: text, inputs: [text], value };
+}
+
+function parsed(text) {
+  try {
+    return JSON.parse(text || "{}");
+  } catch {
+    return text;
+  }
+}
+
+function pretty(text) {
+  const value = parsed(text);
+  return typeof value === "string" ? value : JSON.stringify(value);
 }
 
 async function follow() {
@@ -188,9 +326,10 @@ $("token").onchange = () => {
   refresh();
 };
 
+const opened = state.conversation; // the page's own address: a conversation asked meanwhile is not reopened
 const document_ = await (await fetch("/openapi.json")).json();
 const agents = document_.paths["/agents/{agent}/agui"].post.parameters[0].schema.enum;
 $("agent").replaceChildren(...agents.map((a) => el("option", {}, a)));
 $("agentline").textContent = agents.join(", ");
 await refresh().catch(() => {});
-if (state.conversation) await open(state.conversation);
+if (opened && state.conversation === opened) await open(opened);
