@@ -163,6 +163,33 @@ def test_the_delegation_and_handoff_histories_hold_what_they_were_recorded_for()
     )
 
 
+def approve_answers(path: Path) -> list[bytes]:
+    """What each ``golem.approve`` update of the history answered (its payload's data, or
+    its encoding when it has none)."""
+    updates = [
+        e.workflow_execution_update_completed_event_attributes.outcome.success.payloads[0]
+        for e in load(path).events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED
+    ]
+    return [p.data or p.metadata["encoding"] for p in updates]
+
+
+def test_an_approval_answered_null_in_0_2_0_and_answers_what_it_did_since() -> None:
+    """Patch golem.readable-approvals: the 0.2.0 history (its answer null) takes the old
+    branch, the current one records the patch and answers the run's outcome."""
+    stem = "delegation_approved_at_top.json"
+    old = approve_answers(ROOT / "release-0.2.0" / stem)
+    assert old[-1] == b"binary/null"  # the approval that let the run end
+    new = approve_answers(ROOT / stem)
+    assert new[-1].startswith(b'{"kind":"completed","output":"escalated: transfer: sent 5",')
+    assert b'"decided":{"t1":{"approved":true,"at":"' in new[-1]
+    markers = events(stem.split(".")[0], EventType.EVENT_TYPE_MARKER_RECORDED)
+    ids = [
+        e.marker_recorded_event_attributes.details["patch-data"].payloads[0].data for e in markers
+    ]  # type: ignore[attr-defined]
+    assert any(b"golem.readable-approvals" in i for i in ids), ids
+
+
 def test_the_fork_and_the_encrypted_run_hold_what_they_were_recorded_for() -> None:
     started = history("conversation_fork").events[0].workflow_execution_started_event_attributes
     assert b'"parentRunId"' in started.input.payloads[0].data  # it continues another's turn

@@ -18,6 +18,7 @@ from temporalio import workflow
 __all__ = [
     "CHILD_DETAILS",
     "PATCHES",
+    "READABLE_APPROVALS",
     "TOOLSETS_IN_AGENT_ORDER",
     "VISIBLE_APPROVALS",
     "Patch",
@@ -49,6 +50,10 @@ VISIBLE_APPROVALS = "golem.visible-approvals"
 #: static details naming golem's ids, as a client-started run has.
 CHILD_DETAILS = "golem.child-details"
 
+#: The ``golem.approve`` update answers what the decisions did (the decisions recorded, and
+#: the run paused again or its ``Completed`` outcome) instead of ``null`` once the run ends.
+READABLE_APPROVALS = "golem.readable-approvals"
+
 #: The live patches, by id.
 PATCHES: dict[str, Patch] = {
     TOOLSETS_IN_AGENT_ORDER: Patch(
@@ -66,6 +71,12 @@ PATCHES: dict[str, Patch] = {
     CHILD_DETAILS: Patch(
         CHILD_DETAILS,
         adr="docs/adr/0034-readable-workflow-list.md",
+        since="0.3.0",
+        removable_after="0.2.0",
+    ),
+    READABLE_APPROVALS: Patch(
+        READABLE_APPROVALS,
+        adr="docs/adr/0039-what-an-approval-answers.md",
         since="0.3.0",
         removable_after="0.2.0",
     ),
