@@ -190,6 +190,25 @@ def test_an_approval_answered_null_in_0_2_0_and_answers_what_it_did_since() -> N
     assert any(b"golem.readable-approvals" in i for i in ids), ids
 
 
+def continued_memo(path: Path) -> dict[str, bytes]:
+    """The memo a conversation's run gave the run it continued as."""
+    [event] = [
+        e.workflow_execution_continued_as_new_event_attributes
+        for e in load(path).events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+    ]
+    return {key: payload.data for key, payload in event.memo.fields.items()}
+
+
+def test_a_continued_conversation_carries_its_summary_in_its_memo_since_0_2_0() -> None:
+    """Patch golem.continued-summary: the 0.2.0 history continued with no memo (its old
+    branch), the current one gives the next run its summary."""
+    stem = "conversation_approval_continued.json"
+    assert continued_memo(ROOT / "release-0.2.0" / stem) == {}
+    summary = b'"replay_approval: conversation (continued as new)"'
+    assert continued_memo(ROOT / stem) == {"golemSummary": summary}
+
+
 def test_the_fork_and_the_encrypted_run_hold_what_they_were_recorded_for() -> None:
     started = history("conversation_fork").events[0].workflow_execution_started_event_attributes
     assert b'"parentRunId"' in started.input.payloads[0].data  # it continues another's turn

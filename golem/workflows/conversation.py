@@ -60,6 +60,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows import lineage, registry
     from golem.workflows.agent_run import AgentRunWorkflow
     from golem.workflows.approvals import INVALID_DECISION, PAUSED_SIGNAL, refuse_invalid_edits
+    from golem.workflows.patches import CONTINUED_SUMMARY, patched
     from golem.workflows.transcript import Transcript
     from golem.workflows.turn_runs import (
         CLOSED,
@@ -97,6 +98,7 @@ __all__ = [
     "CLOSED",
     "CONTINUING",
     "RECORDED",
+    "SUMMARY_MEMO",
     "UPGRADE_SIGNAL",
     "WAITING",
     "ConversationInput",
@@ -105,6 +107,10 @@ __all__ = [
     "TurnInput",
     "TurnOutput",
 ]
+
+#: Memo key of a continued conversation's summary (Temporal keeps no static summary across
+#: continue-as-new; the memo crosses it and the UI shows it with no worker answering).
+SUMMARY_MEMO = "golemSummary"
 
 #: Wakes an idle conversation to move to its deployment's target version, if that changed
 #: (``golem deploy`` sends it; docs/adr/0020-versioned-deploys.md).
@@ -193,6 +199,7 @@ class ConversationWorkflow:
             return summary(self._transcript, reopen=following)
         workflow.continue_as_new(
             following,
+            memo=self._continued_memo(),
             # Onto the deployment's target version: unversioned workers ignore it.
             initial_versioning_behavior=workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE,
         )
@@ -417,6 +424,13 @@ class ConversationWorkflow:
             return
         self._outcome = self._handoffs.ended(outcome, self._transcript.length)
         await self._perform(self._turns.ended(child.id))
+
+    def _continued_memo(self) -> dict[str, Any] | None:
+        """The next run's memo (``None``: this one's, as 0.2.0 left it): this one's with the
+        summary, which the UI shows with no worker, as continue-as-new takes no static one."""
+        if not patched(CONTINUED_SUMMARY):
+            return None
+        return {**workflow.memo(), SUMMARY_MEMO: f"{self._agent}: conversation (continued as new)"}
 
     def _details(self) -> None:
         rested = self._idle.seconds if self._turns.phase == "resting" else None

@@ -17,6 +17,7 @@ from temporalio import workflow
 
 __all__ = [
     "CHILD_DETAILS",
+    "CONTINUED_SUMMARY",
     "PATCHES",
     "READABLE_APPROVALS",
     "TOOLSETS_IN_AGENT_ORDER",
@@ -54,6 +55,10 @@ CHILD_DETAILS = "golem.child-details"
 #: the run paused again or its ``Completed`` outcome) instead of ``null`` once the run ends.
 READABLE_APPROVALS = "golem.readable-approvals"
 
+#: A conversation continuing as new gives the next run a memo naming its summary (the
+#: static one does not cross continue-as-new).
+CONTINUED_SUMMARY = "golem.continued-summary"
+
 #: The live patches, by id.
 PATCHES: dict[str, Patch] = {
     TOOLSETS_IN_AGENT_ORDER: Patch(
@@ -70,6 +75,12 @@ PATCHES: dict[str, Patch] = {
     ),
     CHILD_DETAILS: Patch(
         CHILD_DETAILS,
+        adr="docs/adr/0034-readable-workflow-list.md",
+        since="0.3.0",
+        removable_after="0.2.0",
+    ),
+    CONTINUED_SUMMARY: Patch(
+        CONTINUED_SUMMARY,
         adr="docs/adr/0034-readable-workflow-list.md",
         since="0.3.0",
         removable_after="0.2.0",

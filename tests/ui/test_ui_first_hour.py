@@ -189,8 +189,8 @@ async def test_a_conversation_continued_as_new_keeps_its_summary_in_the_list_and
 ) -> None:
     """Continue-as-new carries no static summary (the Python SDK's ``continue_as_new`` takes
     none), so a continued run shows its summary by what does cross: the ``GolemSummary``
-    search attribute (the list's column, the page's Search Attributes) and current details
-    set from the run's start (User Metadata, while a worker answers)."""
+    search attribute (the list's column, the page's Search Attributes), its memo, and
+    current details set from the run's start (User Metadata, while a worker answers)."""
     front: Agent[Any, Any] = Agent(
         FunctionModel(lambda m, t: Message.assistant("noted"), model_name="desk"), name="front"
     )
@@ -220,6 +220,7 @@ async def test_a_conversation_continued_as_new_keeps_its_summary_in_the_list_and
                     clicks=[
                         ("User Metadata", ["front: conversation (continued as new)", "turns 2"]),
                         ("Search Attributes", ["GolemSummary"]),
+                        ("Memo", ["golemSummary"]),
                     ],
                 ),
             ],
@@ -230,7 +231,10 @@ async def test_a_conversation_continued_as_new_keeps_its_summary_in_the_list_and
     assert not seen["list"].missing, listed
     rows = [line for line in listed.splitlines() if "\tConversationWorkflow\t" in line]
     assert len(rows) == 3 and all("front: conversation" in row for row in rows), rows
-    for name in ("page_1", "page_2"):
+    for name in ("page_1", "page_2", "page_3"):
         assert not seen[name].missing, (name, seen[name].text)
     assert "No summary available" in seen["page_1"].text  # what no SDK call can fill
     assert "front: conversation" in seen["page_2"].text.split("GolemSummary", 1)[1]
+    # The memo crosses continue-as-new too, and needs no worker (nor the attribute).
+    memo = seen["page_3"].text.split('"golemSummary"', 1)[1]
+    assert memo.lstrip(": ").startswith('"front: conversation (continued as new)"'), memo
