@@ -253,3 +253,12 @@ def test_workflow_code_names_only_registered_patches() -> None:
         if "workflow.patched(" in path.read_text() and path.name != "patches.py"
     ]
     assert direct == []
+
+
+def test_every_registered_patch_names_its_decision_record() -> None:
+    from golem.workflows.patches import PATCHES
+
+    root = Path(__file__).resolve().parent.parent
+    missing = {p.id: p.adr for p in PATCHES.values() if not (root / p.adr).is_file()}
+    assert missing == {}
+    assert all(patch_id == p.id and p.id.startswith("golem.") for patch_id, p in PATCHES.items())
