@@ -47,6 +47,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check golem tests examples benchmarks
 	$(VENV)/bin/ruff format --check golem tests examples benchmarks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 $(VENV)/.bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[dev,bench]'

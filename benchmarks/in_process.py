@@ -9,7 +9,9 @@ framework: a list of dicts, ``json.loads`` of the arguments, the tool called on 
 What is left is golem's own work per request: building and validating the request,
 repairing the history, dispatching the tool, bookkeeping. Printed per run length: µs per
 request for each side, golem's overhead (golem - bare) and overhead(long) / overhead(short),
-which is 1.0 when the cost per request does not grow with the run.
+which is 1.0 when the cost per request does not grow with the run. Last, the offline models'
+usage estimate alone, per request, over one run's requests: each counted whole, as before
+issue 34, against counted by what each request adds (``golem.models.function.SentChars``).
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ def lookup(key: str) -> str:
     return f"value of {key}"
 
 
-def golem_run(turns: int) -> Callable[[], Awaitable[object]]:
+def golem_agent(turns: int) -> tuple[Any, Any]:
+    """The agent of golem's side and its model (which records every request)."""
     from golem.agent import Agent
     from golem.messages import Message, ToolCall
     from golem.models.base import ToolDefinition
@@ -63,6 +66,11 @@ def golem_run(turns: int) -> Callable[[], Awaitable[object]]:
         usage_limits=UsageLimits(request_limit=None),
     )
     agent.tool(lookup)
+    return agent, model
+
+
+def golem_run(turns: int) -> Callable[[], Awaitable[object]]:
+    agent, model = golem_agent(turns)
 
     async def run() -> object:
         result = await agent.run("go")
@@ -71,6 +79,28 @@ def golem_run(turns: int) -> Callable[[], Awaitable[object]]:
         return result
 
     return run
+
+
+async def usage_estimate_us(turns: int) -> tuple[float, float]:
+    """Best-of-REPEATS µs per request of the offline models' usage estimate over one run's
+    requests: each counted whole (a new counter each), and as a model counts them (one)."""
+    from golem.models.function import SentChars, estimate_usage
+
+    agent, model = golem_agent(turns)
+    result = await agent.run("go")
+    requests, answer = list(model.requests), result.messages[-1]
+
+    def timed(one_counter: bool) -> float:
+        best = float("inf")
+        for _ in range(REPEATS):
+            start = time.perf_counter()
+            shared = SentChars()
+            for request in requests:
+                estimate_usage(request, answer, shared if one_counter else SentChars())
+            best = min(best, time.perf_counter() - start)
+        return best / len(requests) * 1e6
+
+    return timed(False), timed(True)
 
 
 def bare_run(turns: int) -> Callable[[], Awaitable[object]]:
@@ -145,6 +175,10 @@ async def main(lengths: list[int], profile: int | None) -> None:
         f"   overhead at {lengths[-1]} turns / at {lengths[0]} turns: "
         f"{overheads[-1] / overheads[0]:.2f}x (1.00: the cost per request does not grow)"
     )
+    print("offline models' usage estimate per request: counted whole / by what each adds")
+    for turns in lengths:
+        whole, added = await usage_estimate_us(turns)
+        print(f"   {turns:6d} {whole:8.2f} µs / {added:6.2f} µs = {whole / added:5.1f}x")
 
 
 if __name__ == "__main__":

@@ -5,11 +5,27 @@
 from golem.agent import Agent, RunStream
 from golem.approvals import Approve, Deny
 from golem.delegation import handoff_target
+from golem.errors import (
+    Canceled,
+    ConversationClosedError,
+    FallbackError,
+    HistoryError,
+    HistoryProcessorError,
+    ModelConnectionError,
+    ModelError,
+    ModelHTTPError,
+    ModelResponseError,
+    ModelRetry,
+    PartialResult,
+    RunError,
+    RunIdInUseError,
+    ToolFailed,
+    UnknownAgentError,
+)
 from golem.events import RunEvent
 from golem.history import (
     INTERRUPTED_RESULT,
     OUTCOME_UNKNOWN_RESULT,
-    HistoryProcessorError,
     HistoryRepair,
     SanitizeReport,
     UnsafePart,
@@ -21,7 +37,6 @@ from golem.history import (
 from golem.ids import new_id
 from golem.messages import (
     Decision,
-    HistoryError,
     Message,
     Part,
     ThinkingBlock,
@@ -32,7 +47,7 @@ from golem.messages import (
     validate_history,
 )
 from golem.policies import ApprovalPolicy, Ask, Rule
-from golem.results import PartialResult, Result, RunError
+from golem.results import Result
 from golem.retry import Retry
-from golem.tools import Canceled, ModelRetry, RunContext, Tool, ToolFailed
+from golem.tools import RunContext, Tool
 from golem.usage import UsageLimits

@@ -26,23 +26,23 @@ from pydantic import TypeAdapter
 
 from golem.approvals import DecisionInput
 from golem.delegation import delegate_tool, handoff_tool, reachable
+from golem.errors import RunError
 from golem.events import RunEvent
 from golem.external import ExternalTool, external_tool, with_results
 from golem.history.processors import HistoryProcessor
 from golem.local import LocalExecutor
-from golem.loop import RunInput, RunLoop
+from golem.loop import RunLoop
 from golem.messages import HistoryItem, Part, as_messages
 from golem.models.base import Model, ModelSettings, ToolDefinition
 from golem.models.fallback import plan
 from golem.phases.prepare import checked_approvals
 from golem.policies import ApprovalPolicy
-from golem.results import Result, RunError, StreamResult
+from golem.results import Result, StreamResult
 from golem.retry import Retry
+from golem.run_state import RunInput
 from golem.tools import ApprovalPredicate, RunContext, Tool
 from golem.toolsets import Toolset, check_toolsets
 from golem.usage import UsageLimits
-
-__all__ = ["Agent", "InstructionsFn", "RunStream"]
 
 DepsT = TypeVar("DepsT")
 OutputT = TypeVar("OutputT")
@@ -292,18 +292,9 @@ class Agent(Generic[DepsT, OutputT]):
                 f"Agent.run_sync({self.name!r}) was called inside a running event loop, which "
                 "it would block: use `await agent.run(...)` there"
             )
-        return asyncio.run(
-            self.run(
-                prompt,
-                history=history,
-                parts=parts,
-                deps=deps,
-                run_id=run_id,
-                conversation_id=conversation_id,
-                approvals=approvals,
-                tool_results=tool_results,
-            )
-        )
+        decided = with_results(self.tools, history, approvals, tool_results)
+        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, decided, self)
+        return asyncio.run(self._run_local(inputs))
 
     def run_stream(
         self,
@@ -347,9 +338,9 @@ def _inputs(
     agent: Agent[Any, Any],
 ) -> RunInput:
     messages = as_messages(history or ())
-    return RunInput.model_construct(
-        prompt=prompt,
-        parts=list(parts),
+    return RunInput.of(
+        prompt,
+        parts=parts,
         history=messages,
         deps=deps,
         run_id=run_id or "",

@@ -23,24 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from golem.messages import Decision, Message, ToolCall
-from golem.tools import ApprovalPredicate, RunContext, Tool
-
-__all__ = [
-    "MAX_REASON_CHARS",
-    "ApprovalPredicate",
-    "Approve",
-    "DecisionInput",
-    "Deny",
-    "check_edits",
-    "decider",
-    "describe_decision",
-    "edited_call",
-    "edited_note",
-    "needs_approval",
-    "standing_approvals",
-    "to_decision",
-    "to_decisions",
-]
+from golem.tools import RunContext, Tool
 
 #: The longest denial reason accepted (the model reads it as the call's result).
 MAX_REASON_CHARS = 2000

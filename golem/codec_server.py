@@ -40,19 +40,6 @@ if TYPE_CHECKING:  # the codec-server extra; `golem --help` must not need it
     from starlette.applications import Starlette
     from temporalio.converter import ExternalStorage, PayloadCodec
 
-__all__ = [
-    "DEFAULT_ORIGINS",
-    "MAX_BODY_BYTES",
-    "AuthError",
-    "JWTAuth",
-    "add_arguments",
-    "codec_app",
-    "default_origins",
-    "exposure_problem",
-    "is_loopback",
-    "serve",
-]
-
 #: The dev server's UI (``golem dev``), always allowed unless origins are given.
 DEFAULT_ORIGINS = ("http://localhost:8233", "http://127.0.0.1:8233")
 #: The largest request body served: four payloads at Temporal's 2 MB limit, base64'd.
@@ -182,7 +169,7 @@ def codec_app(
 ) -> Starlette:
     """An ASGI app serving ``/encode`` and ``/decode`` with ``codec``; with ``token`` or
     ``jwt_auth`` set, a call needs ``Authorization: Bearer`` with either. With ``storage``,
-    ``/decode`` reads stored payloads (golem.storage.for_display: past 64 KiB, a preview)."""
+    ``/decode`` reads stored payloads (golem.worker.display.for_display: past 64 KiB, a preview)."""
     from google.protobuf import json_format
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
@@ -194,7 +181,7 @@ def codec_app(
     from temporalio.api.common.v1 import Payloads
     from temporalio.exceptions import ApplicationError
 
-    from golem.storage import for_display
+    from golem.worker.display import for_display
 
     async def authorize(request: Request) -> None:
         if not token and jwt_auth is None:

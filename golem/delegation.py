@@ -23,37 +23,20 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.alias_generators import to_camel
 
+from golem.errors import RunError, ToolFailed
 from golem.events import RunEvent
 from golem.messages import Message
-from golem.phases.prepare import resolve_conversation_id
-from golem.results import Result, RunError
-from golem.run_state import AgentSpec, RunInput, RunState
-from golem.tools import RunContext, Tool, ToolFailed
+from golem.results import Result
+from golem.run_state import AgentSpec, RunInput, RunState, resolve_conversation_id
+from golem.tools import RunContext, Tool
 from golem.usage import Budget
-
-if TYPE_CHECKING:
-    from golem.agent import Agent
-
-__all__ = [
-    "HANDOFF_PREFIX",
-    "Delegation",
-    "Delegations",
-    "Handoff",
-    "UnknownAgent",
-    "delegate_tool",
-    "failure_text",
-    "handed_over",
-    "handoff_target",
-    "handoff_tool",
-    "reachable",
-]
 
 #: A handoff tool's name is this and the target agent's name.
 HANDOFF_PREFIX = "transfer_to_"
@@ -88,6 +71,29 @@ class Delegation:
     """The child continues the caller's turn (a handoff), not a tool's question."""
 
 
+class Delegate(Protocol):
+    """What delegation reads of an agent (``golem.Agent`` is one); this module never
+    imports the agent, which builds its tools from here."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str | None: ...
+
+    @property
+    def deps_type(self) -> Any: ...
+
+    @property
+    def delegates(self) -> Mapping[str, Delegate]: ...
+
+    @property
+    def handoffs(self) -> Mapping[str, Delegate]: ...
+
+
+DelegateT = TypeVar("DelegateT", bound=Delegate)
+
+
 class ChildRunner(Protocol):
     """The executor's side of a delegation (``Executor.delegate``)."""
 
@@ -101,7 +107,7 @@ class ChildRunner(Protocol):
 # -- the tools -----------------------------------------------------------------------------
 
 
-def _checked_name(agent: Agent[Any, Any], tool_name: str) -> str:
+def _checked_name(agent: Delegate, tool_name: str) -> str:
     if not _TOOL_NAME.match(tool_name):
         raise ValueError(
             f"agent {agent.name!r} cannot be a tool: {tool_name!r} is not a tool name "
@@ -110,7 +116,7 @@ def _checked_name(agent: Agent[Any, Any], tool_name: str) -> str:
     return tool_name
 
 
-def delegate_tool(agent: Agent[Any, Any]) -> Tool:
+def delegate_tool(agent: Delegate) -> Tool:
     """The tool ``Agent(delegates=[agent])`` gives: named after ``agent``, described by its
     ``description``; its arguments a prompt (and ``deps`` when ``agent`` has a deps type)."""
     name = _checked_name(agent, agent.name)
@@ -156,7 +162,7 @@ def delegate_tool(agent: Agent[Any, Any]) -> Tool:
     )
 
 
-def handoff_tool(agent: Agent[Any, Any]) -> Tool:
+def handoff_tool(agent: Delegate) -> Tool:
     """The tool ``Agent(handoffs=[agent])`` gives: ``transfer_to_<name>``, with an optional
     ``reason``; calling it ends the turn, which ``agent`` continues."""
     name = _checked_name(agent, HANDOFF_PREFIX + agent.name)
@@ -183,11 +189,12 @@ def failure_text(name: str, error: RunError) -> str:
 # -- the graph -----------------------------------------------------------------------------
 
 
-def reachable(agents: Iterable[Agent[Any, Any]]) -> list[Agent[Any, Any]]:
+def reachable(agents: Iterable[DelegateT]) -> list[DelegateT]:
     """``agents`` and every agent they delegate or hand off to, nested, each once; two
     different agents with one name are an error naming it."""
-    found: dict[str, Agent[Any, Any]] = {}
-    todo = list(agents)
+    found: dict[str, DelegateT] = {}
+    # An agent's delegates are agents of its own kind (an Agent's are Agents).
+    todo: list[Any] = list(agents)
     while todo:
         agent = todo.pop(0)
         known = found.get(agent.name)
@@ -217,14 +224,10 @@ def handoff_target(result: Result[Any]) -> str | None:
 def handed_over(caller: Result[Any], target: Result[Any]) -> Result[Any]:
     """The caller's ``Result`` once the run it handed over to ended: the target's answer and
     conversation, the caller's ids and own usage, the target counted among its children."""
-    return Result(
-        output=target.output,
-        messages=target.messages,
-        usage=caller.usage,
-        run_id=caller.run_id,
-        conversation_id=caller.conversation_id,
-        requests=caller.requests,
-        tool_calls=caller.tool_calls,
+    return Result.of(
+        caller,
+        target.output,
+        target.messages,
         pending_approvals=target.pending_approvals,
         pending_runs=target.pending_runs,
         agent=target.agent,
@@ -263,15 +266,7 @@ class Delegations:
         name, local = self.resolve(agent)
         given = list(history or ())
         conversation = resolve_conversation_id(given, None) or ctx.conversation_id
-        run = RunInput.model_construct(
-            prompt=prompt,
-            parts=[],
-            history=given,
-            deps=deps,
-            run_id="",
-            conversation_id=conversation,
-            approvals={},
-        )
+        run = RunInput.of(prompt, history=given, deps=deps, conversation_id=conversation)
         # The id is minted now, in call order, so parallel delegations get stable ids.
         return self.run(Delegation(name, run, local), ctx)
 
@@ -321,14 +316,11 @@ class Delegations:
         """Continue the caller's turn with ``handoff.agent``, on the conversation so far;
         the result is the caller's (``handed_over``)."""
         name, local = self.resolve(handoff.agent)
-        run = RunInput.model_construct(
-            prompt=None,
-            parts=[],
+        run = RunInput.of(
             history=caller.messages,
             deps=deps,
             run_id=handoff.run_id,
             conversation_id=caller.conversation_id,
-            approvals={},
         )
         ctx = RunContext(
             deps=deps,

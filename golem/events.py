@@ -11,8 +11,6 @@ from typing import Literal
 from golem.messages import Message, ToolCall
 from golem.models.base import ModelResponse, StreamDelta
 
-__all__ = ["EventKind", "RunEvent"]
-
 EventKind = Literal[
     "model_start",
     "model_end",

@@ -20,8 +20,6 @@ from golem.toolsets import Toolset, ToolsetTool
 if TYPE_CHECKING:
     from golem.delegation import Delegation
 
-__all__ = ["DeltaSink", "Executor"]
-
 
 class Executor(Protocol):
     """Everything with an effect that a run needs."""

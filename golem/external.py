@@ -18,12 +18,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from golem.errors import ToolFailed
 from golem.messages import Decision, HistoryItem, as_messages
 from golem.models.base import ToolDefinition
-from golem.tools import Tool, ToolFailed
+from golem.tools import Tool
 from golem.toolsets import Arguments
-
-__all__ = ["ExternalTool", "external_tool", "to_results", "with_results"]
 
 
 @dataclass(kw_only=True)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import uuid6
 
-__all__ = ["new_id"]
-
 
 def new_id() -> str:
     """Return a fresh canonical lowercase UUIDv7 (time-ordered) string."""

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from golem.errors import ModelError
 from golem.events import RunEvent
 from golem.ids import new_id
 from golem.messages import Decision, Message, ToolCall
-from golem.models.base import Model, ModelError, ModelRequest, ModelResponse, StreamDelta
+from golem.models.base import Model, ModelRequest, ModelResponse, StreamDelta
 from golem.models.fallback import chain, falls_over, move_on, stamp
 from golem.policies import evaluate
 from golem.results import Result
@@ -33,8 +34,6 @@ class LocalAgent(AgentSpec, Protocol):
     @property
     def model(self) -> Model: ...
 
-
-__all__ = ["LocalExecutor", "call_user_function", "retrying"]
 
 T = TypeVar("T")
 

@@ -20,30 +20,18 @@ from typing import Any
 
 from golem.approvals import needs_approval, standing_approvals
 from golem.delegation import Delegations, Handoff
+from golem.errors import RunError
 from golem.events import RunEvent
-from golem.executor import DeltaSink, Executor
+from golem.executor import Executor
 from golem.external import ExternalTool
 from golem.messages import Decision, Message, ToolCall
 from golem.phases import Stop, prepare, turn
-from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT, BatchOutcome, ToolBatch
+from golem.phases.batch import BatchOutcome, ToolBatch
 from golem.phases.finish import Decoder, partial, result
-from golem.phases.prepare import resolve_conversation_id
 from golem.policies import ApprovalPolicy, Rule, ruled
-from golem.results import Result, RunError
-from golem.run_state import AgentSpec, Checkpoint, RunInput, RunState
+from golem.results import Result
+from golem.run_state import AgentSpec, RunInput, RunState
 from golem.tools import RunContext
-
-__all__ = [
-    "DENIED_RESULT",
-    "NO_DECISION_RESULT",
-    "Checkpoint",
-    "DeltaSink",
-    "Executor",
-    "RunInput",
-    "RunLoop",
-    "RunState",
-    "resolve_conversation_id",
-]
 
 
 class RunLoop:

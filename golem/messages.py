@@ -28,21 +28,6 @@ from pydantic.alias_generators import to_camel
 
 from golem.strict_json import TooDeep, check_depth
 
-__all__ = [
-    "PART_KINDS",
-    "Decision",
-    "HistoryError",
-    "Message",
-    "Part",
-    "Role",
-    "ThinkingBlock",
-    "ToolCall",
-    "Usage",
-    "dump_messages",
-    "load_messages",
-    "validate_history",
-]
-
 Role = Literal["system", "user", "assistant", "tool"]
 PART_KINDS = frozenset({"image", "document", "audio", "video"})
 

@@ -33,19 +33,6 @@ from golem.approvals import Approve, Deny, to_decision
 from golem.messages import Decision, ToolCall
 from golem.tools import ApprovalPredicate, RunContext, Tool
 
-__all__ = [
-    "ApprovalPolicy",
-    "Ask",
-    "Evaluator",
-    "Rule",
-    "StoredRule",
-    "Verdict",
-    "evaluate",
-    "evaluated",
-    "ruled",
-    "stored_rules",
-]
-
 
 class Ask(BaseModel):
     """An evaluator's answer: a person decides this call."""

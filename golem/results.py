@@ -2,32 +2,40 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeVar, get_args
+from typing import Any, Generic, Protocol, TypeVar
 
+# Released import paths (0.2.0): the errors live in golem.errors.
+from golem.errors import STAGES as STAGES
+from golem.errors import PartialResult as PartialResult
+from golem.errors import RunError as RunError
+from golem.errors import Stage as Stage
 from golem.messages import Message, ToolCall, Usage
 from golem.usage import Spent
 
-__all__ = ["STAGES", "PartialResult", "Result", "RunError", "Stage", "StreamResult"]
-
 OutputT = TypeVar("OutputT")
 
-#: Where a run can fail. ``history`` and ``instructions`` fail before any model call;
-#: ``codec``: a durable run's payloads could not be decrypted (a key is missing or wrong);
-#: ``storage``: a stored payload could not be read back (missing, truncated, corrupted).
-Stage = Literal[
-    "history",
-    "instructions",
-    "model",
-    "tool",
-    "canceled",
-    "usage",
-    "loop",
-    "decode",
-    "codec",
-    "storage",
-]
-STAGES: tuple[Stage, ...] = get_args(Stage)
+
+class RunCounts(Protocol):
+    """What a run counted, as its live state, its durable report and its ``Result`` hold it."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def conversation_id(self) -> str: ...
+    @property
+    def usage(self) -> Usage: ...
+    @property
+    def requests(self) -> int: ...
+    @property
+    def tool_calls(self) -> int: ...
+    @property
+    def agent(self) -> str: ...
+    @property
+    def sub_runs(self) -> list[str]: ...
+    @property
+    def descendants(self) -> Spent: ...
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,39 @@ class Result(Generic[OutputT]):
     descendants: Spent = field(default_factory=Spent)
     """What those runs (and theirs, nested) spent."""
 
+    @classmethod
+    def of(
+        cls,
+        run: RunCounts,
+        output: Any,
+        messages: Iterable[Message],
+        *,
+        pending_approvals: Iterable[ToolCall] = (),
+        pending_calls: Iterable[ToolCall] = (),
+        pending_runs: Mapping[str, str] | None = None,
+        agent: str | None = None,
+        sub_runs: Iterable[str] | None = None,
+        descendants: Spent | None = None,
+    ) -> Result[Any]:
+        """The one way a ``Result`` is built: ``run``'s ids and counts (a run's live state in
+        either executor, its durable report, or a caller's ``Result`` after a handoff) with
+        its answer; ``agent``, ``sub_runs`` and ``descendants`` default to ``run``'s."""
+        return Result(
+            output=output,
+            messages=list(messages),
+            usage=run.usage,
+            run_id=run.run_id,
+            conversation_id=run.conversation_id,
+            requests=run.requests,
+            tool_calls=run.tool_calls,
+            pending_approvals=list(pending_approvals),
+            pending_runs=dict(pending_runs or {}),
+            pending_calls=list(pending_calls),
+            agent=run.agent if agent is None else agent,
+            sub_runs=list(run.sub_runs if sub_runs is None else sub_runs),
+            descendants=run.descendants if descendants is None else descendants,
+        )
+
     def __post_init__(self) -> None:
         # A pending call no run is named for waits in this run.
         waiting = [*self.pending_approvals, *self.pending_calls]
@@ -90,57 +131,6 @@ class Result(Generic[OutputT]):
             if message.role == "assistant" and message.run_id == self.run_id:
                 return message.model
         return ""
-
-
-@dataclass(frozen=True)
-class PartialResult:
-    """The evidence a failed run leaves: resume-ready history through its last completed step.
-
-    A step is a model turn or a tool batch. A batch that failed is kept whole, every call
-    answered: finished calls keep their results, the call whose tool raised gets a failed
-    result naming the error, a call never started reads ``INTERRUPTED_RESULT`` and one that
-    started but whose outcome was lost ``OUTCOME_UNKNOWN_RESULT``; so a resumed run needs no
-    repair (docs/adr/0006-tool-batch-evidence.md). The one source the durable workflow's
-    failure details are built from, too.
-    """
-
-    messages: list[Message]
-    usage: Usage
-    """Usage the completed model turns reported."""
-    requests: int
-    """Model request attempts, the failed one included."""
-    tool_calls: int
-    """Tool executions completed."""
-    run_id: str
-    conversation_id: str
-    sub_runs: list[str] = field(default_factory=list)
-    """Runs this run delegated or handed off to before it failed, in the order they started."""
-    descendants: Spent = field(default_factory=Spent)
-    """What those runs spent (counted whole: what they spent is spent)."""
-
-    @property
-    def total_usage(self) -> Usage:
-        """Usage of this run's evidence and of every run it delegated to."""
-        return self.usage + self.descendants.usage
-
-    @property
-    def spent(self) -> Spent:
-        own = Spent(usage=self.usage, requests=self.requests, tool_calls=self.tool_calls)
-        return own + self.descendants
-
-
-class RunError(Exception):
-    """A run failed at ``stage``; ``partial`` is ``None`` only when nothing was completed."""
-
-    def __init__(
-        self, stage: Stage, message: str, partial: PartialResult | None = None, run_id: str = ""
-    ) -> None:
-        self.stage: Stage = stage
-        self.partial = partial
-        self.detail = message
-        self.run_id = partial.run_id if partial else run_id
-        """The run that failed (known without evidence when it was a delegated run)."""
-        super().__init__(f"run failed at stage {stage!r}: {message}")
 
 
 class StreamResult(Generic[OutputT]):

@@ -16,10 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from golem.models.base import ModelError
+from golem.errors import ModelError
 from golem.user_functions import UserCodeError
-
-__all__ = ["TOOL_RETRY", "Retry"]
 
 
 def _seconds(value: float | timedelta, name: str) -> float:

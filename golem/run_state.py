@@ -7,6 +7,7 @@ one thing partial evidence slices.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -20,7 +21,12 @@ from golem.tools import Tool
 from golem.toolsets import Toolset
 from golem.usage import Budget, Spent, UsageLimits
 
-__all__ = ["AgentSpec", "Checkpoint", "DeltaSink", "RunInput", "RunState"]
+
+def resolve_conversation_id(history: Sequence[Message], explicit: str | None) -> str:
+    """The explicit id, else the one the newest identified message carries, else ``""``."""
+    if explicit:
+        return explicit
+    return next((m.conversation_id for m in reversed(history) if m.conversation_id), "")
 
 
 class DeltaSink(Protocol):
@@ -89,6 +95,37 @@ class RunInput(BaseModel):
     standing: dict[str, Decision] | None = None
     """Tools approved ``always`` in this conversation, by name (the decision that did it);
     ``None``: read from the history's decisions (a conversation workflow passes its own)."""
+
+    @classmethod
+    def of(
+        cls,
+        prompt: str | None = None,
+        *,
+        parts: Iterable[Part] = (),
+        history: Iterable[Message] = (),
+        deps: Any = None,
+        run_id: str = "",
+        conversation_id: str = "",
+        approvals: Mapping[str, bool | Decision] | None = None,
+        budget: Budget | None = None,
+        rules: Iterable[StoredRule] | None = None,
+        standing: Mapping[str, Decision] | None = None,
+    ) -> RunInput:
+        """The one way a run's input is built: in process, by a client, in workflow code
+        (``run_agent``, a conversation's turn) and by a delegating run. Each caller checked
+        its values already, so nothing is validated again; containers are copied."""
+        return cls.model_construct(
+            prompt=prompt,
+            parts=list(parts),
+            history=list(history),
+            deps=deps,
+            run_id=run_id,
+            conversation_id=conversation_id,
+            approvals=dict(approvals or {}),
+            budget=budget,
+            rules=None if rules is None else list(rules),
+            standing=None if standing is None else dict(standing),
+        )
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import os
 import tempfile
 import time
@@ -27,12 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote, unquote
 
-from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload
-from temporalio.api.sdk.v1 import ExternalStorageReference
 from temporalio.converter import (
     ExternalStorage,
-    PayloadCodec,
     StorageDriver,
     StorageDriverActivityInfo,
     StorageDriverClaim,
@@ -44,27 +40,20 @@ from temporalio.converter import (
 __all__ = [
     "DEFAULT_THRESHOLD",
     "DIR_VARIABLE",
-    "PREVIEW_BYTES",
-    "STALE_PARTIAL_SECONDS",
     "THRESHOLD_VARIABLE",
-    "UNREADABLE",
     "Blob",
     "LocalDirectory",
     "Pruned",
     "StoredPayloadMissing",
     "StoredPayloadUnreadable",
-    "for_display",
     "prune",
     "storage_from_env",
-    "unreadable_blob",
 ]
 
 #: Payloads at least this large go to the store (temporalio's own default).
 DEFAULT_THRESHOLD = 256 * 1024
 DIR_VARIABLE = "GOLEM_STORAGE_DIR"
 THRESHOLD_VARIABLE = "GOLEM_STORAGE_THRESHOLD"
-#: The most of a stored payload's data ``for_display`` shows (the UI renders it whole).
-PREVIEW_BYTES = 64 * 1024
 #: A ``.partial-*`` file older than this (seconds) is left by a writer that died: removed
 #: when a ``LocalDirectory`` opens (a write takes well under a minute even for 2 GB).
 STALE_PARTIAL_SECONDS = 15 * 60
@@ -72,7 +61,6 @@ STALE_PARTIAL_SECONDS = 15 * 60
 #: its data says why; golem's converter refuses it, so the run fails at stage ``storage``.
 UNREADABLE = b"golem/unreadable-blob"
 _PARTIAL = ".partial-"
-_REFERENCE = ExternalStorageReference.DESCRIPTOR.full_name.encode()
 _SEGMENT_BYTES = 120  # longer ids are hashed: a file name has at most 255 bytes
 
 
@@ -357,56 +345,3 @@ def storage_from_env(environ: Mapping[str, str] | None = None) -> ExternalStorag
     except ValueError:
         raise ValueError(f"{THRESHOLD_VARIABLE}={raw!r}: expected a number of bytes") from None
     return ExternalStorage(drivers=[LocalDirectory(folder)], payload_size_threshold=threshold)
-
-
-async def for_display(
-    payloads: Sequence[Payload],
-    storage: ExternalStorage | None,
-    codec: PayloadCodec | None,
-    preview_bytes: int = PREVIEW_BYTES,
-) -> list[Payload]:
-    """``payloads`` as a codec server shows them: each stored one read from ``storage`` (a
-    reference stays as it is without it), all decoded with ``codec``; a stored payload whose
-    data is over ``preview_bytes`` becomes a JSON preview naming its size."""
-    stored = [_reference(p) if storage is not None else None for p in payloads]
-    out = list(payloads)
-    for index, reference in enumerate(stored):
-        if reference is not None and storage is not None:
-            driver = next((d for d in storage.drivers if d.name() == reference.driver_name), None)
-            if driver is None:
-                raise LookupError(f"no storage driver named {reference.driver_name!r} here")
-            claim = StorageDriverClaim(claim_data=dict(reference.claim_data))
-            [out[index]] = await driver.retrieve(StorageDriverRetrieveContext(), [claim])
-            if (why := unreadable_blob(out[index])) is not None:
-                raise StoredPayloadUnreadable(why)
-    if codec is not None:
-        from golem.worker.converter import UNDECRYPTED, DecryptionError  # it imports this module
-
-        out = await codec.decode(out)
-        for payload in out:
-            if sealed := payload.metadata.get(UNDECRYPTED):
-                raise DecryptionError(sealed.decode(errors="replace"))
-    return [
-        _preview(p, preview_bytes) if ref is not None and len(p.data) > preview_bytes else p
-        for p, ref in zip(out, stored, strict=True)
-    ]
-
-
-def _reference(payload: Payload) -> ExternalStorageReference | None:
-    meta = payload.metadata
-    if meta.get("encoding") != b"json/protobuf" or meta.get("messageType") != _REFERENCE:
-        return None
-    return json_format.Parse(payload.data, ExternalStorageReference())
-
-
-def _preview(payload: Payload, shown: int) -> Payload:
-    text = payload.data[:shown].decode("utf-8", errors="replace")
-    summary = {
-        "golemStoredPayload": {
-            "bytes": len(payload.data),
-            "encoding": payload.metadata.get("encoding", b"").decode(errors="replace"),
-            "shown": shown,
-        },
-        "preview": text,
-    }
-    return Payload(metadata={"encoding": b"json/plain"}, data=json.dumps(summary).encode())

@@ -20,26 +20,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Mapping,
+)
 from contextlib import aclosing
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowQueryFailedError
 from temporalio.common import RawValue
 from temporalio.contrib.workflow_streams import WorkflowStreamClient, WorkflowStreamItem
 from temporalio.service import RPCError, RPCStatusCode
 
+from golem.approvals import DecisionInput
 from golem.events import RunEvent
 from golem.results import Result, StreamResult
-from golem.wire import StreamEvent
+from golem.wire import StreamEvent, names
 from golem.worker.converter import golem_data_converter
-from golem.workflows.streams import TOPIC
-
-if TYPE_CHECKING:
-    from golem.client import DurableRun
-
-__all__ = ["POLL_COOLDOWN", "DurableRunStream", "write_text"]
 
 OutputT = TypeVar("OutputT")
 
@@ -49,6 +51,37 @@ POLL_COOLDOWN = timedelta(milliseconds=10)
 #: How long a reader waits for a named child run to exist (a conversation starts the run a
 #: turn hands over to once the turn's run has ended).
 CHILD_START = timedelta(seconds=60)
+
+
+class DurableRun(Protocol[OutputT]):
+    """The run a stream reads (``golem.client.DurableRun`` is it; the client makes streams,
+    so this module does not import it)."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def conversation_id(self) -> str: ...
+
+    @property
+    def agent(self) -> str: ...
+
+    @property
+    def handle(self) -> WorkflowHandle[Any, Any]: ...
+
+    async def result(self, *, final: bool = False) -> Result[OutputT]: ...
+
+    async def approve(
+        self, decisions: Mapping[str, DecisionInput], *, by: str = ""
+    ) -> Result[OutputT]: ...
+
+    async def complete(self, results: Mapping[str, object], *, by: str = "") -> Result[OutputT]: ...
+
+    async def cancel(self) -> None: ...
+
+    async def stream_end(self) -> int: ...
+
+    def stream(self, from_offset: int = 0) -> DurableRunStream[OutputT]: ...
 
 
 class DurableRunStream(StreamResult[OutputT]):
@@ -200,7 +233,7 @@ def _subscribe(
     return cast(  # an async generator: closed at once when we stop at `end`
         AsyncGenerator[WorkflowStreamItem[RawValue], None],
         WorkflowStreamClient(handle).subscribe(
-            [TOPIC], offset, result_type=RawValue, poll_cooldown=POLL_COOLDOWN
+            [names.TOPIC], offset, result_type=RawValue, poll_cooldown=POLL_COOLDOWN
         ),
     )
 

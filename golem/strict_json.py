@@ -21,15 +21,6 @@ from typing import Any
 
 from pydantic_core import from_json
 
-__all__ = [
-    "MAX_DEPTH",
-    "TooDeep",
-    "check_depth",
-    "dumps_strict",
-    "is_json_object",
-    "loads_strict",
-]
-
 #: The deepest nesting of arrays and objects golem reads (as common JSON parsers do).
 MAX_DEPTH = 256
 

@@ -34,6 +34,10 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.alias_generators import to_camel
 
+# Released import paths (0.2.0): the errors live in golem.errors.
+from golem.errors import Canceled as Canceled
+from golem.errors import ModelRetry as ModelRetry
+from golem.errors import ToolFailed as ToolFailed
 from golem.messages import Message, Part, ToolCall, Usage
 from golem.models.base import ToolDefinition
 from golem.results import Result
@@ -42,37 +46,7 @@ from golem.strict_json import TooDeep, loads_strict
 from golem.usage import Spent
 from golem.user_functions import call_user_function
 
-__all__ = [
-    "ApprovalPredicate",
-    "Canceled",
-    "Delegator",
-    "ModelRetry",
-    "RunContext",
-    "Tool",
-    "ToolFailed",
-    "ToolOutcome",
-    "ToolOutcomeUnknown",
-    "raised",
-    "tool_message",
-    "tool_result_text",
-    "validation_problems",
-]
-
 DepsT = TypeVar("DepsT")
-
-
-class ToolFailed(Exception):
-    """Raise inside a tool to record a definitive failure (``failed=True``); the run goes on."""
-
-
-class ModelRetry(Exception):
-    """Raise inside a tool to ask the model to try again: the message goes back to it as the
-    call's (failed) result. Counted against the tool's ``max_retries``; over the limit the run
-    ends at stage ``tool``."""
-
-
-class Canceled(Exception):
-    """Raise inside a tool to stop the run deliberately (stage ``canceled``)."""
 
 
 class ToolOutcomeUnknown(Exception):

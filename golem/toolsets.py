@@ -31,19 +31,6 @@ from golem.models.base import ToolDefinition
 from golem.retry import TOOL_RETRY, Retry
 from golem.tools import ApprovalPredicate, RunContext, Tool, ToolOutcome
 
-__all__ = [
-    "ToolRule",
-    "Toolset",
-    "ToolsetConnection",
-    "ToolsetError",
-    "ToolsetOptions",
-    "ToolsetRefusal",
-    "ToolsetTool",
-    "check_toolsets",
-    "tools_digest",
-    "with_tools",
-]
-
 #: Which of a server's tools a rule applies to: all (``True``), none, some names, or a test.
 ToolRule = bool | Collection[str] | Callable[[str], bool]
 #: How a run calls one of a toolset's tools in process: (server's tool name, arguments).

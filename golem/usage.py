@@ -17,8 +17,6 @@ from pydantic.alias_generators import to_camel
 from golem.history.tokens import estimate_tokens
 from golem.messages import Message, Usage
 
-__all__ = ["Budget", "Spent", "TokenCounter", "UsageLimits"]
-
 TokenCounter = Callable[[Sequence[Message]], int]
 
 

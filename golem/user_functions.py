@@ -20,15 +20,6 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = [
-    "UserCodeError",
-    "call_instructions_function",
-    "call_user_function",
-    "describe",
-    "is_async_callable",
-    "running_on_loop",
-]
-
 #: Threads for sync user functions; created on demand, so an idle worker holds none.
 _MAX_THREADS = 64
 _pool: ThreadPoolExecutor | None = None

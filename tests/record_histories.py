@@ -59,10 +59,10 @@ from golem.client import DurableAgent, DurableConversation
 from golem.messages import Message, ToolCall
 from golem.results import RunError
 from golem.testing import dev_server
+from golem.wire import transcript as transcript_module
+from golem.wire.transcript import CARRY_BYTES
 from golem.worker import GolemPlugin
-from golem.workflows import transcript as transcript_module
 from golem.workflows.conversation import ConversationInput, ConversationWorkflow
-from golem.workflows.transcript import CARRY_BYTES
 
 OUT = Path(__file__).parent / "histories"
 CRASH_WORKER = Path(__file__).parent / "crash_worker.py"

@@ -12,9 +12,9 @@ from runners import Runner
 from golem import ApprovalPolicy, Approve, Ask, Deny, Rule, ToolFailed
 from golem.agent import Agent
 from golem.approvals import MAX_REASON_CHARS
-from golem.loop import DENIED_RESULT
 from golem.messages import Decision, Message
 from golem.models.function import ScriptedModel
+from golem.phases.batch import DENIED_RESULT
 from golem.results import RunError
 
 

@@ -62,13 +62,13 @@ async def test_turns_arriving_at_the_switch_finish_in_this_run_or_move_to_the_ne
     async with serve(temporal_client, agent) as tq:
         conv = await budgeted(temporal_client, agent, tq, turns_per_run=2)
         attempts: list[str] = []
-        send_update = conv.handle.execute_update
+        send_update = conv.handle.start_update  # each try of a send starts its update
 
         async def counted(update: str, *args: Any, **kwargs: Any) -> Any:
             attempts.append(update)
             return await send_update(update, *args, **kwargs)
 
-        conv.handle.execute_update = counted  # type: ignore[method-assign]
+        conv.handle.start_update = counted  # type: ignore[method-assign]
         first = asyncio.ensure_future(conv.send("first"))
         await eventually(
             lambda: seen == ["first"], what="the first turn at the model", interval=0.01

@@ -12,8 +12,8 @@ from test_conversation import echo_agent, serve
 from test_conversation_boundaries import budgeted
 
 from golem.client import DurableAgent, fetch_run
-from golem.workflows.registry import UNKNOWN_AGENT
-from golem.workflows.turn_runs import TURN_DIFFERS, TurnInput, TurnOutput
+from golem.wire import names
+from golem.workflows.turn_runs import TurnInput, TurnOutput
 
 
 async def test_a_conversation_of_an_agent_the_worker_does_not_serve_fails_at_once(
@@ -25,7 +25,7 @@ async def test_a_conversation_of_an_agent_the_worker_does_not_serve_fails_at_onc
         with pytest.raises(WorkflowFailureError) as failed:
             await conv.handle.result()  # it used to stay RUNNING, every turn failing alone
     cause = failed.value.cause
-    assert isinstance(cause, ApplicationError) and cause.type == UNKNOWN_AGENT
+    assert isinstance(cause, ApplicationError) and cause.type == names.UNKNOWN_AGENT
     assert cause.message == f"unknown agent 'nobody': the worker on task queue {tq!r} has: echo"
 
 
@@ -84,7 +84,7 @@ async def test_a_run_id_reused_with_another_prompt_in_the_same_run_is_refused_by
         with pytest.raises(WorkflowUpdateFailedError) as refused:
             await conv.handle.execute_update("golem.send", other, id=other.update_id())
     cause = refused.value.cause
-    assert isinstance(cause, ApplicationError) and cause.type == TURN_DIFFERS
+    assert isinstance(cause, ApplicationError) and cause.type == names.TURN_DIFFERS
     assert again == sent and turn.update_id() != other.update_id()
 
 

@@ -19,10 +19,10 @@ from golem.models import FunctionModel
 from golem.phases.prepare import repaired
 from golem.results import RunError
 from golem.wire import Segment, ShippingError, chain_all
+from golem.wire import transcript as transcript_module
+from golem.wire.transcript import ConversationInput
 from golem.worker import GolemPlugin
-from golem.workflows import transcript as transcript_module
 from golem.workflows.conversation import ConversationWorkflow
-from golem.workflows.transcript import ConversationInput
 
 BIG = 250_000
 

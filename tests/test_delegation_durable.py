@@ -22,7 +22,7 @@ from waiting import eventually
 
 from golem import Agent, RunContext, RunError
 from golem.client import DurableAgent
-from golem.workflows.lineage import AGENT, CONVERSATION_ID, PARENT_RUN_ID
+from golem.wire.lineage import AGENT, CONVERSATION_ID, PARENT_RUN_ID
 
 
 async def test_a_child_run_is_a_child_workflow_with_the_callers_lineage(

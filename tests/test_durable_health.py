@@ -22,9 +22,9 @@ from temporalio.workflow import NondeterminismError
 from golem import Message, Part, ToolCall
 from golem.agent import Agent
 from golem.client import DurableAgent, DurableRun, RunIdInUseError
-from golem.loop import RunInput
 from golem.models import FunctionModel
 from golem.results import RunError
+from golem.run_state import RunInput
 from golem.tools import RunContext
 from golem.wire import AgentRunInput
 from golem.worker import GolemPlugin

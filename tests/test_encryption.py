@@ -36,9 +36,9 @@ from golem.codec_server import codec_app
 from golem.messages import Message, ToolCall
 from golem.models import FunctionModel
 from golem.results import RunError
+from golem.wire import transcript as transcript_module
 from golem.worker import GolemPlugin
 from golem.worker.codec import ENCODING, KEY_ID, DecryptionError, EncryptionCodec
-from golem.workflows import transcript as transcript_module
 from golem.workflows.conversation import ConversationInput, ConversationWorkflow
 
 PROMPT = "PROMPT-7f3a: my card number is 4111"

@@ -1,4 +1,4 @@
-"""The one table from a Temporal failure to golem's exception (golem.workflows.failures),
+"""The one table from a Temporal failure to golem's exception (golem.wire.failures),
 read without a server: each failure crosses golem's failure converter first, as it reaches
 a client, a conversation handle or ``run_agent``."""
 
@@ -12,35 +12,20 @@ from temporalio.exceptions import ApplicationError, CancelledError, TerminatedEr
 
 from golem.messages import Message, Usage
 from golem.results import PartialResult, RunError
-from golem.wire import RunReport, Sources
-from golem.worker.converter import (
-    BAD_PAYLOAD,
-    DECRYPTION_ERROR,
-    STORAGE_ERROR,
-    golem_data_converter,
-)
-from golem.workflows.approvals import CANNOT_PAUSE, INVALID_DECISION
-from golem.workflows.failures import (
+from golem.wire import RunReport, Sources, names
+from golem.wire.failures import (
     FAILURES,
-    NOT_PAUSED,
     CannotPause,
     ConversationClosedError,
     RunIdInUseError,
     TurnContinuing,
     TurnRecorded,
     UnknownAgentError,
+    failure_error,
     golem_error,
 )
-from golem.workflows.registry import UNKNOWN_AGENT
-from golem.workflows.report import FAILURE_MEMO, Reporter, failure_error
-from golem.workflows.turn_runs import (
-    CLOSED,
-    CONTINUING,
-    RECORDED,
-    RUN_ID_IN_USE,
-    TURN_DIFFERS,
-    WAITING,
-)
+from golem.worker.converter import golem_data_converter
+from golem.workflows.report import Reporter
 
 CONVERTER = golem_data_converter.payload_converter
 HISTORY = [Message.user("hi").stamped("run-1", "conv")]
@@ -74,17 +59,17 @@ async def rebuilt(report: RunReport) -> list[Message]:
 @pytest.mark.parametrize(
     ("kind", "expected"),
     [
-        (UNKNOWN_AGENT, UnknownAgentError),
-        (BAD_PAYLOAD, RunError),
-        (CLOSED, ConversationClosedError),
-        (WAITING, ValueError),
-        (NOT_PAUSED, ValueError),
-        (INVALID_DECISION, ValueError),
-        (CANNOT_PAUSE, CannotPause),
-        (CONTINUING, TurnContinuing),
-        (RECORDED, TurnRecorded),
-        (RUN_ID_IN_USE, RunIdInUseError),
-        (TURN_DIFFERS, ValueError),
+        (names.UNKNOWN_AGENT, UnknownAgentError),
+        (names.BAD_PAYLOAD, RunError),
+        (names.CONVERSATION_CLOSED, ConversationClosedError),
+        (names.APPROVALS_WAITING, ValueError),
+        (names.NOT_PAUSED, ValueError),
+        (names.INVALID_DECISION, ValueError),
+        (names.CANNOT_PAUSE, CannotPause),
+        (names.CONVERSATION_CONTINUING, TurnContinuing),
+        (names.TURN_RECORDED, TurnRecorded),
+        (names.RUN_ID_IN_USE, RunIdInUseError),
+        (names.TURN_DIFFERS, ValueError),
     ],
 )
 async def test_each_type_golem_sets_becomes_its_exception_with_the_message(
@@ -98,27 +83,34 @@ async def test_each_type_golem_sets_becomes_its_exception_with_the_message(
 
 def test_every_type_in_the_table_is_pinned_above() -> None:
     pinned = {
-        UNKNOWN_AGENT,
-        BAD_PAYLOAD,
-        CLOSED,
-        WAITING,
-        NOT_PAUSED,
-        INVALID_DECISION,
-        CANNOT_PAUSE,
+        names.UNKNOWN_AGENT,
+        names.BAD_PAYLOAD,
+        names.CONVERSATION_CLOSED,
+        names.APPROVALS_WAITING,
+        names.NOT_PAUSED,
+        names.INVALID_DECISION,
+        names.CANNOT_PAUSE,
     }
-    conversations = {CONTINUING, RECORDED, RUN_ID_IN_USE, TURN_DIFFERS}
-    assert set(FAILURES) == pinned | conversations | {DECRYPTION_ERROR, STORAGE_ERROR}
+    conversations = {
+        names.CONVERSATION_CONTINUING,
+        names.TURN_RECORDED,
+        names.RUN_ID_IN_USE,
+        names.TURN_DIFFERS,
+    }
+    assert set(FAILURES) == pinned | conversations | {names.DECRYPTION_ERROR, names.STORAGE_ERROR}
 
 
 async def test_a_payload_that_cannot_be_decrypted_is_a_codec_error() -> None:
-    cause = over_the_wire(ApplicationError("key id 'k1' is not here", type=DECRYPTION_ERROR))
+    cause = over_the_wire(ApplicationError("key id 'k1' is not here", type=names.DECRYPTION_ERROR))
     error = await golem_error(cause, "run-2")
     assert isinstance(error, RunError) and error.stage == "codec"
     assert "key id 'k1'" in error.detail
 
 
 async def test_a_blob_that_cannot_be_read_is_a_storage_error_naming_it() -> None:
-    cause = over_the_wire(ApplicationError("ns-default/wf-r/abc is missing", type=STORAGE_ERROR))
+    cause = over_the_wire(
+        ApplicationError("ns-default/wf-r/abc is missing", type=names.STORAGE_ERROR)
+    )
     error = await golem_error(cause, "run-2")
     assert isinstance(error, RunError) and error.stage == "storage"
     assert (
@@ -127,7 +119,7 @@ async def test_a_blob_that_cannot_be_read_is_a_storage_error_naming_it() -> None
 
 
 @pytest.mark.parametrize(
-    ("kind", "stage"), [(DECRYPTION_ERROR, "codec"), (STORAGE_ERROR, "storage")]
+    ("kind", "stage"), [(names.DECRYPTION_ERROR, "codec"), (names.STORAGE_ERROR, "storage")]
 )
 async def test_a_run_a_worker_ended_because_it_could_not_read_it_is_that_stage(
     kind: str, stage: str
@@ -140,7 +132,7 @@ async def test_a_run_a_worker_ended_because_it_could_not_read_it_is_that_stage(
 
 
 async def test_a_payload_that_does_not_decode_is_a_history_error_naming_the_run() -> None:
-    cause = over_the_wire(ApplicationError("not an AgentRunInput", type=BAD_PAYLOAD))
+    cause = over_the_wire(ApplicationError("not an AgentRunInput", type=names.BAD_PAYLOAD))
     error = await golem_error(cause, "run-2")
     assert isinstance(error, RunError) and error.stage == "history"
     assert error.detail == "run run-2 could not read its input: not an AgentRunInput"
@@ -169,7 +161,7 @@ async def test_evidence_the_reader_cannot_rebuild_leaves_the_error_without_parti
 
 async def test_a_cancelled_run_reads_its_memo_or_says_it_never_started() -> None:
     sent = RunError("canceled", "the run was cancelled by its caller", failed_run().partial)
-    memo = {FAILURE_MEMO: Reporter(HISTORY, True).failed(sent)}
+    memo = {names.FAILURE_MEMO: Reporter(HISTORY, True).failed(sent)}
     stored = CONVERTER.from_payloads(CONVERTER.to_payloads(list(memo.values())))[0]
     cause = over_the_wire(CancelledError("cancelled"))
 

@@ -26,11 +26,11 @@ from golem.wire import (
     Pager,
     Sources,
     content_digest,
+    names,
 )
+from golem.wire.failures import UnknownAgentError, failure_error
 from golem.worker.converter import golem_data_converter
-from golem.workflows.failures import UnknownAgentError
-from golem.workflows.registry import UNKNOWN_AGENT
-from golem.workflows.report import FAILURE_MEMO, RUN_ERROR, Reporter, failure_error
+from golem.workflows.report import Reporter
 
 CONVERTER = golem_data_converter.payload_converter
 RUN = "run-2"
@@ -160,8 +160,8 @@ async def test_large_evidence_is_paged_out_of_the_workflow() -> None:
 
 async def test_a_cancelled_run_rebuilds_its_error_from_the_memo() -> None:
     error = RunError("canceled", "the run was cancelled by its caller", evidence(HISTORY))
-    memo = {FAILURE_MEMO: Reporter(HISTORY, True).failed(error)}
-    stored = raw(memo[FAILURE_MEMO])
+    memo = {names.FAILURE_MEMO: Reporter(HISTORY, True).failed(error)}
+    stored = raw(memo[names.FAILURE_MEMO])
 
     async def read_memo() -> Any:
         return stored
@@ -179,7 +179,9 @@ async def test_a_run_cancelled_before_it_started_says_so() -> None:
 
 
 async def test_an_unknown_agent_becomes_unknown_agent_error() -> None:
-    sent = ApplicationError("unknown agent 'x': has: a, b", type=UNKNOWN_AGENT, non_retryable=True)
+    sent = ApplicationError(
+        "unknown agent 'x': has: a, b", type=names.UNKNOWN_AGENT, non_retryable=True
+    )
     back = await decode_failure(over_the_wire(sent), sources([]), RUN, no_memo)
     assert isinstance(back, UnknownAgentError) and str(back) == "unknown agent 'x': has: a, b"
 
@@ -240,7 +242,7 @@ async def test_the_output_is_validated_by_the_callers_type() -> None:
 def test_failure_error_is_final_and_typed() -> None:
     error = RunError("tool", "x")
     exc = failure_error(error, Reporter([], True).failed(error))
-    assert exc.type == RUN_ERROR and exc.non_retryable and exc.message == str(error)
+    assert exc.type == names.RUN_ERROR and exc.non_retryable and exc.message == str(error)
 
 
 async def test_contents_the_activities_recorded_are_carried_by_reference() -> None:

@@ -11,11 +11,12 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import ExternalStorage
 from test_shipping import call_of, pager_of, turn
 
-from golem.activities.cache import MessageCache
 from golem.messages import Message
-from golem.storage import LocalDirectory, _preview, for_display
+from golem.storage import LocalDirectory
 from golem.tools import ToolOutcome, tool_message
 from golem.wire import ByQuery, Derived, MessagesQuery
+from golem.wire.cache import MessageCache
+from golem.worker.display import _preview, for_display
 from golem.workflows.shipper import Shipper
 
 # -- large messages with storage on --------------------------------------------------------

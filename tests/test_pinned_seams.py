@@ -13,9 +13,9 @@ from test_conversation_boundaries import budgeted
 from test_conversation_segments import started_inputs
 
 from golem import Message
+from golem.wire import transcript as transcript_module
 from golem.wire.shipping import ShippingError, chain_all
-from golem.workflows import transcript as transcript_module
-from golem.workflows.transcript import HistoryReader
+from golem.wire.transcript import HistoryReader
 
 
 async def test_seam_history_reader_segment_refuses_messages_that_do_not_match_its_digest(

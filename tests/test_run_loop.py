@@ -11,9 +11,10 @@ from agents import ask, call, reply
 from test_agent_phases import FakeExecutor, agent_with, ok
 
 from golem.events import RunEvent
-from golem.loop import DENIED_RESULT, RunLoop
+from golem.loop import RunLoop
 from golem.messages import Message, Part, ToolCall, Usage
 from golem.models.base import ModelResponse, ModelSettings, StreamDelta
+from golem.phases.batch import DENIED_RESULT
 from golem.results import RunError
 from golem.run_state import RunInput
 from golem.tools import RunContext, ToolOutcome

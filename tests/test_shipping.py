@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golem.activities.cache import MessageCache
 from golem.messages import Message, Part, ToolCall
 from golem.tools import ToolOutcome, tool_message
 from golem.wire import (
@@ -29,6 +28,7 @@ from golem.wire import (
     content_digest,
     expand,
 )
+from golem.wire.cache import MessageCache
 from golem.worker.converter import golem_data_converter
 from golem.workflows.shipper import Shipper
 

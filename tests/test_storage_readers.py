@@ -26,9 +26,10 @@ from golem.client import DurableAgent
 from golem.codec_server import codec_app
 from golem.messages import Message, ToolCall, load_messages
 from golem.models import FunctionModel
-from golem.storage import PREVIEW_BYTES, LocalDirectory, for_display
+from golem.storage import LocalDirectory
 from golem.worker import GolemPlugin
 from golem.worker.codec import EncryptionCodec
+from golem.worker.display import PREVIEW_BYTES, for_display
 
 KEY = bytes(range(32))
 MARKER = "STORED-c4fe "

@@ -41,10 +41,9 @@ from golem.models.base import ModelHTTPError, ModelResponse, StreamDelta, ToolDe
 from golem.models.function import FunctionModel
 from golem.results import RunError
 from golem.streaming import write_text
-from golem.wire import StreamEvent
+from golem.wire import StreamEvent, names
 from golem.worker import GolemPlugin
 from golem.worker.converter import golem_data_converter
-from golem.workflows.streams import TOPIC
 
 DEADLINE = 60.0
 _ = crash_dir  # a fixture, shared with test_crash
@@ -187,7 +186,7 @@ def unwire(data: str) -> Payload:
 def test_a_published_batch_reads_back_with_every_item_equal(
     payloads: list[Payload], publisher: str, sequence: int
 ) -> None:
-    sent = PublishInput([PublishEntry(TOPIC, wire(p)) for p in payloads], publisher, sequence)
+    sent = PublishInput([PublishEntry(names.TOPIC, wire(p)) for p in payloads], publisher, sequence)
     converter = golem_data_converter.payload_converter
     back = converter.from_payload(converter.to_payload(sent), PublishInput)
 
@@ -358,7 +357,7 @@ async def test_a_late_piece_of_a_superseded_attempt_is_dropped(
                 seen.append(await anext(events))
         # What a zombie first attempt and a retry would publish, interleaved.
         publisher = WorkflowStreamClient(stream.run.handle, client=temporal_env.client)
-        topic = publisher.topic(TOPIC, type=StreamEvent)
+        topic = publisher.topic(names.TOPIC, type=StreamEvent)
         text = StreamDelta(kind="text", text="stale")
         topic.publish(StreamEvent(kind="turn_restarted", turn=1, attempt=3))
         topic.publish(StreamEvent.of_delta(text, turn=1, attempt=2))

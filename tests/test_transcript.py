@@ -1,4 +1,4 @@
-"""The conversation transcript's steps (golem.workflows.transcript), without a server: what a
+"""The conversation transcript's steps (golem.wire.transcript), without a server: what a
 ``ConversationWorkflow`` run does, what crosses continue-as-new, what a reader rebuilds."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from golem.messages import Usage
 from golem.phases.prepare import repaired
 from golem.results import Result
 from golem.wire import Completed, Failed, MessagesQuery, Segment, chain_all
-from golem.workflows import transcript as transcript_module
+from golem.wire import transcript as transcript_module
+from golem.wire.transcript import ConversationInput, Transcript
 from golem.workflows.report import Reporter
-from golem.workflows.transcript import ConversationInput, Transcript
 
 
 def report(result: Result[Any], given: list[Message]) -> Completed:

@@ -17,6 +17,8 @@ from hypothesis.stateful import (
 )
 
 from golem.messages import Decision
+from golem.wire import Paused as PausedReport
+from golem.wire import TurnInput
 from golem.workflows.turns import (
     Answer,
     ArmTimer,
@@ -66,6 +68,46 @@ def test_a_handoff_goes_on_as_the_targets_run_and_its_end_answers_the_send() -> 
         "recorded", "run t1 is already a turn of this conversation"
     )
     assert turns.handed_off("t1", "t2") == []  # not the turn in flight
+
+
+def test_a_turns_input_is_kept_until_its_run_starts_and_dropped_when_it_is_refused() -> None:
+    turns = Turns()
+    first, second, third = (TurnInput(run_id=r, prompt=r) for r in ("r1", "r2", "r3"))
+    assert turns.send(1, "r1", "a", first) == [StartChild("r1")]
+    assert turns.take_input("r1") == first
+    turns.send(2, "r2", "b", second)
+    assert turns.inputs == {"r2": second}  # queued: its run has not started
+    target = TurnInput(run_id="t1", deps={"k": 1})
+    assert turns.handed_off("r1", "t1", target) == [StartChild("t1")]
+    assert turns.take_input("t1") == target
+    turns.paused("t1", ("c1",), now=1.0, timeout=None)  # the queued send is refused
+    assert turns.inputs == {} and turns.queue == []
+    turns.approve(3, {"c1": True}, now=2.0)
+    turns.ended("t1")
+    turns.send(4, "r3", "c", third)
+    assert turns.close(5) == []  # the turn r3 is in flight; closing refuses nothing queued
+    assert turns.take_input("r3") == third and turns.inputs == {}
+
+
+def test_the_run_in_flight_keeps_its_start_and_latest_report_and_its_end_carries_the_answer() -> (
+    None
+):
+    turns = Turns(agent="triage")
+    assert turns.handoffs.current == "triage"
+    turns.send(1, "r1", "a")
+    turns.run_begins(4)
+    report = PausedReport(run_id="r1", conversation_id="c", pending_approvals=[])
+    turns.paused("other", ("c1",), now=1.0, timeout=None, report=report)
+    assert turns.report is None  # not the turn in flight's run
+    turns.paused("r1", ("c1",), now=1.0, timeout=None, report=report)
+    assert (turns.run_start, turns.report) == (4, report)
+    turns.approve(2, {"c1": True}, now=2.0)
+    answer = ValueError("the turn's error")
+    assert turns.ended("r1", answer) == [Answer(2, Ended("r1", answer))]
+    assert turns.report == report  # read until the next run begins
+    turns.send(3, "r2", "b")
+    turns.run_begins(9)
+    assert (turns.run_start, turns.report) == (9, None)
 
 
 def test_the_run_a_turn_was_handed_to_waits_for_approvals_as_the_turn() -> None:

@@ -19,10 +19,9 @@ from golem.client import DurableAgent
 from golem.models import ScriptedModel
 from golem.results import RunError
 from golem.testing import temporal_cli
+from golem.wire import lineage, names
 from golem.worker import GolemPlugin
 from golem.worker.converter import golem_data_converter
-from golem.workflows import lineage
-from golem.workflows.agent_run import OUTCOME_MEMO
 
 
 def serve(client: Client, agent: Agent[object, object]) -> tuple[Worker, str]:
@@ -107,7 +106,7 @@ async def test_a_closed_run_shows_its_outcome_in_its_memo(temporal_client: Clien
         result = await DurableAgent(temporal_client, agent, task_queue=tq).run("weather?")
     # Read without a worker: the memo is part of the closed workflow.
     described = await temporal_client.get_workflow_handle(result.run_id).describe()
-    outcome = await described.memo_value(OUTCOME_MEMO)
+    outcome = await described.memo_value(names.OUTCOME_MEMO)
     assert outcome["stopReason"] == "completed"
     assert outcome["output"].startswith("Sunny in Lisbon, very") and len(outcome["output"]) == 200
     assert (outcome["turns"], outcome["requests"], outcome["toolCalls"]) == (2, 2, 1)
@@ -133,7 +132,7 @@ async def test_a_failed_run_shows_its_stage_in_its_memo(temporal_client: Client)
         except RunError as exc:
             assert exc.stage == "tool"
     described = await run.handle.describe()
-    outcome = await described.memo_value(OUTCOME_MEMO)
+    outcome = await described.memo_value(names.OUTCOME_MEMO)
     assert outcome["stopReason"] == "failed at tool"
     # The failure the UI shows: stage, tool and cause on its first line, no SDK wrapper.
     async for event in run.handle.fetch_history_events():

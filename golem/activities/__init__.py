@@ -1,7 +1,7 @@
 """golem's activities: a model request, a tool call, and the once-per-run user functions.
 
 The model-request activity does not receive the conversation: its worker's
-``MessageCache`` (golem.activities.cache) extends what it has with the input's new
+``MessageCache`` (golem.wire.cache) extends what it has with the input's new
 messages, or reads them from the running workflow through the ``golem.messages`` query,
 and a conversation turn's history from the conversation workflow's
 ``golem.conversation`` query.
@@ -21,7 +21,6 @@ from pydantic_core.core_schema import any_schema
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from golem.activities.cache import MessageCache
 from golem.activities.delegation import ActivityDelegator
 from golem.activities.streams import request_or_stream
 from golem.activities.toolsets import ToolLists
@@ -45,16 +44,14 @@ from golem.wire import (
     PrepareInput,
     ShippingError,
     ToolCallInput,
+    names,
 )
+from golem.wire.cache import MessageCache
+from golem.wire.transcript import HistoryReader, with_segments
 from golem.workflows import registry
-from golem.workflows.transcript import HistoryReader, with_segments
 
 __all__ = [
-    "BAD_RESULT",
     "PAYLOAD_LIMIT",
-    "PAYLOAD_TOO_LARGE",
-    "SHIPPING_ERROR",
-    "USER_ERROR",
     "MessageCache",
     "ModelActivity",
     "activities",
@@ -68,13 +65,6 @@ T = TypeVar("T")
 
 #: Largest activity result golem hands Temporal (its blob limit is 2 MB per payload).
 PAYLOAD_LIMIT = 2_000_000 - 16_384
-PAYLOAD_TOO_LARGE = "GolemPayloadTooLarge"
-SHIPPING_ERROR = "GolemShippingError"
-TOOL_ERROR = "GolemToolError"
-#: A history processor or instructions function raised: final, never retried.
-USER_ERROR = "GolemUserFunctionError"
-#: A tool, model or user function returned what the workflow could not decode.
-BAD_RESULT = "GolemBadResult"
 _JSON = SchemaSerializer(any_schema())
 
 
@@ -82,7 +72,7 @@ def _agent(name: str) -> Agent[Any, Any]:
     try:
         return registry.lookup(activity.info().task_queue, name)
     except LookupError as exc:
-        raise ApplicationError(str(exc), type=registry.UNKNOWN_AGENT, non_retryable=True) from None
+        raise ApplicationError(str(exc), type=names.UNKNOWN_AGENT, non_retryable=True) from None
 
 
 def _run_key() -> str:
@@ -145,21 +135,17 @@ def _checked(value: T, kind: Any, what: str) -> T:
     try:
         data = _JSON.to_json(value, by_alias=True, exclude_defaults=True)
     except PydanticSerializationError as exc:
-        raise ApplicationError(
-            f"{what} returned a value that cannot be serialized: {exc}",
-            type=BAD_RESULT,
-            non_retryable=True,
-        ) from None
+        raise _bad_result(f"{what} returned a value that cannot be serialized: {exc}") from None
     check_size(len(data), what)
     try:
         _adapter(kind).validate_json(data)
     except ValidationError as exc:
-        raise ApplicationError(
-            f"{what} returned an invalid value: {validation_problems(exc)}",
-            type=BAD_RESULT,
-            non_retryable=True,
-        ) from None
+        raise _bad_result(f"{what} returned an invalid value: {validation_problems(exc)}") from None
     return value
+
+
+def _bad_result(message: str) -> ApplicationError:
+    return ApplicationError(message, type=names.BAD_RESULT, non_retryable=True)
 
 
 def check_size(size: int, what: str) -> None:
@@ -170,7 +156,7 @@ def check_size(size: int, what: str) -> None:
             f"{what} produced {size} bytes, over Temporal's payload limit of {PAYLOAD_LIMIT} "
             "bytes; return a reference (a URL or an id) instead of the content, or turn on "
             "external storage (GolemPlugin(external_storage=...) or GOLEM_STORAGE_DIR)",
-            type=PAYLOAD_TOO_LARGE,
+            type=names.PAYLOAD_TOO_LARGE,
             non_retryable=True,
         )
 
@@ -198,7 +184,7 @@ class ModelActivity:
         self.histories: HistoryReader | None = None  # conversations' earlier workflow runs
         self.tool_lists = ToolLists()  # runs' toolset tools, by digest
 
-    @activity.defn(name="golem.model_request")
+    @activity.defn(name=names.MODEL_REQUEST)
     async def model_request(self, input: ModelCall) -> ModelResponse:
         """Send one request to the agent's model; provider retries are the activity's."""
         agent = _agent(input.agent)
@@ -242,7 +228,7 @@ class ModelActivity:
         self.cache.answered(_run_key(), checked.message)  # the next call names it, or derives
         return checked
 
-    @activity.defn(name="golem.tool")
+    @activity.defn(name=names.TOOL)
     async def call_tool(self, input: ToolCallInput) -> ToolOutcome:
         """Execute one tool call; its worker keeps the content for the next model call."""
         outcome = await _call_tool(input)
@@ -258,14 +244,16 @@ class ModelActivity:
 
         async def ask() -> list[ToolDefinition]:
             tools: list[ToolDefinition] = await handle.query(
-                "golem.tools", result_type=list[ToolDefinition]
+                names.TOOLS, result_type=list[ToolDefinition]
             )
             return tools
 
         try:
             return await self.tool_lists.get(input.tools, ask)
         except LookupError as exc:
-            raise ApplicationError(str(exc), type=SHIPPING_ERROR, non_retryable=True) from None
+            raise ApplicationError(
+                str(exc), type=names.SHIPPING_ERROR, non_retryable=True
+            ) from None
 
     async def _messages(self, input: ModelCall) -> list[Message]:
         """The request's messages: the cache extended by the input, or read by query."""
@@ -275,9 +263,7 @@ class ModelActivity:
         )
 
         async def pager(query: MessagesQuery) -> MessagesPage:
-            page: MessagesPage = await handle.query(
-                "golem.messages", query, result_type=MessagesPage
-            )
+            page: MessagesPage = await handle.query(names.MESSAGES, query, result_type=MessagesPage)
             return page
 
         # No run id: the conversation's current run answers, across continue-as-new.
@@ -286,7 +272,7 @@ class ModelActivity:
 
         async def base_query(query: MessagesQuery) -> MessagesPage:
             page: MessagesPage = await conversation.query(
-                "golem.conversation", query, result_type=MessagesPage
+                names.CONVERSATION, query, result_type=MessagesPage
             )
             return page
 
@@ -305,13 +291,15 @@ class ModelActivity:
                 return await self.cache.fetch(_run_key(), input, pager)
             return await self.cache.fetch(_run_key(), input, pager, base_pager)
         except ShippingError as exc:
-            raise ApplicationError(str(exc), type=SHIPPING_ERROR, non_retryable=True) from None
+            raise ApplicationError(
+                str(exc), type=names.SHIPPING_ERROR, non_retryable=True
+            ) from None
         except LookupError as exc:
             # The workflow served fewer messages than it announced; a retry reads anew.
-            raise ApplicationError(str(exc), type=SHIPPING_ERROR) from None
+            raise ApplicationError(str(exc), type=names.SHIPPING_ERROR) from None
 
 
-@activity.defn(name="golem.tool")
+@activity.defn(name=names.TOOL)
 async def call_tool(input: ToolCallInput) -> ToolOutcome:
     """Execute one tool call."""
     return await _call_tool(input)
@@ -346,7 +334,7 @@ async def _call_tool(input: ToolCallInput) -> ToolOutcome:
             f"{_failure(f'tool {call.name!r}', exc)} (call {call.id})",
             # The error alone, as details: the run's loop names the tool and the call itself.
             str(exc) if isinstance(exc, UserCodeError) else f"{type(exc).__name__}: {exc}",
-            type=TOOL_ERROR,
+            type=names.TOOL_ERROR,
             # The tool's policy decides, as in process (SystemExit and the like: never).
             non_retryable=not tool.retry_policy.retryable(exc),
         ) from exc
@@ -361,10 +349,12 @@ async def _once(what: str, fn: Any, *args: Any) -> Any:
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        raise ApplicationError(_failure(what, exc), type=USER_ERROR, non_retryable=True) from exc
+        raise ApplicationError(
+            _failure(what, exc), type=names.USER_ERROR, non_retryable=True
+        ) from exc
 
 
-@activity.defn(name="golem.process_history")
+@activity.defn(name=names.PROCESS_HISTORY)
 async def process_history(input: PrepareInput) -> list[Message]:
     """Run the agent's history processor once; its output is recorded for replay."""
     agent = _agent(input.agent)
@@ -374,7 +364,7 @@ async def process_history(input: PrepareInput) -> list[Message]:
     if not isinstance(result, list | tuple):
         raise ApplicationError(
             f"{what} returned {type(result).__name__}, not a list of Message",
-            type=BAD_RESULT,
+            type=names.BAD_RESULT,
             non_retryable=True,
         )
     return _checked(list(result), list[Message], what)
@@ -390,7 +380,7 @@ def _run_context(agent: Agent[Any, Any], input: PrepareInput | ToolCallInput) ->
     )
 
 
-@activity.defn(name="golem.resolve_instructions")
+@activity.defn(name=names.RESOLVE_INSTRUCTIONS)
 async def resolve_instructions(input: PrepareInput) -> str:
     """Evaluate the agent's instructions function once; its text is recorded for replay."""
     agent = _agent(input.agent)
@@ -401,7 +391,7 @@ async def resolve_instructions(input: PrepareInput) -> str:
     return _checked(text, str, what)
 
 
-@activity.defn(name="golem.evaluate_approval")
+@activity.defn(name=names.EVALUATE_APPROVAL)
 async def evaluate_approval(input: ToolCallInput) -> Decision | None:
     """Ask the agent's approval policy's evaluator about one call: its decision, recorded
     for replay, or ``None`` (a person decides). It never raises for the evaluator's faults:

@@ -27,14 +27,12 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from golem.delegation import UnknownAgent
 from golem.messages import Message, validate_history
-from golem.phases.prepare import resolve_conversation_id
 from golem.results import Result, RunError
-from golem.run_state import RunInput
+from golem.run_state import RunInput, resolve_conversation_id
 from golem.tools import RunContext, ToolOutcome
 from golem.usage import Spent
-from golem.wire import AgentRunInput, StreamEvent, ToolCallInput
-from golem.workflows import lineage, registry
-from golem.workflows.streams import TOPIC
+from golem.wire import AgentRunInput, StreamEvent, ToolCallInput, lineage, names
+from golem.workflows import registry
 
 __all__ = ["ActivityDelegator", "sub_run_id"]
 
@@ -91,8 +89,8 @@ class ActivityDelegator:
             ) from None
         validate_history(history)
         conversation = resolve_conversation_id(history, None) or ctx.conversation_id
-        run = RunInput(
-            prompt=prompt,
+        run = RunInput.of(
+            prompt,
             history=history,
             deps=deps,
             run_id=run_id,
@@ -109,7 +107,7 @@ class ActivityDelegator:
         client = activity.client()
         try:
             handle = await client.start_workflow(
-                "AgentRunWorkflow",
+                names.AGENT_RUN_WORKFLOW,
                 payload,
                 id=run_id,
                 task_queue=info.task_queue,
@@ -149,7 +147,7 @@ class ActivityDelegator:
 async def _announce(run_id: str, agent: str) -> None:
     """Name the sub-run in the calling run's stream, whose reader then follows it."""
     client = WorkflowStreamClient.from_within_activity()
-    client.topic(TOPIC, type=StreamEvent).publish(
+    client.topic(names.TOPIC, type=StreamEvent).publish(
         StreamEvent(kind="child", run_id=run_id, agent=agent)
     )
     await client.flush()

@@ -24,8 +24,7 @@ from temporalio.contrib.workflow_streams import TopicHandle, WorkflowStreamClien
 from temporalio.service import RPCError
 
 from golem.models.base import Model, ModelError, ModelRequest, ModelResponse, StreamDelta
-from golem.wire import ModelCall, StreamEvent
-from golem.workflows.streams import TOPIC
+from golem.wire import ModelCall, StreamEvent, names
 
 __all__ = ["BATCH_INTERVAL", "DeltaPublisher", "coalesce", "request_or_stream", "stream_request"]
 
@@ -74,7 +73,7 @@ class DeltaPublisher:
         """Which model of a fallback answers: past the first, the turn restarts on it."""
         self.interval = interval
         self._client = client or WorkflowStreamClient.from_within_activity(batch_interval=interval)
-        self._topic: TopicHandle[StreamEvent] = self._client.topic(TOPIC, type=StreamEvent)
+        self._topic: TopicHandle[StreamEvent] = self._client.topic(names.TOPIC, type=StreamEvent)
         self._pending: list[StreamDelta] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None

@@ -45,10 +45,10 @@ from golem.cli.connect import (
     WORKER_TIMEOUT,
     CliError,
 )
-from golem.cli.entry import package_version
 from golem.cli.runs import cmd_chat, cmd_resume, cmd_run
 from golem.cli.server import cmd_codec_server, cmd_dev, cmd_setup, cmd_worker
 from golem.cli.show import cmd_conversation, cmd_show
+from golem.cli.version import package_version
 from golem.client import UnknownAgentError
 from golem.messages import HistoryError
 from golem.results import RunError

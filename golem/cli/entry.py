@@ -8,16 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NoReturn
 
-__all__ = ["answer_at_once", "main", "package_version"]
+from golem.cli.version import package_version
 
-
-def package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("golem-temporal")
-    except PackageNotFoundError:
-        return "unknown"
+__all__ = ["answer_at_once", "main"]
 
 
 def answer_at_once(argv: Sequence[str]) -> bool:

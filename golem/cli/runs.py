@@ -48,8 +48,8 @@ from golem.ids import new_id
 from golem.messages import HistoryError, Message, load_messages
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream, write_text
+from golem.wire import names
 from golem.worker.converter import codec_problem
-from golem.workflows.conversation import ConversationWorkflow
 
 __all__ = ["cmd_chat", "cmd_resume", "cmd_run"]
 
@@ -294,7 +294,7 @@ async def cmd_resume(args: argparse.Namespace) -> int:
     info = await run_info(client, run_id)
     if not info.agent:
         raise CliError(f"{run_id} is not a golem run (it has no GolemAgent search attribute)")
-    if info.workflow_type == ConversationWorkflow.__name__:
+    if info.workflow_type == names.CONVERSATION_WORKFLOW:
         raise CliError(
             f"{run_id} is a conversation, not a run: its next turn goes on from a failed one; "
             f"send it with `golem run --agent {info.agent} --conversation-id {run_id} PROMPT` "

@@ -41,8 +41,7 @@ from golem.client.lookups import (
     run_info,
 )
 from golem.messages import dump_messages
-from golem.wire import ShippingError
-from golem.workflows.conversation import ConversationWorkflow
+from golem.wire import ShippingError, names
 
 __all__ = ["cmd_conversation", "cmd_show", "describe_run", "resolve_run_id"]
 
@@ -78,7 +77,7 @@ async def cmd_show(args: argparse.Namespace) -> int:
         if problem is not None:  # nothing will answer a query: say why at once
             raise CliError(f"{run_id} is running and waits: {problem}")
     try:
-        if info.workflow_type == ConversationWorkflow.__name__:
+        if info.workflow_type == names.CONVERSATION_WORKFLOW:
             return await show_conversation(client, info, args.json)
         record = await fetch_run(client, run_id)
         waiting = await awaiting_approval(client, run_id) if record.status == "running" else None

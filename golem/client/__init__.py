@@ -5,23 +5,24 @@
     result = await durable.run("Plan my trip", history=previous.messages)
 
 ``DurableAgent.run`` mirrors ``Agent.run``: same ``Result``, same ``golem.RunError``.
-Runs (golem.client.runs), agents (agents), conversations (conversations), reading runs
-back (records), finding runs by id or conversation (lookups) and checking what a caller
-sends (inputs); golem.workflows.failures maps a Temporal failure to golem's exception,
-for the client and for ``run_agent`` alike.
+Runs (golem.client.runs), agents (agents), conversations (conversations), getting a
+conversation's turn taken (recovery), reading runs back (records), finding runs by id or
+conversation (lookups) and checking what a caller sends (inputs); golem.wire.failures
+maps a Temporal failure to golem's exception, for the client and for ``run_agent`` alike.
 """
 
 from golem.client.agents import DurableAgent
 from golem.client.conversations import DurableConversation
 from golem.client.records import RunRecord, conversation_runs, fetch_run
+from golem.client.recovery import TurnNotTaken
 from golem.client.runs import DurableRun
 from golem.streaming import DurableRunStream
-from golem.workflows.failures import (
+from golem.wire.failures import (
     ConversationClosedError,
     RunIdInUseError,
     UnknownAgentError,
 )
-from golem.workflows.lineage import (
+from golem.wire.lineage import (
     AGENT,
     CONVERSATION_ID,
     OWNER,
@@ -42,6 +43,7 @@ __all__ = [
     "DurableRunStream",
     "RunIdInUseError",
     "RunRecord",
+    "TurnNotTaken",
     "UnknownAgentError",
     "conversation_runs",
     "fetch_run",

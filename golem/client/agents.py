@@ -24,19 +24,20 @@ from golem.client.conversations import DurableConversation, start_conversation
 from golem.client.inputs import HistoryItem, check_not_waiting, check_size, checked
 from golem.client.listing import start_listed
 from golem.client.records import fetch_run, run_input
+from golem.client.recovery import RECOVERY_TIMEOUT
 from golem.client.runs import DurableRun
 from golem.external import with_results
 from golem.ids import new_id
-from golem.loop import RunInput, resolve_conversation_id
 from golem.messages import Part
 from golem.phases.prepare import checked_approvals
 from golem.results import PartialResult, Result, RunError
+from golem.run_state import RunInput, resolve_conversation_id
 from golem.streaming import DurableRunStream
 from golem.tools import Tool
 from golem.wire import AgentRunInput, ConversationInput
+from golem.wire.failures import RunIdInUseError
+from golem.wire.lineage import CONVERSATION_ID, details, run_search_attributes, summary
 from golem.workflows.agent_run import AgentRunWorkflow
-from golem.workflows.failures import RunIdInUseError
-from golem.workflows.lineage import CONVERSATION_ID, details, run_search_attributes, summary
 
 __all__ = ["DurableAgent"]
 
@@ -92,8 +93,8 @@ class DurableAgent(Generic[OutputT]):
         run_id = run_id or new_id()
         conversation_id = resolve_conversation_id(history, conversation_id) or new_id()
         parent = parent_run_id or next((m.run_id for m in reversed(history) if m.run_id), "")
-        run = RunInput(
-            prompt=prompt,
+        run = RunInput.of(
+            prompt,
             parts=sent.parts,
             history=history,
             deps=deps,
@@ -231,12 +232,16 @@ class DurableAgent(Generic[OutputT]):
         parent_run_id: str = "",
         idle_timeout: timedelta | None = None,
         owner: str = "",
+        recovery_timeout: timedelta = RECOVERY_TIMEOUT,
     ) -> DurableConversation[OutputT]:
         """A durable conversation (a ``ConversationWorkflow``): started when absent, attached
         when it runs already. ``history`` and ``idle_timeout`` shape a new conversation only:
         after ``idle_timeout`` without a turn it rests (its workflow closes, the transcript
         readable) and its next ``send`` reopens it; ``None`` keeps it open until ``close()``.
-        ``owner`` names who owns a new conversation (``GolemOwner``: ``golem serve``'s auth)."""
+        ``owner`` names who owns a new conversation (``GolemOwner``: ``golem serve``'s auth).
+        ``recovery_timeout`` bounds how long each send may take to get its turn taken (through
+        continue-as-new, a reopen, no worker up): then it raises ``TurnNotTaken``, naming the
+        conversation and the turn; the turn's own run is not bounded."""
         seed = checked(history=history).history
         await check_not_waiting(self.client, seed)
         conversation_id = conversation_id or resolve_conversation_id(seed, None) or new_id()
@@ -247,7 +252,7 @@ class DurableAgent(Generic[OutputT]):
         input = ConversationInput(
             agent=self.agent_name, messages=seed, parent_run_id=parent, idle_timeout=idle
         )
-        return await start_conversation(self, conversation_id, input, owner)
+        return await start_conversation(self, conversation_id, input, owner, recovery_timeout)
 
     async def resume(
         self,

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import replace
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from temporalio.client import (
@@ -25,7 +26,7 @@ from temporalio.client import (
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import FailureError, WorkflowAlreadyStartedError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from golem.approvals import DecisionInput
 from golem.client.decisions import checked_decisions, checked_results
@@ -33,7 +34,14 @@ from golem.client.history import decode_result
 from golem.client.inputs import checked
 from golem.client.listing import start_listed
 from golem.client.lookups import awaiting_approval, existing_run, not_a_conversation
-from golem.client.records import history_reader, run_pager
+from golem.client.records import history_reader, rebuilt_error, run_pager
+from golem.client.recovery import (
+    RECOVERY_TIMEOUT,
+    TurnRecovery,
+    take_turn,
+    turn_runs,
+    turn_started,
+)
 from golem.client.runs import DurableRun
 from golem.delegation import handed_over
 from golem.ids import new_id
@@ -51,17 +59,16 @@ from golem.wire import (
     TurnInput,
     TurnOutput,
     message_size,
+    names,
     read_pages,
 )
-from golem.workflows.conversation import ConversationWorkflow
-from golem.workflows.failures import (
+from golem.wire.failures import (
     ConversationClosedError,
-    TurnContinuing,
     TurnRecorded,
-    golem_error,
 )
-from golem.workflows.lineage import run_search_attributes
-from golem.workflows.transcript import CARRY_BYTES, with_segments
+from golem.wire.lineage import run_search_attributes
+from golem.wire.transcript import CARRY_BYTES, with_segments
+from golem.workflows.conversation import ConversationWorkflow
 
 if TYPE_CHECKING:
     from golem.client.agents import DurableAgent
@@ -72,13 +79,18 @@ __all__ = [
     "reopen",
     "rested",
     "start_conversation",
+    "turn_started",
 ]
 
 OutputT = TypeVar("OutputT")
 
 
 async def start_conversation(
-    agent: DurableAgent[OutputT], conversation_id: str, input: ConversationInput, owner: str = ""
+    agent: DurableAgent[OutputT],
+    conversation_id: str,
+    input: ConversationInput,
+    owner: str = "",
+    recovery_timeout: timedelta = RECOVERY_TIMEOUT,
 ) -> DurableConversation[OutputT]:
     """Start conversation workflow ``conversation_id`` (attach when it runs already);
     ``owner`` is recorded on it (``GolemOwner``)."""
@@ -106,7 +118,8 @@ async def start_conversation(
             title,
         )
     # Bound to no run chain, so it follows the conversation across a rest and a reopen.
-    return DurableConversation(agent, agent.client.get_workflow_handle(conversation_id))
+    handle = agent.client.get_workflow_handle(conversation_id)
+    return DurableConversation(agent, handle, recovery_timeout)
 
 
 async def reopen(client: Client, conversation_id: str) -> bool:
@@ -160,10 +173,18 @@ class DurableConversation(Generic[OutputT]):
     """A conversation held by its own workflow; ``id`` is the conversation id. Use it from
     any process with a client: turns are serialized in arrival order."""
 
-    def __init__(self, agent: DurableAgent[OutputT], handle: WorkflowHandle[Any, Any]) -> None:
+    def __init__(
+        self,
+        agent: DurableAgent[OutputT],
+        handle: WorkflowHandle[Any, Any],
+        recovery_timeout: timedelta = RECOVERY_TIMEOUT,
+    ) -> None:
         self.agent = agent
         self.handle = handle
         self.id = handle.id
+        self.recovery_timeout = recovery_timeout
+        """How long a send may take to get its turn taken (``TurnNotTaken`` after it):
+        through continue-as-new, a reopen, no worker up (golem.client.recovery)."""
         self._messages: list[Message] | None = None  # what this handle has seen of the transcript
         self._histories = history_reader(agent.client)
 
@@ -180,7 +201,8 @@ class DurableConversation(Generic[OutputT]):
         given = checked(prompt, parts=parts, deps=deps)
         run_id = run_id or new_id()
         turn = TurnInput(run_id=run_id, prompt=prompt, parts=given.parts, deps=deps)
-        return await self._finish(self._update(turn), run_id)
+        recovery = self._recovery(run_id)
+        return await self._finish(self._update(turn, recovery), recovery)
 
     def send_stream(
         self,
@@ -197,19 +219,21 @@ class DurableConversation(Generic[OutputT]):
         run_id = run_id or new_id()  # minted here: the stream is the child's, by this id
         turn = TurnInput(run_id=run_id, prompt=prompt, parts=given.parts, deps=deps, stream=True)
         sent: list[asyncio.Task[TurnOutput]] = []
+        recoveries: list[TurnRecovery] = []  # made once iterated: its deadline starts then
 
         async def start() -> DurableRun[OutputT]:
-            sent.append(asyncio.ensure_future(self._update(turn)))
+            recoveries.append(self._recovery(run_id))
+            sent.append(asyncio.ensure_future(self._update(turn, recoveries[0])))
             child = self.agent.client.get_workflow_handle(run_id)
             if not await turn_started(child, sent[0], self.id):
-                await self._finish(sent[0], run_id)  # raises the refusal, as send would
+                await self._finish(sent[0], recoveries[0])  # raises the refusal, as send would
             agent = self.agent
             return DurableRun(
                 run_id, self.id, child, [], agent.output_adapter, agent.may_pause, based=True
             )
 
         async def outcome() -> Result[OutputT]:
-            return await self._finish(sent[0], run_id)
+            return await self._finish(sent[0], recoveries[0])
 
         async def paused() -> None:
             try:  # shielded: a stream that stops waiting must not cancel the turn's update
@@ -223,45 +247,36 @@ class DurableConversation(Generic[OutputT]):
             start, outcome=outcome, on_close=lambda: sent and sent[0].cancel(), paused=paused
         )
 
-    async def _update(self, turn: TurnInput) -> TurnOutput:
-        delay = 0.02
-        while True:
-            try:
-                out: TurnOutput = await self.handle.execute_update(
-                    "golem.send", turn, id=turn.update_id(), result_type=TurnOutput
-                )
-                return out
-            except WorkflowUpdateFailedError as exc:
-                if not isinstance(await golem_error(exc.cause), TurnContinuing):
-                    raise
-            except RPCError:
-                if not await reopen(self.agent.client, self.id):
-                    raise
-                continue  # the same update, to the reopened conversation
-            # The conversation finishes its turns in flight, then continues as new (or
-            # rests): the same update, sent again, lands on the next run.
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 1.0)
+    def _update(self, turn: TurnInput, recovery: TurnRecovery) -> Awaitable[TurnOutput]:
+        return take_turn(self.handle, turn, recovery, lambda: reopen(self.agent.client, self.id))
 
-    async def _finish(self, sent: Awaitable[TurnOutput], run_id: str) -> Result[OutputT]:
+    async def _finish(self, sent: Awaitable[TurnOutput], recovery: TurnRecovery) -> Result[OutputT]:
         """The turn's ``Result`` once its update returns, or its ``RunError``."""
+        run_id = recovery.run_id
         try:
             out = await sent
         except WorkflowUpdateFailedError as exc:
             error = await self._turn_error(exc, run_id)
             if not isinstance(error, TurnRecorded):
                 raise error from exc
-            # A send retried after continue-as-new: the turn ran, so its runs answer (the
-            # caller's, then each it handed over to), with the conversation through that turn.
-            transcript = await read_pages(self._pager())
-            runs, end = turn_runs(transcript, run_id)
-            result = await (await self.agent.attach(run_id)).result()
-            for target in runs[1:]:
-                result = handed_over(result, await (await self.agent.attach(target)).result())
-            return replace(result, messages=transcript[:end]) if end else result
+            recovery.why = "its recorded runs could not be read"
+            return await recovery.within(self._recorded(run_id))
         except RPCError as exc:
             raise await self._closed_or(exc) from exc
         return await self._turn_result(out, run_id)
+
+    async def _recorded(self, run_id: str) -> Result[OutputT]:
+        """A send retried after continue-as-new: the turn ran, so its runs answer (the
+        caller's, then each it handed over to), with the conversation through that turn."""
+        transcript = await read_pages(self._pager())
+        runs, end = turn_runs(transcript, run_id)
+        result = await (await self.agent.attach(run_id)).result()
+        for target in runs[1:]:
+            result = handed_over(result, await (await self.agent.attach(target)).result())
+        return replace(result, messages=transcript[:end]) if end else result
+
+    def _recovery(self, run_id: str) -> TurnRecovery:
+        return TurnRecovery(self.id, run_id, self.recovery_timeout)
 
     async def approve(
         self, decisions: Mapping[str, DecisionInput], *, by: str = ""
@@ -276,7 +291,7 @@ class DurableConversation(Generic[OutputT]):
         """Send decisions (or client-run tools' results) to the turn that waits."""
         try:
             out: TurnOutput = await self.handle.execute_update(
-                "golem.approve", dict(given), result_type=TurnOutput
+                names.APPROVE, dict(given), result_type=TurnOutput
             )
         except WorkflowUpdateFailedError as exc:
             raise await self._turn_error(exc, "") from exc
@@ -294,23 +309,23 @@ class DurableConversation(Generic[OutputT]):
         """The tools approved ``always`` in this conversation (``Approve(always=True)``), by
         name: the decision that did it. Their calls run without asking, across turns and
         continue-as-new, until ``revoke``."""
-        policy: dict[str, Decision] = await self.handle.query(
-            "golem.approvals_policy", result_type=dict[str, Decision]
-        )
+        policy: dict[str, Decision] = await self.handle.query(ConversationWorkflow.approvals_policy)
         return policy
 
     async def set_approval_policy(self, policy: ApprovalPolicy) -> None:
         """Rules tried before the agent's own for this conversation's calls, from its next
         turn on, across continue-as-new. Rules by tool name or glob only (no ``when``, no
         evaluator: ``ValueError``, nothing sent); an empty policy takes them back."""
-        await self.handle.execute_update("golem.set_approval_policy", stored_rules(policy))
+        await self.handle.execute_update(
+            ConversationWorkflow.set_approval_policy, stored_rules(policy)
+        )
 
     async def revoke(self, tool: str) -> dict[str, Decision]:
         """Take back ``tool``'s standing approval: from the next turn its calls ask again.
         Returns the standing approvals left; ``ValueError`` when ``tool`` has none."""
         try:
             left: dict[str, Decision] = await self.handle.execute_update(
-                "golem.revoke", tool, result_type=dict[str, Decision]
+                ConversationWorkflow.revoke, tool
             )
         except WorkflowUpdateFailedError as exc:
             raise await self._turn_error(exc, "") from exc
@@ -341,7 +356,7 @@ class DurableConversation(Generic[OutputT]):
         """The name of the agent serving the next turn: the conversation's, until a turn
         hands it over to another (a query: a worker must be up). ``agent`` is the handle's
         ``DurableAgent``, whatever agent serves."""
-        name: str = await self.handle.query("golem.current_agent", result_type=str)
+        name: str = await self.handle.query(ConversationWorkflow.current_agent)
         return name
 
     async def runs(self) -> list[str]:
@@ -384,7 +399,9 @@ class DurableConversation(Generic[OutputT]):
             begins = next(i for i, m in enumerate(messages) if m.run_id == at) if at else end
             earlier, cut = source.fork_point(self.id, description.run_id or "", begins, messages)
             input = input.model_copy(update={"messages": messages[cut:end], "earlier": earlier})
-        return await start_conversation(self.agent, new_id(), input)
+        return await start_conversation(
+            self.agent, new_id(), input, recovery_timeout=self.recovery_timeout
+        )
 
     def _pager(self) -> Pager:
         """Pages of the transcript; what earlier workflow runs hold is read from their histories."""
@@ -394,10 +411,10 @@ class DurableConversation(Generic[OutputT]):
         """End the conversation for good once the turn in flight (if any) finishes (one
         that rests is reopened to be closed, so no later send reopens it)."""
         try:
-            await self.handle.execute_update("golem.close", result_type=ConversationSummary)
+            await self.handle.execute_update(names.CLOSE, result_type=ConversationSummary)
         except RPCError as exc:
             if await reopen(self.agent.client, self.id):  # it rested: reopened, to close it
-                await self.handle.execute_update("golem.close", result_type=ConversationSummary)
+                await self.handle.execute_update(names.CLOSE, result_type=ConversationSummary)
                 return
             error = await self._closed_or(exc)
             if not isinstance(error, ConversationClosedError):
@@ -422,7 +439,7 @@ class DurableConversation(Generic[OutputT]):
             ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == rid]
             return transcript[: ends[-1] if ends else None]
 
-        error = await golem_error(exc.cause, run_id, evidence)
+        error = await rebuilt_error(exc.cause, run_id, evidence)
         if isinstance(error, RunError) and error.partial is None:
             self._messages = None
         if error is not None:
@@ -470,46 +487,10 @@ async def _unreadable_end(handle: WorkflowHandle[Any, Any]) -> RunError | None:
     try:
         await handle.result(follow_runs=False)
     except WorkflowFailureError as exc:
-        error = await golem_error(exc.cause, handle.id)
+        error = await rebuilt_error(exc.cause, handle.id)
         if isinstance(error, RunError) and error.stage in ("codec", "storage"):
             detail = error.detail.replace(f"run {handle.id}", f"conversation {handle.id}", 1)
             return RunError(error.stage, f"{detail}; fork it to go on", run_id=handle.id)
     except Exception:  # it ended some other way: the caller says how
         return None
     return None
-
-
-def turn_runs(transcript: Sequence[Message], run_id: str) -> tuple[list[str], int]:
-    """The runs of turn ``run_id`` in the order they answered (its own, then each it handed
-    over to), and where the turn ends in ``transcript`` (0: not in it)."""
-    runs: list[str] = []
-    end = 0
-    for index, message in enumerate(transcript):
-        # A handoff's target adds no prompt: the next user message is the next turn's.
-        if message.run_id == run_id or (runs and message.role != "user"):
-            if message.run_id not in runs:
-                runs.append(message.run_id)
-            end = index + 1
-        elif runs:
-            break
-    return runs or [run_id], end
-
-
-async def turn_started(
-    child: WorkflowHandle[Any, Any], sent: asyncio.Future[Any], conversation_id: str
-) -> bool:
-    """Wait until the turn's child run exists (a turn may queue behind the one in flight):
-    ``True`` then, ``False`` when the update ended first without a child (refused)."""
-    pause = 0.02
-    while True:
-        try:
-            # A workflow by that id that is not this conversation's child is not the turn.
-            if (await child.describe()).parent_id == conversation_id:
-                return True
-        except RPCError as exc:
-            if exc.status != RPCStatusCode.NOT_FOUND:
-                raise
-        if sent.done():
-            return sent.cancelled() or sent.exception() is None  # a turn that ran has a child
-        await asyncio.wait([sent], timeout=pause)
-        pause = min(pause * 2, 0.5)

@@ -38,7 +38,7 @@ from temporalio.api.workflowservice.v1 import (
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from golem.workflows.conversation import UPGRADE_SIGNAL
+from golem.wire import names
 
 __all__ = ["VersionStatus", "WorkerDeployment"]
 
@@ -50,7 +50,7 @@ _STATES = {
     WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINING: "draining",
     WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINED: "drained",
 }
-_RUN, _CONVERSATION = "AgentRunWorkflow", "ConversationWorkflow"
+_RUN, _CONVERSATION = names.AGENT_RUN_WORKFLOW, names.CONVERSATION_WORKFLOW
 #: Signals sent at once when waking idle conversations.
 _AT_ONCE = 20
 
@@ -192,7 +192,7 @@ class WorkerDeployment:
         async def wake(conversation_id: str) -> None:
             async with slots:
                 try:
-                    await self.client.get_workflow_handle(conversation_id).signal(UPGRADE_SIGNAL)
+                    await self.client.get_workflow_handle(conversation_id).signal(names.UPGRADE)
                 except RPCError as exc:
                     if exc.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: nothing to move
                         raise

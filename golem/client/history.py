@@ -23,7 +23,6 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError
 
-from golem.activities.cache import MessageCache
 from golem.history.repair import INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT
 from golem.messages import Message, ToolCall, Usage
 from golem.models.base import ModelResponse
@@ -42,8 +41,10 @@ from golem.wire import (
     Stamps,
     ToolCallInput,
     content_digest,
+    names,
 )
-from golem.worker.converter import UNREADABLE
+from golem.wire.cache import MessageCache
+from golem.wire.failures import UNREADABLE
 
 __all__ = ["RequestLog", "RunHistory", "decode_outcome", "decode_result", "run_sources"]
 
@@ -229,8 +230,8 @@ def run_sources(
 
 
 _KINDS: dict[str, tuple[type[Any], type[Any]]] = {
-    "golem.model_request": (ModelCall, ModelResponse),
-    "golem.tool": (ToolCallInput, ToolOutcome),
+    names.MODEL_REQUEST: (ModelCall, ModelResponse),
+    names.TOOL: (ToolCallInput, ToolOutcome),
 }
 
 _OUTCOME: TypeAdapter[Completed | Paused] = TypeAdapter(

@@ -13,7 +13,7 @@ from typing import TypeVar
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from golem.workflows.lineage import SUMMARY
+from golem.wire.lineage import SUMMARY
 
 __all__ = ["start_listed"]
 

@@ -26,9 +26,10 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from golem.client.records import RunRecord, fetch_run, history_reader
 from golem.messages import Message, ToolCall
-from golem.workflows.agent_run import OUTCOME_MEMO, AgentRunWorkflow
+from golem.wire import names
+from golem.wire.lineage import AGENT, CONVERSATION_ID, OWNER, PARENT_RUN_ID
+from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.conversation import ConversationWorkflow
-from golem.workflows.lineage import AGENT, CONVERSATION_ID, OWNER, PARENT_RUN_ID
 
 __all__ = [
     "Approvals",
@@ -73,7 +74,7 @@ class RunInfo:
     async def outcome(self) -> dict[str, Any]:
         """A closed run's outcome memo (``stopReason``, ``output`` shortened, counts); empty
         while it runs."""
-        memo = await self.description.memo_value(OUTCOME_MEMO, None)
+        memo = await self.description.memo_value(names.OUTCOME_MEMO, None)
         return memo if isinstance(memo, dict) else {}
 
 
@@ -238,9 +239,7 @@ async def awaiting_approval(client: Client, run_id: str) -> Approvals:
         conversation = info.parent_workflow_id
     if info.status != "running":
         return Approvals(run_id, conversation, info, [])
-    calls = await client.get_workflow_handle(run_id).query(
-        "golem.pending", result_type=list[ToolCall]
-    )
+    calls = await client.get_workflow_handle(run_id).query(AgentRunWorkflow.pending)
     return Approvals(run_id, conversation, info, list(calls))
 
 

@@ -33,11 +33,11 @@ from golem.wire import (
     RunReport,
     Sources,
     chain_all,
+    names,
     read_pages,
 )
-from golem.workflows.failures import golem_error
-from golem.workflows.report import FAILURE_MEMO
-from golem.workflows.transcript import HistoryReader
+from golem.wire.failures import Evidence, golem_error
+from golem.wire.transcript import HistoryReader
 
 __all__ = [
     "RunRecord",
@@ -48,6 +48,7 @@ __all__ = [
     "history_reader",
     "input_history",
     "lazy_sources",
+    "rebuilt_error",
     "run_error",
     "run_input",
     "run_pager",
@@ -181,9 +182,7 @@ def run_pager(handle: WorkflowHandle[Any, Any]) -> Pager:
     """Pages of a run's conversation through its ``golem.conversation`` query."""
 
     async def page(query: MessagesQuery) -> MessagesPage:
-        page: MessagesPage = await handle.query(
-            "golem.conversation", query, result_type=MessagesPage
-        )
+        page: MessagesPage = await handle.query(names.CONVERSATION, query, result_type=MessagesPage)
         return page
 
     return page
@@ -199,20 +198,36 @@ async def run_error(
     ``converter`` (the client's) reads the evidence of a run its worker could not read."""
 
     async def memo() -> Any:
-        return await (await handle.describe()).memo_value(FAILURE_MEMO, None)
+        return await (await handle.describe()).memo_value(names.FAILURE_MEMO, None)
 
-    error = await failure_of(exc.cause, handle.id, sources, memo)
-    unread = isinstance(error, RunError) and error.stage in UNREAD_STAGES
-    if unread and converter is not None and isinstance(error, RunError) and error.partial is None:
-        # Its worker could not read the run, so it sent no evidence: this reader may.
-        events = handle.fetch_history_events()
-        history = await RunHistory.read(events, converter, upto_unreadable=True)
-        return RunError(error.stage, error.detail, history.evidence(handle.id), handle.id)
-    return error
+    reread = (handle, converter) if converter is not None else None
+    return await failure_of(exc.cause, handle.id, sources, memo, reread)
 
 
 #: Stages of a run its worker could not read (a key it lacks, a damaged blob).
 UNREAD_STAGES = ("codec", "storage")
+
+
+async def rebuilt_error(
+    cause: BaseException | None,
+    run_id: str = "",
+    evidence: Evidence | None = None,
+    memo: Callable[[], Awaitable[Any]] | None = None,
+    reread: tuple[WorkflowHandle[Any, Any], DataConverter] | None = None,
+) -> Exception | None:
+    """The one place the client turns a Temporal failure into golem's exception (by the
+    failure table, golem.wire.failures), the evidence rebuilt by ``evidence``; ``reread``:
+    this client reads the evidence of a run its worker could not read. ``None``: golem did
+    not set that failure, so the caller words it."""
+    error = await golem_error(cause, run_id, evidence, memo)
+    unread = isinstance(error, RunError) and error.stage in UNREAD_STAGES
+    if unread and reread is not None and isinstance(error, RunError) and error.partial is None:
+        # Its worker could not read the run, so it sent no evidence: this reader may.
+        handle, converter = reread
+        events = handle.fetch_history_events()
+        history = await RunHistory.read(events, converter, upto_unreadable=True)
+        return RunError(error.stage, error.detail, history.evidence(handle.id), handle.id)
+    return error
 
 
 async def failure_of(
@@ -220,6 +235,7 @@ async def failure_of(
     run_id: str,
     sources: Sources,
     memo: Callable[[], Awaitable[Any]],
+    reread: tuple[WorkflowHandle[Any, Any], DataConverter] | None = None,
 ) -> Exception:
     """golem's exception for a failed or cancelled run's ``cause``, its evidence rebuilt from
     ``sources``; ``memo`` reads a cancelled run's failure memo."""
@@ -227,7 +243,7 @@ async def failure_of(
     async def evidence(report: RunReport) -> list[Message]:
         return await report.conversation(sources)
 
-    error = await golem_error(cause, run_id, evidence, memo)
+    error = await rebuilt_error(cause, run_id, evidence, memo, reread)
     if error is not None:
         return error
     # Terminated or timed out from outside: the loop never got to say why.

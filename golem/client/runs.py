@@ -29,13 +29,14 @@ from temporalio.service import RPCError
 from golem.approvals import DecisionInput
 from golem.client.decisions import checked_decisions, checked_results
 from golem.client.history import decode_result
-from golem.client.records import lazy_sources, run_error
+from golem.client.records import lazy_sources, rebuilt_error, run_error
 from golem.messages import Message, ToolCall
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream
 from golem.tools import Tool
-from golem.wire import Sources
-from golem.workflows.failures import CannotPause, golem_error
+from golem.wire import Sources, names
+from golem.wire.failures import CannotPause
+from golem.workflows.agent_run import AgentRunWorkflow
 
 __all__ = ["DurableRun"]
 
@@ -70,7 +71,7 @@ class DurableRun(Generic[OutputT]):
         any approvals (and an approval timeout) for the end."""
         if self.may_pause and not final:
             try:
-                paused = await self._paused("golem.outcome")
+                paused = await self._paused(names.OUTCOME)
             except CannotPause:
                 self.may_pause = False
                 if self.on_cannot_pause is not None:
@@ -91,7 +92,7 @@ class DurableRun(Generic[OutputT]):
         reason or arguments the tool would not take; or when the run waits for none of the
         calls, naming what it does."""
         given = await checked_decisions(decisions, by, self.tools, self._waiting)
-        paused = await self._paused("golem.approve", given)
+        paused = await self._paused(names.APPROVE, given)
         return paused if paused is not None else await self._final()
 
     async def complete(self, results: Mapping[str, object], *, by: str = "") -> Result[OutputT]:
@@ -100,11 +101,11 @@ class DurableRun(Generic[OutputT]):
         ``ToolFailed("why")``; the same run goes on. ``ValueError``, nothing sent, for a
         result its tool's ``result_schema`` refuses."""
         given = await checked_results(results, by, self.tools, self._waiting)
-        paused = await self._paused("golem.approve", given)
+        paused = await self._paused(names.APPROVE, given)
         return paused if paused is not None else await self._final()
 
     async def _waiting(self) -> list[ToolCall]:
-        calls: list[ToolCall] = await self.handle.query("golem.pending", result_type=list[ToolCall])
+        calls: list[ToolCall] = await self.handle.query(AgentRunWorkflow.pending)
         return calls
 
     async def _paused(self, update: str, *args: Any) -> Result[OutputT] | None:
@@ -117,7 +118,7 @@ class DurableRun(Generic[OutputT]):
                 raise asyncio.CancelledError from None  # our caller was cancelled (Ctrl-C)
             raise
         except WorkflowUpdateFailedError as exc:
-            error = await golem_error(exc.cause, self.run_id)
+            error = await rebuilt_error(exc.cause, self.run_id)
             if error is not None and not isinstance(error, RunError):
                 raise error from None  # refused: not waiting, or the agent never pauses
             await self._ended(update, exc)
@@ -134,7 +135,7 @@ class DurableRun(Generic[OutputT]):
         status = (await self.handle.describe()).status
         if status == WorkflowExecutionStatus.RUNNING:
             raise exc
-        if update == "golem.approve":
+        if update == names.APPROVE:
             state = status.name.lower() if status is not None else "closed"
             raise ValueError(f"run {self.run_id} has ended ({state}): nothing to approve") from None
 

@@ -18,8 +18,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from golem.history.tokens import TokenCounter
 from golem.messages import Message
 
-__all__ = ["HistoryProcessor", "HistoryProcessorError", "budget_history", "trim_history"]
-
 HistoryProcessor = Callable[[list[Message]], list[Message] | Awaitable[list[Message]]]
 """Rewrites the supplied history once per run; sync or async."""
 

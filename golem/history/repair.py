@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from golem.messages import Message
 from golem.strict_json import is_json_object
 
-__all__ = ["INTERRUPTED_RESULT", "OUTCOME_UNKNOWN_RESULT", "HistoryRepair", "normalize_history"]
-
 INTERRUPTED_RESULT = "interrupted before execution; no result was produced"
 """The neutral text of a synthesized result: the absence of an outcome, not a failure."""
 

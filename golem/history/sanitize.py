@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from golem.history.repair import HistoryRepair, normalize_history
 from golem.messages import Message, Part
 
-__all__ = ["SAFE_URL_SCHEMES", "SanitizeReport", "UnsafePart", "sanitize_history"]
-
 SAFE_URL_SCHEMES = frozenset({"http", "https"})
 """The only URL schemes a sanitized history may name."""
 

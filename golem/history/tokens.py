@@ -12,15 +12,6 @@ from collections.abc import Callable, Iterator, Sequence
 
 from golem.messages import Message
 
-__all__ = [
-    "CHARS_PER_TOKEN",
-    "MESSAGE_OVERHEAD_TOKENS",
-    "PART_TOKENS",
-    "TokenCounter",
-    "estimate_tokens",
-    "tiktoken_counter",
-]
-
 TokenCounter = Callable[[list[Message]], int]
 """Counts the tokens a list of messages costs in a request."""
 

@@ -5,7 +5,7 @@ it ends (a stdio server is started then, and stops then). A call that loses the 
 fails; the executor tries it again per the tool's retry policy, on a new connection. An
 at-most-once call that lost it mid-flight is not tried again: its outcome is unknown.
 Connecting (``initialize``) and each page of the tool list are bounded by the toolset's
-``timeout`` (else ``LIST_TIMEOUT``), as the listing activity is durably.
+``timeout`` (else ``golem.mcp.server.LIST_TIMEOUT``), as the listing activity is durably.
 """
 
 from __future__ import annotations
@@ -13,25 +13,58 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from datetime import timedelta
+from typing import Any, Literal, Protocol
 
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import ValidationError
 
 from golem.mcp.results import LOST_CONNECTION, NOT_RETRYABLE, outcome, rejected
-from golem.mcp.server import LIST_TIMEOUT, MCPServer
 from golem.models.base import ToolDefinition
 from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown, validation_problems
 from golem.toolsets import ToolsetError, ToolsetRefusal
-
-__all__ = ["MCPConnection", "new_client", "with_headers"]
 
 #: Pages of a tool list a run follows before it calls the server's cursor a loop.
 MAX_PAGES = 1000
 
 
-def new_client(server: MCPServer, headers: Mapping[str, str] | None) -> Client:
+class Server(Protocol):
+    """What a connection reads of its server (``MCPServer`` is one; it makes connections,
+    so this module does not import it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def transport(self) -> Literal["stdio", "http"]: ...
+
+    @property
+    def command(self) -> str: ...
+
+    @property
+    def args(self) -> tuple[str, ...]: ...
+
+    @property
+    def env(self) -> Mapping[str, str] | None: ...
+
+    @property
+    def cwd(self) -> str | None: ...
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def list_timeout(self) -> timedelta: ...
+
+    def once(self, remote: str) -> bool: ...
+
+    async def headers_for(self, ctx: RunContext[Any] | None) -> dict[str, str] | None: ...
+
+    def unanswered(self, step: str) -> str: ...
+
+
+def new_client(server: Server, headers: Mapping[str, str] | None) -> Client:
     """An unopened client for ``server``; its responses are never cached (a run reads the
     tool list once and keeps it)."""
     if server.transport == "stdio":
@@ -99,7 +132,7 @@ class _Open:
 class MCPConnection:
     """One run's link to one MCP server, in process."""
 
-    def __init__(self, server: MCPServer, ctx: RunContext[Any]) -> None:
+    def __init__(self, server: Server, ctx: RunContext[Any]) -> None:
         self.server = server
         self.ctx = ctx
         self._open: _Open | None = None
@@ -111,7 +144,7 @@ class MCPConnection:
                 await self._retire(self._open)  # lost while idle: nothing in flight on it
             if self._open is None:
                 headers = await self.server.headers_for(self.ctx)
-                self._open = _Open(self.server.client(headers))
+                self._open = _Open(new_client(self.server, headers))
             opening = self._open
         try:
             async with asyncio.timeout(self._limit):
@@ -128,7 +161,7 @@ class MCPConnection:
     @property
     def _limit(self) -> float:
         """Seconds connecting, and each page of the tool list, may take."""
-        return (self.server.timeout or LIST_TIMEOUT).total_seconds()
+        return self.server.list_timeout.total_seconds()
 
     async def _retire(self, opened: _Open) -> None:
         if self._open is opened:

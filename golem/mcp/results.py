@@ -36,9 +36,6 @@ from golem.messages import Part
 from golem.tools import ToolOutcome
 from golem.toolsets import ToolsetRefusal
 
-__all__ = ["LOST_CONNECTION", "NOT_RETRYABLE", "outcome", "rejected"]
-
-
 #: Error codes a retry of the same call cannot fix (``temporalio.mcp`` fails its activity
 #: for good on them); any other error answer is retried.
 NOT_RETRYABLE = frozenset(

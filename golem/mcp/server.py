@@ -138,9 +138,14 @@ class MCPServer(Toolset):
             )
         return dict(headers)
 
+    @property
+    def list_timeout(self) -> timedelta:
+        """The bound of connecting and of each page of the tool list."""
+        return self.timeout or LIST_TIMEOUT
+
     def unanswered(self, step: str) -> str:
         """That ``step`` (``initialize``, ``tools/list``) got no answer within its bound."""
-        limit = (self.timeout or LIST_TIMEOUT).total_seconds()
+        limit = self.list_timeout.total_seconds()
         bound = "the toolset's timeout" if self.timeout else "golem's default; set timeout="
         return f"MCP server {self.name!r} did not answer {step} within {limit:g} s ({bound})"
 

@@ -1,20 +1,23 @@
 """Models: the protocol, offline models, and provider adapters over httpx."""
 
+from golem.errors import (
+    FallbackError,
+    ModelConnectionError,
+    ModelError,
+    ModelHTTPError,
+    ModelResponseError,
+)
 from golem.models.anthropic import AnthropicModel
 from golem.models.base import (
     FinishReason,
     Model,
-    ModelConnectionError,
-    ModelError,
-    ModelHTTPError,
     ModelRequest,
     ModelResponse,
-    ModelResponseError,
     ModelSettings,
     StreamDelta,
     ToolDefinition,
 )
-from golem.models.fallback import FallbackError, FallbackModel
+from golem.models.fallback import FallbackModel
 from golem.models.function import FunctionModel, ScriptedModel
 from golem.models.gemini import GeminiModel
 from golem.models.infer import infer_model

@@ -16,8 +16,6 @@ from typing import Any
 
 from golem.strict_json import dumps_strict, is_json_object, loads_strict
 
-__all__ = ["args_object", "args_object_text", "args_text"]
-
 
 def args_object(args: str) -> dict[str, Any]:
     """The arguments as a JSON object for the wire; empty arguments are ``{}``."""

@@ -11,19 +11,9 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from golem.errors import ModelError
 from golem.messages import Message, Part
-from golem.models.base import ModelError
 from golem.strict_json import dumps_strict
-
-__all__ = [
-    "base64_text",
-    "data_url",
-    "encode_body",
-    "merge_turns",
-    "system_text",
-    "tool_result_text",
-    "unsupported_part",
-]
 
 
 def encode_body(body: dict[str, Any], provider: str) -> bytes:

@@ -12,20 +12,10 @@ from typing import Any
 
 import httpx
 
+from golem.errors import ModelHTTPError, ModelResponseError
 from golem.models._retry_after import parse_retry_after, retry_info_delay
 from golem.models._sse import ServerSentEvent, event_json
-from golem.models.base import ModelHTTPError, ModelResponseError
 from golem.strict_json import dumps_strict, loads_strict
-
-__all__ = [
-    "error_message",
-    "error_object",
-    "event_data",
-    "http_error",
-    "raise_for_error",
-    "stream_error",
-    "unreadable_answer",
-]
 
 _TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 

@@ -18,21 +18,13 @@ from typing import Any, ClassVar, Protocol
 
 import httpx
 
+from golem.errors import ModelConnectionError, ModelError, ModelResponseError
 from golem.models._body import encode_body
 from golem.models._errors import http_error
 from golem.models._secrets import Secrets
 from golem.models._sse import ServerSentEvent, SSEParser
-from golem.models.base import (
-    ModelConnectionError,
-    ModelError,
-    ModelRequest,
-    ModelResponse,
-    ModelResponseError,
-    StreamDelta,
-)
+from golem.models.base import ModelRequest, ModelResponse, StreamDelta
 from golem.strict_json import TooDeep, loads_strict
-
-__all__ = ["DEFAULT_TIMEOUT", "HTTPModel", "StreamAccumulator"]
 
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 """Connect quickly or fail; a long generation may legitimately take minutes."""

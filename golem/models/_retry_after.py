@@ -11,8 +11,6 @@ from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-__all__ = ["parse_retry_after", "retry_info_delay"]
-
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 
 

@@ -18,9 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from golem.models.base import ModelError, ModelHTTPError
-
-__all__ = ["REDACTED", "Secrets"]
+from golem.errors import ModelError, ModelHTTPError
 
 REDACTED = "***"
 MIN_SECRET_LENGTH = 8

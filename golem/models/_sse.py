@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from golem.models.base import ModelResponseError
+from golem.errors import ModelResponseError
 from golem.strict_json import TooDeep, loads_strict
-
-__all__ = ["SSEParser", "ServerSentEvent", "event_json"]
 
 
 class ServerSentEvent(NamedTuple):

@@ -20,8 +20,6 @@ from golem.models._sse import ServerSentEvent
 from golem.models.base import FinishReason, ModelRequest, ModelResponse, StreamDelta
 from golem.strict_json import loads_strict
 
-__all__ = ["AnthropicModel"]
-
 PROVIDER = "anthropic"
 API_VERSION = "2023-06-01"
 

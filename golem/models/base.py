@@ -14,6 +14,11 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+# Released import paths (0.2.0): the errors live in golem.errors.
+from golem.errors import ModelConnectionError as ModelConnectionError
+from golem.errors import ModelError as ModelError
+from golem.errors import ModelHTTPError as ModelHTTPError
+from golem.errors import ModelResponseError as ModelResponseError
 from golem.messages import Message, Usage
 
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error", "other"]
@@ -95,62 +100,3 @@ class Model(Protocol):
     def request_stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta | ModelResponse]:
         """Yield deltas as they arrive, then the complete :class:`ModelResponse` last."""
         ...
-
-
-class ModelError(Exception):
-    """A model call failed. ``retryable`` says whether the same request may succeed later."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        provider: str = "",
-        retryable: bool = False,
-        retry_after: float | None = None,
-    ) -> None:
-        self.message = message
-        self.provider = provider
-        self.retryable = retryable
-        self.retry_after = retry_after
-        super().__init__(f"{provider}: {message}" if provider else message)
-
-
-class ModelHTTPError(ModelError):
-    """The provider answered with an HTTP error status.
-
-    ``message`` is the provider's own; ``retry_after`` is in seconds (from
-    Retry-After or the provider's hint) or ``None``.
-    """
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        provider: str = "",
-        retryable: bool | None = None,
-        retry_after: float | None = None,
-        body: str = "",
-    ) -> None:
-        self.status = status
-        self.body = body
-        if retryable is None:
-            retryable = status in (408, 409, 429) or status >= 500
-        super().__init__(
-            f"HTTP {status}: {message}",
-            provider=provider,
-            retryable=retryable,
-            retry_after=retry_after,
-        )
-        self.message = message
-
-
-class ModelConnectionError(ModelError):
-    """The provider could not be reached or the connection broke; always retryable."""
-
-    def __init__(self, message: str, *, provider: str = "") -> None:
-        super().__init__(message, provider=provider, retryable=True)
-
-
-class ModelResponseError(ModelError):
-    """The provider's response could not be understood (malformed, truncated, empty)."""

@@ -17,22 +17,10 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from functools import cached_property
 from typing import TypeAlias
 
+from golem.errors import FallbackError as FallbackError  # released path (0.2.0)
 from golem.models import base
-from golem.models.base import Model, ModelError, ModelRequest, ModelResponse, StreamDelta
+from golem.models.base import Model, ModelRequest, ModelResponse, StreamDelta
 from golem.retry import Retry
-
-__all__ = [
-    "FallbackError",
-    "FallbackModel",
-    "FallbackOn",
-    "Link",
-    "chain",
-    "falls_over",
-    "move_on",
-    "plan",
-    "provider_unavailable",
-    "stamp",
-]
 
 #: What ``fallback_on`` takes: a predicate on the error, or the exception types that qualify.
 FallbackOn: TypeAlias = Callable[[Exception], bool] | type[Exception] | tuple[type[Exception], ...]
@@ -46,16 +34,6 @@ def provider_unavailable(exc: Exception) -> bool:
     if isinstance(exc, base.ModelConnectionError):
         return True
     return isinstance(exc, base.ModelHTTPError) and (exc.status in (408, 429) or exc.status >= 500)
-
-
-class FallbackError(ModelError):
-    """Every model of a ``FallbackModel`` failed; ``failures`` pairs each model's name with
-    its last error's text, in the order they were tried."""
-
-    def __init__(self, failures: Sequence[tuple[str, str]]) -> None:
-        self.failures = list(failures)
-        told = "; ".join(f"{name}: {error}" for name, error in self.failures)
-        super().__init__(f"all {len(self.failures)} models failed: {told}")
 
 
 class FallbackModel:

@@ -8,13 +8,12 @@ model.requests[0].messages      # exactly what a provider would have received
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from golem.messages import Message, Usage
 from golem.models.base import ModelRequest, ModelResponse, StreamDelta, ToolDefinition
 from golem.user_functions import call_user_function
-
-__all__ = ["FunctionModel", "ScriptedModel", "estimate_usage"]
 
 Answer = Message | ModelResponse
 AnswerFn = Callable[[list[Message], list[ToolDefinition]], Answer | Awaitable[Answer]]
@@ -23,22 +22,51 @@ StreamFn = Callable[
 ]
 
 
-def estimate_usage(request: ModelRequest, message: Message) -> Usage:
-    """A rough, deterministic usage figure (about 4 characters a token) for offline models."""
-    sent = sum(len(m.content) + sum(len(c.args) for c in m.tool_calls) for m in request.messages)
+def estimate_usage(request: ModelRequest, message: Message, sent: SentChars | None = None) -> Usage:
+    """A rough, deterministic usage figure (about 4 characters a token) for offline models.
+    ``sent`` counts the request's characters (a model keeps one, so a run's growing requests
+    are counted by what each adds)."""
+    chars = (sent or SentChars())(request.messages)
     got = len(message.content) + sum(len(c.name) + len(c.args) for c in message.tool_calls)
-    return Usage(input_tokens=sent // 4 + len(request.messages), output_tokens=got // 4 + 1)
+    return Usage(input_tokens=chars // 4 + len(request.messages), output_tokens=got // 4 + 1)
 
 
-def _as_response(answer: Answer, request: ModelRequest, name: str) -> ModelResponse:
+def _sent_chars(message: Message) -> int:
+    return len(message.content) + sum(len(c.args) for c in message.tool_calls)
+
+
+class SentChars:
+    """The characters of a request's messages, counting again only what follows the last
+    request's messages when they open this one (the very same objects: messages are frozen).
+    A run's requests grow by appending, so a run of n requests costs O(n), not O(n²)."""
+
+    def __init__(self) -> None:
+        self._rest: list[Message] = []
+        self._chars = 0
+
+    def __call__(self, messages: Sequence[Message]) -> int:
+        # The first is counted every time: a run's instructions open each of its requests
+        # as a new system message.
+        head, rest = messages[:1], messages[1:]
+        known = self._rest
+        if len(rest) >= len(known) and all(map(operator.is_, known, rest)):
+            chars = self._chars + sum(map(_sent_chars, rest[len(known) :]))
+        else:  # another run's request, or a history rewritten: count it whole
+            chars = sum(map(_sent_chars, rest))
+        self._rest, self._chars = list(rest), chars
+        return chars + sum(map(_sent_chars, head))
+
+
+def _as_response(
+    answer: Answer, request: ModelRequest, name: str, sent: SentChars | None = None
+) -> ModelResponse:
     if isinstance(answer, ModelResponse):
         return answer
     if answer.role != "assistant":
         raise TypeError(f"{name}: a model answers with an assistant message, not {answer.role}")
     reason = "tool_calls" if answer.tool_calls else "stop"
-    return ModelResponse(
-        message=answer, usage=estimate_usage(request, answer), finish_reason=reason, model_name=name
-    )
+    usage = estimate_usage(request, answer, sent)
+    return ModelResponse(message=answer, usage=usage, finish_reason=reason, model_name=name)
 
 
 async def _stream_whole(response: ModelResponse) -> AsyncIterator[StreamDelta | ModelResponse]:
@@ -52,7 +80,23 @@ async def _stream_whole(response: ModelResponse) -> AsyncIterator[StreamDelta | 
     yield response
 
 
-class FunctionModel:
+class _Offline:
+    """What the offline models share: a name, the requests received, and what they sent."""
+
+    def __init__(self, model_name: str) -> None:
+        self._name = model_name
+        self.requests: list[ModelRequest] = []
+        self._sent = SentChars()
+
+    @property
+    def model_name(self) -> str:
+        return self._name
+
+    def _response(self, answer: Answer, request: ModelRequest) -> ModelResponse:
+        return _as_response(answer, request, self._name, self._sent)
+
+
+class FunctionModel(_Offline):
     """A model whose answers come from ``fn(messages, tools)`` (sync, run in a thread, or
     async).
 
@@ -63,14 +107,9 @@ class FunctionModel:
     def __init__(
         self, fn: AnswerFn, stream_fn: StreamFn | None = None, *, model_name: str = "function"
     ) -> None:
+        super().__init__(model_name)
         self.fn = fn
         self.stream_fn = stream_fn
-        self._name = model_name
-        self.requests: list[ModelRequest] = []
-
-    @property
-    def model_name(self) -> str:
-        return self._name
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
@@ -78,7 +117,7 @@ class FunctionModel:
         answer = await call_user_function(
             self.fn, list(request.messages), list(request.tools), what=f"model {self._name}"
         )
-        return _as_response(answer, request, self._name)
+        return self._response(answer, request)
 
     async def request_stream(
         self, request: ModelRequest
@@ -93,7 +132,7 @@ class FunctionModel:
             yield item
 
 
-class ScriptedModel:
+class ScriptedModel(_Offline):
     """A model that gives its scripted answers in order and fails when they run out.
 
     An entry may be a ``Message``, a ``ModelResponse`` or an exception to raise.
@@ -102,13 +141,8 @@ class ScriptedModel:
     def __init__(
         self, answers: Sequence[Answer | BaseException], *, model_name: str = "scripted"
     ) -> None:
+        super().__init__(model_name)
         self.answers = list(answers)
-        self._name = model_name
-        self.requests: list[ModelRequest] = []
-
-    @property
-    def model_name(self) -> str:
-        return self._name
 
     def _next(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
@@ -121,7 +155,7 @@ class ScriptedModel:
         answer = self.answers[len(self.requests) - 1]
         if isinstance(answer, BaseException):
             raise answer
-        return _as_response(answer, request, self._name)
+        return self._response(answer, request)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         return self._next(request)

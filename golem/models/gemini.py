@@ -24,8 +24,6 @@ from golem.models._http import HTTPModel
 from golem.models._sse import ServerSentEvent
 from golem.models.base import FinishReason, ModelRequest, ModelResponse, StreamDelta
 
-__all__ = ["GeminiModel", "mint_call_id"]
-
 PROVIDER = "gemini"
 
 _FILTERED = {

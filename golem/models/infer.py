@@ -14,8 +14,6 @@ from golem.models.gemini import GeminiModel
 from golem.models.openai import OpenAIChatModel
 from golem.models.openai_responses import OpenAIResponsesModel
 
-__all__ = ["KNOWN_PREFIXES", "infer_model"]
-
 _FACTORIES: dict[str, Callable[[str], Model]] = {
     "openai": OpenAIChatModel,
     "openai-responses": OpenAIResponsesModel,

@@ -17,8 +17,6 @@ from golem.models._http import HTTPModel
 from golem.models._sse import ServerSentEvent
 from golem.models.base import FinishReason, ModelRequest, ModelResponse, StreamDelta
 
-__all__ = ["OpenAIChatModel", "OpenAIEndpoint"]
-
 PROVIDER = "openai"
 
 # Chat Completions names its finish reasons as golem does, but for the legacy function_call

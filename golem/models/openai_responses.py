@@ -23,8 +23,6 @@ from golem.models._sse import ServerSentEvent
 from golem.models.base import FinishReason, ModelRequest, ModelResponse, StreamDelta
 from golem.models.openai import OpenAIEndpoint
 
-__all__ = ["ENCRYPTED_REASONING", "OpenAIResponsesModel", "parse_response", "response_items"]
-
 PROVIDER = "openai-responses"
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 """The ``include`` value that returns reasoning as a payload the client can replay."""

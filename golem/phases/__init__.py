@@ -5,9 +5,7 @@ runs them in order; each is tested alone with a fake executor (tests/test_agent_
 
 from __future__ import annotations
 
-from golem.results import Stage
-
-__all__ = ["Stop"]
+from golem.errors import Stage
 
 
 class Stop(Exception):

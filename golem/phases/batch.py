@@ -41,8 +41,6 @@ from golem.run_state import AgentSpec
 from golem.tools import RunContext, Tool, ToolOutcome, ToolOutcomeUnknown, raised, tool_message
 from golem.usage import Budget
 
-__all__ = ["DENIED_RESULT", "NO_DECISION_RESULT", "BatchOutcome", "CallResult", "ToolBatch"]
-
 #: The failed result a denied approval leaves.
 DENIED_RESULT = "the user denied this tool call; it was not executed"
 #: The failed result of a client-run tool's call approved without the application's result.

@@ -8,13 +8,12 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from golem.errors import PartialResult
 from golem.messages import Message, ToolCall
 from golem.phases import Stop
-from golem.results import PartialResult, Result
+from golem.results import Result
 from golem.run_state import RunState
 from golem.tools import validation_problems
-
-__all__ = ["CORRECTION", "Decoder", "partial", "result"]
 
 CORRECTION = (
     "Your answer does not match the required output format: {problems}. "
@@ -68,19 +67,12 @@ def result(
     """A finished run (or a paused one, with ``pending`` calls: those ``external`` names
     wait for the application, the others for a person)."""
     waiting = list(pending or [])
-    return Result(
-        output=output,
-        messages=list(state.messages),
-        usage=state.usage,
-        run_id=state.run_id,
-        conversation_id=state.conversation_id,
-        requests=state.requests,
-        tool_calls=state.tool_calls,
+    return Result.of(
+        state,
+        output,
+        state.messages,
         pending_approvals=[c for c in waiting if c.id not in external],
         pending_calls=[c for c in waiting if c.id in external],
-        agent=state.agent,
-        sub_runs=list(state.sub_runs),
-        descendants=state.descendants,
     )
 
 

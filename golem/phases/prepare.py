@@ -13,30 +13,10 @@ from golem.executor import Executor
 from golem.history.repair import normalize_history
 from golem.messages import Decision, HistoryError, Message, Part, ToolCall, validate_history
 from golem.phases import Stop
-from golem.run_state import AgentSpec, RunInput
+from golem.run_state import AgentSpec, RunInput, resolve_conversation_id
 from golem.tools import RunContext
 from golem.toolsets import RunTools, Toolset, ToolsetTool, with_tools
 from golem.user_functions import describe
-
-__all__ = [
-    "ApprovalPlan",
-    "as_decision",
-    "checked_approvals",
-    "instructions",
-    "plan_approvals",
-    "process_history",
-    "prompt",
-    "repaired",
-    "resolve_conversation_id",
-    "toolsets",
-]
-
-
-def resolve_conversation_id(history: Sequence[Message], explicit: str | None) -> str:
-    """The explicit id, else the one the newest identified message carries, else ``""``."""
-    if explicit:
-        return explicit
-    return next((m.conversation_id for m in reversed(history) if m.conversation_id), "")
 
 
 def identity(inputs: RunInput, executor: Executor) -> tuple[str, str]:

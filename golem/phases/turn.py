@@ -12,8 +12,6 @@ from golem.phases import Stop
 from golem.run_state import AgentSpec, DeltaSink, RunState
 from golem.tools import RunContext
 
-__all__ = ["TurnDeltas", "build_request", "check_limits", "request"]
-
 _DELTA_EVENTS = {"text": "text_delta", "thinking": "thinking_delta", "tool_call": "tool_call_delta"}
 
 

@@ -7,6 +7,13 @@ one casing (camelCase), readable JSON in the Temporal UI and CLI.
 - ``golem.wire.conversations``: a conversation workflow's turns and state;
 - ``golem.wire.streams``: a run's live-stream items.
 
+and what the three durable sides (workflows, activities, client) share besides payloads:
+
+- ``golem.wire.names``: every workflow, handler, activity, topic, search attribute and
+  ``ApplicationError`` type name;
+- ``golem.wire.failures``: the table from a Temporal failure to golem's exception;
+- ``golem.wire.lineage``: the search attributes and summaries every run carries.
+
 See docs/adr/0015-wire-format.md.
 """
 

@@ -19,7 +19,7 @@ messages; its reader puts the base first.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
@@ -252,28 +252,6 @@ class RunReport(Tagged):
         """The run's stamps: what its own messages carry (left out of ``messages``)."""
         return Stamps(run_id=self.run_id, conversation_id=self.conversation_id)
 
-    def _result(
-        self,
-        messages: list[Message],
-        output: Any,
-        pending: list[ToolCall],
-        pending_runs: dict[str, str] | None = None,
-    ) -> Result[Any]:
-        return Result(
-            output=output,
-            messages=messages,
-            usage=self.usage,
-            run_id=self.run_id,
-            conversation_id=self.conversation_id,
-            requests=self.requests,
-            tool_calls=self.tool_calls,
-            pending_approvals=pending,
-            pending_runs=dict(pending_runs or {}),
-            agent=self.agent,
-            sub_runs=list(self.sub_runs),
-            descendants=self.descendants,
-        )
-
     def partial(self, messages: list[Message]) -> PartialResult:
         return PartialResult(
             messages=messages,
@@ -298,7 +276,7 @@ class Completed(RunReport):
 
     def result(self, messages: list[Message], output: Any) -> Result[Any]:
         """The ``Result`` this stands for, given its conversation and its typed output."""
-        return self._result(messages, output, [])
+        return Result.of(self, output, messages)
 
     @property
     def spent(self) -> Spent:
@@ -336,14 +314,14 @@ class Paused(RunReport):
 
     def result(self, messages: list[Message]) -> Result[Any]:
         """The ``Result`` this stands for: no output yet, the calls that wait."""
-        result = self._result(messages, None, list(self.pending_approvals), self.pending_runs)
-        if not self.external:
-            return result
-        waiting = result.pending_approvals
-        return replace(
-            result,
-            pending_approvals=[c for c in waiting if c.id not in self.external],
-            pending_calls=[c for c in waiting if c.id in self.external],
+        waiting, external = self.pending_approvals, self.external
+        return Result.of(
+            self,
+            None,
+            messages,
+            pending_approvals=[c for c in waiting if c.id not in external],
+            pending_calls=[c for c in waiting if c.id in external],
+            pending_runs=self.pending_runs,
         )
 
 

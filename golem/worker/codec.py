@@ -24,17 +24,10 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
-from golem.worker.converter import DECRYPTION_ERROR, ENV_VAR, KEY_ID, UNDECRYPTED, DecryptionError
 from golem.worker.converter import ENCRYPTED as ENCODING
+from golem.worker.converter import ENV_VAR, KEY_ID, UNDECRYPTED, DecryptionError
 
-__all__ = [
-    "DECRYPTION_ERROR",
-    "ENCODING",
-    "ENV_VAR",
-    "KEY_ID",
-    "DecryptionError",
-    "EncryptionCodec",
-]
+__all__ = ["ENCODING", "ENV_VAR", "KEY_ID", "DecryptionError", "EncryptionCodec"]
 
 _NONCE = 12
 #: What ``GOLEM_ENCRYPTION_KEY`` holds, as its errors say.

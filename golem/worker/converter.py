@@ -32,13 +32,10 @@ from temporalio.converter import (
 from temporalio.exceptions import ApplicationError
 
 from golem.storage import unreadable_blob
+from golem.wire import names
 from golem.worker import stream_wire
 
 __all__ = [
-    "BAD_PAYLOAD",
-    "DECRYPTION_ERROR",
-    "STORAGE_ERROR",
-    "UNREADABLE",
     "DecryptionError",
     "GolemEncodedFailureConverter",
     "GolemFailureConverter",
@@ -46,16 +43,6 @@ __all__ = [
     "golem_data_converter",
 ]
 
-#: ``ApplicationError.type`` of a payload that does not decode as the type golem expects.
-BAD_PAYLOAD = "GolemBadPayload"
-#: ``ApplicationError.type`` of an encrypted payload this process cannot decrypt: no key at
-#: all, or not the one it was sealed with (a run fails with it at stage ``codec``).
-DECRYPTION_ERROR = "GolemDecryptionError"
-#: ``ApplicationError.type`` of a stored payload the store cannot give back as written
-#: (missing, another size, another SHA-256): a run fails with it at stage ``storage``.
-STORAGE_ERROR = "GolemStoredPayloadUnreadable"
-#: The failures of a payload a reader cannot read (a key it lacks, a damaged blob).
-UNREADABLE = (DECRYPTION_ERROR, STORAGE_ERROR)
 #: ``encoding`` metadata of an encrypted payload (golem.worker.codec writes it).
 ENCRYPTED = b"binary/encrypted"
 #: Metadata key naming the key a payload was encrypted with.
@@ -95,7 +82,7 @@ class CompactJSONPayloadConverter(PydanticJSONPlainPayloadConverter):
             name = getattr(type_hint, "__name__", str(type_hint))
             raise ApplicationError(
                 f"the payload does not decode as {name}: {_problems(exc, payload.data)}",
-                type=BAD_PAYLOAD,
+                type=names.BAD_PAYLOAD,
                 non_retryable=True,
             ) from None
 
@@ -126,7 +113,7 @@ class DecryptionError(ApplicationError):
     of retrying the task forever against a key it will never have."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(message, type=DECRYPTION_ERROR, non_retryable=True)
+        super().__init__(message, type=names.DECRYPTION_ERROR, non_retryable=True)
 
 
 def sealed_error(payload: temporalio.api.common.v1.Payload) -> DecryptionError:
@@ -152,7 +139,7 @@ def sealed_error(payload: temporalio.api.common.v1.Payload) -> DecryptionError:
 
 def codec_problem(exc: BaseException) -> str | None:
     """What a decryption failure means, in one line (``None`` for any other error)."""
-    if isinstance(exc, ApplicationError) and exc.type == DECRYPTION_ERROR:
+    if isinstance(exc, ApplicationError) and exc.type == names.DECRYPTION_ERROR:
         return exc.message
     return None
 
@@ -167,7 +154,7 @@ def unreadable_error(
         if payload.metadata.get("encoding") == ENCRYPTED:
             return sealed_error(payload)
         if (why := unreadable_blob(payload)) is not None:
-            return ApplicationError(why, type=STORAGE_ERROR, non_retryable=True)
+            return ApplicationError(why, type=names.STORAGE_ERROR, non_retryable=True)
     return None
 
 

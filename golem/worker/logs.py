@@ -19,7 +19,7 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
-from golem.wire import Completed, Failed, RunReport
+from golem.wire import Completed, Failed, RunReport, names
 
 __all__ = ["RunLogInterceptor", "configure_logging", "install_activity_failure_filter", "logger"]
 
@@ -65,7 +65,7 @@ def _first_line(text: str) -> str:
 class _RunLog(WorkflowInboundInterceptor):
     async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
         info = workflow.info()
-        if info.workflow_type != "AgentRunWorkflow" or not input.args:
+        if info.workflow_type != names.AGENT_RUN_WORKFLOW or not input.args:
             return await super().execute_workflow(input)
         run_input = input.args[0]
         conversation = getattr(getattr(run_input, "run", None), "conversation_id", "") or "-"
@@ -102,7 +102,7 @@ class _OneLineActivityFailure(logging.Filter):
             return True
         activity = getattr(record, "temporal_activity", None) or {}
         kind = str(activity.get("activity_type", ""))
-        if not kind.startswith(("golem.", "temporalio.mcp.")) or not record.exc_info:
+        if not kind.startswith(("golem.", names.MCP_ACTIVITY_PREFIX)) or not record.exc_info:
             return True
         error = record.exc_info[1]
         text = error.message if isinstance(error, FailureError) else str(error)

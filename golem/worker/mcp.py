@@ -35,15 +35,14 @@ from temporalio.worker import (
 )
 
 from golem.activities import check_size
-from golem.activities.cache import MessageCache
 from golem.agent import Agent
 from golem.mcp.connection import new_client, with_headers
 from golem.mcp.results import outcome
 from golem.mcp.server import MCPServer
 from golem.tools import RunContext
 from golem.toolsets import ToolsetRefusal
-from golem.wire import RunOfCall
-from golem.workflows.mcp import ACTIVITY_PREFIX, PROTOCOL_ERROR
+from golem.wire import RunOfCall, names
+from golem.wire.cache import MessageCache
 
 __all__ = ["MCPHeartbeats", "mcp_plugin", "servers_of"]
 
@@ -119,7 +118,7 @@ class MCPHeartbeats(Interceptor):
     the worker's message cache (the run's next model call names it by digest)."""
 
     def __init__(self, servers: Sequence[str], cache: MessageCache) -> None:
-        self.prefixes = tuple(f"{ACTIVITY_PREFIX}{name}." for name in servers)
+        self.prefixes = tuple(f"{names.MCP_ACTIVITY_PREFIX}{name}." for name in servers)
         self.cache = cache
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
@@ -143,16 +142,18 @@ class _Heartbeating(ActivityInboundInterceptor):
         finally:
             if not work.done():
                 work.cancel()
-        server, _, operation = info.activity_type.removeprefix(ACTIVITY_PREFIX).rpartition(".")
+        server, _, operation = info.activity_type.removeprefix(
+            names.MCP_ACTIVITY_PREFIX
+        ).rpartition(".")
         step = _step(operation, input.args)
         try:
             result = work.result()
         except ApplicationError as exc:
-            if exc.type == PROTOCOL_ERROR and exc.message == INVALID_RESPONSE:
+            if exc.type == names.MCP_PROTOCOL_ERROR and exc.message == INVALID_RESPONSE:
                 raise ApplicationError(
                     f"MCP server {server!r} answered {step} with a malformed result: "
                     f"{_problems(exc.details)}",
-                    type=PROTOCOL_ERROR,
+                    type=names.MCP_PROTOCOL_ERROR,
                     non_retryable=True,
                 ) from exc
             raise

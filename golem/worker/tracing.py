@@ -45,6 +45,7 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
+from golem.wire import names
 from golem.workflows import registry
 
 __all__ = [
@@ -185,7 +186,7 @@ class _RunSpan(WorkflowInboundInterceptor):
         info = workflow.info()
         run_input = input.args[0] if input.args else None
         run = getattr(run_input, "run", None)
-        if info.workflow_type != "AgentRunWorkflow" or run is None:
+        if info.workflow_type != names.AGENT_RUN_WORKFLOW or run is None:
             return await super().execute_workflow(input)
         agent: str = run_input.agent  # type: ignore[union-attr]
         run_id = run.run_id or info.workflow_id
@@ -220,9 +221,9 @@ class _RunSpan(WorkflowInboundInterceptor):
 class _ActivitySpans(ActivityInboundInterceptor):
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         info = activity.info()
-        if info.activity_type == "golem.model_request":
+        if info.activity_type == names.MODEL_REQUEST:
             return await self._model_request(input)
-        if info.activity_type == "golem.tool":
+        if info.activity_type == names.TOOL:
             return await self._tool(input)
         return await super().execute_activity(input)
 

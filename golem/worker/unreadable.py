@@ -36,7 +36,8 @@ from temporalio.worker import (
 )
 from temporalio.workflow import _Definition
 
-from golem.worker.converter import UNREADABLE
+from golem.wire import names
+from golem.wire.failures import UNREADABLE
 
 __all__ = ["EndingUnreadableRuns", "unreadable_failure"]
 logger = logging.getLogger("golem.worker")
@@ -89,7 +90,7 @@ class EndingUnreadableRuns(WorkflowRunner):
             return
         self._ending.add(run_id)
         client = self.client
-        failure = json.dumps({"golemFailure": {"type": kind, "message": message}}).encode()
+        failure = json.dumps({names.FAILURE_MEMO: {"type": kind, "message": message}}).encode()
         # Plain JSON, never sealed: its reader may hold the key this worker lacks.
         details = Payloads(payloads=[Payload(metadata={"encoding": b"json/plain"}, data=failure)])
         request = TerminateWorkflowExecutionRequest(

@@ -2,7 +2,8 @@
 
 ``run_agent`` runs an agent from inside any workflow (a child run, or inline)."""
 
-from golem.workflows.agent_run import RUN_ERROR, AgentRunWorkflow, TemporalExecutor
+from golem.wire.names import RUN_ERROR
+from golem.workflows.agent_run import AgentRunWorkflow, TemporalExecutor
 from golem.workflows.compose import run_agent
 from golem.workflows.conversation import ConversationWorkflow
 

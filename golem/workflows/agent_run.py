@@ -25,30 +25,31 @@ with workflow.unsafe.imports_passed_through():
 
     from golem.agent import Agent
     from golem.events import RunEvent
-    from golem.loop import RunInput, RunLoop, RunState
+    from golem.loop import RunLoop
     from golem.messages import Message, ToolCall
     from golem.phases import finish
     from golem.results import Result, RunError
+    from golem.run_state import RunInput, RunState
     from golem.tools import validation_problems
-    from golem.wire import AgentRunInput, Completed, MessagesPage, MessagesQuery, Paused
-    from golem.workflows import lineage, registry
-    from golem.workflows.approvals import CANNOT_PAUSE, PAUSED_SIGNAL, ApprovalGate
-    from golem.workflows.executor import TemporalExecutor
-    from golem.workflows.report import (
-        FAILURE_MEMO,
-        OUTCOME_MEMO,
-        RUN_ERROR,
-        Progress,
-        Reporter,
-        details,
-        failure_error,
-        memo,
+    from golem.wire import (
+        AgentRunInput,
+        Completed,
+        MessagesPage,
+        MessagesQuery,
+        Paused,
+        lineage,
+        names,
     )
+    from golem.wire.failures import failure_error
+    from golem.workflows import registry
+    from golem.workflows.approvals import ApprovalGate
+    from golem.workflows.executor import TemporalExecutor
+    from golem.workflows.report import Progress, Reporter, details, memo
     from golem.workflows.streams import RunStreamHost
     from golem.workflows.turns import Verdict
 
 
-__all__ = ["FAILURE_MEMO", "OUTCOME_MEMO", "RUN_ERROR", "AgentRunWorkflow", "TemporalExecutor"]
+__all__ = ["AgentRunWorkflow", "TemporalExecutor"]
 
 
 #: Exceptions that fail an ``AgentRunWorkflow`` instead of its workflow task, which Temporal
@@ -77,7 +78,7 @@ def _setup(input: AgentRunInput) -> tuple[Agent[Any, Any], RunInput]:
     try:
         agent = registry.lookup(info.task_queue, input.agent)
     except LookupError as exc:
-        raise ApplicationError(str(exc), type=registry.UNKNOWN_AGENT, non_retryable=True) from None
+        raise ApplicationError(str(exc), type=names.UNKNOWN_AGENT, non_retryable=True) from None
     run = input.run
     if input.base is not None and (agent.history_processor is not None or run.history):
         # A history processor must see the whole history: such runs get it by value.
@@ -101,7 +102,7 @@ def _setup(input: AgentRunInput) -> tuple[Agent[Any, Any], RunInput]:
     return agent, run
 
 
-@workflow.defn(name="AgentRunWorkflow", failure_exception_types=FAILURE_TYPES)
+@workflow.defn(name=names.AGENT_RUN_WORKFLOW, failure_exception_types=FAILURE_TYPES)
 class AgentRunWorkflow:
     """One agent run. Workflow id = run id; fails with ``GolemRunError`` details on failure."""
 
@@ -190,7 +191,7 @@ class AgentRunWorkflow:
         state = self._state()
         progress = self._executor.progress if self._executor else Progress()
         summary = memo(state, progress, outcome.split(":")[0], output)
-        workflow.upsert_memo({OUTCOME_MEMO: summary, **(more or {})})
+        workflow.upsert_memo({names.OUTCOME_MEMO: summary, **(more or {})})
         workflow.set_current_details(details(state, state.turn, progress, outcome))
 
     async def _running(self, work: Awaitable[Result[Any]], report: Reporter) -> Result[Any]:
@@ -214,9 +215,7 @@ class AgentRunWorkflow:
 
     # A run that fails before it starts (bad input) leaves it waiting: the client then reads
     # the failure from the result, so abandoning it is right.
-    @workflow.update(
-        name="golem.outcome", unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON
-    )
+    @workflow.update(name=names.OUTCOME, unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
     async def outcome(self) -> Paused | None:
         """Returns once the run waits for approvals (its paused output) or ends (None)."""
         await workflow.wait_condition(lambda: self._gate is not None)
@@ -236,11 +235,11 @@ class AgentRunWorkflow:
         if agent is not None and not agent.may_pause:
             raise ApplicationError(
                 f"agent {name!r} has no tool that needs approval: its runs never pause",
-                type=CANNOT_PAUSE,
+                type=names.CANNOT_PAUSE,
                 non_retryable=True,
             )
 
-    @workflow.update(name="golem.approve")
+    @workflow.update(name=names.APPROVE)
     async def approve(self, decisions: dict[str, Verdict]) -> Paused | Completed | None:
         """Decide pending calls; answers what they did once the run pauses again (``Paused``)
         or ends (``Completed``; ``None``: it failed), with the decisions recorded."""
@@ -253,21 +252,21 @@ class AgentRunWorkflow:
             raise ApplicationError("the run has not started yet", non_retryable=True)
         self._gate.check(decisions)
 
-    @workflow.signal(name="golem.decide")
+    @workflow.signal(name=names.DECIDE)
     async def decide(self, decisions: dict[str, Verdict | None]) -> None:
         """Decisions from a parent workflow (which cannot send updates) or a caller; ``None``:
         the parent's approval timeout ran out first."""
         if self._gate is not None:
             await self._gate.decide(decisions)
 
-    @workflow.signal(name=PAUSED_SIGNAL)
+    @workflow.signal(name=names.PAUSED)
     async def below_paused(self, report: Paused) -> None:
         """A run this one delegated to waits for approvals now (or no more)."""
         await workflow.wait_condition(lambda: self._gate is not None)
         assert self._gate is not None
         await self._gate.reported(report)
 
-    @workflow.query(name="golem.pending")
+    @workflow.query(name=names.PENDING)
     def pending(self) -> list[ToolCall]:
         """The calls waiting for a person now (those of the runs below it included)."""
         return list(self._gate.waiting) if self._gate else []
@@ -287,14 +286,14 @@ class AgentRunWorkflow:
             details(self._loop.state, self._turn, self._executor.progress, pending=pending)
         )
 
-    @workflow.query(name="golem.messages")
+    @workflow.query(name=names.MESSAGES)
     def messages(self, query: MessagesQuery) -> MessagesPage:
         """The current model request's messages ``[since, upto)``, one page (≤ ~1 MB)."""
         if self._executor is None:
             return MessagesPage.of([], query)
         return self._executor.shipper.page(query)
 
-    @workflow.query(name="golem.conversation")
+    @workflow.query(name=names.CONVERSATION)
     def conversation(self, query: MessagesQuery) -> MessagesPage:
         """The conversation ``[since, upto)``, one page: a running run's, or a closed run's
         (its evidence, when it failed) whose outcome was too big to carry it (``Paged``)."""

@@ -49,37 +49,15 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from golem.approvals import check_edits
     from golem.messages import Decision, ToolCall
-    from golem.wire import Completed, Paused
-    from golem.workflows import lineage
+    from golem.wire import Completed, Paused, lineage, names
     from golem.workflows.patches import READABLE_APPROVALS, VISIBLE_APPROVALS, patched
     from golem.workflows.turns import Pause, Verdict, timed_out
 
-__all__ = [
-    "CANNOT_PAUSE",
-    "INVALID_DECISION",
-    "NOT_PAUSED",
-    "PAUSED_SIGNAL",
-    "ApprovalGate",
-    "recorded",
-    "refuse_invalid_edits",
-]
+__all__ = ["ApprovalGate", "recorded", "refuse_invalid_edits"]
 
-#: Signal a run sends its parent (a conversation) when it starts waiting for approvals.
-PAUSED_SIGNAL = "golem.paused"
-#: ``ApplicationError.type`` of a ``golem.outcome`` update refused (nothing recorded)
-#: because the run's agent has no tool that needs approval: read the result instead.
-CANNOT_PAUSE = "GolemCannotPause"
-#: ``ApplicationError.type`` of an approval refused (nothing recorded): nothing waits, the
-#: calls are not pending or decided already, or the approval timeout ran out first.
-NOT_PAUSED = "GolemNotPaused"
 #: How long a waiting run's labelled timer runs when no approval timeout bounds the wait
 #: (then it starts again): only there to carry the label into the UI's timeline.
 LABEL_PERIOD = timedelta(days=1)
-
-
-#: ``ApplicationError.type`` of a decision refused (nothing recorded) because its edited
-#: arguments are not what the tool takes.
-INVALID_DECISION = "GolemInvalidDecision"
 
 
 def recorded(verdict: Verdict | None) -> Decision | None:
@@ -102,12 +80,12 @@ def refuse_invalid_edits(
         check_edits(validators, calls, edits)
     except ValueError as exc:
         raise ApplicationError(
-            f"{where}: {exc}", type=INVALID_DECISION, non_retryable=True
+            f"{where}: {exc}", type=names.INVALID_DECISION, non_retryable=True
         ) from None
 
 
 def _not_paused(message: str) -> ApplicationError:
-    return ApplicationError(message, type=NOT_PAUSED, non_retryable=True)
+    return ApplicationError(message, type=names.NOT_PAUSED, non_retryable=True)
 
 
 class ApprovalGate:
@@ -242,7 +220,7 @@ class ApprovalGate:
             target = parent.workflow_id
         else:
             return
-        await workflow.get_external_workflow_handle(target).signal(PAUSED_SIGNAL, report)
+        await workflow.get_external_workflow_handle(target).signal(names.PAUSED, report)
 
     async def reported(self, report: Paused) -> None:
         """A run below this one waits for ``report.pending_approvals`` now (none: no more)."""
@@ -313,7 +291,7 @@ class ApprovalGate:
                 routed[below[call]][call] = decision
         for run, given in routed.items():
             try:
-                await workflow.get_external_workflow_handle(run).signal("golem.decide", given)
+                await workflow.get_external_workflow_handle(run).signal(names.DECIDE, given)
             except Exception:  # it ended meanwhile: its end settles its calls anyway
                 workflow.logger.info("run %s ended before its decisions", run)
         for child, report in list(self.below.items()):  # until it reports again

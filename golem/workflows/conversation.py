@@ -20,7 +20,7 @@ and performs the effects it asks for. Turns are serialized in arrival order. The
 continues as new when the server suggests it (or after ``turns_per_run`` turns), once no
 turn is in flight and none waits for approvals, carrying the transcript and the run list:
 by value while small, else by reference to the workflow runs that hold them
-(``golem.workflows.transcript``, docs/adr/0012-transcript-by-reference.md). Meanwhile new
+(``golem.wire.transcript``, docs/adr/0012-transcript-by-reference.md). Meanwhile new
 turns are refused (``CONTINUING``) and ``DurableConversation.send`` sends them again, to
 the next run. A send retried after the switch is refused as ``RECORDED`` (Temporal dedups
 update ids per run only) and the client answers with that turn's run; a turn whose run id
@@ -55,28 +55,22 @@ with workflow.unsafe.imports_passed_through():
         MessagesQuery,
         TurnInput,
         TurnOutput,
+        lineage,
+        names,
     )
     from golem.wire import Paused as PausedRun
-    from golem.workflows import lineage, registry
+    from golem.wire.transcript import Transcript
+    from golem.workflows import children, registry
     from golem.workflows.agent_run import AgentRunWorkflow
-    from golem.workflows.approvals import INVALID_DECISION, PAUSED_SIGNAL, refuse_invalid_edits
+    from golem.workflows.approvals import refuse_invalid_edits
+    from golem.workflows.conversation_run import IdleTimeout, carried_input, details, summary
     from golem.workflows.patches import CONTINUED_SUMMARY, patched
-    from golem.workflows.transcript import Transcript
     from golem.workflows.turn_runs import (
-        CLOSED,
-        CONTINUING,
-        RECORDED,
-        WAITING,
-        Handoffs,
-        IdleTimeout,
         by_reference,
-        carried_input,
         child_input,
-        details,
         paused_output,
         refused,
         start_refusal,
-        summary,
         turn_outcome,
     )
     from golem.workflows.turns import (
@@ -95,26 +89,12 @@ with workflow.unsafe.imports_passed_through():
     )
 
 __all__ = [
-    "CLOSED",
-    "CONTINUING",
-    "RECORDED",
-    "SUMMARY_MEMO",
-    "UPGRADE_SIGNAL",
-    "WAITING",
     "ConversationInput",
     "ConversationSummary",
     "ConversationWorkflow",
     "TurnInput",
     "TurnOutput",
 ]
-
-#: Memo key of a continued conversation's summary (Temporal keeps no static summary across
-#: continue-as-new; the memo crosses it and the UI shows it with no worker answering).
-SUMMARY_MEMO = "golemSummary"
-
-#: Wakes an idle conversation to move to its deployment's target version, if that changed
-#: (``golem deploy`` sends it; docs/adr/0020-versioned-deploys.md).
-UPGRADE_SIGNAL = "golem.upgrade"
 
 
 def _now() -> float:
@@ -143,25 +123,20 @@ def _reference(input: ConversationInput) -> tuple[bool, str]:
         return False, str(exc)
 
 
-@workflow.defn(name="ConversationWorkflow")
+@workflow.defn(name=names.CONVERSATION_WORKFLOW)
 class ConversationWorkflow:
     """A durable conversation. Workflow id = conversation id."""
 
     @workflow.init
     def __init__(self, input: ConversationInput) -> None:
         self._agent = input.agent
-        self._handoffs = Handoffs(input.current_agent or input.agent)
         self._transcript = Transcript(input)
         self._turns_per_run = input.turns_per_run
         known = {run: input.fingerprints.get(run, "") for run in [*input.recent, *input.runs]}
-        self._turns = Turns(input.turns_per_run, known)
+        self._turns = Turns(input.turns_per_run, known, input.current_agent or input.agent)
         self._reference, self._unknown = _reference(input)
         self._tickets = 0
         self._answers: dict[int, TurnOutput | ConversationSummary | ApplicationError] = {}
-        self._sent: dict[str, TurnInput] = {}  # accepted turns whose runs have not started
-        self._start = 0  # where the turn in flight begins in the transcript
-        self._paused: PausedRun | None = None  # the turn in flight's latest pause
-        self._outcome: TurnOutput | ApplicationError | None = None  # of the turn that ended
         self._tasks: set[asyncio.Task[None]] = set()  # held: the loop keeps weak references
         self._idle = IdleTimeout(input.idle_timeout)
         self._standing: dict[str, Decision] = dict(input.standing)  # tools approved always
@@ -170,7 +145,7 @@ class ConversationWorkflow:
     @workflow.run
     async def run(self, input: ConversationInput) -> ConversationSummary:
         if self._unknown:
-            raise ApplicationError(self._unknown, type=registry.UNKNOWN_AGENT, non_retryable=True)
+            raise ApplicationError(self._unknown, type=names.UNKNOWN_AGENT, non_retryable=True)
         turns = self._turns
         self._details()  # a run continued as new (a version move) has them from its start
         while not turns.over:
@@ -189,7 +164,7 @@ class ConversationWorkflow:
             agent=self._agent,
             turns_per_run=self._turns_per_run,
             by_reference=self._reference,
-            current_agent=self._handoffs.current,
+            current_agent=self._turns.handoffs.current,
             idle_timeout=self._idle.seconds,
             standing=self._standing,
             rules=self._rules,
@@ -206,21 +181,21 @@ class ConversationWorkflow:
 
     # -- updates and signals: each one transition ----------------------------------------
 
-    @workflow.update(name="golem.send")
+    @workflow.update(name=names.SEND)
     async def send(self, turn: TurnInput) -> TurnOutput:
         if _version_changed():  # refused as continuing: sent again, it runs on the new version
             await self._perform(self._turns.suggest())
         fingerprint = turn.fingerprint()
-        if self._turns.check_send(turn.run_id, fingerprint) is None:
-            self._sent[turn.run_id] = turn
-        answer = await self._ask(lambda ticket: self._turns.send(ticket, turn.run_id, fingerprint))
+        answer = await self._ask(
+            lambda ticket: self._turns.send(ticket, turn.run_id, fingerprint, turn)
+        )
         assert isinstance(answer, TurnOutput)
         return answer
 
     @send.validator
     def _validate_send(self, turn: TurnInput) -> None:
         if self._unknown:
-            raise ApplicationError(self._unknown, type=registry.UNKNOWN_AGENT, non_retryable=True)
+            raise ApplicationError(self._unknown, type=names.UNKNOWN_AGENT, non_retryable=True)
         if not turn.run_id:
             raise ApplicationError("a turn needs a run id", non_retryable=True)
         refusal = self._turns.check_send(turn.run_id, turn.fingerprint())
@@ -233,7 +208,7 @@ class ConversationWorkflow:
         except HistoryError as exc:
             raise ApplicationError(f"the turn is malformed: {exc}", non_retryable=True) from None
 
-    @workflow.update(name="golem.approve")
+    @workflow.update(name=names.APPROVE)
     async def approve(self, decisions: dict[str, Verdict]) -> TurnOutput:
         """Answer the turn that waits for approvals: returns at once with the calls still
         pending after a partial approval, else once the turn ends or waits again."""
@@ -245,24 +220,25 @@ class ConversationWorkflow:
     def _stand_by(self, decisions: dict[str, Verdict]) -> None:
         """Tools approved ``always`` run without asking from the conversation's next turn
         (the turn in flight applies them itself)."""
-        names = {c.id: c.name for c in self._paused.pending_approvals} if self._paused else {}
+        report = self._turns.report
+        tools = {c.id: c.name for c in report.pending_approvals} if report else {}
         for call_id, decision in decisions.items():
             always = isinstance(decision, Decision) and decision.approved and decision.always
-            if always and call_id in names:
-                self._standing.setdefault(names[call_id], decision)  # type: ignore[arg-type]
+            if always and call_id in tools:
+                self._standing.setdefault(tools[call_id], decision)  # type: ignore[arg-type]
 
-    @workflow.query(name="golem.approvals_policy")
+    @workflow.query(name=names.APPROVALS_POLICY)
     def approvals_policy(self) -> dict[str, Decision]:
         """The tools approved ``always`` in this conversation: the decision that did it."""
         return dict(self._standing)
 
-    @workflow.update(name="golem.set_approval_policy")
+    @workflow.update(name=names.SET_APPROVAL_POLICY)
     def set_approval_policy(self, rules: list[StoredRule]) -> None:
         """Approval rules tried before the agent's own, from the next turn on (carried
         across continue-as-new)."""
         self._rules = list(rules)
 
-    @workflow.update(name="golem.revoke")
+    @workflow.update(name=names.REVOKE)
     def revoke(self, tool: str) -> dict[str, Decision]:
         """Take back ``tool``'s standing approval: from the next turn its calls ask again.
         Returns the standing approvals left."""
@@ -275,7 +251,7 @@ class ConversationWorkflow:
             raise ApplicationError(
                 f"tool {tool!r} has no standing approval in this conversation; standing: "
                 f"{sorted(self._standing)}",
-                type=INVALID_DECISION,
+                type=names.INVALID_DECISION,
                 non_retryable=True,
             )
 
@@ -284,34 +260,35 @@ class ConversationWorkflow:
         refusal = self._turns.check_approve(decisions, _now())
         if refusal is not None:
             raise refused(refusal)
-        if self._paused is not None:
+        report = self._turns.report
+        if report is not None:
             try:
-                tools = registry.lookup(workflow.info().task_queue, self._handoffs.current).tools
+                tools = registry.lookup(
+                    workflow.info().task_queue, self._turns.handoffs.current
+                ).tools
             except LookupError:
                 return  # the turn's run reports an unknown agent itself
             validators = {n: t.validate_args for n, t in tools.items()}
-            calls = list(self._paused.pending_approvals)
+            calls = list(report.pending_approvals)
             where = f"conversation {workflow.info().workflow_id}"
             refuse_invalid_edits(where, validators, calls, decisions)
 
-    @workflow.update(name="golem.close")
+    @workflow.update(name=names.CLOSE)
     async def close(self) -> ConversationSummary:
         """Close once the turn in flight ends (a waiting turn's calls are denied)."""
         answer = await self._ask(self._turns.close)
         assert isinstance(answer, ConversationSummary)
         return answer
 
-    @workflow.signal(name=UPGRADE_SIGNAL)
+    @workflow.signal(name=names.UPGRADE)
     def _upgrade(self) -> None:
         """Nothing to do here: the workflow task that brings it says whether to move."""
 
-    @workflow.signal(name=PAUSED_SIGNAL)
+    @workflow.signal(name=names.PAUSED)
     async def _on_paused(self, paused: PausedRun) -> None:
-        if self._turns.current is not None and self._turns.current.run_id == paused.run_id:
-            self._paused = paused
         calls = [c.id for c in paused.pending_approvals]
         await self._perform(
-            self._turns.paused(paused.run_id, calls, _now(), paused.approval_timeout)
+            self._turns.paused(paused.run_id, calls, _now(), paused.approval_timeout, paused)
         )
 
     async def _ask(self, event: Callable[[int], list[Effect]]) -> TurnOutput | ConversationSummary:
@@ -337,13 +314,11 @@ class ConversationWorkflow:
                 # A run that ended meanwhile takes no signal: its end settles the turn anyway.
                 handle = workflow.get_external_workflow_handle(effect.run_id)
                 try:
-                    await handle.signal("golem.decide", dict(effect.decisions))
+                    await handle.signal(names.DECIDE, dict(effect.decisions))
                 except Exception:
                     workflow.logger.info("turn %s ended before its decisions", effect.run_id)
             elif isinstance(effect, ArmTimer):
                 self._spawn(self._expire_after(effect))
-        queued = {run_id for _, run_id in self._turns.queue}
-        self._sent = {r: t for r, t in self._sent.items() if r in queued}  # drop refused ones
         self._idle.restart()
         self._details()
 
@@ -353,10 +328,11 @@ class ConversationWorkflow:
         if isinstance(outcome, Closed):
             return summary(self._transcript)
         if isinstance(outcome, Ended):
-            assert self._outcome is not None
-            return self._outcome
-        assert isinstance(outcome, Paused) and self._paused is not None
-        return paused_output(self._paused, outcome.pending, self._start, self._transcript.based)
+            assert isinstance(outcome.answer, TurnOutput | ApplicationError)
+            return outcome.answer
+        report = self._turns.report
+        assert isinstance(outcome, Paused) and report is not None
+        return paused_output(report, outcome.pending, self._turns.run_start, self._transcript.based)
 
     def _spawn(self, work: Any) -> None:
         task: asyncio.Task[None] = asyncio.create_task(work)
@@ -374,18 +350,18 @@ class ConversationWorkflow:
             await self._perform(turns.expire(arm.run_id, arm.pause))
 
     async def _start_turn(self, run_id: str) -> None:
-        turn = self._sent.pop(run_id)
+        turn = self._turns.take_input(run_id)
         transcript = self._transcript
         parent = transcript.last_run
-        agent = self._handoffs.current
+        agent = self._turns.handoffs.current
         # Once earlier workflow runs hold the transcript's start, every turn takes it by
         # reference (an agent that needs it by value fails in its run, saying so).
         reference = transcript.offset > 0 or self._reference
         payload, start = child_input(
             transcript, agent, turn, reference, self._standing, self._rules
         )
-        self._start, self._paused, self._outcome = start, None, None
-        self._handoffs.begin(turn, start)
+        self._turns.run_begins(start)
+        self._turns.handoffs.begin(turn, start)
         title = lineage.summary(agent, turn.prompt or "(handed over)")
         try:
             child = await workflow.start_child_workflow(
@@ -396,10 +372,10 @@ class ConversationWorkflow:
                     workflow.info().workflow_id,
                     agent,
                     parent,
-                    summary=lineage.listed_summary(title),
+                    summary=children.listed_summary(title),
                 ),
                 static_summary=title,
-                static_details=lineage.child_details(run_id, workflow.info().workflow_id, agent),
+                static_details=children.child_details(run_id, workflow.info().workflow_id, agent),
                 # Closing (or terminating) the conversation stops its turn with evidence.
                 parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
                 # A run id names one run, ever: a closed workflow's id is not reused either.
@@ -415,44 +391,44 @@ class ConversationWorkflow:
 
     async def _watch(self, child: workflow.ChildWorkflowHandle[Any, Any]) -> None:
         await workflow.wait_condition(child.done)
-        outcome = turn_outcome(self._transcript, child, self._start)
+        outcome = turn_outcome(self._transcript, child, self._turns.run_start)
         run = outcome.run if isinstance(outcome, TurnOutput) else None
         if isinstance(run, Completed) and run.handoff is not None:
-            turn = self._handoffs.hand_off(run)  # the turn goes on as the target's run
-            self._sent[turn.run_id] = turn
-            await self._perform(self._turns.handed_off(child.id, turn.run_id))
+            turn = self._turns.handoffs.hand_off(run)  # the turn goes on as the target's run
+            await self._perform(self._turns.handed_off(child.id, turn.run_id, turn))
             return
-        self._outcome = self._handoffs.ended(outcome, self._transcript.length)
-        await self._perform(self._turns.ended(child.id))
+        answer = self._turns.handoffs.ended(outcome, self._transcript.length)
+        await self._perform(self._turns.ended(child.id, answer))
 
     def _continued_memo(self) -> dict[str, Any] | None:
         """The next run's memo (``None``: this one's, as 0.2.0 left it): this one's with the
         summary, which the UI shows with no worker, as continue-as-new takes no static one."""
         if not patched(CONTINUED_SUMMARY):
             return None
-        return {**workflow.memo(), SUMMARY_MEMO: f"{self._agent}: conversation (continued as new)"}
+        text = f"{self._agent}: conversation (continued as new)"
+        return {**workflow.memo(), names.SUMMARY_MEMO: text}
 
     def _details(self) -> None:
         rested = self._idle.seconds if self._turns.phase == "resting" else None
-        shown = details(self._transcript, self._paused, self._turns, rested)
+        shown = details(self._transcript, self._turns, rested)
         if workflow.info().continued_run_id:  # continue-as-new carries no static summary
             shown = f"**{self._agent}: conversation** (continued as new)\n\n{shown}"
         workflow.set_current_details(shown)
 
     # -- reading -------------------------------------------------------------------------
 
-    @workflow.query(name="golem.conversation")
+    @workflow.query(name=names.CONVERSATION)
     def conversation(self, query: MessagesQuery) -> MessagesPage:
         """The transcript ``[since, upto)``: one page, or the earlier workflow runs that
         hold its start (``MessagesPage.held``)."""
         return self._transcript.page(query)
 
-    @workflow.query(name="golem.current_agent")
+    @workflow.query(name=names.CURRENT_AGENT)
     def current_agent(self) -> str:
         """The agent serving the next turn (a handoff moves the conversation to another)."""
-        return self._handoffs.current
+        return self._turns.handoffs.current
 
-    @workflow.query(name="golem.runs")
+    @workflow.query(name=names.RUNS)
     def runs(self) -> list[str]:
         """Run ids of the turns this workflow run holds (all of them until the transcript
         crosses continue-as-new by reference; ``DurableConversation.runs`` reads them all)."""

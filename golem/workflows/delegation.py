@@ -25,9 +25,9 @@ with workflow.unsafe.imports_passed_through():
     from golem.delegation import Delegation, UnknownAgent
     from golem.results import Result
     from golem.tools import RunContext
-    from golem.wire import AgentRunInput
-    from golem.workflows import lineage, registry
-    from golem.workflows.compose import child_run
+    from golem.wire import AgentRunInput, lineage
+    from golem.workflows import registry
+    from golem.workflows.children import child_run
 
 __all__ = ["run_child"]
 

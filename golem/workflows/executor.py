@@ -31,17 +31,18 @@ with workflow.unsafe.imports_passed_through():
     from golem.agent import Agent
     from golem.delegation import Delegation, Delegations
     from golem.events import RunEvent
-    from golem.loop import DeltaSink
     from golem.messages import Decision, Message, ToolCall
     from golem.models.base import ModelRequest, ModelResponse
     from golem.models.fallback import move_on
     from golem.results import Result
     from golem.retry import Retry
+    from golem.run_state import DeltaSink
     from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown
     from golem.toolsets import Toolset, ToolsetTool
-    from golem.wire import HistoryBase, ModelFailure, PrepareInput, Stamps, ToolCallInput
+    from golem.wire import HistoryBase, ModelFailure, PrepareInput, Stamps, ToolCallInput, names
     from golem.workflows import registry
     from golem.workflows.approvals import ApprovalGate
+    from golem.workflows.delegation import run_child
     from golem.workflows.report import Progress
     from golem.workflows.shipper import Shipper
 
@@ -133,12 +134,12 @@ class TemporalExecutor:
 
     async def process_history(self, ctx: RunContext[Any], history: list[Message]) -> list[Message]:
         processed: list[Message] = await self._once(
-            "golem.process_history", ctx, history, list[Message], "history processor"
+            names.PROCESS_HISTORY, ctx, history, list[Message], "history processor"
         )
         return processed
 
     async def resolve_instructions(self, ctx: RunContext[Any]) -> str:
-        text: str = await self._once("golem.resolve_instructions", ctx, [], str, "instructions")
+        text: str = await self._once(names.RESOLVE_INSTRUCTIONS, ctx, [], str, "instructions")
         return text
 
     async def _once(
@@ -191,7 +192,7 @@ class TemporalExecutor:
             try:
                 response: ModelResponse = await _activity(
                     workflow.execute_activity(
-                        "golem.model_request",
+                        names.MODEL_REQUEST,
                         call.model_copy(update={"model_index": index}) if index else call,
                         result_type=ModelResponse,
                         start_to_close_timeout=timedelta(minutes=10),
@@ -224,7 +225,7 @@ class TemporalExecutor:
             return None
         try:
             decision: Decision | None = await workflow.execute_activity(
-                "golem.evaluate_approval",
+                names.EVALUATE_APPROVAL,
                 ToolCallInput(
                     agent=self.agent.name,
                     call=call,
@@ -246,8 +247,6 @@ class TemporalExecutor:
     async def delegate(
         self, child: Delegation, ctx: RunContext[Any], emit: Callable[[RunEvent], None] | None
     ) -> Result[Any]:
-        from golem.workflows.delegation import run_child  # it imports this module's users
-
         return await run_child(child, ctx, stream=self.stream, on_start=self.on_child)
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
@@ -294,7 +293,7 @@ class TemporalExecutor:
         run_id = "" if ctx.run_id == workflow.info().workflow_id else ctx.run_id
         return await _activity(
             workflow.execute_activity(
-                "golem.tool",
+                names.TOOL,
                 ToolCallInput(
                     agent=self.agent.name,
                     call=call,

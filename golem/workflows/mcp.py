@@ -30,19 +30,13 @@ with workflow.unsafe.imports_passed_through():
     from golem.models.base import ToolDefinition
     from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown
     from golem.toolsets import Toolset, ToolsetError, ToolsetRefusal, ToolsetTool, tools_digest
-    from golem.wire import RunOfCall
+    from golem.wire import RunOfCall, names
     from golem.workflows.patches import TOOLSETS_IN_AGENT_ORDER, patched
 
-__all__ = ["ACTIVITY_PREFIX", "TOOLS_QUERY", "RunToolsets"]
+__all__ = ["RunToolsets"]
 
-#: What the activities of ``temporalio.mcp`` are named after: ``<prefix><server>.<op>``.
-ACTIVITY_PREFIX = "temporalio.mcp."
-#: The query a model activity asks a run for its toolsets' tool definitions.
-TOOLS_QUERY = "golem.tools"
 #: A call's start-to-close timeout unless its toolset's ``timeout`` says (as golem's tools).
 CALL_TIMEOUT = timedelta(minutes=5)
-#: How ``temporalio.mcp`` names the failure of an error answer (its first detail: the code).
-PROTOCOL_ERROR = "MCPProtocolError"
 
 
 class RunToolsets:
@@ -54,7 +48,7 @@ class RunToolsets:
         """Every toolset tool of the run, as the model sees them."""
         self.digest = ""
         self._listed: list[list[ToolDefinition]] = []  # per toolset, in the agent's order
-        workflow.set_query_handler(TOOLS_QUERY, lambda: self.definitions)
+        workflow.set_query_handler(names.TOOLS, lambda: self.definitions)
 
     def _client(self, server: MCPServer, ctx: RunContext[Any], config: ActivityConfig) -> Any:
         argument = None
@@ -131,7 +125,7 @@ class RunToolsets:
             result = await client.call_tool(tool.remote_name, tool.arguments(call.args))
         except ActivityError as exc:
             cause = exc.cause
-            if isinstance(cause, ApplicationError) and cause.type == PROTOCOL_ERROR:
+            if isinstance(cause, ApplicationError) and cause.type == names.MCP_PROTOCOL_ERROR:
                 code = cause.details[0] if cause.details else None
                 answer = rejected(code, cause.message) if isinstance(code, int) else None
                 if answer is not None:

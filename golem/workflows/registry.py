@@ -12,14 +12,12 @@ __all__ = [
     "ANY_TASK_QUEUE",
     "HEARTBEAT_TIMEOUT",
     "INLINE_MESSAGES_BYTES",
-    "UNKNOWN_AGENT",
     "WorkerSettings",
     "lookup",
     "register",
     "settings",
 ]
 
-UNKNOWN_AGENT = "GolemUnknownAgent"
 #: Agents registered for replay, where the history names the task queue.
 ANY_TASK_QUEUE = "*"
 #: The one default: how long a silent model or tool activity may go before Temporal retries it.

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError, CancelledError
+from temporalio.exceptions import CancelledError
 
 with workflow.unsafe.imports_passed_through():
     from golem.messages import Message, ToolCall
@@ -38,26 +38,11 @@ with workflow.unsafe.imports_passed_through():
         common_prefix,
         compact,
         message_size,
+        names,
     )
+    from golem.wire.failures import failure_error
 
-__all__ = [
-    "FAILURE_MEMO",
-    "OUTCOME_MEMO",
-    "RUN_ERROR",
-    "Progress",
-    "Reporter",
-    "details",
-    "failure_error",
-    "report_messages",
-    "run_failure",
-]
-
-#: ``ApplicationError.type`` of a failed run; its details are a ``Failed``.
-RUN_ERROR = "GolemRunError"
-#: Memo key holding a cancelled run's ``Failed`` (a cancel carries no details).
-FAILURE_MEMO = "golemFailure"
-#: Memo key holding a closed run's ``OutcomeMemo``, so the UI shows it without a worker.
-OUTCOME_MEMO = "golemOutcome"
+__all__ = ["Progress", "Reporter", "details", "report_messages"]
 
 
 @dataclass
@@ -91,18 +76,6 @@ def report_messages(
     if page_bytes is not None and sum(map(message_size, variant.added.messages)) > page_bytes:
         return Paged(count=len(messages))
     return variant
-
-
-def failure_error(error: RunError | str, details: Failed) -> ApplicationError:
-    """The exception that fails the workflow for good."""
-    return ApplicationError(str(error), details, type=RUN_ERROR, non_retryable=True)
-
-
-def run_failure(error: BaseException | None) -> Failed | None:
-    """The ``Failed`` details a failed run's error carries, if it is a ``RunError``'s."""
-    if isinstance(error, ApplicationError) and error.type == RUN_ERROR and error.details:
-        return Failed.model_validate(error.details[0])
-    return None
 
 
 def _stamps(evidence: Result[Any] | PartialResult) -> Stamps:
@@ -178,7 +151,7 @@ class Reporter:
         ``GolemRunError``."""
         details = self.failed(error)
         if isinstance(error.__cause__, asyncio.CancelledError):
-            return CancelledError(str(error)), {FAILURE_MEMO: details}
+            return CancelledError(str(error)), {names.FAILURE_MEMO: details}
         return failure_error(error, details), {}
 
 

@@ -9,7 +9,7 @@ small or stored (external storage takes a payload past its threshold; long conte
 activity of this run returned travel by digest), ``Derived`` when
 they are exactly the previous answer and its calls' tool messages, else ``ByQuery`` (the
 ``golem.messages`` query serves ``page``). See golem.wire.shipping for the wire form and
-golem.activities.cache for the activity side.
+golem.wire.cache for the reading side (activities, and the client's history reader).
 """
 
 from __future__ import annotations

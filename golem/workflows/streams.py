@@ -24,14 +24,12 @@ from temporalio import workflow
 from temporalio.contrib.workflow_streams import WorkflowStream
 
 from golem.events import RunEvent
-from golem.wire import StreamEvent
+from golem.wire import StreamEvent, names
 
-__all__ = ["LINGER", "TOPIC", "RunStreamHost", "StreamEvent"]
+__all__ = ["LINGER", "RunStreamHost", "StreamEvent"]
 
 T = TypeVar("T")
 
-#: The one topic of a run's stream.
-TOPIC = "golem.events"
 #: How long a streamed run that has ended waits for its live subscriber's next poll.
 LINGER = timedelta(seconds=1)
 
@@ -42,7 +40,7 @@ class RunStreamHost:
     def __init__(self) -> None:
         # WorkflowStream checks that its caller is an __init__ running in the workflow.
         self.stream = WorkflowStream()
-        self._topic = self.stream.topic(TOPIC, type=StreamEvent)
+        self._topic = self.stream.topic(names.TOPIC, type=StreamEvent)
 
     def publish(self, event: RunEvent) -> None:
         """Append a loop event (deltas never reach here: the model activity sends them)."""

@@ -11,8 +11,6 @@ step here is deterministic.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -21,74 +19,43 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError, Workflow
 with workflow.unsafe.imports_passed_through():
     from golem.agent import Agent
     from golem.delegation import reachable
-    from golem.loop import RunInput
     from golem.messages import Decision, Message
     from golem.policies import StoredRule
+    from golem.run_state import RunInput
     from golem.wire import (
         PAGE_BYTES,
         AgentRunInput,
         Completed,
-        ConversationInput,
-        ConversationSummary,
         HistoryBase,
         InTranscript,
         Paused,
         TurnInput,
         TurnOutput,
+        names,
     )
-    from golem.workflows.agent_run import RUN_ERROR
-    from golem.workflows.report import run_failure
-    from golem.workflows.transcript import RECENT_RUNS, Transcript
-    from golem.workflows.turns import Refusal, Turns
+    from golem.wire.failures import run_failure
+    from golem.wire.transcript import Transcript
+    from golem.workflows.turns import Refusal
 
 __all__ = [
-    "CLOSED",
-    "CONTINUING",
-    "RECORDED",
-    "RUN_ID_IN_USE",
-    "TURN_DIFFERS",
-    "WAITING",
-    "ConversationSummary",
-    "Handoffs",
-    "IdleTimeout",
     "TurnInput",
     "TurnOutput",
     "by_reference",
-    "carried_input",
     "child_input",
-    "details",
     "paused_output",
     "refused",
     "start_refusal",
-    "summary",
     "turn_outcome",
 ]
 
-#: ``ApplicationError.type`` of a turn refused because the conversation is closed.
-CLOSED = "GolemConversationClosed"
-#: ``ApplicationError.type`` of a turn refused while the conversation drains its turns in
-#: flight before it continues as new; the client sends it again, to the next run.
-CONTINUING = "GolemConversationContinuing"
-#: ``ApplicationError.type`` of a turn whose run id is already a turn of this conversation
-#: (a send retried after continue-as-new: Temporal dedups update ids per workflow run only).
-RECORDED = "GolemTurnRecorded"
-#: ``ApplicationError.type`` of a refusal about approvals: a turn waits, none does, the
-#: decisions name no call, calls not pending or decided already, or came after the timeout.
-WAITING = "GolemApprovalsWaiting"
-#: ``ApplicationError.type`` of a turn whose run id names another workflow already (a
-#: standalone run, another conversation's turn): a run id names one run, ever.
-RUN_ID_IN_USE = "GolemRunIdInUse"
-#: ``ApplicationError.type`` of a turn whose run id is a turn of this conversation already,
-#: with another prompt, parts or deps: a retry is only a retry when it is the same turn.
-TURN_DIFFERS = "GolemTurnDiffers"
 _TYPES: dict[str, str | None] = {
-    "closed": CLOSED,
-    "waiting": WAITING,
-    "approvals": WAITING,
-    "continuing": CONTINUING,
-    "recorded": RECORDED,
-    "differs": TURN_DIFFERS,
-    "taken": RUN_ID_IN_USE,
+    "closed": names.CONVERSATION_CLOSED,
+    "waiting": names.APPROVALS_WAITING,
+    "approvals": names.APPROVALS_WAITING,
+    "continuing": names.CONVERSATION_CONTINUING,
+    "recorded": names.TURN_RECORDED,
+    "differs": names.TURN_DIFFERS,
+    "taken": names.RUN_ID_IN_USE,
     "failed": None,
 }
 
@@ -121,14 +88,14 @@ def child_input(
         )
     else:
         history = transcript.messages()
-    run = RunInput(
-        prompt=turn.prompt,
+    run = RunInput.of(
+        turn.prompt,
         parts=turn.parts,
         history=history,
         deps=turn.deps,
         run_id=turn.run_id,
         conversation_id=conversation_id,
-        standing=dict(standing),
+        standing=standing,
         rules=rules,
     )
     child = AgentRunInput(
@@ -158,7 +125,7 @@ def turn_outcome(
             return ApplicationError(
                 cause.message, *cause.details, type=cause.type, non_retryable=True
             )
-        return ApplicationError(str(cause or exc), type=RUN_ERROR, non_retryable=True)
+        return ApplicationError(str(cause or exc), type=names.RUN_ERROR, non_retryable=True)
     if not transcript.ended(output):
         # Workflow code cannot read pages; one turn adding ~1 MB of messages is refused.
         return ApplicationError(
@@ -185,47 +152,6 @@ def by_reference(agent: Agent[Any, Any]) -> bool:
     )
 
 
-class Handoffs:
-    """Who serves a conversation's turns, and the runs of the turn in flight that handed
-    the conversation over (the turn answers once its last run ends)."""
-
-    def __init__(self, current: str) -> None:
-        self.current = current
-        """The agent serving the next run."""
-        self.turn: TurnInput | None = None
-        self.start = 0
-        """Where the turn in flight began in the transcript."""
-        self.handed: Completed | None = None
-        """Its runs that handed over so far, composed."""
-
-    def begin(self, turn: TurnInput, start: int) -> None:
-        """A run of the conversation starts: a new turn's, or the next one of this turn."""
-        if self.handed is None:
-            self.turn, self.start = turn, start
-
-    def hand_off(self, run: Completed) -> TurnInput:
-        """``run`` handed over: the next run of the turn (the turn's deps, its stream)."""
-        assert run.handoff is not None and self.turn is not None
-        self.current = run.handoff.agent
-        self.handed = run if self.handed is None else self.handed.handed_over(run)
-        return TurnInput(run_id=run.handoff.run_id, deps=self.turn.deps, stream=self.turn.stream)
-
-    def ended(
-        self, outcome: TurnOutput | ApplicationError, length: int
-    ) -> TurnOutput | ApplicationError:
-        """The turn's answer once its last run ended (``length``: the transcript's now):
-        that run's output with the turn's ids, messages from where the turn began."""
-        handed, self.handed = self.handed, None
-        if handed is None or not isinstance(outcome, TurnOutput):
-            return outcome
-        assert isinstance(outcome.run, Completed)
-        run = handed.handed_over(outcome.run)
-        held = InTranscript(start=self.start, count=length - self.start)
-        return TurnOutput(
-            run=run.model_copy(update={"messages": held}), start=self.start, based=True
-        )
-
-
 def start_refusal(run_id: str, exc: Exception) -> Refusal:
     """Why the turn's run could not start, as the send's refusal."""
     if isinstance(exc, WorkflowAlreadyStartedError):
@@ -242,80 +168,3 @@ def paused_output(paused: Paused, pending: tuple[str, ...], start: int, based: b
     calls = [c for c in paused.pending_approvals if c.id in pending]
     run = paused.model_copy(update={"pending_approvals": calls})
     return TurnOutput(run=run, start=start, based=based)
-
-
-class IdleTimeout:
-    """A conversation's idle timeout (``seconds``; ``None``: none), restarted by every
-    transition of its turns."""
-
-    def __init__(self, seconds: float | None) -> None:
-        self.seconds = seconds
-        self._changes = 0
-
-    def restart(self) -> None:
-        self._changes += 1
-
-    async def wait(self, turns: Turns, done: Callable[[], bool]) -> bool:
-        """Wait until ``done()`` or a transition (``False``), or until the timeout runs out
-        while no turn is in flight (``True``: the conversation rests)."""
-        changes = self._changes
-        idle = self.seconds if turns.phase == "idle" else None
-        try:
-            await workflow.wait_condition(
-                lambda: done() or (self.seconds is not None and self._changes != changes),
-                timeout=None if idle is None else timedelta(seconds=idle),
-            )
-        except TimeoutError:
-            return True
-        return False
-
-
-def carried_input(
-    following: ConversationInput, transcript: Transcript, known: dict[str, str]
-) -> ConversationInput:
-    """``following`` (the settings a conversation keeps) with what this workflow run carries
-    to the next, by continue-as-new or when a rested conversation reopens: the transcript
-    by value while small, else by reference (runs recorded before the transcript could go
-    by reference carry it by value), and the fingerprints of its latest turns."""
-    info = workflow.info()
-    carried = transcript.carry(info.workflow_id, info.run_id, bool(following.by_reference))
-    recent = [*carried.get("recent", []), *carried.get("runs", [])][-RECENT_RUNS:]
-    fingerprints = {r: known[r] for r in recent if known.get(r)}
-    return ConversationInput(
-        **{
-            **dict(following),
-            "parent_run_id": transcript.parent_run_id,
-            "fingerprints": fingerprints,
-            **carried,
-        }
-    )
-
-
-def summary(transcript: Transcript, reopen: ConversationInput | None = None) -> ConversationSummary:
-    """A closed conversation's result (``reopen``: it rested, and reopens from that input)."""
-    return ConversationSummary(
-        turns=transcript.turns,
-        messages=transcript.length,
-        last_run=transcript.last_run,
-        reopen=reopen,
-    )
-
-
-def details(
-    transcript: Transcript, paused: Paused | None, turns: Turns, rested_after: float | None
-) -> str:
-    """What the UI shows for a conversation; one that rests (idle ``rested_after`` seconds)
-    says so first."""
-    waiting = turns.waiting
-    calls = paused.pending_approvals if paused is not None else []
-    pending = ", ".join(f"{c.name} ({c.id})" for c in calls if c.id in waiting) or "none"
-    rest = (
-        f"**resting** after {rested_after:g} s without a turn: its next turn reopens it\n\n"
-        if rested_after is not None
-        else ""
-    )
-    return (
-        f"{rest}**turns** {transcript.turns} · **messages** {transcript.length}\n\n"
-        f"**last run** {transcript.last_run or 'none'}\n\n"
-        f"**waiting for approval** {pending}"
-    )

@@ -1,37 +1,66 @@
-"""A conversation's turns and approvals as a pure state machine: no Temporal, no clock.
+"""A conversation's turns as one pure state machine: no Temporal, no clock.
 
     turns = Turns(turns_per_run=500)
     turns.check_send("run-1", fingerprint)          # a validator: None, or the Refusal
-    turns.send(1, "run-1", fingerprint)             # [StartChild("run-1")]
+    turns.send(1, "run-1", fingerprint, turn)       # [StartChild("run-1")]
+    turns.take_input("run-1")                       # turn: what the run is started with
     turns.paused("run-1", ("c-1", "c-2"), now=0.0, timeout=60.0)
     # [Answer(1, Paused("run-1", ("c-1", "c-2"))), ArmTimer("run-1", 1, 60.0)]
     turns.approve(2, {"c-1": True}, now=1.0)
     # [Decide("run-1", {"c-1": True}), Answer(2, Paused("run-1", ("c-2",)))]
 
-``ConversationWorkflow`` translates every update (send, approve, close), signal (a turn's
-run paused), child result and timer into one call here and performs the effects it
-returns: start a child run, signal decisions to it, arm a timer, answer an update. Each
-update gets a ticket; it is answered by exactly one ``Answer``.
+Everything a conversation knows about its turns lives here: the phase, the accepted turns
+queued behind the one in flight (with their inputs), the turn in flight, its run (where its
+messages begin, its latest pause as the run reported it) and its pause (the calls, what is
+decided, the approval deadline), who serves the next turn and the runs a turn handed over
+(``Handoffs``). ``ConversationWorkflow`` (golem.workflows.conversation) translates every
+update (send, approve, close), signal (a turn's run paused), child result and timer into
+one call here and performs the effects it returns: start a child run, signal decisions to
+it, arm a timer, answer an update (an ended run's ``Ended`` carries the answer). Each
+update gets a ticket, answered by exactly one ``Answer``. golem.workflows.turn_runs builds
+a turn's run input from the transcript and takes its outcome back; the workflow run around
+the turns (idle timeout, what continue-as-new carries, the summary) is
+golem.workflows.conversation_run.
 
-The phases: ``idle`` (no turn) → ``running`` (a turn's run is starting or runs) →
-``waiting`` (it waits for decisions) → ``settling`` (every call is decided, or the
-approval timeout or close decided the rest; the run goes on) → ``running``'s end:
-``idle`` again, or the next queued turn (a run that hands the conversation over starts
-the same turn's next run instead: ``handed_off``). ``close`` leads to ``closed`` once no
-turn is in flight; continue-as-new (``continuing``) happens from ``idle`` once it is due,
-and so does ``resting``: the conversation's idle timeout ran out, it closes until its next
-send reopens it (docs/adr/0021-conversations-rest-when-idle.md). The same ``Pause`` rules
-decide approvals for a standalone run (golem.workflows.approvals).
+States (``Turns.phase``) and the transitions between them:
+
+    idle       --send-------------------------> running      (a queued send starts at once)
+    running    --send-------------------------> running      (queued behind the turn in flight)
+    running    --paused (the run waits)-------> waiting      (its send answered Paused; queued
+                                                              sends refused: a person decides first)
+    waiting    --approve (calls remain)-------> waiting      (answered at once: what still waits)
+    waiting    --approve (last call) / expire-> settling     (answered by the run's next outcome)
+    settling   --paused-----------------------> waiting
+    running,
+    settling   --ended------------------------> idle, or running (the next queued send)
+    running    --handed_off-------------------> running      (the same turn, as the target's run)
+    running    --start_failed-----------------> idle, or running (the send refused: id taken)
+    idle       --close------------------------> closed
+    running,
+    waiting,
+    settling   --close------------------------> closed once the turn ends (queued sends
+                                                              refused, waiting calls denied)
+    idle       --suggest (or turns_per_run)---> continuing   (else once the turn in flight
+                                                              ends; sends refused meanwhile)
+    idle       --rest (idle timeout)----------> resting      (its next send reopens it)
+
+``closed``, ``continuing`` and ``resting`` end the workflow run (``Turns.over``); a
+conversation that continues as new or rests starts its next run ``idle`` with the turns it
+knows (``known``: a retried send is recognized, docs/adr/0025). The same ``Pause`` rules
+decide approvals for a standalone run (golem.workflows.approvals). See
+docs/adr/0014-turns-state-machine.md and docs/adr/0021-conversations-rest-when-idle.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from golem.approvals import decider
 from golem.messages import Decision
+from golem.wire import Completed, InTranscript, TurnInput, TurnOutput
+from golem.wire import Paused as PausedReport
 
 __all__ = [
     "Answer",
@@ -40,6 +69,7 @@ __all__ = [
     "Decide",
     "Effect",
     "Ended",
+    "Handoffs",
     "Outcome",
     "Pause",
     "Paused",
@@ -49,6 +79,8 @@ __all__ = [
     "Turns",
     "Verdict",
 ]
+
+E = TypeVar("E", bound=Exception)
 
 #: A decision on a call as an update carries it (a bare ``bool``: as 0.2.0 sent it).
 Verdict = bool | Decision
@@ -81,6 +113,8 @@ class Ended:
     """The turn's run ended (completed or failed): its outcome answers."""
 
     run_id: str
+    answer: TurnOutput | Exception | None = None
+    """What the turn answers: its output, or the error its send fails with."""
 
 
 @dataclass(frozen=True)
@@ -175,6 +209,45 @@ def timed_out(timeout: float | None, calls: Iterable[str]) -> str:
     )
 
 
+class Handoffs:
+    """Who serves a conversation's turns, and the runs of the turn in flight that handed
+    the conversation over (the turn answers once its last run ends)."""
+
+    def __init__(self, current: str) -> None:
+        self.current = current
+        """The agent serving the next run."""
+        self.turn: TurnInput | None = None
+        self.start = 0
+        """Where the turn in flight began in the transcript."""
+        self.handed: Completed | None = None
+        """Its runs that handed over so far, composed."""
+
+    def begin(self, turn: TurnInput, start: int) -> None:
+        """A run of the conversation starts: a new turn's, or the next one of this turn."""
+        if self.handed is None:
+            self.turn, self.start = turn, start
+
+    def hand_off(self, run: Completed) -> TurnInput:
+        """``run`` handed over: the next run of the turn (the turn's deps, its stream)."""
+        assert run.handoff is not None and self.turn is not None
+        self.current = run.handoff.agent
+        self.handed = run if self.handed is None else self.handed.handed_over(run)
+        return TurnInput(run_id=run.handoff.run_id, deps=self.turn.deps, stream=self.turn.stream)
+
+    def ended(self, outcome: TurnOutput | E, length: int) -> TurnOutput | E:
+        """The turn's answer once its last run ended (``length``: the transcript's now):
+        that run's output with the turn's ids, messages from where the turn began."""
+        handed, self.handed = self.handed, None
+        if handed is None or not isinstance(outcome, TurnOutput):
+            return outcome
+        assert isinstance(outcome.run, Completed)
+        run = handed.handed_over(outcome.run)
+        held = InTranscript(start=self.start, count=length - self.start)
+        return TurnOutput(
+            run=run.model_copy(update={"messages": held}), start=self.start, based=True
+        )
+
+
 @dataclass
 class _Turn:
     run_id: str
@@ -186,7 +259,9 @@ class _Turn:
 class Turns:
     """The turns and approvals of one conversation workflow run."""
 
-    def __init__(self, turns_per_run: int = 500, known: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, turns_per_run: int = 500, known: Mapping[str, str] | None = None, agent: str = ""
+    ) -> None:
         self.phase: Phase = "idle"
         self.turns_per_run = turns_per_run
         self.started = 0
@@ -196,6 +271,15 @@ class Turns:
         self.current: _Turn | None = None
         self.queue: list[tuple[int, str]] = []
         """Accepted sends waiting for the turn in flight: (ticket, run id)."""
+        self.inputs: dict[str, TurnInput] = {}
+        """What the runs of accepted turns not started yet are started with, by run id."""
+        self.handoffs = Handoffs(agent)
+        """Who serves the next turn; the runs the turn in flight handed over."""
+        self.run_start = 0
+        """Where the messages of the turn's run in flight begin in the transcript."""
+        self.report: PausedReport | None = None
+        """That run's latest pause, as it reported it (kept once it ended, until the next
+        run begins)."""
         self.pause: Pause | None = None
         self.pauses = 0
         self.late: dict[str, float | None] = {}
@@ -241,13 +325,22 @@ class Turns:
             )
         return None
 
-    def send(self, ticket: int, run_id: str, fingerprint: str) -> list[Effect]:
+    def send(
+        self, ticket: int, run_id: str, fingerprint: str, turn: TurnInput | None = None
+    ) -> list[Effect]:
+        """A turn sent (``turn``: its input, kept until its run starts)."""
         refused = self.check_send(run_id, fingerprint)
         if refused is not None:
             return [Answer(ticket, refused)]
         self.known[run_id] = fingerprint
         self.queue.append((ticket, run_id))
+        if turn is not None:
+            self.inputs[run_id] = turn
         return self._next() if self.phase == "idle" else []
+
+    def take_input(self, run_id: str) -> TurnInput:
+        """The input of the run a ``StartChild`` names (given to ``send`` or ``handed_off``)."""
+        return self.inputs.pop(run_id)
 
     def start_failed(self, run_id: str, refusal: Refusal) -> list[Effect]:
         """The turn's run could not start (its run id is taken): the send is refused."""
@@ -258,13 +351,24 @@ class Turns:
 
     # -- the turn's run ------------------------------------------------------------------
 
+    def run_begins(self, start: int) -> None:
+        """The run a ``StartChild`` named begins, its messages from ``start`` on."""
+        self.run_start, self.report = start, None
+
     def paused(
-        self, run_id: str, calls: Iterable[str], now: float, timeout: float | None
+        self,
+        run_id: str,
+        calls: Iterable[str],
+        now: float,
+        timeout: float | None,
+        report: PausedReport | None = None,
     ) -> list[Effect]:
-        """The turn's run waits for decisions on ``calls``."""
+        """The turn's run waits for decisions on ``calls`` (``report``: as it said so)."""
         turn = self.current
         if turn is None or turn.run_id != run_id:
             return []  # not this conversation's turn in flight: nothing waits here
+        if report is not None:
+            self.report = report
         self.pauses += 1
         deadline = None if timeout is None else now + timeout
         self.pause = Pause(tuple(calls), timeout, deadline)
@@ -277,25 +381,26 @@ class Turns:
         turn.tickets = []
         # Queued turns would start while this one waits: refused, as new sends are.
         effects += [Answer(t, self._waiting_refusal(run_id)) for t, _ in self.queue]
-        for _, queued in self.queue:
-            self.known.pop(queued, None)
-        self.queue = []
+        self._drop_queue()
         if timeout is not None:
             effects.append(ArmTimer(run_id, self.pauses, timeout))
         return effects
 
-    def ended(self, run_id: str) -> list[Effect]:
-        """The turn's run ended (completed or failed)."""
+    def ended(self, run_id: str, answer: TurnOutput | Exception | None = None) -> list[Effect]:
+        """The turn's run ended (completed or failed); ``answer``: what its send answers."""
         turn = self.current
         if turn is None or turn.run_id != run_id:
             return []
-        return [Answer(t, Ended(run_id)) for t in turn.tickets] + self._finish_turn()
+        return [Answer(t, Ended(run_id, answer)) for t in turn.tickets] + self._finish_turn()
 
-    def handed_off(self, run_id: str, target: str) -> list[Effect]:
-        """The turn's run handed the conversation over: the turn goes on as run ``target``."""
+    def handed_off(self, run_id: str, target: str, turn: TurnInput | None = None) -> list[Effect]:
+        """The turn's run handed the conversation over: the turn goes on as run ``target``
+        (``turn``: its input)."""
         if self.current is None or self.current.run_id != run_id:
             return []
         self.current.run_id, self.known[target] = target, ""  # no client sends it again
+        if turn is not None:
+            self.inputs[target] = turn
         return [StartChild(target)]
 
     def expire(self, run_id: str, pause: int) -> list[Effect]:
@@ -350,9 +455,7 @@ class Turns:
         self.closing.append(ticket)
         refused = Refusal("closed", "the conversation was closed before this turn started")
         effects: list[Effect] = [Answer(t, refused) for t, _ in self.queue]
-        for _, queued in self.queue:
-            self.known.pop(queued, None)
-        self.queue = []
+        self._drop_queue()
         if self.phase == "waiting" and self.pause is not None and self.current is not None:
             denied = dict.fromkeys(self.pause.remaining, False)
             self.pause.decide(denied)
@@ -381,6 +484,13 @@ class Turns:
         return Refusal(
             "waiting", f"turn {run_id} waits for approvals of {calls}: approve or deny them first"
         )
+
+    def _drop_queue(self) -> None:
+        """The queued sends were refused: they were never turns."""
+        for _, queued in self.queue:
+            self.known.pop(queued, None)
+            self.inputs.pop(queued, None)
+        self.queue = []
 
     def _finish_turn(self) -> list[Effect]:
         self.current = None

@@ -19,9 +19,8 @@ from golem.client import DurableAgent, DurableConversation
 from golem.client.conversations import start_conversation
 from golem.models import FunctionModel
 from golem.results import RunError
-from golem.wire import ConversationInput
+from golem.wire import ConversationInput, lineage
 from golem.worker import GolemPlugin
-from golem.workflows import lineage
 from golem.workflows.conversation import ConversationWorkflow
 
 

@@ -1,4 +1,5 @@
-"""Message shipping, the activity side: a worker's cache of its runs' model requests.
+"""Message shipping, the reading side: a worker's cache of its runs' model requests, which
+the client's history reader also uses to rebuild a closed run's requests.
 
     cache = MessageCache()                                # one per worker (GolemPlugin)
     messages = await cache.fetch(run_key, call, pager, base_pager)
@@ -20,24 +21,21 @@ from collections import OrderedDict
 
 from golem.messages import Message, ToolCall
 from golem.tools import ToolOutcome
-from golem.wire import (
+from golem.wire.base import Stamps
+from golem.wire.pages import MessagesPage, MessagesQuery, Pager, read_pages
+from golem.wire.shipping import (
     REF_BYTES,
     ByQuery,
     Derived,
     HistoryBase,
     Inline,
-    MessagesPage,
-    MessagesQuery,
     ModelCall,
-    Pager,
     ShippingError,
-    Stamps,
     chain,
     chain_all,
     content_digest,
     derived,
     expand,
-    read_pages,
 )
 
 __all__ = ["MessageCache", "with_base"]

@@ -49,7 +49,7 @@ from golem.wire import (
     expand,
     message_size,
 )
-from golem.workflows.report import run_failure
+from golem.wire.failures import UNREADABLE, run_failure
 
 __all__ = [
     "CARRY_BYTES",
@@ -274,8 +274,6 @@ async def read_transcript(
             elif event.event_type in _CLOSED:
                 transcript.closed = True
     except ApplicationError as exc:
-        from golem.worker.converter import UNREADABLE  # the worker package imports this one
-
         if not upto_unreadable or exc.type not in UNREADABLE:
             raise
     return transcript

@@ -1,12 +1,15 @@
 """How runs and conversations are found in the Temporal UI: search attributes and summaries.
 
-Shared by the client (standalone runs) and by workflows that start runs as children
-(conversations, ``run_agent``), so every run carries the same lineage however it started.
+Shared by the client (standalone runs), the delegation activity and by workflows that
+start runs as children (conversations, ``run_agent``; their workflow-only part is
+golem.workflows.children), so every run carries the same lineage however it started.
 """
 
 from __future__ import annotations
 
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+
+from golem.wire import names
 
 __all__ = [
     "AGENT",
@@ -15,22 +18,20 @@ __all__ = [
     "PARENT_RUN_ID",
     "SEARCH_ATTRIBUTES",
     "SUMMARY",
-    "child_details",
     "details",
-    "listed_summary",
     "run_search_attributes",
     "summary",
 ]
 
-CONVERSATION_ID = SearchAttributeKey.for_keyword("GolemConversationId")
-AGENT = SearchAttributeKey.for_keyword("GolemAgent")
-PARENT_RUN_ID = SearchAttributeKey.for_keyword("GolemParentRunId")
+CONVERSATION_ID = SearchAttributeKey.for_keyword(names.CONVERSATION_ID_ATTRIBUTE)
+AGENT = SearchAttributeKey.for_keyword(names.AGENT_ATTRIBUTE)
+PARENT_RUN_ID = SearchAttributeKey.for_keyword(names.PARENT_RUN_ID_ATTRIBUTE)
 #: Who owns a conversation started by ``golem serve`` with auth (the token's subject).
-OWNER = SearchAttributeKey.for_keyword("GolemOwner")
+OWNER = SearchAttributeKey.for_keyword(names.OWNER_ATTRIBUTE)
 #: The run's summary again, as a column the UI's workflow list can show (the list has none
 #: for a workflow's own summary). Optional: a namespace set up by 0.2.0 lacks it, and runs
 #: there start without it (docs/adr/0034-readable-workflow-list.md).
-SUMMARY = SearchAttributeKey.for_keyword("GolemSummary")
+SUMMARY = SearchAttributeKey.for_keyword(names.SUMMARY_ATTRIBUTE)
 #: Register these on a cluster once (``golem setup``); the dev server gets them from ``golem dev``.
 SEARCH_ATTRIBUTES = (CONVERSATION_ID, AGENT, PARENT_RUN_ID, OWNER, SUMMARY)
 
@@ -65,22 +66,6 @@ def details(run_id: str, conversation_id: str, agent: str) -> str:
         f"**golem run id** {run_id} (the Workflow ID; the Run ID is Temporal's)\n\n"
         f"**conversation** {conversation_id} · **agent** {agent}"
     )
-
-
-def child_details(run_id: str, conversation_id: str, agent: str) -> str | None:
-    """In a workflow: a child run's static details (``None`` replaying a history recorded
-    before children had them)."""
-    from golem.workflows.patches import CHILD_DETAILS, patched
-
-    return details(run_id, conversation_id, agent) if patched(CHILD_DETAILS) else None
-
-
-def listed_summary(text: str) -> str | None:
-    """In a workflow: ``text`` for a child's ``GolemSummary`` when this workflow has one (so
-    the namespace has the attribute), else ``None``."""
-    from temporalio import workflow  # here: the client imports this module too
-
-    return text if workflow.info().typed_search_attributes.get(SUMMARY) is not None else None
 
 
 def summary(agent: str, prompt: str | None) -> str:

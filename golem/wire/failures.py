@@ -1,5 +1,6 @@
 """One table from a Temporal failure to golem's exception, for everyone who reads one.
 
+    raise failure_error(error, details)                      # a workflow fails a run for good
     error = await golem_error(exc.cause, run_id, evidence)   # None: not a failure golem set
     if error is not None:
         raise error from None
@@ -20,25 +21,15 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError, CancelledError, TerminatedError
 
+from golem.errors import ConversationClosedError, RunIdInUseError, UnknownAgentError
 from golem.messages import Message
 from golem.results import RunError
-from golem.wire import Failed, RunReport
-from golem.worker.converter import BAD_PAYLOAD, DECRYPTION_ERROR, STORAGE_ERROR, UNREADABLE
-from golem.workflows.approvals import CANNOT_PAUSE, INVALID_DECISION, NOT_PAUSED
-from golem.workflows.registry import UNKNOWN_AGENT
-from golem.workflows.report import run_failure
-from golem.workflows.turn_runs import (
-    CLOSED,
-    CONTINUING,
-    RECORDED,
-    RUN_ID_IN_USE,
-    TURN_DIFFERS,
-    WAITING,
-)
+from golem.wire import names
+from golem.wire.runs import Failed, RunReport
 
 __all__ = [
     "FAILURES",
-    "NOT_PAUSED",
+    "UNREADABLE",
     "CannotPause",
     "ConversationClosedError",
     "Evidence",
@@ -46,20 +37,13 @@ __all__ = [
     "TurnContinuing",
     "TurnRecorded",
     "UnknownAgentError",
+    "failure_error",
     "golem_error",
+    "run_failure",
 ]
 
-
-class UnknownAgentError(LookupError):
-    """The worker serves no agent by that name (the message lists the ones it has)."""
-
-
-class RunIdInUseError(ValueError):
-    """A run by that id exists already (running or closed): a run id names one run, ever."""
-
-
-class ConversationClosedError(RuntimeError):
-    """The conversation was closed: nothing more can be sent to it (fork it to go on)."""
+#: The failures of a worker that cannot read a run's payloads (a key it lacks, a damaged blob).
+UNREADABLE = (names.DECRYPTION_ERROR, names.STORAGE_ERROR)
 
 
 class CannotPause(Exception):
@@ -80,26 +64,39 @@ def _plain(kind: Callable[[str], Exception]) -> Callable[[str, str], Exception]:
 
 #: ``ApplicationError.type`` -> golem's exception, given the failure's message and run id.
 FAILURES: dict[str, Callable[[str, str], Exception]] = {
-    UNKNOWN_AGENT: _plain(UnknownAgentError),
-    BAD_PAYLOAD: lambda message, run_id: RunError(
+    names.UNKNOWN_AGENT: _plain(UnknownAgentError),
+    names.BAD_PAYLOAD: lambda message, run_id: RunError(
         "history", f"run {run_id} could not read its input: {message}"
     ),
-    DECRYPTION_ERROR: lambda message, run_id: RunError(
+    names.DECRYPTION_ERROR: lambda message, run_id: RunError(
         "codec", f"run {run_id} could not be read by its worker: {message}"
     ),
-    STORAGE_ERROR: lambda message, run_id: RunError(
+    names.STORAGE_ERROR: lambda message, run_id: RunError(
         "storage", f"run {run_id} could not be read by its worker: {message}"
     ),
-    CLOSED: _plain(ConversationClosedError),
-    WAITING: _plain(ValueError),
-    NOT_PAUSED: _plain(ValueError),
-    INVALID_DECISION: _plain(ValueError),
-    CANNOT_PAUSE: _plain(CannotPause),
-    CONTINUING: _plain(TurnContinuing),
-    RECORDED: _plain(TurnRecorded),
-    RUN_ID_IN_USE: _plain(RunIdInUseError),
-    TURN_DIFFERS: _plain(ValueError),
+    names.CONVERSATION_CLOSED: _plain(ConversationClosedError),
+    names.APPROVALS_WAITING: _plain(ValueError),
+    names.NOT_PAUSED: _plain(ValueError),
+    names.INVALID_DECISION: _plain(ValueError),
+    names.CANNOT_PAUSE: _plain(CannotPause),
+    names.CONVERSATION_CONTINUING: _plain(TurnContinuing),
+    names.TURN_RECORDED: _plain(TurnRecorded),
+    names.RUN_ID_IN_USE: _plain(RunIdInUseError),
+    names.TURN_DIFFERS: _plain(ValueError),
 }
+
+
+def failure_error(error: RunError | str, details: Failed) -> ApplicationError:
+    """The exception that fails the workflow for good."""
+    return ApplicationError(str(error), details, type=names.RUN_ERROR, non_retryable=True)
+
+
+def run_failure(error: BaseException | None) -> Failed | None:
+    """The ``Failed`` details a failed run's error carries, if it is a ``RunError``'s."""
+    if isinstance(error, ApplicationError) and error.type == names.RUN_ERROR and error.details:
+        return Failed.model_validate(error.details[0])
+    return None
+
 
 #: Rebuilds a failed run's evidence (its messages) from what its failure carries, as far as
 #: the reader can (``None``: it cannot, e.g. the evidence is paged and no query reaches it).
@@ -137,7 +134,7 @@ def _ended_unreadable(cause: BaseException | None) -> tuple[str, str] | None:
     if not isinstance(cause, TerminatedError) or not cause.details:
         return None
     found = cause.details[0]
-    failure = found.get("golemFailure") if isinstance(found, dict) else None
+    failure = found.get(names.FAILURE_MEMO) if isinstance(found, dict) else None
     if not isinstance(failure, dict) or failure.get("type") not in UNREADABLE:
         return None
     return str(failure["type"]), str(failure.get("message", ""))

@@ -1,0 +1,177 @@
+"""The one way the client gets a conversation's turn taken, whatever happens on the way, and
+the deadline that bounds it.
+
+    conv = await durable.conversation(recovery_timeout=timedelta(seconds=30))
+    await conv.send("Hello")     # TurnNotTaken (a TimeoutError) if not taken within 30 s
+
+Taking a turn may need more than one try: the conversation refuses it while it drains its
+turns to continue as new (sent again, it lands on the next workflow run), a rested
+conversation is reopened first, no worker may be up to accept the update, and a send retried
+after the conversation moved on is answered from the turn's runs (``TurnRecorded``). All of
+that is bounded by one deadline from the first try; the turn's own run, once the
+conversation took it, is not (Temporal keeps it going across workers). An expired deadline
+names the conversation and the turn: the turn may still run, and the same send (the same
+run id) is the same turn, so it is safe to send again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from temporalio.client import (
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+    WorkflowUpdateStage,
+)
+from temporalio.service import RPCError, RPCStatusCode
+
+from golem.client.records import rebuilt_error
+from golem.messages import Message
+from golem.wire import TurnInput, TurnOutput, names
+from golem.wire.failures import TurnContinuing
+
+__all__ = [
+    "RECOVERY_TIMEOUT",
+    "TurnNotTaken",
+    "TurnRecovery",
+    "take_turn",
+    "turn_runs",
+    "turn_started",
+]
+
+T = TypeVar("T")
+
+#: How long ``DurableConversation`` tries to get a turn taken unless told otherwise.
+RECOVERY_TIMEOUT = timedelta(minutes=5)
+
+
+class TurnNotTaken(TimeoutError):
+    """A conversation did not take a turn within the recovery deadline. The turn may still
+    run: sent again with the same run id, it is the same turn."""
+
+    def __init__(self, conversation_id: str, run_id: str, timeout: timedelta, why: str) -> None:
+        self.conversation_id = conversation_id
+        self.run_id = run_id
+        super().__init__(
+            f"conversation {conversation_id} did not take turn {run_id} within "
+            f"{timeout.total_seconds():g} s ({why}); it may still run: send it again with "
+            f"run_id={run_id!r} to get its result"
+        )
+
+
+class TurnRecovery:
+    """One turn's tries, against one deadline set when the first try starts."""
+
+    def __init__(self, conversation_id: str, run_id: str, timeout: timedelta) -> None:
+        self.conversation_id = conversation_id
+        self.run_id = run_id
+        self.timeout = timeout
+        self._loop = asyncio.get_running_loop()
+        self._deadline = self._loop.time() + timeout.total_seconds()
+        self._pause = 0.02
+        self.why = "no worker accepted it"
+        """What held the turn up last (said when the deadline expires)."""
+        self.cause: BaseException | None = None
+        """The error of the last try that failed (the expired deadline's cause)."""
+
+    def expired(self) -> TurnNotTaken:
+        return TurnNotTaken(self.conversation_id, self.run_id, self.timeout, self.why)
+
+    async def within(self, work: Awaitable[T]) -> T:
+        """``work``'s outcome, if it comes before the deadline; else ``TurnNotTaken``."""
+        remaining = self._deadline - self._loop.time()
+        if remaining <= 0:
+            if asyncio.iscoroutine(work):
+                work.close()  # never awaited: no "never awaited" warning either
+            raise self.expired() from self.cause
+        timeout = asyncio.timeout(remaining)
+        try:
+            async with timeout:
+                return await work
+        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
+            # The SDK turns the cancel of an update's call into its own error.
+            if timeout.expired():
+                raise self.expired() from self.cause
+            raise
+
+    async def again(self, why: str, cause: BaseException) -> None:
+        """Wait a little (doubling up to a second) before the next try; ``why`` the last one
+        failed, with ``cause``."""
+        self.why, self.cause = why, cause
+        await self.within(asyncio.sleep(self._pause))
+        self._pause = min(self._pause * 2, 1.0)
+
+
+async def take_turn(
+    handle: WorkflowHandle[Any, Any],
+    turn: TurnInput,
+    recovery: TurnRecovery,
+    reopen: Callable[[], Awaitable[bool]],
+) -> TurnOutput:
+    """Send ``turn`` until the conversation takes it, within ``recovery``'s deadline, then
+    await its answer (unbounded: the turn's own run). A refusal while the conversation
+    continues as new sends it again; a conversation that rests is reopened first (``reopen``:
+    ``False`` when it does not rest, and the call's error stands)."""
+    while True:
+        try:
+            update = await recovery.within(
+                handle.start_update(
+                    names.SEND,
+                    turn,
+                    id=turn.update_id(),
+                    wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+                    result_type=TurnOutput,
+                )
+            )
+            out: TurnOutput = await update.result()
+            return out
+        except WorkflowUpdateFailedError as exc:
+            if not isinstance(await rebuilt_error(exc.cause), TurnContinuing):
+                raise
+            # It finishes its turns in flight, then continues as new (or rests): the same
+            # update, sent again, lands on the next workflow run.
+            await recovery.again("it was continuing as new", exc)
+        except RPCError as exc:
+            if not await recovery.within(reopen()):
+                raise
+            await recovery.again("it rested, and was being reopened", exc)
+
+
+def turn_runs(transcript: Sequence[Message], run_id: str) -> tuple[list[str], int]:
+    """The runs of turn ``run_id`` in the order they answered (its own, then each it handed
+    over to), and where the turn ends in ``transcript`` (0: not in it)."""
+    runs: list[str] = []
+    end = 0
+    for index, message in enumerate(transcript):
+        # A handoff's target adds no prompt: the next user message is the next turn's.
+        if message.run_id == run_id or (runs and message.role != "user"):
+            if message.run_id not in runs:
+                runs.append(message.run_id)
+            end = index + 1
+        elif runs:
+            break
+    return runs or [run_id], end
+
+
+async def turn_started(
+    child: WorkflowHandle[Any, Any], sent: asyncio.Future[Any], conversation_id: str
+) -> bool:
+    """Wait until the turn's child run exists (a turn may queue behind the one in flight):
+    ``True`` then, ``False`` when the update ended first without a child (refused)."""
+    pause = 0.02
+    while True:
+        try:
+            # A workflow by that id that is not this conversation's child is not the turn.
+            if (await child.describe()).parent_id == conversation_id:
+                return True
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                raise
+        if sent.done():
+            return sent.cancelled() or sent.exception() is None  # a turn that ran has a child
+        await asyncio.wait([sent], timeout=pause)
+        pause = min(pause * 2, 0.5)

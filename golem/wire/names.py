@@ -1,0 +1,113 @@
+"""Every name golem's durable sides share: workflow types, update, signal and query names,
+activity names, the stream topic, search attribute and memo keys, and the
+``ApplicationError.type`` of every failure golem raises or matches.
+
+    from golem.wire import names
+    @workflow.update(name=names.APPROVE)
+    await handle.query(names.PENDING, result_type=list[ToolCall])
+
+These strings are written into histories (0.2.0's included): a value never changes; a new
+name is a new line here. No other module in ``golem/`` spells one (tests/test_layers.py).
+This module imports nothing, so anything may import it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Workflow types.
+AGENT_RUN_WORKFLOW: Final = "AgentRunWorkflow"
+CONVERSATION_WORKFLOW: Final = "ConversationWorkflow"
+
+# Updates.
+#: A run's outcome, answered as soon as it finishes or pauses for approvals.
+OUTCOME: Final = "golem.outcome"
+#: Decisions for the calls a run (or a conversation's turn) waits on.
+APPROVE: Final = "golem.approve"
+#: One conversation turn.
+SEND: Final = "golem.send"
+SET_APPROVAL_POLICY: Final = "golem.set_approval_policy"
+REVOKE: Final = "golem.revoke"
+CLOSE: Final = "golem.close"
+
+# Signals.
+#: Decisions a conversation hands to its waiting child run.
+DECIDE: Final = "golem.decide"
+#: A child run tells its parent that it waits for approvals.
+PAUSED: Final = "golem.paused"
+#: Tells a conversation to move to the current worker deployment version between turns.
+UPGRADE: Final = "golem.upgrade"
+
+# Queries.
+PENDING: Final = "golem.pending"
+MESSAGES: Final = "golem.messages"
+CONVERSATION: Final = "golem.conversation"
+APPROVALS_POLICY: Final = "golem.approvals_policy"
+CURRENT_AGENT: Final = "golem.current_agent"
+RUNS: Final = "golem.runs"
+#: The MCP tool definitions a run listed once (its activities read them back).
+TOOLS: Final = "golem.tools"
+
+# Activities.
+MODEL_REQUEST: Final = "golem.model_request"
+TOOL: Final = "golem.tool"
+PROCESS_HISTORY: Final = "golem.process_history"
+RESOLVE_INSTRUCTIONS: Final = "golem.resolve_instructions"
+EVALUATE_APPROVAL: Final = "golem.evaluate_approval"
+#: Every golem activity's name starts so.
+ACTIVITY_NAMESPACE: Final = "golem."
+#: temporalio.contrib's MCP activities (one per server operation) start so.
+MCP_ACTIVITY_PREFIX: Final = "temporalio.mcp."
+
+# The stream.
+#: The one topic of a run's stream.
+TOPIC: Final = "golem.events"
+
+# Search attributes (Keyword).
+CONVERSATION_ID_ATTRIBUTE: Final = "GolemConversationId"
+AGENT_ATTRIBUTE: Final = "GolemAgent"
+PARENT_RUN_ID_ATTRIBUTE: Final = "GolemParentRunId"
+OWNER_ATTRIBUTE: Final = "GolemOwner"
+SUMMARY_ATTRIBUTE: Final = "GolemSummary"
+
+# Memo keys.
+#: A cancelled run's ``Failed`` (a cancel carries no details).
+FAILURE_MEMO: Final = "golemFailure"
+#: A closed run's ``OutcomeMemo``, so the UI shows it without a worker.
+OUTCOME_MEMO: Final = "golemOutcome"
+#: Memo key of a continued conversation's summary: Temporal keeps no static summary across
+#: continue-as-new, and the UI shows a memo with no worker answering.
+SUMMARY_MEMO: Final = "golemSummary"
+
+# ApplicationError types.
+#: A failed run; its details are a ``Failed``.
+RUN_ERROR: Final = "GolemRunError"
+UNKNOWN_AGENT: Final = "GolemUnknownAgent"
+CANNOT_PAUSE: Final = "GolemCannotPause"
+NOT_PAUSED: Final = "GolemNotPaused"
+INVALID_DECISION: Final = "GolemInvalidDecision"
+CONVERSATION_CLOSED: Final = "GolemConversationClosed"
+CONVERSATION_CONTINUING: Final = "GolemConversationContinuing"
+TURN_RECORDED: Final = "GolemTurnRecorded"
+APPROVALS_WAITING: Final = "GolemApprovalsWaiting"
+RUN_ID_IN_USE: Final = "GolemRunIdInUse"
+TURN_DIFFERS: Final = "GolemTurnDiffers"
+PAYLOAD_TOO_LARGE: Final = "GolemPayloadTooLarge"
+SHIPPING_ERROR: Final = "GolemShippingError"
+TOOL_ERROR: Final = "GolemToolError"
+USER_ERROR: Final = "GolemUserFunctionError"
+BAD_RESULT: Final = "GolemBadResult"
+BAD_PAYLOAD: Final = "GolemBadPayload"
+DECRYPTION_ERROR: Final = "GolemDecryptionError"
+STORAGE_ERROR: Final = "GolemStoredPayloadUnreadable"
+#: temporalio.contrib's MCP activities fail so on a protocol error.
+MCP_PROTOCOL_ERROR: Final = "MCPProtocolError"
+
+
+def spelled() -> dict[str, str]:
+    """Every name above by its value (the value -> the constant's name)."""
+    return {
+        value: key
+        for key, value in globals().items()
+        if key.isupper() and isinstance(value, str) and key != "ACTIVITY_NAMESPACE"
+    }
