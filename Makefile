@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: demo test lint bench mutate clean browser dist docs docs-build
+.PHONY: demo test lint bench mutate clean browser dist docs docs-build docs-screenshots
 
 $(VENV)/.installed: pyproject.toml
 	@echo "installing dependencies, first run only (into $(VENV))"
@@ -101,6 +101,11 @@ docs: $(VENV)/.installed
 
 docs-build: $(VENV)/.installed
 	$(PY) -m mkdocs build --strict --site-dir site
+
+# The observability guide's Temporal UI screenshots (docs/guides/img/), taken anew from
+# the real UI over real runs by the test that checks them (tests/ui/test_ui_docs_tour.py).
+docs-screenshots: $(VENV)/.installed browser
+	GOLEM_DOCS_SCREENSHOTS=1 $(PY) -m pytest tests/ui/test_ui_docs_tour.py -q -p no:cacheprovider
 
 clean:
 	rm -rf $(VENV) dist site .pytest_cache .mypy_cache .ruff_cache .hypothesis

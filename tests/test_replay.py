@@ -178,6 +178,52 @@ def test_the_delegation_and_handoff_histories_hold_what_they_were_recorded_for()
     )
 
 
+def approve_answers(path: Path) -> list[bytes]:
+    """What each ``golem.approve`` update of the history answered (its payload's data, or
+    its encoding when it has none)."""
+    updates = [
+        e.workflow_execution_update_completed_event_attributes.outcome.success.payloads[0]
+        for e in load(path).events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED
+    ]
+    return [p.data or p.metadata["encoding"] for p in updates]
+
+
+def test_an_approval_answered_null_in_0_2_0_and_answers_what_it_did_since() -> None:
+    """Patch golem.readable-approvals: the 0.2.0 history (its answer null) takes the old
+    branch, the current one records the patch and answers the run's outcome."""
+    stem = "delegation_approved_at_top.json"
+    old = approve_answers(ROOT / "release-0.2.0" / stem)
+    assert old[-1] == b"binary/null"  # the approval that let the run end
+    new = approve_answers(ROOT / stem)
+    assert new[-1].startswith(b'{"kind":"completed","output":"escalated: transfer: sent 5",')
+    assert b'"decided":{"t1":{"approved":true,"at":"' in new[-1]
+    markers = events(stem.split(".")[0], EventType.EVENT_TYPE_MARKER_RECORDED)
+    ids = [
+        e.marker_recorded_event_attributes.details["patch-data"].payloads[0].data for e in markers
+    ]  # type: ignore[attr-defined]
+    assert any(b"golem.readable-approvals" in i for i in ids), ids
+
+
+def continued_memo(path: Path) -> dict[str, bytes]:
+    """The memo a conversation's run gave the run it continued as."""
+    [event] = [
+        e.workflow_execution_continued_as_new_event_attributes
+        for e in load(path).events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+    ]
+    return {key: payload.data for key, payload in event.memo.fields.items()}
+
+
+def test_a_continued_conversation_carries_its_summary_in_its_memo_since_0_2_0() -> None:
+    """Patch golem.continued-summary: the 0.2.0 history continued with no memo (its old
+    branch), the current one gives the next run its summary."""
+    stem = "conversation_approval_continued.json"
+    assert continued_memo(ROOT / "release-0.2.0" / stem) == {}
+    summary = b'"replay_approval: conversation (continued as new)"'
+    assert continued_memo(ROOT / stem) == {"golemSummary": summary}
+
+
 def test_the_fork_and_the_encrypted_run_hold_what_they_were_recorded_for() -> None:
     started = history("conversation_fork").events[0].workflow_execution_started_event_attributes
     assert b'"parentRunId"' in started.input.payloads[0].data  # it continues another's turn
@@ -222,3 +268,12 @@ def test_workflow_code_names_only_registered_patches() -> None:
         if "workflow.patched(" in path.read_text() and path.name != "patches.py"
     ]
     assert direct == []
+
+
+def test_every_registered_patch_names_its_decision_record() -> None:
+    from golem.workflows.patches import PATCHES
+
+    root = Path(__file__).resolve().parent.parent
+    missing = {p.id: p.adr for p in PATCHES.values() if not (root / p.adr).is_file()}
+    assert missing == {}
+    assert all(patch_id == p.id and p.id.startswith("golem.") for patch_id, p in PATCHES.items())

@@ -60,6 +60,8 @@ class Page:
     clicks: Sequence[str | tuple[str, Sequence[str]]] = ()
     evaluate: str = ""
     timeout_ms: int = 30_000
+    clip: tuple[int, int, int, int] | None = None
+    """Only this part of the page in its screenshots: x, y, width, height (CSS pixels)."""
 
     def job(self) -> dict[str, Any]:
         clicks = [
@@ -72,6 +74,8 @@ class Page:
             step["until"] = self.until
         if self.evaluate:
             step["evaluate"] = self.evaluate
+        if self.clip:
+            step["clip"] = dict(zip(("x", "y", "width", "height"), self.clip, strict=True))
         return step
 
 
@@ -114,16 +118,25 @@ def need_browser() -> None:
         pytest.skip(missing)
 
 
-async def snap(test: str, pages: Sequence[Page], *, columns: bool = False) -> dict[str, Seen]:
-    """Open ``pages`` in one headless Chromium; every snapshot by name (``NAME`` for the
-    page, ``NAME_1``... after each click). Runs beside the event loop, so a worker in this
-    process keeps answering the queries the UI sends."""
+async def snap(
+    test: str,
+    pages: Sequence[Page],
+    *,
+    columns: bool | Sequence[str] = False,
+    viewport: tuple[int, int] | None = None,
+) -> dict[str, Seen]:
+    """Open ``pages`` in one headless Chromium (a ``viewport`` of width and height, else
+    1600x1000; the workflow list's ``columns``, or ``COLUMNS`` for ``True``); every
+    snapshot by name (``NAME`` for the page, ``NAME_1``... after each click). Runs beside
+    the event loop, so a worker in this process keeps answering the queries the UI sends."""
     need_browser()
     out = ARTIFACTS / test
     shutil.rmtree(out, ignore_errors=True)
     job: dict[str, Any] = {"out": str(out), "steps": [p.job() for p in pages]}
     if columns:
-        job["columns"] = list(COLUMNS)
+        job["columns"] = list(COLUMNS if columns is True else columns)
+    if viewport:
+        job["viewport"] = list(viewport)
     process = await asyncio.create_subprocess_exec(
         "node",
         str(SNAP),

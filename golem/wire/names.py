@@ -79,6 +79,9 @@ FAILURE_MEMO: Final = "golemFailure"
 OUTCOME_MEMO: Final = "golemOutcome"
 #: A waiting run's ``Waiting``: each call it waits for (the pending inbox reads it).
 WAITING_MEMO: Final = "golemWaiting"
+#: Memo key of a continued conversation's summary: Temporal keeps no static summary across
+#: continue-as-new, and the UI shows a memo with no worker answering.
+SUMMARY_MEMO: Final = "golemSummary"
 
 # ApplicationError types.
 #: A failed run; its details are a ``Failed``.

@@ -25,7 +25,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from golem.delegation import Handoff
-from golem.messages import Message, ToolCall, Usage
+from golem.messages import Decision, Message, ToolCall, Usage
 from golem.results import PartialResult, Result, Stage
 from golem.run_state import RunInput
 from golem.usage import Budget, Spent
@@ -240,6 +240,8 @@ class RunReport(Tagged):
     descendants: Spent = Field(default_factory=Spent)
     """What those runs spent."""
     messages: RunMessages = Field(default_factory=Carried)
+    decided: dict[str, Decision] = Field(default_factory=dict)
+    """In a ``golem.approve`` update's answer only: the decisions it recorded, by call id."""
 
     async def conversation(self, sources: Sources) -> list[Message]:
         """The whole conversation: what came by reference, then what the run holds."""
@@ -267,7 +269,7 @@ class Completed(RunReport):
     """Result of ``AgentRunWorkflow``: the run answered."""
 
     kind: Literal["completed"] = "completed"
-    first_keys: ClassVar[tuple[str, ...]] = ("output",)
+    first_keys: ClassVar[tuple[str, ...]] = ("output", "decided")
     output: Any = None
     handoff: Handoff | None = None
     """A conversation's turn that ended by handing over: who continues it, as which run."""
@@ -299,7 +301,7 @@ class Paused(RunReport):
     """A run that waits for a person's decisions (an update's answer, a parent's signal)."""
 
     kind: Literal["paused"] = "paused"
-    first_keys: ClassVar[tuple[str, ...]] = ("pendingApprovals",)
+    first_keys: ClassVar[tuple[str, ...]] = ("pendingApprovals", "decided")
     pending_approvals: list[ToolCall] = Field(default_factory=list)
     approval_timeout: float | None = None
     """Seconds the run waits for decisions (its agent's ``approval_timeout``)."""

@@ -15,7 +15,7 @@ that hands over ends naming its target (``hand_back``), and the conversation goe
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, CancelledError
@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.loop import RunLoop
     from golem.messages import Message, ToolCall
     from golem.phases import finish
-    from golem.results import RunError
+    from golem.results import Result, RunError
     from golem.run_state import RunInput, RunState
     from golem.tools import validation_problems
     from golem.wire import (
@@ -48,7 +48,6 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows.streams import RunStreamHost
     from golem.workflows.turns import Verdict
 
-T = TypeVar("T")
 
 __all__ = ["AgentRunWorkflow", "TemporalExecutor"]
 
@@ -149,7 +148,9 @@ class AgentRunWorkflow:
             agent, self._executor, run, emit=self._on_event, follow_handoffs=not input.hand_back
         )
         try:
-            result = await self._stream.hosting(self._running(self._loop.run()), input.stream)
+            result = await self._stream.hosting(
+                self._running(self._loop.run(), report), input.stream
+            )
         except RunError as exc:
             self._outcome = exc.partial.messages if exc.partial is not None else []
             failure, memo_ = report.failure(exc)
@@ -157,16 +158,23 @@ class AgentRunWorkflow:
             self._closed("canceled" if canceled else f"failed at {exc.stage}: {exc.detail}", memo_)
             raise failure from None
         self._outcome = result.messages
-        output = result.output
+        completed = self._gate.completed if self._gate is not None else None
+        assert completed is not None  # _running made it before the stream ended
+        self._closed("completed", output=completed.output)
+        return completed
+
+    def _completed(self, result: Result[Any], report: Reporter) -> Completed:
+        """The workflow's result, known before the stream ends: an approval answers with it."""
+        assert self._executor is not None and self._loop is not None
+        agent, output = self._loop.agent, result.output
         if agent.output_adapter is not None and output is not None:
             output = agent.output_adapter.dump_python(output, mode="json")
-        self._closed("completed", output=output)
         shipper = self._executor.shipper
         completed = report.completed(
             result, output, shipper.recorded, shipper.logged_count(result.messages)
         )
         handoff = self._loop.handoff
-        if handoff is None or not input.hand_back:
+        if handoff is None or self._loop.follow_handoffs:  # only a turn's run hands back
             return completed
         return completed.model_copy(update={"handoff": handoff})
 
@@ -192,19 +200,22 @@ class AgentRunWorkflow:
         workflow.upsert_memo({names.OUTCOME_MEMO: summary, **(more or {})})
         workflow.set_current_details(details(state, state.turn, progress, outcome))
 
-    async def _running(self, work: Awaitable[T]) -> T:
-        """Await the run; then whoever waits on its outcome (an update) is answered, before
-        the stream's host waits for every handler to finish. A turn that hands over names
-        its target's run in its stream before the stream ends (its conversation starts it)."""
+    async def _running(self, work: Awaitable[Result[Any]], report: Reporter) -> Result[Any]:
+        """Await the run; then whoever waits on its outcome (an update) is answered with it,
+        before the stream's host waits for every handler to finish. A turn that hands over
+        names its target's run in its stream before the stream ends (its conversation
+        starts it)."""
+        completed: Completed | None = None
         try:
             result = await work
             loop = self._loop
             if loop is not None and loop.handoff is not None and not loop.follow_handoffs:
                 self._stream.child(loop.handoff.run_id, loop.handoff.agent)
+            completed = self._completed(result, report)
             return result
         finally:
             if self._gate is not None:
-                self._gate.finish()
+                self._gate.finish(completed)
 
     # -- approvals (docs: golem/workflows/approvals.py) ----------------------------------
 
@@ -235,8 +246,9 @@ class AgentRunWorkflow:
             )
 
     @workflow.update(name=names.APPROVE)
-    async def approve(self, decisions: dict[str, Verdict]) -> Paused | None:
-        """Decide pending calls; returns like ``golem.outcome`` once the run pauses or ends."""
+    async def approve(self, decisions: dict[str, Verdict]) -> Paused | Completed | None:
+        """Decide pending calls; answers what they did once the run pauses again (``Paused``)
+        or ends (``Completed``; ``None``: it failed), with the decisions recorded."""
         assert self._gate is not None
         return await self._gate.approve(decisions)
 

@@ -11,9 +11,12 @@ never refused for want of one) and hands them to the gate:
   ends (``None``: read the workflow's result). ``DurableRun.result`` uses it. Its
   validator refuses it (``CANNOT_PAUSE``, nothing recorded) when the agent has no tool
   that needs approval, so a client that knows the agent only by name learns it.
-- update ``golem.approve`` (``{call_id: approved}``): records decisions, then returns the
-  paused output with the calls still undecided (a partial approval), or like
-  ``golem.outcome`` once the run pauses again or ends. Its validator refuses, before
+- update ``golem.approve`` (``{call_id: approved}``): records decisions, then answers what
+  they did: the paused output with the calls still undecided (a partial approval, or once
+  the run pauses again), or the run's ``Completed`` outcome once it ends, each with the
+  decisions recorded (``decided``); ``None`` once it failed or was cancelled (read the
+  workflow's result), as every answer was before patch ``golem.readable-approvals``
+  (docs/adr/0039-what-an-approval-answers.md). Its validator refuses, before
   anything is recorded, decisions when nothing is pending, an empty or already-decided
   set, calls that are not pending, and any that arrive once the approval timeout ran out.
 - signal ``golem.decide``: the same decisions, for a parent workflow (a conversation),
@@ -46,10 +49,15 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from golem.approvals import check_edits
     from golem.messages import Decision, ToolCall
-    from golem.wire import Paused, lineage, names
+    from golem.wire import Completed, Paused, lineage, names
     from golem.wire.inbox import ARGS_LISTED, Waiting, WaitingCall
     from golem.workflows.children import listed_waiting
-    from golem.workflows.patches import PENDING_INBOX, VISIBLE_APPROVALS, patched
+    from golem.workflows.patches import (
+        PENDING_INBOX,
+        READABLE_APPROVALS,
+        VISIBLE_APPROVALS,
+        patched,
+    )
     from golem.workflows.turns import Pause, Verdict, timed_out
 
 __all__ = ["ApprovalGate", "recorded", "refuse_invalid_edits"]
@@ -114,6 +122,8 @@ class ApprovalGate:
         self.late: dict[str, float | None] = {}
         """Calls the approval timeout answered, so a late approval is told so."""
         self.finished = False
+        self.completed: Completed | None = None
+        """The run's outcome once it completed (set before it is ``finished``)."""
         self._pauses = 0  # counts pauses, so an approval can wait for the next one
         self.below: dict[str, Paused] = {}
         """What waits in each run below this one (its latest report), by that run's id."""
@@ -275,8 +285,11 @@ class ApprovalGate:
         self._on_change()
         await self._tell()
 
-    def finish(self) -> None:
-        """The run ended: waiting handlers answer ``None``."""
+    def finish(self, completed: Completed | None = None) -> None:
+        """The run ended (``completed``: its outcome, ``None``: it failed): waiting handlers
+        answer. Called before the run's stream ends, which waits for every handler, so
+        whatever an answer carries must be known here."""
+        self.completed = completed
         self.finished = True
 
     # -- handlers ------------------------------------------------------------------------
@@ -307,15 +320,19 @@ class ApprovalGate:
             raise _not_paused(f"run {run}: {problem}")
         refuse_invalid_edits(f"run {run}", self._validators(), self.pending, own)
 
-    async def approve(self, decisions: dict[str, Verdict]) -> Paused | None:
+    async def approve(self, decisions: dict[str, Verdict]) -> Paused | Completed | None:
+        readable = patched(READABLE_APPROVALS)
+        decided = {c: d for c, v in decisions.items() if (d := recorded(v)) is not None}
         pauses = self._pauses
         await self.decide(decisions)
-        if self.waiting:
-            return self.report(self.waiting)
-        await workflow.wait_condition(
-            lambda: self.finished or (self._pauses > pauses and bool(self.waiting))
-        )
-        return None if self.finished else self.report(self.waiting)
+        if not self.waiting:
+            await workflow.wait_condition(
+                lambda: self.finished or (self._pauses > pauses and bool(self.waiting))
+            )
+        if not readable:
+            return None if self.finished else self.report(self.waiting)
+        answer = self.completed if self.finished else self.report(self.waiting)
+        return None if answer is None else answer.model_copy(update={"decided": decided})
 
     async def decide(self, decisions: Mapping[str, Verdict | None]) -> None:
         """Record decisions on calls still undecided (a parent's ``None``: none in time);

@@ -64,6 +64,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows.agent_run import AgentRunWorkflow
     from golem.workflows.approvals import refuse_invalid_edits
     from golem.workflows.conversation_run import IdleTimeout, carried_input, details, summary
+    from golem.workflows.patches import CONTINUED_SUMMARY, patched
     from golem.workflows.turn_runs import (
         by_reference,
         child_input,
@@ -173,6 +174,7 @@ class ConversationWorkflow:
             return summary(self._transcript, reopen=following)
         workflow.continue_as_new(
             following,
+            memo=self._continued_memo(),
             # Onto the deployment's target version: unversioned workers ignore it.
             initial_versioning_behavior=workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE,
         )
@@ -398,6 +400,14 @@ class ConversationWorkflow:
             return
         answer = self._turns.handoffs.ended(outcome, self._transcript.length)
         await self._perform(self._turns.ended(child.id, answer))
+
+    def _continued_memo(self) -> dict[str, Any] | None:
+        """The next run's memo (``None``: this one's, as 0.2.0 left it): this one's with the
+        summary, which the UI shows with no worker, as continue-as-new takes no static one."""
+        if not patched(CONTINUED_SUMMARY):
+            return None
+        text = f"{self._agent}: conversation (continued as new)"
+        return {**workflow.memo(), names.SUMMARY_MEMO: text}
 
     def _details(self) -> None:
         rested = self._idle.seconds if self._turns.phase == "resting" else None

@@ -17,8 +17,10 @@ from temporalio import workflow
 
 __all__ = [
     "CHILD_DETAILS",
+    "CONTINUED_SUMMARY",
     "PATCHES",
     "PENDING_INBOX",
+    "READABLE_APPROVALS",
     "TOOLSETS_IN_AGENT_ORDER",
     "VISIBLE_APPROVALS",
     "Patch",
@@ -54,6 +56,14 @@ CHILD_DETAILS = "golem.child-details"
 #: in its ``GolemWaiting`` search attribute and names them in its memo while it waits.
 PENDING_INBOX = "golem.pending-inbox"
 
+#: The ``golem.approve`` update answers what the decisions did (the decisions recorded, and
+#: the run paused again or its ``Completed`` outcome) instead of ``null`` once the run ends.
+READABLE_APPROVALS = "golem.readable-approvals"
+
+#: A conversation continuing as new gives the next run a memo naming its summary (the
+#: static one does not cross continue-as-new).
+CONTINUED_SUMMARY = "golem.continued-summary"
+
 #: The live patches, by id.
 PATCHES: dict[str, Patch] = {
     TOOLSETS_IN_AGENT_ORDER: Patch(
@@ -77,6 +87,18 @@ PATCHES: dict[str, Patch] = {
     PENDING_INBOX: Patch(
         PENDING_INBOX,
         adr="docs/adr/0047-pending-inbox.md",
+        since="0.3.0",
+        removable_after="0.2.0",
+    ),
+    CONTINUED_SUMMARY: Patch(
+        CONTINUED_SUMMARY,
+        adr="docs/adr/0034-readable-workflow-list.md",
+        since="0.3.0",
+        removable_after="0.2.0",
+    ),
+    READABLE_APPROVALS: Patch(
+        READABLE_APPROVALS,
+        adr="docs/adr/0039-what-an-approval-answers.md",
         since="0.3.0",
         removable_after="0.2.0",
     ),

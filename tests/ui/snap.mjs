@@ -3,10 +3,11 @@
 //
 //   node tests/ui/snap.mjs < job.json > report.json
 //
-// job: {"out": DIR, "steps": [STEP, ...], "columns": [LABEL, ...]}
+// job: {"out": DIR, "steps": [STEP, ...], "columns": [LABEL, ...], "viewport": [W, H]}
 // STEP: {"name": "run", "url": "http://...", "wait": ["text", ...], "until": "JS expression",
 //        "clicks": [{"text": "User Metadata", "wait": ["text", ...]}, ...],
-//        "evaluate": "JS expression", "timeout_ms": 30000, "full_page": false}
+//        "evaluate": "JS expression", "timeout_ms": 30000, "full_page": false,
+//        "clip": {"x": 0, "y": 0, "width": W, "height": H}}   (a part of the page only)
 // Each page and each click leaves DIR/NAME.png (NAME_1.png, ... after clicks); the report is
 // a JSON list with one entry per snapshot: {name, url, png, frames: [{url, text}], text,
 // missing: [texts never seen], value (of evaluate), console: [errors], error}.
@@ -47,7 +48,8 @@ async function waitForTexts(page, wanted, timeoutMs) {
 
 async function snapshot(page, out, name, step, extra) {
   const png = join(out, `${name}.png`);
-  await page.screenshot({ path: png, fullPage: !!step.full_page });
+  const options = step.clip ? { clip: step.clip } : { fullPage: !!step.full_page };
+  await page.screenshot({ path: png, ...options });
   const frames = await frameTexts(page);
   return { name, url: page.url(), png, frames, text: frames.map((f) => f.text).join('\n'), ...extra };
 }
@@ -99,7 +101,8 @@ const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true, args: FLAGS,
 });
 try {
-  const context = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
+  const [width, height] = job.viewport ?? [1600, 1000];
+  const context = await browser.newContext({ viewport: { width, height } });
   if (job.columns) {
     // The Temporal UI keeps its workflow-list columns in localStorage.
     await context.addInitScript((labels) => {

@@ -16,6 +16,7 @@ from uicheck import Page, TemporalUI, run_page, snap
 
 from golem import Agent, Message, ToolCall
 from golem.client import DurableAgent, DurableConversation
+from golem.client.conversations import start_conversation
 from golem.models import FunctionModel
 from golem.results import RunError
 from golem.wire import ConversationInput, lineage
@@ -180,3 +181,59 @@ async def test_every_golem_workflow_has_a_summary_and_details(temporal_ui: Tempo
         assert not seen[name].missing, (name, seen[name].text)
     assert "front: And order 7?" in seen["turn_1"].text
     assert f"conversation {conversation.id} · agent front" in seen["turn_1"].text
+
+
+async def test_a_conversation_continued_as_new_keeps_its_summary_in_the_list_and_its_page(
+    temporal_ui: TemporalUI,
+) -> None:
+    """Continue-as-new carries no static summary (the Python SDK's ``continue_as_new`` takes
+    none), so a continued run shows its summary by what does cross: the ``GolemSummary``
+    search attribute (the list's column, the page's Search Attributes), its memo, and
+    current details set from the run's start (User Metadata, while a worker answers)."""
+    front: Agent[Any, Any] = Agent(
+        FunctionModel(lambda m, t: Message.assistant("noted"), model_name="desk"), name="front"
+    )
+    task_queue = f"ui-{uuid.uuid4().hex[:8]}"
+    client = temporal_ui.client
+    async with Worker(client, task_queue=task_queue, plugins=[GolemPlugin(front)]):
+        durable = DurableAgent(client, front, task_queue=task_queue)
+        seed = ConversationInput(agent=front.name, turns_per_run=1)  # continues after each turn
+        conversation = await start_conversation(durable, f"conv-{uuid.uuid4()}", seed)
+        await conversation.send("Was order 42 paid?")
+        await conversation.send("And order 7?")
+        runs = [w async for w in client.list_workflows(f'WorkflowId = "{conversation.id}"')]
+        query = quote(f'WorkflowId = "{conversation.id}"')
+        ui = temporal_ui.url
+        seen = await snap(
+            "continued_conversation",
+            [
+                Page(
+                    "list",
+                    f"{ui}/namespaces/default/workflows?query={query}",
+                    wait=["RUNNING", "CONTINUED AS NEW"],
+                ),
+                Page(
+                    "page",
+                    run_page(ui, conversation.id),
+                    wait=["RUNNING"],
+                    clicks=[
+                        ("User Metadata", ["front: conversation (continued as new)", "turns 2"]),
+                        ("Search Attributes", ["GolemSummary"]),
+                        ("Memo", ["golemSummary"]),
+                    ],
+                ),
+            ],
+            columns=True,
+        )
+    assert len(runs) == 3  # the first run and the two it continued as
+    listed = seen["list"].text
+    assert not seen["list"].missing, listed
+    rows = [line for line in listed.splitlines() if "\tConversationWorkflow\t" in line]
+    assert len(rows) == 3 and all("front: conversation" in row for row in rows), rows
+    for name in ("page_1", "page_2", "page_3"):
+        assert not seen[name].missing, (name, seen[name].text)
+    assert "No summary available" in seen["page_1"].text  # what no SDK call can fill
+    assert "front: conversation" in seen["page_2"].text.split("GolemSummary", 1)[1]
+    # The memo crosses continue-as-new too, and needs no worker (nor the attribute).
+    memo = seen["page_3"].text.split('"golemSummary"', 1)[1]
+    assert memo.lstrip(": ").startswith('"front: conversation (continued as new)"'), memo
