@@ -46,6 +46,7 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolFailed",
+    "TurnNotTaken",
     "UnknownAgentError",
     "UnsafePart",
     "Usage",

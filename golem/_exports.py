@@ -20,6 +20,7 @@ from golem.errors import (
     RunError,
     RunIdInUseError,
     ToolFailed,
+    TurnNotTaken,
     UnknownAgentError,
 )
 from golem.events import RunEvent

@@ -10,7 +10,8 @@
 Inside a tool, ``ToolFailed`` records a failed result, ``ModelRetry`` asks the model again
 and ``Canceled`` stops the run. A model adapter raises a ``ModelError`` (``ModelHTTPError``
 and friends), which fails a run at stage ``model`` once its retries are spent; the durable
-client raises ``UnknownAgentError``, ``RunIdInUseError`` and ``ConversationClosedError``.
+client raises ``UnknownAgentError``, ``RunIdInUseError``, ``ConversationClosedError`` and
+``TurnNotTaken`` (a conversation did not take a turn within its recovery deadline).
 ``HistoryError`` (``load_messages``, ``validate_history``) and ``HistoryProcessorError`` are
 the history layer's own, defined below this module and re-exported here.
 Every other exception in golem is an implementation detail.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Literal, get_args
 
 from golem.history.processors import HistoryProcessorError
@@ -43,6 +45,7 @@ __all__ = [
     "RunIdInUseError",
     "Stage",
     "ToolFailed",
+    "TurnNotTaken",
     "UnknownAgentError",
 ]
 
@@ -219,3 +222,17 @@ class RunIdInUseError(ValueError):
 
 class ConversationClosedError(RuntimeError):
     """The conversation was closed: nothing more can be sent to it (fork it to go on)."""
+
+
+class TurnNotTaken(TimeoutError):
+    """A conversation did not take a turn within the recovery deadline. The turn may still
+    run: sent again with the same run id, it is the same turn."""
+
+    def __init__(self, conversation_id: str, run_id: str, timeout: timedelta, why: str) -> None:
+        self.conversation_id = conversation_id
+        self.run_id = run_id
+        super().__init__(
+            f"conversation {conversation_id} did not take turn {run_id} within "
+            f"{timeout.total_seconds():g} s ({why}); it may still run: send it again with "
+            f"run_id={run_id!r} to get its result"
+        )

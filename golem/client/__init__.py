@@ -16,8 +16,8 @@ from golem.client.agents import DurableAgent
 from golem.client.conversations import DurableConversation
 from golem.client.inbox import PendingCall, pending
 from golem.client.records import RunRecord, conversation_runs, fetch_run
-from golem.client.recovery import TurnNotTaken
 from golem.client.runs import DurableRun
+from golem.errors import TurnNotTaken
 from golem.streaming import DurableRunStream
 from golem.wire.failures import (
     ConversationClosedError,

@@ -30,6 +30,7 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 
 from golem.client.records import rebuilt_error
+from golem.errors import TurnNotTaken
 from golem.messages import Message
 from golem.wire import TurnInput, TurnOutput, names
 from golem.wire.failures import TurnContinuing
@@ -47,20 +48,6 @@ T = TypeVar("T")
 
 #: How long ``DurableConversation`` tries to get a turn taken unless told otherwise.
 RECOVERY_TIMEOUT = timedelta(minutes=5)
-
-
-class TurnNotTaken(TimeoutError):
-    """A conversation did not take a turn within the recovery deadline. The turn may still
-    run: sent again with the same run id, it is the same turn."""
-
-    def __init__(self, conversation_id: str, run_id: str, timeout: timedelta, why: str) -> None:
-        self.conversation_id = conversation_id
-        self.run_id = run_id
-        super().__init__(
-            f"conversation {conversation_id} did not take turn {run_id} within "
-            f"{timeout.total_seconds():g} s ({why}); it may still run: send it again with "
-            f"run_id={run_id!r} to get its result"
-        )
 
 
 class TurnRecovery:
