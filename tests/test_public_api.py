@@ -85,11 +85,12 @@ def test_the_errors_are_defined_in_golem_errors_but_the_history_layers_own() -> 
 
 
 def test_error_names_are_unchanged_for_they_are_application_error_types() -> None:
-    # A durable failure carries type(exc).__name__; histories of 0.2.0 hold these.
+    # A durable failure carries type(exc).__name__; histories of 0.2.0 hold these (and
+    # TurnNotTaken, 0.3.0's, raised by the client only).
     assert sorted(EXCEPTIONS) == [
         "Canceled", "ConversationClosedError", "FallbackError", "HistoryError",
         "HistoryProcessorError", "ModelConnectionError", "ModelError", "ModelHTTPError",
         "ModelResponseError", "ModelRetry", "PartialResult", "RunError", "RunIdInUseError",
-        "ToolFailed", "UnknownAgentError",
+        "ToolFailed", "TurnNotTaken", "UnknownAgentError",
     ]  # fmt: skip
     assert all(getattr(golem.errors, n).__name__ == n for n in EXCEPTIONS)

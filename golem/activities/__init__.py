@@ -50,17 +50,6 @@ from golem.wire.cache import MessageCache
 from golem.wire.transcript import HistoryReader, with_segments
 from golem.workflows import registry
 
-__all__ = [
-    "PAYLOAD_LIMIT",
-    "MessageCache",
-    "ModelActivity",
-    "activities",
-    "call_tool",
-    "check_size",
-    "process_history",
-    "resolve_instructions",
-]
-
 T = TypeVar("T")
 
 #: Largest activity result golem hands Temporal (its blob limit is 2 MB per payload).

@@ -37,8 +37,6 @@ from golem.usage import Spent
 from golem.wire import AgentRunInput, StreamEvent, ToolCallInput, lineage, names
 from golem.workflows import registry
 
-__all__ = ["ActivityDelegator", "sub_run_id"]
-
 #: Clients whose namespace has no GolemWaiting (set up by an older golem): asked once each.
 _LACKS_WAITING: weakref.WeakSet[Client] = weakref.WeakSet()
 

@@ -26,8 +26,6 @@ from temporalio.service import RPCError
 from golem.models.base import Model, ModelError, ModelRequest, ModelResponse, StreamDelta
 from golem.wire import ModelCall, StreamEvent, names
 
-__all__ = ["BATCH_INTERVAL", "DeltaPublisher", "coalesce", "request_or_stream", "stream_request"]
-
 #: Deltas that arrive within this interval of the previous batch go out together.
 BATCH_INTERVAL = timedelta(milliseconds=200)
 

@@ -13,8 +13,6 @@ from collections.abc import Awaitable, Callable
 from golem.models.base import ToolDefinition
 from golem.toolsets import tools_digest
 
-__all__ = ["ToolLists"]
-
 #: Asks the calling run for its toolsets' tool definitions.
 Asker = Callable[[], Awaitable[list[ToolDefinition]]]
 

@@ -56,8 +56,6 @@ from golem.results import RunError
 from golem.worker.converter import codec_problem
 from golem.worker.logs import configure_logging
 
-__all__ = ["COMMANDS", "describe_error", "main", "parser", "run_command"]
-
 QUEUE_HELP = "the task queue golem workers poll"
 WORKER_TIMEOUT_FLAG: dict[str, Any] = {
     "type": float,

@@ -34,15 +34,6 @@ from golem.messages import ToolCall
 from golem.results import Result, RunError
 from golem.tools import ToolFailed
 
-__all__ = [
-    "WAITS_FOR_APPROVAL",
-    "ask_approvals",
-    "cmd_approve",
-    "cmd_complete",
-    "print_waiting",
-    "read_line",
-]
-
 #: ``golem run``'s exit code when its run waits for approvals nobody at a terminal gave.
 WAITS_FOR_APPROVAL = 3
 

@@ -31,28 +31,6 @@ from golem.cli.queues import describe_queue
 from golem.codec_server import DEV_UI_FILE, UI_URL_VARIABLES
 from golem.worker import golem_converter
 
-__all__ = [
-    "DEFAULT_ADDRESS",
-    "DEFAULT_TASK_QUEUE",
-    "DEV_UI_FILE",
-    "UI_URL_VARIABLES",
-    "UNSERVED",
-    "WORKER_HINT",
-    "WORKER_TIMEOUT",
-    "CliError",
-    "Unserved",
-    "agent_name",
-    "client_link",
-    "connect",
-    "connect_args",
-    "load_agent",
-    "payload_settings",
-    "stored_problem",
-    "ui_base",
-    "ui_link",
-    "watching",
-]
-
 DEFAULT_TASK_QUEUE = "golem"
 DEFAULT_ADDRESS = "localhost:7233"
 #: How long ``run`` waits for a worker to poll its task queue before saying none does.

@@ -22,8 +22,6 @@ from typing import Any
 from golem.cli.connect import CliError, connect_args
 from golem.client.deployments import VersionStatus, WorkerDeployment
 
-__all__ = ["add_parser", "cmd_deploy", "describe_versions"]
-
 #: Ids listed per version before "and N more".
 SHOWN = 5
 

@@ -10,8 +10,6 @@ from typing import NoReturn
 
 from golem.cli.version import package_version
 
-__all__ = ["answer_at_once", "main"]
-
 
 def answer_at_once(argv: Sequence[str]) -> bool:
     """Print the version for ``golem --version`` (and nothing else); whether it did."""

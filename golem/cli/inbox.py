@@ -17,8 +17,6 @@ import sys
 from golem.cli.connect import CliError, connect_args
 from golem.client import PendingCall, pending
 
-__all__ = ["add_arguments", "cmd_pending", "listed"]
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agent", help="only this agent's runs (its name)")

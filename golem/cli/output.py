@@ -18,16 +18,6 @@ from golem.cli.connect import client_link, ui_link
 from golem.messages import Message, ToolCall
 from golem.results import Result, RunError
 
-__all__ = [
-    "describe_call",
-    "echo",
-    "format_message",
-    "print_failure",
-    "print_result",
-    "print_run_id",
-    "readable_output",
-]
-
 
 def describe_call(call: ToolCall) -> str:
     """``transfer({"amount": 5}) #t-1``: a call as the user reads it everywhere."""

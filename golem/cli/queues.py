@@ -25,8 +25,6 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
-__all__ = ["Poller", "QueueState", "describe_queue", "worker_identity"]
-
 #: Marks the agents in a ``golem worker``'s identity: ``1234@host golem[travel,refunds]``.
 ANNOUNCE = " golem["
 #: A live worker polls at least this often (a long poll lasts about a minute): a poller the

@@ -16,8 +16,6 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["DEV_DIR", "DevServer", "forget", "holder", "record", "recorded"]
-
 #: ``golem dev``'s default ``--dir``, relative to the directory a command runs in.
 DEV_DIR = Path(".golem")
 RECORD = "dev-server.json"

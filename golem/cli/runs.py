@@ -51,8 +51,6 @@ from golem.streaming import DurableRunStream, write_text
 from golem.wire import names
 from golem.worker.converter import codec_problem
 
-__all__ = ["cmd_chat", "cmd_resume", "cmd_run"]
-
 
 async def conversation_history(client: Client, conversation_id: str) -> list[Message] | None:
     """The conversation as its newest run left it, or None when it has no runs."""

@@ -17,8 +17,6 @@ import os
 from golem.cli.connect import DEFAULT_TASK_QUEUE, connect_args, load_agent, ui_base
 from golem.codec_server import is_loopback
 
-__all__ = ["add_arguments", "cmd_serve"]
-
 HS_KEY_VARIABLE = "GOLEM_SERVE_HS_KEY"
 
 

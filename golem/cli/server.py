@@ -36,8 +36,6 @@ from golem.testing import DEV_SERVER_ARGS, temporal_cli
 from golem.worker import Deployment, GolemPlugin
 from golem.worker.deployment import deployment_version
 
-__all__ = ["cmd_codec_server", "cmd_dev", "cmd_setup", "cmd_worker", "port_holder"]
-
 
 def port_holder(port: int) -> str | None:
     """Which process listens on ``port`` (from /proc on Linux), or None when free."""

@@ -43,8 +43,6 @@ from golem.client.lookups import (
 from golem.messages import dump_messages
 from golem.wire import ShippingError, names
 
-__all__ = ["cmd_conversation", "cmd_show", "describe_run", "resolve_run_id"]
-
 
 async def resolve_run_id(client: Client, given: str) -> str:
     """golem's run id (the Temporal Workflow ID) for ``given``: a run id, or the UI's Run ID."""

@@ -21,8 +21,6 @@ from golem.cli.connect import CliError, connect_args
 from golem.client.lookups import existing_run
 from golem.storage import DIR_VARIABLE, LocalDirectory, prune
 
-__all__ = ["add_parser", "cmd_storage", "parse_age"]
-
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 

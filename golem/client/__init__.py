@@ -17,13 +17,13 @@ from golem.client.conversations import DurableConversation
 from golem.client.inbox import PendingCall, pending
 from golem.client.records import RunRecord, conversation_runs, fetch_run
 from golem.client.runs import DurableRun
-from golem.errors import TurnNotTaken
-from golem.streaming import DurableRunStream
-from golem.wire.failures import (
+from golem.errors import (
     ConversationClosedError,
     RunIdInUseError,
+    TurnNotTaken,
     UnknownAgentError,
 )
+from golem.streaming import DurableRunStream
 from golem.wire.lineage import (
     AGENT,
     CONVERSATION_ID,

@@ -21,14 +21,15 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from golem.agent import Agent
 from golem.approvals import DecisionInput
 from golem.client.conversations import DurableConversation, start_conversation
-from golem.client.inputs import HistoryItem, check_not_waiting, check_size, checked
+from golem.client.inputs import check_not_waiting, check_size, checked
 from golem.client.listing import start_listed
 from golem.client.records import fetch_run, run_input
 from golem.client.recovery import RECOVERY_TIMEOUT
 from golem.client.runs import DurableRun
+from golem.errors import RunIdInUseError
 from golem.external import run_tools, with_results
 from golem.ids import new_id
-from golem.messages import Part
+from golem.messages import HistoryItem, Part
 from golem.models.base import ToolDefinition
 from golem.phases.prepare import checked_approvals
 from golem.results import PartialResult, Result, RunError
@@ -36,11 +37,8 @@ from golem.run_state import RunInput, resolve_conversation_id
 from golem.streaming import DurableRunStream
 from golem.tools import Tool
 from golem.wire import AgentRunInput, ConversationInput
-from golem.wire.failures import RunIdInUseError
 from golem.wire.lineage import CONVERSATION_ID, details, run_search_attributes, summary
 from golem.workflows.agent_run import AgentRunWorkflow
-
-__all__ = ["DurableAgent"]
 
 OutputT = TypeVar("OutputT")
 

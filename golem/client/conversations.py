@@ -44,6 +44,7 @@ from golem.client.recovery import (
 )
 from golem.client.runs import DurableRun
 from golem.delegation import handed_over
+from golem.errors import ConversationClosedError
 from golem.ids import new_id
 from golem.messages import Decision, Message, Part, ToolCall
 from golem.policies import ApprovalPolicy, stored_rules
@@ -62,25 +63,13 @@ from golem.wire import (
     names,
     read_pages,
 )
-from golem.wire.failures import (
-    ConversationClosedError,
-    TurnRecorded,
-)
+from golem.wire.failures import TurnRecorded
 from golem.wire.lineage import run_search_attributes
 from golem.wire.transcript import CARRY_BYTES, with_segments
 from golem.workflows.conversation import ConversationWorkflow
 
 if TYPE_CHECKING:
     from golem.client.agents import DurableAgent
-
-__all__ = [
-    "DurableConversation",
-    "conversation_status",
-    "reopen",
-    "rested",
-    "start_conversation",
-    "turn_started",
-]
 
 OutputT = TypeVar("OutputT")
 

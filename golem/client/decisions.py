@@ -16,8 +16,6 @@ from golem.external import ExternalTool, to_results
 from golem.messages import Decision, ToolCall
 from golem.tools import Tool
 
-__all__ = ["Waiting", "checked_decisions", "checked_results"]
-
 #: Asks the run (or conversation) which calls wait now.
 Waiting = Callable[[], Awaitable[list[ToolCall]]]
 

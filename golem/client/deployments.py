@@ -40,8 +40,6 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from golem.wire import names
 
-__all__ = ["VersionStatus", "WorkerDeployment"]
-
 T = TypeVar("T")
 _STATES = {
     WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_INACTIVE: "inactive",

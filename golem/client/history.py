@@ -46,8 +46,6 @@ from golem.wire import (
 from golem.wire.cache import MessageCache
 from golem.wire.failures import UNREADABLE
 
-__all__ = ["RequestLog", "RunHistory", "decode_outcome", "decode_result", "run_sources"]
-
 
 async def _unreadable(query: MessagesQuery) -> MessagesPage:
     raise ShippingError("the history does not hold this request: it was read by query")

@@ -22,8 +22,6 @@ from golem.client.lookups import _quoted
 from golem.wire.inbox import WAITING_MEMO, Waiting
 from golem.wire.lineage import AGENT, CONVERSATION_ID, OWNER, WAITING
 
-__all__ = ["PendingCall", "pending"]
-
 
 @dataclass(frozen=True)
 class PendingCall:

@@ -28,15 +28,6 @@ from golem.tools import validation_problems
 from golem.wire import AgentRunInput, TurnInput
 from golem.worker.converter import golem_data_converter
 
-__all__ = [
-    "MAX_INPUT_BYTES",
-    "HistoryItem",
-    "Sent",
-    "check_not_waiting",
-    "check_size",
-    "checked",
-]
-
 #: Largest history a run may start with (the workflow input is one Temporal payload).
 MAX_INPUT_BYTES = 2_000_000 - 65_536
 

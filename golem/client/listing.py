@@ -16,8 +16,6 @@ from temporalio.service import RPCError
 
 from golem.wire.lineage import SUMMARY, WAITING
 
-__all__ = ["start_listed"]
-
 T = TypeVar("T")
 
 #: Clients whose namespace lacks an optional attribute (set up by an older golem), by

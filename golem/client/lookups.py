@@ -31,25 +31,6 @@ from golem.wire.lineage import AGENT, CONVERSATION_ID, OWNER, PARENT_RUN_ID
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.conversation import ConversationWorkflow
 
-__all__ = [
-    "Approvals",
-    "ConversationListing",
-    "RunInfo",
-    "as_conversation",
-    "awaiting_approval",
-    "chained_runs",
-    "conversation_info",
-    "conversation_messages",
-    "existing_run",
-    "find_run",
-    "has_worker",
-    "is_conversation",
-    "list_conversations",
-    "newest_run",
-    "not_a_conversation",
-    "run_info",
-]
-
 
 @dataclass(frozen=True)
 class RunInfo:

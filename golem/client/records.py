@@ -39,21 +39,6 @@ from golem.wire import (
 from golem.wire.failures import Evidence, golem_error
 from golem.wire.transcript import HistoryReader
 
-__all__ = [
-    "RunRecord",
-    "base_messages",
-    "conversation_runs",
-    "failure_of",
-    "fetch_run",
-    "history_reader",
-    "input_history",
-    "lazy_sources",
-    "rebuilt_error",
-    "run_error",
-    "run_input",
-    "run_pager",
-]
-
 
 @dataclass(frozen=True)
 class RunRecord:

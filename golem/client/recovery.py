@@ -35,15 +35,6 @@ from golem.messages import Message
 from golem.wire import TurnInput, TurnOutput, names
 from golem.wire.failures import TurnContinuing
 
-__all__ = [
-    "RECOVERY_TIMEOUT",
-    "TurnNotTaken",
-    "TurnRecovery",
-    "take_turn",
-    "turn_runs",
-    "turn_started",
-]
-
 T = TypeVar("T")
 
 #: How long ``DurableConversation`` tries to get a turn taken unless told otherwise.

@@ -38,8 +38,6 @@ from golem.wire import Sources, names
 from golem.wire.failures import CannotPause
 from golem.workflows.agent_run import AgentRunWorkflow
 
-__all__ = ["DurableRun"]
-
 OutputT = TypeVar("OutputT")
 
 

@@ -25,8 +25,6 @@ from golem.user_functions import call_user_function
 if TYPE_CHECKING:
     from mcp import Client
 
-__all__ = ["LIST_TIMEOUT", "Headers", "MCPServer"]
-
 #: HTTP headers for every request to a server: fixed, or made per run from its context
 #: (evaluated where the call runs: in process, or on the worker; never recorded).
 Headers = (

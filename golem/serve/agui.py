@@ -63,8 +63,6 @@ from golem.serve.texts import OpenText
 from golem.serve.threads import Served, Thread, TurnEnd, Waiting, prompts_after, turn_events
 from golem.tools import ToolFailed
 
-__all__ = ["agui_routes", "to_agui_messages"]
-
 #: An interrupt's reason when a call waits for a person's approval.
 APPROVAL = "tool_approval"
 

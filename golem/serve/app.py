@@ -26,8 +26,6 @@ from golem.serve.rest import rest_routes
 from golem.serve.threads import Served
 from golem.serve.vercel import chat_routes
 
-__all__ = ["create_app"]
-
 #: The console's page and its module: plain files, no build step.
 CONSOLE = Path(__file__).with_name("console")
 AgentLike = Agent[Any, Any] | DurableAgent[Any] | str

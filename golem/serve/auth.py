@@ -19,8 +19,6 @@ from starlette.requests import Request
 from golem import codec_server
 from golem.serve.errors import Problem
 
-__all__ = ["Auth", "JWTAuth", "TrustedHeaderAuth"]
-
 
 class Auth(Protocol):
     """Names who sends a request, or raises ``golem.serve.errors.Problem`` (401/403)."""

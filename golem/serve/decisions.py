@@ -17,8 +17,6 @@ from typing import Any
 from golem.approvals import Approve, DecisionInput, Deny
 from golem.serve.errors import Problem
 
-__all__ = ["DECISION_SCHEMA", "Decision", "decision", "to_approvals"]
-
 #: One decision, as its JSON arrives.
 Decision = Mapping[str, Any]
 

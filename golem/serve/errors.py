@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-__all__ = ["SEP", "Problem"]
-
 #: Server-sent events end their lines with LF alone: some clients (AG-UI's) split on it.
 SEP = "\n"
 

@@ -6,8 +6,6 @@ from typing import Any
 
 from golem.serve.decisions import DECISION_SCHEMA
 
-__all__ = ["openapi"]
-
 _ERROR = {
     "description": "refused: the reason in one line",
     "content": {

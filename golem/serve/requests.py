@@ -9,8 +9,6 @@ from starlette.requests import Request
 
 from golem.serve.errors import Problem
 
-__all__ = ["MAX_BODY_BYTES", "read_json"]
-
 #: The largest request body served by default: a long transcript sent back by AG-UI.
 MAX_BODY_BYTES = 4 * 1024 * 1024
 

@@ -42,8 +42,6 @@ from golem.serve.threads import Served, Thread, TurnEnd, Waiting, turn_events
 from golem.streaming import DurableRunStream
 from golem.tools import Tool
 
-__all__ = ["END", "rest_routes"]
-
 #: The offset part of a turn's last event id.
 END = "end"
 _EVENT = TypeAdapter(RunEvent)

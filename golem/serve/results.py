@@ -21,8 +21,6 @@ from golem.serve.errors import Problem
 from golem.serve.threads import Waiting
 from golem.tools import ToolFailed
 
-__all__ = ["MAX_RESULT_BYTES", "check_answers", "tool_result"]
-
 #: The largest result one call takes: the update that carries a batch is one Temporal payload.
 MAX_RESULT_BYTES = 512 * 1024
 

@@ -16,7 +16,6 @@ from starlette.requests import Request
 from temporalio.client import Client
 
 from golem.client import DurableAgent, DurableConversation
-from golem.client.conversations import turn_started
 from golem.client.decisions import checked_decisions, checked_results
 from golem.client.lookups import (
     RunInfo,
@@ -25,6 +24,7 @@ from golem.client.lookups import (
     conversation_messages,
     existing_run,
 )
+from golem.client.recovery import turn_started
 from golem.events import RunEvent
 from golem.external import ExternalTool
 from golem.ids import new_id
@@ -35,8 +35,6 @@ from golem.serve.decisions import Decision, to_approvals
 from golem.serve.errors import Problem
 from golem.serve.requests import MAX_BODY_BYTES, read_json
 from golem.streaming import DurableRunStream
-
-__all__ = ["Served", "Thread", "TurnEnd", "Waiting", "turn_events"]
 
 
 @dataclass(frozen=True)

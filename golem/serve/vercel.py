@@ -28,8 +28,6 @@ from golem.serve.texts import OpenText
 from golem.serve.threads import Served, Thread, TurnEnd, prompts_after, turn_events
 from golem.streaming import DurableRunStream
 
-__all__ = ["chat_routes"]
-
 #: The header that tells the SDK's reader this is a UI message stream.
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1", "x-accel-buffering": "no"}
 

@@ -12,8 +12,6 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 from pydantic.alias_generators import to_camel
 
-__all__ = ["Stamps", "Tagged", "Wire"]
-
 
 class Wire(BaseModel):
     """Base of golem's payloads: camelCase JSON, immutable."""

@@ -38,8 +38,6 @@ from golem.wire.shipping import (
     expand,
 )
 
-__all__ = ["MessageCache", "with_base"]
-
 
 def with_base(base: list[Message], own: list[Message]) -> list[Message]:
     """A based run's request: its instructions (a leading system message) first, then the

@@ -18,8 +18,6 @@ from golem.wire.base import Wire
 from golem.wire.pages import Segment
 from golem.wire.runs import Completed, Paused
 
-__all__ = ["ConversationInput", "ConversationSummary", "TurnInput", "TurnOutput"]
-
 
 class ConversationInput(Wire):
     """Input of ``ConversationWorkflow``: a new conversation's seed, or what crosses

@@ -27,21 +27,6 @@ from golem.results import RunError
 from golem.wire import names
 from golem.wire.runs import Failed, RunReport
 
-__all__ = [
-    "FAILURES",
-    "UNREADABLE",
-    "CannotPause",
-    "ConversationClosedError",
-    "Evidence",
-    "RunIdInUseError",
-    "TurnContinuing",
-    "TurnRecorded",
-    "UnknownAgentError",
-    "failure_error",
-    "golem_error",
-    "run_failure",
-]
-
 #: The failures of a worker that cannot read a run's payloads (a key it lacks, a damaged blob).
 UNREADABLE = (names.DECRYPTION_ERROR, names.STORAGE_ERROR)
 

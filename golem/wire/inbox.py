@@ -15,8 +15,6 @@ from pydantic import Field
 from golem.wire import names
 from golem.wire.base import Wire
 
-__all__ = ["ARGS_LISTED", "WAITING_MEMO", "Waiting", "WaitingCall"]
-
 #: The memo key of a waiting run's calls (cleared once it waits for none).
 WAITING_MEMO = names.WAITING_MEMO
 #: The longest arguments a listing carries, in characters (``golem show`` has them whole).

@@ -13,19 +13,6 @@ from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSear
 
 from golem.wire import names
 
-__all__ = [
-    "AGENT",
-    "CONVERSATION_ID",
-    "OWNER",
-    "PARENT_RUN_ID",
-    "SEARCH_ATTRIBUTES",
-    "SUMMARY",
-    "WAITING",
-    "details",
-    "run_search_attributes",
-    "summary",
-]
-
 CONVERSATION_ID = SearchAttributeKey.for_keyword(names.CONVERSATION_ID_ATTRIBUTE)
 AGENT = SearchAttributeKey.for_keyword(names.AGENT_ATTRIBUTE)
 PARENT_RUN_ID = SearchAttributeKey.for_keyword(names.PARENT_RUN_ID_ATTRIBUTE)

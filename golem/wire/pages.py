@@ -15,16 +15,6 @@ from pydantic import Field
 from golem.messages import Message
 from golem.wire.base import Wire
 
-__all__ = [
-    "PAGE_BYTES",
-    "MessagesPage",
-    "MessagesQuery",
-    "Pager",
-    "Segment",
-    "message_size",
-    "read_pages",
-]
-
 #: Most bytes of messages one payload or one query page carries inline (Temporal rejects
 #: payloads and query results near 2 MB).
 PAGE_BYTES = 1_000_000

@@ -33,25 +33,6 @@ from golem.wire.base import Stamps, Tagged, Wire
 from golem.wire.pages import Pager, read_pages
 from golem.wire.shipping import Compact, HistoryBase, expand
 
-__all__ = [
-    "AgentRunInput",
-    "Carried",
-    "Completed",
-    "Failed",
-    "InHistory",
-    "InTranscript",
-    "ModelFailure",
-    "OutcomeMemo",
-    "Paged",
-    "Paused",
-    "PrepareInput",
-    "RunMessages",
-    "RunOfCall",
-    "RunReport",
-    "Sources",
-    "ToolCallInput",
-]
-
 
 class AgentRunInput(Wire):
     """Input of ``AgentRunWorkflow``."""

@@ -36,26 +36,6 @@ from golem.messages import Message
 from golem.tools import ToolOutcome, tool_message
 from golem.wire.base import Stamps, Tagged, Wire
 
-__all__ = [
-    "REF_BYTES",
-    "ByQuery",
-    "Compact",
-    "Derived",
-    "HistoryBase",
-    "Inline",
-    "ModelCall",
-    "NewMessages",
-    "ShippingError",
-    "chain",
-    "chain_all",
-    "common_prefix",
-    "compact",
-    "content_digest",
-    "derived",
-    "expand",
-]
-
-
 _JSON = SchemaSerializer(any_schema())
 
 #: Contents at least this long travel by reference when an activity of the run returned them.

@@ -13,8 +13,6 @@ from golem.messages import Message, ToolCall
 from golem.models.base import ModelResponse, StreamDelta
 from golem.wire.base import Wire
 
-__all__ = ["StreamEvent"]
-
 _DELTA_KINDS = {"text": "text_delta", "thinking": "thinking_delta", "tool_call": "tool_call_delta"}
 
 

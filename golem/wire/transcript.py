@@ -51,17 +51,6 @@ from golem.wire import (
 )
 from golem.wire.failures import UNREADABLE, run_failure
 
-__all__ = [
-    "CARRY_BYTES",
-    "RECENT_RUNS",
-    "ConversationInput",
-    "HistoryReader",
-    "SegmentReader",
-    "Transcript",
-    "read_transcript",
-    "with_segments",
-]
-
 #: A transcript up to this size crosses continue-as-new by value; a longer one by
 #: reference to the workflow runs that hold it (their histories must outlive retention).
 CARRY_BYTES = 256_000

@@ -26,12 +26,13 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import Interceptor, ReplayerConfig, Worker, WorkerConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from golem.activities import PAYLOAD_LIMIT, MessageCache, activities
+from golem.activities import PAYLOAD_LIMIT, activities
 from golem.agent import Agent
 from golem.delegation import reachable
 from golem.messages import HistoryError
 from golem.results import RunError
 from golem.storage import storage_from_env
+from golem.wire.cache import MessageCache
 from golem.worker import deployment as deployments
 from golem.worker.converter import GolemEncodedFailureConverter, golem_data_converter
 from golem.worker.logs import RunLogInterceptor, install_activity_failure_filter

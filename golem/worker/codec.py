@@ -27,8 +27,6 @@ from temporalio.converter import PayloadCodec
 from golem.worker.converter import ENCRYPTED as ENCODING
 from golem.worker.converter import ENV_VAR, KEY_ID, UNDECRYPTED, DecryptionError
 
-__all__ = ["ENCODING", "ENV_VAR", "KEY_ID", "DecryptionError", "EncryptionCodec"]
-
 _NONCE = 12
 #: What ``GOLEM_ENCRYPTION_KEY`` holds, as its errors say.
 KEY_FORMAT = (

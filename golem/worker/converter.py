@@ -35,14 +35,6 @@ from golem.storage import unreadable_blob
 from golem.wire import names
 from golem.worker import stream_wire
 
-__all__ = [
-    "DecryptionError",
-    "GolemEncodedFailureConverter",
-    "GolemFailureConverter",
-    "codec_problem",
-    "golem_data_converter",
-]
-
 #: ``encoding`` metadata of an encrypted payload (golem.worker.codec writes it).
 ENCRYPTED = b"binary/encrypted"
 #: Metadata key naming the key a payload was encrypted with.

@@ -20,8 +20,6 @@ from temporalio.worker import WorkerConfig, WorkerDeploymentConfig
 
 from golem.workflows.versioning import PINNED
 
-__all__ = ["Deployment", "configure", "deployment_version", "serving"]
-
 #: A deployment version: Temporal's, or ``(deployment name, build id)``.
 Deployment = WorkerDeploymentVersion | tuple[str, str]
 

@@ -22,8 +22,6 @@ from temporalio.converter import (
 from golem.storage import StoredPayloadUnreadable, unreadable_blob
 from golem.worker.converter import UNDECRYPTED, DecryptionError
 
-__all__ = ["PREVIEW_BYTES", "for_display"]
-
 #: The most of a stored payload's data ``for_display`` shows (the UI renders it whole).
 PREVIEW_BYTES = 64 * 1024
 _REFERENCE = ExternalStorageReference.DESCRIPTOR.full_name.encode()

@@ -21,8 +21,6 @@ from temporalio.worker import (
 
 from golem.wire import Completed, Failed, RunReport, names
 
-__all__ = ["RunLogInterceptor", "configure_logging", "install_activity_failure_filter", "logger"]
-
 logger = logging.getLogger("golem.worker")
 
 _FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"

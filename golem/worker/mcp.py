@@ -44,8 +44,6 @@ from golem.toolsets import ToolsetRefusal
 from golem.wire import RunOfCall, names
 from golem.wire.cache import MessageCache
 
-__all__ = ["MCPHeartbeats", "mcp_plugin", "servers_of"]
-
 #: What ``temporalio.mcp`` says of an answer its client could not validate (the details say why).
 INVALID_RESPONSE = "MCP server returned an invalid response"
 

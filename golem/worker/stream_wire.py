@@ -21,8 +21,6 @@ from pydantic import TypeAdapter
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.workflow_streams import PollResult, PublishInput
 
-__all__ = ["WIRE_TYPES", "load", "readable"]
-
 #: The contrib's types that hold items: a publish signal's input, a poll's result.
 WIRE_TYPES: tuple[type, ...] = (PublishInput, PollResult)
 _JSON = {"encoding": b"json/plain"}

@@ -48,17 +48,6 @@ from temporalio.worker import (
 from golem.wire import names
 from golem.workflows import registry
 
-__all__ = [
-    "CLIENT_SERVICE",
-    "ENV_VAR",
-    "WORKER_SERVICE",
-    "GolemTracingInterceptor",
-    "ensure_tracer_provider",
-    "interceptors",
-    "service_resource",
-    "tracing_wanted",
-]
-
 #: ``1``/``true`` turns tracing on, ``0``/``false`` off; unset: on when a provider is set.
 ENV_VAR = "GOLEM_TRACING"
 TRACER = "golem"

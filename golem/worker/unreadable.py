@@ -39,7 +39,6 @@ from temporalio.workflow import _Definition
 from golem.wire import names
 from golem.wire.failures import UNREADABLE
 
-__all__ = ["EndingUnreadableRuns", "unreadable_failure"]
 logger = logging.getLogger("golem.worker")
 
 

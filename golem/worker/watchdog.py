@@ -22,8 +22,6 @@ from collections.abc import AsyncIterator
 
 from golem.user_functions import running_on_loop
 
-__all__ = ["BLOCKED_AFTER", "LoopWatchdog", "watching_loop", "worker_watchdog"]
-
 #: Seconds the loop may go unanswered before the watchdog warns.
 BLOCKED_AFTER = 1.0
 

@@ -49,9 +49,6 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows.turns import Verdict
 
 
-__all__ = ["AgentRunWorkflow", "TemporalExecutor"]
-
-
 #: Exceptions that fail an ``AgentRunWorkflow`` instead of its workflow task, which Temporal
 #: would retry forever: a run's own failure, bad input (ValueError covers pydantic's
 #: validation and serialization errors, TypeError a wrong argument count) and bugs.

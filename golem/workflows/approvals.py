@@ -60,8 +60,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from golem.workflows.turns import Pause, Verdict, timed_out
 
-__all__ = ["ApprovalGate", "recorded", "refuse_invalid_edits"]
-
 #: How long a waiting run's labelled timer runs when no approval timeout bounds the wait
 #: (then it starts again): only there to carry the label into the UI's timeline.
 LABEL_PERIOD = timedelta(days=1)

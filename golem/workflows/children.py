@@ -24,8 +24,6 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows import registry
     from golem.workflows.patches import CHILD_DETAILS, patched
 
-__all__ = ["child_details", "child_run", "listed_summary", "served"]
-
 
 def child_details(run_id: str, conversation_id: str, agent: str) -> str | None:
     """In a workflow: a child run's static details (``None`` replaying a history recorded

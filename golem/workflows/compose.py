@@ -33,8 +33,6 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows import children, registry
     from golem.workflows.executor import TemporalExecutor
 
-__all__ = ["run_agent"]
-
 
 async def run_agent(
     agent_name: str,

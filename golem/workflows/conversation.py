@@ -88,14 +88,6 @@ with workflow.unsafe.imports_passed_through():
         Verdict,
     )
 
-__all__ = [
-    "ConversationInput",
-    "ConversationSummary",
-    "ConversationWorkflow",
-    "TurnInput",
-    "TurnOutput",
-]
-
 
 def _now() -> float:
     return workflow.now().timestamp()

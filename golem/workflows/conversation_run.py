@@ -21,8 +21,6 @@ with workflow.unsafe.imports_passed_through():
     from golem.wire.transcript import RECENT_RUNS, Transcript
     from golem.workflows.turns import Turns
 
-__all__ = ["IdleTimeout", "carried_input", "details", "summary"]
-
 
 class IdleTimeout:
     """A conversation's idle timeout (``seconds``; ``None``: none), restarted by every

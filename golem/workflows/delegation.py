@@ -29,8 +29,6 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows import registry
     from golem.workflows.children import child_run
 
-__all__ = ["run_child"]
-
 
 async def run_child(
     child: Delegation,

@@ -49,8 +49,6 @@ with workflow.unsafe.imports_passed_through():
 if TYPE_CHECKING:
     from golem.workflows.mcp import RunToolsets
 
-__all__ = ["ONCE_PER_OUTCOME", "ActivityFailed", "TemporalExecutor"]
-
 T = TypeVar("T")
 
 #: The once-per-run activities: their user errors are non-retryable, so only a worker that

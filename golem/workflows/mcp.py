@@ -33,8 +33,6 @@ with workflow.unsafe.imports_passed_through():
     from golem.wire import RunOfCall, names
     from golem.workflows.patches import TOOLSETS_IN_AGENT_ORDER, patched
 
-__all__ = ["RunToolsets"]
-
 #: A call's start-to-close timeout unless its toolset's ``timeout`` says (as golem's tools).
 CALL_TIMEOUT = timedelta(minutes=5)
 

@@ -15,18 +15,6 @@ from dataclasses import dataclass
 
 from temporalio import workflow
 
-__all__ = [
-    "CHILD_DETAILS",
-    "CONTINUED_SUMMARY",
-    "PATCHES",
-    "PENDING_INBOX",
-    "READABLE_APPROVALS",
-    "TOOLSETS_IN_AGENT_ORDER",
-    "VISIBLE_APPROVALS",
-    "Patch",
-    "patched",
-]
-
 
 @dataclass(frozen=True)
 class Patch:

@@ -8,16 +8,6 @@ from typing import Any
 
 from golem.agent import Agent
 
-__all__ = [
-    "ANY_TASK_QUEUE",
-    "HEARTBEAT_TIMEOUT",
-    "INLINE_MESSAGES_BYTES",
-    "WorkerSettings",
-    "lookup",
-    "register",
-    "settings",
-]
-
 #: Agents registered for replay, where the history names the task queue.
 ANY_TASK_QUEUE = "*"
 #: The one default: how long a silent model or tool activity may go before Temporal retries it.

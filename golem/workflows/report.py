@@ -42,8 +42,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from golem.wire.failures import failure_error
 
-__all__ = ["Progress", "Reporter", "details", "report_messages"]
-
 
 @dataclass
 class Progress:

@@ -34,8 +34,6 @@ from golem.wire import (
     message_size,
 )
 
-__all__ = ["Shipper"]
-
 
 class Shipper:
     """The current request's messages, their digest chain, and what this run's activities

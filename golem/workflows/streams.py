@@ -26,8 +26,6 @@ from temporalio.contrib.workflow_streams import WorkflowStream
 from golem.events import RunEvent
 from golem.wire import StreamEvent, names
 
-__all__ = ["LINGER", "RunStreamHost", "StreamEvent"]
-
 T = TypeVar("T")
 
 #: How long a streamed run that has ended waits for its live subscriber's next poll.

@@ -37,17 +37,6 @@ with workflow.unsafe.imports_passed_through():
     from golem.wire.transcript import Transcript
     from golem.workflows.turns import Refusal
 
-__all__ = [
-    "TurnInput",
-    "TurnOutput",
-    "by_reference",
-    "child_input",
-    "paused_output",
-    "refused",
-    "start_refusal",
-    "turn_outcome",
-]
-
 _TYPES: dict[str, str | None] = {
     "closed": names.CONVERSATION_CLOSED,
     "waiting": names.APPROVALS_WAITING,

@@ -62,24 +62,6 @@ from golem.messages import Decision
 from golem.wire import Completed, InTranscript, TurnInput, TurnOutput
 from golem.wire import Paused as PausedReport
 
-__all__ = [
-    "Answer",
-    "ArmTimer",
-    "Closed",
-    "Decide",
-    "Effect",
-    "Ended",
-    "Handoffs",
-    "Outcome",
-    "Pause",
-    "Paused",
-    "Phase",
-    "Refusal",
-    "StartChild",
-    "Turns",
-    "Verdict",
-]
-
 E = TypeVar("E", bound=Exception)
 
 #: A decision on a call as an update carries it (a bare ``bool``: as 0.2.0 sent it).

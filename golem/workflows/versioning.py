@@ -20,8 +20,6 @@ from temporalio.common import VersioningBehavior
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.conversation import ConversationWorkflow
 
-__all__ = ["PINNED", "PinnedAgentRunWorkflow", "PinnedConversationWorkflow"]
-
 W = TypeVar("W")
 
 
