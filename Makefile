@@ -41,7 +41,7 @@ browser: $(UI_DEPS) $(SERVE_DEPS)
 # workers, each with its own dev server, a test file on one worker (its module fixtures
 # start once): most of a test's time is waiting on Temporal, so two halve the wall time.
 test: $(VENV)/.installed $(UI_DEPS) $(SERVE_DEPS)
-	$(PY) -m pytest -p suite_clock -n 2 --dist loadfile
+	$(PY) -m pytest -p suite_clock -n 2 --dist loadfile --no-loadscope-reorder
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check golem tests examples benchmarks
