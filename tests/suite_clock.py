@@ -1,11 +1,13 @@
 """``make test``'s clock: how long the whole suite took last time, said before it starts.
 
-    .venv/bin/python -m pytest -p suite_clock -n 2 --dist loadfile   # what `make test` runs
+    .venv/bin/python -m pytest -p suite_clock -n 2 --dist loadfile --no-loadscope-reorder
 
 Without ``-q`` pytest prints a line per test file as it goes; this plugin adds the time the
 last whole-suite run took here (kept in pytest's cache), and records this one's. Under
 pytest-xdist (``-n``), which prints only a row of letters, it prints a line per test file
-once all of that file's tests have run (files finish in any order).
+once all of that file's tests have run (files finish in any order), with the seconds the
+file took on its worker and which worker ran it, so a slow file or a lopsided split shows.
+It also hands the longest files out first (``LONGEST_FIRST``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,65 @@ KEY = "golem/suite-seconds"
 STARTED = pytest.StashKey[float]()
 #: Said when no whole-suite run was timed here yet (a fresh clone, CI).
 FIRST_RUN = "the whole suite takes several minutes (CI requires under 10)"
+
+
+#: The test files that take longest, longest first (by the seconds printed per file; the
+#: rest take under about 6 s each). ``--dist loadfile`` hands whole files to the workers in
+#: collection order, so these go first and the many short files fill in at the end: started
+#: last, a long one would leave a worker alone with it for its whole length.
+LONGEST_FIRST = (
+    "tests/test_cli.py",
+    "tests/test_cli_serving.py",
+    "tests/test_examples.py",
+    "tests/test_show_pinned.py",
+    "tests/test_cli_approvals.py",
+    "tests/test_mcp.py",
+    "tests/ui/test_ui_first_hour.py",
+    "tests/test_crash.py",
+    "tests/ui/test_ui_serve_console.py",
+    "tests/test_conversation.py",
+    "tests/test_deploy_rollout.py",
+    "tests/ui/test_deploy_ui.py",
+    "tests/test_mcp_durable.py",
+    "tests/test_durable.py",
+    "tests/test_storage.py",
+    "tests/test_unreadable_blobs.py",
+    "tests/ui/test_ui_outcome_page.py",
+    "tests/test_unreadable.py",
+    "tests/test_serve_faults.py",
+    "tests/test_suite_clock.py",
+    "tests/test_docs.py",
+    "tests/test_sse_relay.py",
+    "tests/test_conversation_segments.py",
+    "tests/test_conversation_approvals.py",
+    "tests/test_tracing.py",
+    "tests/test_streaming.py",
+    "tests/ui/test_ui_run_page.py",
+    "tests/test_storage_prune.py",
+    "tests/test_pinned_iii_mcp.py",
+    "tests/test_mcp_faults.py",
+    "tests/test_conversation_boundaries.py",
+    "tests/test_bad_inputs.py",
+    "tests/ui/test_ui_delegation.py",
+    "tests/test_serve_cli.py",
+    "tests/test_encryption.py",
+    "tests/test_agent_failures.py",
+    "tests/test_storage_buckets.py",
+    "tests/test_pinned_iii_conversations.py",
+    "tests/test_conversation_crash.py",
+    "tests/test_conversation_sequences.py",
+    "tests/test_storage_readers.py",
+    "tests/test_compose.py",
+    "tests/test_history_properties.py",
+    "tests/test_retry.py",
+    "tests/test_handoff_conversation.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest files first; every file's tests stay together and in their order."""
+    rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -52,13 +113,15 @@ class FileLines(TerminalReporter):
         self.expected: Counter[str] = Counter()
         self.ended: Counter[str] = Counter()
         self.letters: defaultdict[str, str] = defaultdict(str)
+        self.started: dict[str, float] = {}
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         if not self.expected:  # every worker collects the same tests
             self.expected = Counter(nodeid.split("::")[0] for nodeid in ids)
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
-        pass
+        # A file runs on one worker from its first test's start to its last's teardown.
+        self.started.setdefault(nodeid.split("::")[0], time.monotonic())
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         pass
@@ -75,7 +138,10 @@ class FileLines(TerminalReporter):
         self.ended[path] += 1
         if self.ended[path] == self.expected[path]:
             done = sum(self.ended.values()) * 100 // max(sum(self.expected.values()), 1)
-            self.write_line(f"{path} {self.letters.pop(path)} [{done:3d}%]")
+            seconds = time.monotonic() - self.started.pop(path, time.monotonic())
+            worker = getattr(getattr(report, "node", None), "gateway", None)
+            where = f" on {worker.id}" if worker is not None else ""
+            self.write_line(f"{path} {self.letters.pop(path)} [{done:3d}%] {seconds:.1f} s{where}")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
