@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Literal, get_args
+from typing import Literal, Protocol, get_args
 
 from golem.history.processors import HistoryProcessorError
 from golem.messages import HistoryError, Message, Usage
@@ -69,6 +69,21 @@ Stage = Literal[
 STAGES: tuple[Stage, ...] = get_args(Stage)
 
 
+class _Ran(Protocol):
+    """What a run's state and a run's report both say of it."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def conversation_id(self) -> str: ...
+    @property
+    def requests(self) -> int: ...
+    @property
+    def sub_runs(self) -> list[str]: ...
+    @property
+    def descendants(self) -> Spent: ...
+
+
 @dataclass(frozen=True)
 class PartialResult:
     """The evidence a failed run leaves: resume-ready history through its last completed step.
@@ -94,6 +109,20 @@ class PartialResult:
     """Runs this run delegated or handed off to before it failed, in the order they started."""
     descendants: Spent = field(default_factory=Spent)
     """What those runs spent (counted whole: what they spent is spent)."""
+
+    @classmethod
+    def of(cls, run: _Ran, messages: list[Message], usage: Usage, tool_calls: int) -> PartialResult:
+        """The evidence of ``run`` (its state or its report) through ``messages``."""
+        return cls(
+            messages=messages,
+            usage=usage,
+            requests=run.requests,
+            tool_calls=tool_calls,
+            run_id=run.run_id,
+            conversation_id=run.conversation_id,
+            sub_runs=list(run.sub_runs),
+            descendants=run.descendants,
+        )
 
     @property
     def total_usage(self) -> Usage:

@@ -57,12 +57,8 @@ class UsageLimits:
 
     def before_tools(self, tool_calls: int, batch: int) -> str:
         """Why the next tool batch may not run, or ``""``."""
-        if self.tool_calls_limit is not None and tool_calls + batch > self.tool_calls_limit:
-            return (
-                f"{batch} more tool calls after {tool_calls} would exceed "
-                f"tool_calls_limit={self.tool_calls_limit}"
-            )
-        return ""
+        limit = self.tool_calls_limit
+        return _over_tools(limit, tool_calls, batch, f"tool_calls_limit={limit}")
 
 
 class _Payload(BaseModel):
@@ -135,12 +131,15 @@ class Budget(_Payload):
 
     def before_tools(self, tool_calls: int, batch: int) -> str:
         """Why the next tool batch may not run within the budget, or ``""``."""
-        if self.tool_calls is not None and tool_calls + batch > self.tool_calls:
-            return (
-                f"{batch} more tool calls after {tool_calls} would exceed the "
-                f"{self.tool_calls} tool calls {_LEFT}"
-            )
-        return ""
+        limit = self.tool_calls
+        return _over_tools(limit, tool_calls, batch, f"the {limit} tool calls {_LEFT}")
+
+
+def _over_tools(limit: int | None, tool_calls: int, batch: int, bound: str) -> str:
+    """Why ``batch`` more tool calls after ``tool_calls`` pass ``limit`` (named ``bound``)."""
+    if limit is not None and tool_calls + batch > limit:
+        return f"{batch} more tool calls after {tool_calls} would exceed {bound}"
+    return ""
 
 
 _LEFT = "its delegating run's usage limits left it (they bound every run it delegates to)"

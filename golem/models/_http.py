@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from contextlib import aclosing, contextmanager
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypedDict
 
 import httpx
 
@@ -28,6 +28,15 @@ from golem.strict_json import TooDeep, loads_strict
 
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 """Connect quickly or fail; a long generation may legitimately take minutes."""
+
+
+class HTTPOptions(TypedDict, total=False):
+    """The keyword options every HTTP adapter takes (a subclass adds its own to them)."""
+
+    base_url: str | None
+    api_key: str | None
+    http_client: httpx.AsyncClient | None
+    headers: Mapping[str, str] | None
 
 
 class StreamAccumulator(Protocol):

@@ -7,15 +7,13 @@ response = await model.request(ModelRequest(messages=[Message.user("hi")]))
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
-
-import httpx
+from typing import Any, ClassVar, Unpack
 
 from golem.messages import Message, Part, ThinkingBlock, ToolCall, Usage
 from golem.models._args import args_object, args_text
 from golem.models._body import base64_text, merge_turns, system_text, unsupported_part
 from golem.models._errors import event_data, unreadable_answer
-from golem.models._http import HTTPModel
+from golem.models._http import HTTPModel, HTTPOptions
 from golem.models._sse import ServerSentEvent
 from golem.models.base import FinishReason, ModelRequest, ModelResponse, StreamDelta
 from golem.strict_json import loads_strict
@@ -51,18 +49,9 @@ class AnthropicModel(HTTPModel):
     path = "/v1/messages"
 
     def __init__(
-        self,
-        name: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        headers: Mapping[str, str] | None = None,
-        max_tokens: int = 4096,
+        self, name: str, *, max_tokens: int = 4096, **options: Unpack[HTTPOptions]
     ) -> None:
-        super().__init__(
-            name, base_url=base_url, api_key=api_key, http_client=http_client, headers=headers
-        )
+        super().__init__(name, **options)
         self.max_tokens = max_tokens
 
     def _parse(self, data: Any, request: ModelRequest) -> ModelResponse:

@@ -82,13 +82,6 @@ def partial(state: RunState) -> PartialResult | None:
     checkpoint = state.checkpoint
     if checkpoint.empty:
         return None
-    return PartialResult(
-        messages=list(state.messages[: checkpoint.upto]),
-        usage=checkpoint.usage,
-        requests=state.requests,
-        tool_calls=checkpoint.tool_calls,
-        run_id=state.run_id,
-        conversation_id=state.conversation_id,
-        sub_runs=list(state.sub_runs),
-        descendants=state.descendants,
+    return PartialResult.of(
+        state, list(state.messages[: checkpoint.upto]), checkpoint.usage, checkpoint.tool_calls
     )

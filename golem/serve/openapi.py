@@ -39,6 +39,12 @@ def openapi(agents: list[str]) -> dict[str, Any]:
     json_ok = {"200": {"description": "done", "content": {"application/json": {}}}}
     agent = [{"name": "agent", "in": "path", "required": True, "schema": {"enum": agents}}]
     text = _body({"text": {"type": "string"}}, ["text"])
+
+    def streamed(summary: str) -> dict[str, Any]:
+        """A protocol endpoint: a JSON body in its own schema, events out."""
+        body = {"required": True, "content": {"application/json": {}}}
+        return {"post": _op(summary, {"200": _SSE}, body, parameters=agent)}
+
     decisions = _body(
         {"decisions": {"type": "object", "additionalProperties": DECISION_SCHEMA}}, ["decisions"]
     )
@@ -57,22 +63,12 @@ def openapi(agents: list[str]) -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {"title": "golem serve", "version": "1"},
         "paths": {
-            "/agents/{agent}/agui": {
-                "post": _op(
-                    "AG-UI 1.0: a RunAgentInput (threadId = conversation id) -> its events",
-                    {"200": _SSE},
-                    {"required": True, "content": {"application/json": {}}},
-                    parameters=agent,
-                )
-            },
-            "/agents/{agent}/chat": {
-                "post": _op(
-                    "Vercel AI SDK UI message stream: useChat's body (id = conversation id)",
-                    {"200": _SSE},
-                    {"required": True, "content": {"application/json": {}}},
-                    parameters=agent,
-                )
-            },
+            "/agents/{agent}/agui": streamed(
+                "AG-UI 1.0: a RunAgentInput (threadId = conversation id) -> its events"
+            ),
+            "/agents/{agent}/chat": streamed(
+                "Vercel AI SDK UI message stream: useChat's body (id = conversation id)"
+            ),
             "/conversations": {
                 "post": _op(
                     "start a conversation",

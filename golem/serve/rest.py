@@ -186,15 +186,25 @@ def rest_routes(served: Served) -> list[Route]:
         return EventSourceResponse(relay(stream, run_id, served, tools), ping=15, sep=SEP)
 
     async def decide(request: Request) -> Response:
+        return await answered(request, "decisions", '{"approved": true}')
+
+    async def answered(request: Request, key: str, shape: str) -> Response:
+        """The waiting turn, answered by the body's ``decisions`` or ``results`` (``key``)."""
         found = await thread(request)
         body = await served.body(request)
-        given = body.get("decisions")
+        given = body.get(key)
         if not isinstance(given, dict) or not given:
-            raise Problem(400, 'send {"decisions": {"<call id>": {"approved": true}}}')
-        decisions = {str(k): decision(str(k), v) for k, v in given.items()}
+            raise Problem(400, f'send {{"{key}": {{"<call id>": {shape}}}}}')
+        wants_decisions = key == "decisions"
+        decisions = (
+            {str(k): decision(str(k), v) for k, v in given.items()} if wants_decisions else {}
+        )
+        results = (
+            {} if wants_decisions else {str(k): tool_result(str(k), v) for k, v in given.items()}
+        )
         where = f"conversation {found.id}"
-        waiting = check_answers(await found.waiting(), where, decisions=decisions)
-        stream = await found.decide(waiting.run_id, decisions)
+        waiting = check_answers(await found.waiting(), where, decisions=decisions, results=results)
+        stream = await found.decide(waiting.run_id, decisions, results)
         return await answer(request, stream, waiting, found.conversation.agent.tools)
 
     async def answer(
@@ -231,16 +241,7 @@ def rest_routes(served: Served) -> list[Route]:
         return JSONResponse({"pending": calls})
 
     async def tool_results(request: Request) -> Response:
-        found = await thread(request)
-        body = await served.body(request)
-        given = body.get("results")
-        if not isinstance(given, dict) or not given:
-            raise Problem(400, 'send {"results": {"<call id>": {"result": ...}}}')
-        results = {str(k): tool_result(str(k), v) for k, v in given.items()}
-        where = f"conversation {found.id}"
-        waiting = check_answers(await found.waiting(), where, results=results)
-        stream = await found.decide(waiting.run_id, {}, results)
-        return await answer(request, stream, waiting, found.conversation.agent.tools)
+        return await answered(request, "results", '{"result": ...}')
 
     return [
         Route("/conversations", create, methods=["POST"]),

@@ -234,16 +234,7 @@ class RunReport(Tagged):
         return Stamps(run_id=self.run_id, conversation_id=self.conversation_id)
 
     def partial(self, messages: list[Message]) -> PartialResult:
-        return PartialResult(
-            messages=messages,
-            usage=self.usage,
-            requests=self.requests,
-            tool_calls=self.tool_calls,
-            run_id=self.run_id,
-            conversation_id=self.conversation_id,
-            sub_runs=list(self.sub_runs),
-            descendants=self.descendants,
-        )
+        return PartialResult.of(self, messages, self.usage, self.tool_calls)
 
 
 class Completed(RunReport):
