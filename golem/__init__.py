@@ -51,6 +51,7 @@ __all__ = [
     "UnsafePart",
     "Usage",
     "UsageLimits",
+    "Verdict",
     "budget_history",
     "dump_messages",
     "handoff_target",

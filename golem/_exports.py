@@ -47,7 +47,7 @@ from golem.messages import (
     load_messages,
     validate_history,
 )
-from golem.policies import ApprovalPolicy, Ask, Rule
+from golem.policies import ApprovalPolicy, Ask, Rule, Verdict
 from golem.results import Result
 from golem.retry import Retry
 from golem.tools import RunContext, Tool

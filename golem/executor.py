@@ -51,10 +51,12 @@ class Executor(Protocol):
         with ``approvals=``)."""
         ...
 
-    async def evaluate_approval(self, call: ToolCall, ctx: RunContext[Any]) -> Decision | None:
+    async def evaluate_approval(
+        self, call: ToolCall, ctx: RunContext[Any], asked: str = ""
+    ) -> Decision | None:
         """Ask the agent's approval policy's evaluator about ``call`` (durably in an
         activity): its decision, or ``None`` when a person decides (it asked, raised, timed
-        out or answered something else)."""
+        out or answered something else). ``asked``: the run's last user message."""
         ...
 
     async def toolset_tools(self, toolset: Toolset, ctx: RunContext[Any]) -> list[ToolsetTool]:

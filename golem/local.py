@@ -80,9 +80,11 @@ class LocalExecutor:
     ) -> dict[str, Decision | None] | None:
         return None  # in process a run pauses: the caller answers with a new run
 
-    async def evaluate_approval(self, call: ToolCall, ctx: RunContext[Any]) -> Decision | None:
+    async def evaluate_approval(
+        self, call: ToolCall, ctx: RunContext[Any], asked: str = ""
+    ) -> Decision | None:
         policy = self.agent.approval_policy
-        return await evaluate(policy, ctx, call)
+        return await evaluate(policy, ctx, call, asked)
 
     async def request(
         self, request: ModelRequest, ctx: RunContext[Any], on_delta: DeltaSink | None

@@ -237,11 +237,13 @@ class RunLoop:
             return {}
         decided = {}
         external = self.external_ids(calls)
+        users = [m.content for m in self.state.messages if m.role == "user"]
+        asked = users[-1] if users else ""
         for call in calls:
             if call.id in external:
                 continue  # the application answers it, not a person
             ctx = self._call_context(call, self._retries, None)
-            decision = await self.executor.evaluate_approval(call, ctx)
+            decision = await self.executor.evaluate_approval(call, ctx, asked)
             if decision is not None:
                 decided[call.id] = decision
         return decided

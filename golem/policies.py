@@ -8,7 +8,7 @@
                  reason="refunds over 1000 go through finance"),
             Rule(tool="refund", decide="ask"),
         ],
-        evaluator=reviewer,          # async (ctx, call) -> Approve | Deny | Ask
+        evaluator=reviewer,          # async (ctx, call) -> Approve | Deny | Ask, or an Agent
     )
     agent = Agent(model, approval_policy=policy)
 
@@ -16,22 +16,32 @@ Rules are tried in order and the first that matches decides; a call no rule matc
 back to its tool's ``requires_approval``. What would go to a person is offered to the
 evaluator first, once per call; it never fails open: an evaluator that raises, times out or
 answers anything but ``Approve``/``Deny`` sends the call to a person (docs/adr/0030).
+
+The evaluator may be another golem ``Agent`` whose ``output_type`` is :class:`Verdict`: it
+is run (``agent.run``) with the call's tool, arguments and the run's last user message as
+its prompt, and the run's deps. Durably it runs in process inside the evaluator's activity,
+not as a child run: the activity is retried and its answer recorded, so nothing is lost,
+but the reviewer's own run is not a workflow of its own (no transcript in the UI).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from fnmatch import fnmatchcase
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict
 
 from golem.approvals import Approve, Deny, to_decision
 from golem.messages import Decision, ToolCall
 from golem.tools import ApprovalPredicate, RunContext, Tool
+
+if TYPE_CHECKING:
+    from golem.agent import Agent
 
 
 class Ask(BaseModel):
@@ -46,7 +56,24 @@ class Ask(BaseModel):
 Evaluator = Callable[[RunContext[Any], ToolCall], Awaitable[Approve | Deny | Ask]]
 
 #: What a rule does with a call it matches.
-Verdict = Literal["allow", "deny", "ask"]
+Choice = Literal["allow", "deny", "ask"]
+
+
+class Verdict(BaseModel):
+    """What an evaluator ``Agent`` answers (its ``output_type``): ``allow`` runs the call,
+    ``deny`` refuses it (the model reads ``reason``), ``ask`` leaves it to a person."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decide: Choice
+    reason: str = ""
+
+    def answer(self) -> Approve | Deny | Ask:
+        if self.decide == "allow":
+            return Approve()
+        if self.decide == "deny":
+            return Deny(reason=self.reason)
+        return Ask(reason=self.reason)
 
 
 @dataclass(frozen=True)
@@ -57,7 +84,7 @@ class Rule:
 
     tool: str
     when: ApprovalPredicate | None = None
-    decide: Verdict = "ask"
+    decide: Choice = "ask"
     reason: str = ""
 
     def __post_init__(self) -> None:
@@ -74,8 +101,18 @@ class ApprovalPolicy:
     person does, within ``evaluator_timeout``."""
 
     rules: Sequence[Rule] = ()
-    evaluator: Evaluator | None = None
+    evaluator: Evaluator | Agent[Any, Verdict] | None = None
     evaluator_timeout: timedelta = timedelta(seconds=60)
+
+    def __post_init__(self) -> None:
+        agent = _as_agent(self.evaluator)
+        if agent is not None and not (
+            isinstance(agent.output_type, type) and issubclass(agent.output_type, Verdict)
+        ):
+            raise ValueError(
+                f"the evaluator agent {agent.name!r} answers {agent.output_type!r}: give it "
+                "output_type=golem.Verdict (decide allow, deny or ask, and a reason)"
+            )
 
     def match(self, tool: Tool | None, call: ToolCall, ctx: RunContext[Any]) -> Rule | None:
         """The first rule that matches ``call`` (``None``: none does). A ``when`` that
@@ -100,7 +137,7 @@ class StoredRule(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tool: str
-    decide: Verdict = "ask"
+    decide: Choice = "ask"
     reason: str = ""
 
     def rule(self) -> Rule:
@@ -134,20 +171,53 @@ def ruled(rule: Rule, at: str) -> Decision:
     return Decision(approved=False, reason=rule.reason, by=by, at=at)
 
 
+def _as_agent(evaluator: object) -> Agent[Any, Any] | None:
+    from golem.agent import Agent  # here: golem.agent imports this module
+
+    return evaluator if isinstance(evaluator, Agent) else None
+
+
+def review_prompt(call: ToolCall, asked: str) -> str:
+    """What an evaluator agent reads: the call and the user's last message."""
+    try:
+        args = json.dumps(json.loads(call.args), ensure_ascii=False)
+    except ValueError:
+        args = json.dumps(call.args)  # not JSON: shown as the string the model wrote
+    return (
+        "Decide whether this tool call may run: allow it, deny it (your reason is what the "
+        "model reads) or ask a person.\n"
+        f"Tool: {call.name}\n"
+        f"Arguments: {args}\n"
+        f"The user's last message: {asked or '(none)'}"
+    )
+
+
+async def _review(agent: Agent[Any, Any], ctx: RunContext[Any], call: ToolCall, asked: str) -> Any:
+    result = await agent.run(review_prompt(call, asked), deps=ctx.deps)
+    if result.paused:
+        return None  # a reviewer that waits for someone is no answer: a person decides
+    output = result.output
+    return output.answer() if isinstance(output, Verdict) else output
+
+
 async def evaluate(
-    policy: ApprovalPolicy | None, ctx: RunContext[Any], call: ToolCall
+    policy: ApprovalPolicy | None, ctx: RunContext[Any], call: ToolCall, asked: str = ""
 ) -> Decision | None:
     """Ask ``policy``'s evaluator about ``call`` within its timeout: its decision, or
-    ``None`` (a person decides) when it asks, raises, times out or answers anything else."""
+    ``None`` (a person decides) when it asks, raises, times out or answers anything else.
+    ``asked``: the run's last user message, which an evaluator agent reads."""
     if policy is None or policy.evaluator is None:
         return None
     fn = policy.evaluator
+    agent = _as_agent(fn)
     try:
-        answer = await asyncio.wait_for(fn(ctx, call), policy.evaluator_timeout.total_seconds())
+        asking = _review(agent, ctx, call, asked) if agent else cast(Evaluator, fn)(ctx, call)
+        answer = await asyncio.wait_for(asking, policy.evaluator_timeout.total_seconds())
     except Exception:
         return None  # never fails open
     at = datetime.now(UTC).isoformat(timespec="seconds")
-    return evaluated(answer, call, getattr(fn, "__name__", type(fn).__name__), at)
+    name = agent.name if agent is not None else getattr(fn, "__name__", type(fn).__name__)
+    return evaluated(answer, call, name, at)
 
 
 def evaluated(answer: object, call: ToolCall, name: str, at: str) -> Decision | None:

@@ -37,6 +37,7 @@ from golem.user_functions import (
     describe,
 )
 from golem.wire import (
+    EvaluationInput,
     MessagesPage,
     MessagesQuery,
     ModelCall,
@@ -381,14 +382,15 @@ async def resolve_instructions(input: PrepareInput) -> str:
 
 
 @activity.defn(name=names.EVALUATE_APPROVAL)
-async def evaluate_approval(input: ToolCallInput) -> Decision | None:
+async def evaluate_approval(input: EvaluationInput) -> Decision | None:
     """Ask the agent's approval policy's evaluator about one call: its decision, recorded
     for replay, or ``None`` (a person decides). It never raises for the evaluator's faults:
     those send the call to a person (``golem.policies.evaluate``)."""
     agent = _agent(input.agent)
     ctx = _run_context(agent, input)
     ctx.turn, ctx.tool_call_id, ctx.tool_name = input.turn, input.call.id, input.call.name
-    return await _heartbeating(evaluate(agent.approval_policy, ctx, input.call), "evaluator")
+    asking = evaluate(agent.approval_policy, ctx, input.call, input.asked)
+    return await _heartbeating(asking, "evaluator")
 
 
 def activities(cache: MessageCache | None = None) -> list[Callable[..., Any]]:

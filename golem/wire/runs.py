@@ -72,6 +72,14 @@ class ToolCallInput(Wire):
     """The calling run streams: so do those runs, their events in its stream."""
 
 
+class EvaluationInput(ToolCallInput):
+    """Input of the approval evaluator's activity: a tool call's, and what an evaluator
+    agent reads beside the call."""
+
+    asked: str = ""
+    """The run's last user message."""
+
+
 class ModelFailure(Wire):
     """Details of a model activity's failure: whether the request moves on to the next model
     of a ``FallbackModel`` (the model's ``fallback_on`` decided), and the model's own error."""

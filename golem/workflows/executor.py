@@ -39,7 +39,15 @@ with workflow.unsafe.imports_passed_through():
     from golem.run_state import DeltaSink
     from golem.tools import RunContext, ToolOutcome, ToolOutcomeUnknown
     from golem.toolsets import Toolset, ToolsetTool, tools_digest
-    from golem.wire import HistoryBase, ModelFailure, PrepareInput, Stamps, ToolCallInput, names
+    from golem.wire import (
+        EvaluationInput,
+        HistoryBase,
+        ModelFailure,
+        PrepareInput,
+        Stamps,
+        ToolCallInput,
+        names,
+    )
     from golem.workflows import registry
     from golem.workflows.approvals import ApprovalGate
     from golem.workflows.delegation import run_child
@@ -233,7 +241,9 @@ class TemporalExecutor:
         # A run with a gate waits in its workflow; one without (inline) pauses and returns.
         return None if self.gate is None else await self.gate.wait(pending)
 
-    async def evaluate_approval(self, call: ToolCall, ctx: RunContext[Any]) -> Decision | None:
+    async def evaluate_approval(
+        self, call: ToolCall, ctx: RunContext[Any], asked: str = ""
+    ) -> Decision | None:
         # An activity, so the evaluator's answer is recorded and a crash in it loses nothing.
         policy = self.agent.approval_policy
         if policy is None or policy.evaluator is None:
@@ -241,13 +251,14 @@ class TemporalExecutor:
         try:
             decision: Decision | None = await workflow.execute_activity(
                 names.EVALUATE_APPROVAL,
-                ToolCallInput(
+                EvaluationInput(
                     agent=self.agent.name,
                     call=call,
                     deps=ctx.deps,
                     run_id=ctx.run_id,
                     conversation_id=ctx.conversation_id,
                     turn=ctx.turn,
+                    asked=asked,
                 ),
                 result_type=Decision | None,  # type: ignore[arg-type]
                 start_to_close_timeout=policy.evaluator_timeout + timedelta(seconds=10),
