@@ -98,7 +98,9 @@ class Rule:
 @dataclass(frozen=True)
 class ApprovalPolicy:
     """Ordered ``rules`` (first match wins) and an optional ``evaluator`` deciding before a
-    person does, within ``evaluator_timeout``."""
+    person does, within ``evaluator_timeout``: an async function, or an ``Agent`` whose
+    ``output_type`` is :class:`Verdict` (durably run inside the evaluator's activity, not
+    as a child run)."""
 
     rules: Sequence[Rule] = ()
     evaluator: Evaluator | Agent[Any, Verdict] | None = None
