@@ -73,6 +73,7 @@ class Agent(Generic[DepsT, OutputT]):
         output_retries: int = 2,
         model_retry: Retry | None = None,
         approval_timeout: timedelta | None = None,
+        external_timeout: timedelta | None = None,
         approval_policy: ApprovalPolicy | None = None,
         max_concurrent_tools: int = 100,
         toolsets: Sequence[Toolset] = (),
@@ -101,6 +102,13 @@ class Agent(Generic[DepsT, OutputT]):
         are not executed and the model is told no decision arrived in time (``None``: it
         waits as long as it takes). A later approval is refused. In process a run pauses
         instead."""
+        self.external_timeout = external_timeout
+        """Under Temporal: how long a run waits for the application's result of a
+        client-run tool's call (``external_tool``, ``run(external_tools=...)``); a call
+        still unanswered then gets a failed result saying none arrived in time, which the
+        model reads, and a later ``complete`` is refused (``None``: it waits as long as it
+        takes). Durable only: in process a run pauses and returns instead, so nothing waits.
+        Approvals in the same batch keep their ``approval_timeout``."""
         self.approval_policy = approval_policy
         """Rules that allow, deny or send calls to a person, and an evaluator that decides
         before a person does (golem.policies)."""

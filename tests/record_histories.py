@@ -38,6 +38,7 @@ from replay_agents import (
     ENCRYPTION_KEY,
     Deps,
     approval_agent,
+    booking_agent,
     cancel_agent,
     delegating_agent,
     escalating_agent,
@@ -52,6 +53,7 @@ from replay_agents import (
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 from test_conversation_boundaries import budgeted
+from test_durable_approvals import timer_fired
 from waiting import eventually
 
 from examples.support_ticket import Ticket, TicketWorkflow
@@ -105,6 +107,15 @@ async def record_runs(client: Client, tq: str) -> dict[str, str]:
     in_place = await listed.approve({"t1": True}, by="alice")
     assert in_place.output == "transfer: sent 5", in_place.output
     runs["inbox_approved_in_place"] = listed.run_id
+
+    # A mixed batch, each call bounded by its own kind's timeout (golem.external-timeout):
+    # the client-run call times out, the approval waits on for a person.
+    booking = await DurableAgent(client, booking_agent, task_queue=tq).start("book")
+    assert (await booking.result()).paused
+    await timer_fired(client, booking.run_id)
+    booked = await booking.approve({"t1": True})
+    assert booked.output.endswith("| sent 5"), booked.output
+    runs["external_timed_out_mixed"] = booking.run_id
 
     started = await DurableAgent(client, cancel_agent, task_queue=tq).start("hang")
     await replay_agents.HANGING.wait()

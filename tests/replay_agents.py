@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from datetime import timedelta
 from typing import Any
 
 import crash_agents
@@ -95,6 +96,28 @@ approval_agent = Agent(FunctionModel(_approve, model_name="replay-model"), name=
 def transfer(amount: int) -> str:
     """Move money (a person approves first)."""
     return f"sent {amount}"
+
+
+def _book(messages: list[Message], tools: Any) -> Message:
+    results = [m for m in messages if m.role == "tool"]
+    if not results:
+        calls = [
+            ToolCall(id="d1", name="pick_date", args="{}"),
+            ToolCall(id="t1", name="transfer", args='{"amount": 5}'),
+        ]
+        return Message.assistant("", calls)
+    return Message.assistant(" | ".join(m.content for m in results))
+
+
+#: A batch mixing a client-run call (bounded by a short ``external_timeout``) and an approval
+#: (unbounded): the recorder lets the first time out, then approves the second.
+booking_agent = Agent(
+    FunctionModel(_book, model_name="replay-model"),
+    name="replay_booking",
+    external_timeout=timedelta(milliseconds=300),
+)
+booking_agent.external_tool("pick_date", "Ask the user for a date", {"type": "object"})
+booking_agent.tool(requires_approval=True)(transfer)
 
 
 #: Set once the ``hang`` tool runs, so the recorder can cancel the run mid-call.
@@ -244,6 +267,7 @@ AGENTS = [
     tools_agent,
     stop_agent,
     approval_agent,
+    booking_agent,
     cancel_agent,
     paged_agent,
     retry_agent,

@@ -73,7 +73,25 @@ def test_histories_are_checked_in() -> None:
         "encrypted_run",
         "responses_run",
         "inbox_approved_in_place",
+        "external_timed_out_mixed",
     }
+
+
+def test_the_mixed_batch_history_times_out_the_client_run_call_alone() -> None:
+    """``external_timed_out_mixed`` took ``golem.external-timeout``: one timer fired (the
+    external timeout) while the approval's wait went on until it was approved."""
+    markers = events("external_timed_out_mixed", EventType.EVENT_TYPE_MARKER_RECORDED)
+    ids = [
+        m.marker_recorded_event_attributes.details["patch-data"].payloads[0].data for m in markers
+    ]  # type: ignore[attr-defined]
+    assert any(b'"golem.external-timeout"' in i for i in ids)
+    assert len(events("external_timed_out_mixed", EventType.EVENT_TYPE_TIMER_FIRED)) == 1
+    completed = events(
+        "external_timed_out_mixed", EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+    )
+    result = completed[0].workflow_execution_completed_event_attributes.result  # type: ignore[attr-defined]
+    assert b"no result for this call arrived from the application" in result.payloads[0].data
+    assert b"sent 5" in result.payloads[0].data
 
 
 def test_the_inbox_history_lists_the_wait_and_clears_it() -> None:

@@ -51,6 +51,13 @@ NO_DECISION_RESULT = (
     "no decision on this tool call arrived before the approval timeout; it was not executed"
 )
 
+#: The failed result of a client-run tool's call the application gave no result for before
+#: the agent's ``external_timeout`` ran out.
+NO_EXTERNAL_RESULT = (
+    "no result for this call arrived from the application before the external timeout; "
+    "it was not executed"
+)
+
 ContextFn = Callable[[ToolCall, Mapping[str, int], BaseModel | None], RunContext[Any]]
 EmitFn = Callable[..., None]
 

@@ -130,6 +130,7 @@ class AgentRunWorkflow:
             caller=input.caller,
             validators=self._validators,
             external=lambda calls: self._loop.external_ids(calls) if self._loop else set(),
+            external_timeout=agent.external_timeout,
         )
         self._executor = TemporalExecutor(
             agent,

@@ -35,13 +35,21 @@ An agent's ``approval_timeout`` answers what is still undecided when it runs out
 plus the timeout: an approval recorded before it wins, one that arrives later (even one
 that was sent while no worker ran) is refused, naming the timeout. A conversation's turn
 leaves its timeout to the conversation (``Paused.approval_timeout``), whose history decides.
+
+Since patch ``golem.external-timeout`` a client-run tool's call waits by the agent's
+``external_timeout`` instead (none: as long as the application takes); when it runs out the
+call is recorded as decided by "the external timeout", its failed result
+``NO_EXTERNAL_RESULT``, and a later ``complete`` is refused naming that timeout. Each call
+of a batch mixing both kinds keeps its own kind's deadline (docs/adr/0030-decisions.md).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from datetime import timedelta
+from math import inf
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
@@ -49,10 +57,12 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from golem.approvals import check_edits
     from golem.messages import Decision, ToolCall
+    from golem.phases.batch import NO_EXTERNAL_RESULT
     from golem.wire import Completed, Paused, lineage, names
     from golem.wire.inbox import ARGS_LISTED, Waiting, WaitingCall
     from golem.workflows.children import listed_waiting
     from golem.workflows.patches import (
+        EXTERNAL_TIMEOUT,
         PENDING_INBOX,
         READABLE_APPROVALS,
         VISIBLE_APPROVALS,
@@ -106,12 +116,20 @@ class ApprovalGate:
         caller: str = "",
         validators: Callable[[], Mapping[str, Callable[[str], object]]] = dict,
         external: Callable[[list[ToolCall]], set[str]] = lambda calls: set(),
+        external_timeout: timedelta | None = None,
     ) -> None:
         self._paused = paused
         self._external = external
         self._listed: Waiting | None = None  # what the pending inbox lists now, if anything
         self._validators = validators
         self._timeout = timeout.total_seconds() if timeout is not None else None
+        self._external_timeout = (
+            external_timeout.total_seconds() if external_timeout is not None else None
+        )
+        self._deadlines: dict[str, float] = {}
+        """Each call's own deadline, while a wait bounds calls by their kind's timeout."""
+        self._external_late: set[str] = set()
+        """Calls the external timeout answered (``late`` names their timeout too)."""
         self._notify_parent = notify_parent
         self._on_change = on_change
         self._caller = caller
@@ -169,8 +187,19 @@ class ApprovalGate:
         try:
             if inbox:
                 self._list(self.pending)
+            external = self._external(pending) if parent is None else set()
             if patched(VISIBLE_APPROVALS):
-                await self._shown_waiting(pause, timeout)
+                if external and patched(EXTERNAL_TIMEOUT):
+                    bounds = {
+                        c.id: self._external_timeout if c.id in external else timeout
+                        for c in pending
+                    }
+                    # Deadlines live per call: the pause itself refuses nothing as late.
+                    pause.timeout = pause.deadline = None
+                    self._deadlines = {c: now + t for c, t in bounds.items() if t is not None}
+                    await self._shown_waiting(pause, timeout, bounds, external)
+                else:
+                    await self._shown_waiting(pause, timeout)
             else:
                 try:
                     await workflow.wait_condition(lambda: not pause.remaining, timeout=timeout)
@@ -179,20 +208,36 @@ class ApprovalGate:
         finally:
             if inbox:
                 self._list([])
-        self.calls, self.pause = [], None
+        self.calls, self.pause, self._deadlines = [], None, {}
         self._on_change()
         if self._caller:
             await self._tell()  # the caller learns that this run no longer waits
         return {k: recorded(v) for k, v in pause.decided.items()}
 
-    async def _shown_waiting(self, pause: Pause, timeout: float | None) -> None:
+    async def _shown_waiting(
+        self,
+        pause: Pause,
+        timeout: float | None,
+        bounds: Mapping[str, float | None] | None = None,
+        external: AbstractSet[str] = frozenset(),
+    ) -> None:
         """The wait, shown where a user looks first: a timer in the run's timeline whose
         summary names the calls and the command that answers them, and the same words in
-        the workflow list's GolemSummary while it waits."""
+        the workflow list's GolemSummary while it waits. ``bounds``: each call's own
+        timeout (``external``: the client-run calls among them)."""
         label = self.waiting_label()
         listed = workflow.info().typed_search_attributes.get(lineage.SUMMARY)
         if listed is not None:
             workflow.upsert_search_attributes([lineage.SUMMARY.value_set(f"{label} · {listed}")])
+        if bounds is not None:
+            await self._bounded_waiting(pause, bounds, external, label)
+        else:
+            await self._waiting_for_all(pause, timeout, label)
+        if listed is not None:
+            workflow.upsert_search_attributes([lineage.SUMMARY.value_set(listed)])
+
+    async def _waiting_for_all(self, pause: Pause, timeout: float | None, label: str) -> None:
+        """Until every call is decided or the one timeout answers the rest."""
         period = timedelta(seconds=timeout) if timeout is not None else LABEL_PERIOD
         while True:
             try:
@@ -204,8 +249,50 @@ class ApprovalGate:
                 if timeout is not None:
                     self.late = dict.fromkeys(pause.expire(), timeout)
                     break
-        if listed is not None:
-            workflow.upsert_search_attributes([lineage.SUMMARY.value_set(listed)])
+
+    async def _bounded_waiting(
+        self,
+        pause: Pause,
+        bounds: Mapping[str, float | None],
+        external: AbstractSet[str],
+        label: str,
+    ) -> None:
+        """Until every call is decided, each undecided one answered at its own deadline:
+        approvals with no decision, client-run calls with ``NO_EXTERNAL_RESULT``."""
+        while pause.remaining:
+            due = min((self._deadlines.get(c, inf) for c in pause.remaining), default=inf)
+            left = due - workflow.now().timestamp()
+            if due == inf:
+                period = LABEL_PERIOD
+            elif left > 0:
+                period = timedelta(seconds=left)
+            else:
+                period = None  # already due (a worker came back late): no timer needed
+            if period is not None:
+                try:
+                    await workflow.wait_condition(
+                        lambda: not pause.remaining, timeout=period, timeout_summary=label
+                    )
+                    break
+                except TimeoutError:
+                    if due == inf:
+                        continue
+            ended = [c for c in pause.remaining if self._deadlines.get(c, inf) <= due]
+            at = workflow.now().isoformat(timespec="seconds")
+            pause.decide(
+                {
+                    c: Decision(
+                        approved=False, reason=NO_EXTERNAL_RESULT, by="the external timeout", at=at
+                    )
+                    if c in external
+                    else None
+                    for c in ended
+                }
+            )
+            self.late.update({c: bounds[c] for c in ended})
+            self._external_late.update(c for c in ended if c in external)
+            if self._listed is not None and pause.remaining:
+                self._list(self.pending)  # the inbox lists what still waits
 
     def waiting_label(self) -> str:
         """``waiting for approval: refund (c1) · answer: golem approve RUN c1``, naming the
@@ -304,7 +391,14 @@ class ApprovalGate:
             return  # every call waits in a run below: that run takes them
         late = sorted(set(own) & set(self.late))
         if late and not set(late) & {c.id for c in self.pending}:
-            raise _not_paused(f"run {run}: " + timed_out(self._timeout, late))
+            refusal = self._timed_out(late, self.late, self._external_late)
+            raise _not_paused(f"run {run}: {refusal}")
+        now = workflow.now().timestamp()
+        due = sorted(c for c in own if self._deadlines.get(c, inf) <= now)
+        if due:  # past its deadline, though the timer has not answered it yet
+            external = self._external(self.pending)
+            bounds = {c: self._external_timeout if c in external else self._timeout for c in due}
+            raise _not_paused(f"run {run}: " + self._timed_out(due, bounds, external))
         if self.pause is None or not self.pause.remaining:
             if below:
                 pending = [c.id for c in self.waiting]
@@ -313,10 +407,20 @@ class ApprovalGate:
                     f"pending: {pending}"
                 )
             raise _not_paused(f"run {run} is not waiting for approvals")
-        problem = self.pause.refusal(own, workflow.now().timestamp())
+        problem = self.pause.refusal(own, now)
         if problem is not None:
             raise _not_paused(f"run {run}: {problem}")
         refuse_invalid_edits(f"run {run}", self._validators(), self.pending, own)
+
+    @staticmethod
+    def _timed_out(late: list[str], bounds: Mapping[str, float | None], external: set[str]) -> str:
+        """The refusal of answers that came too late, naming each kind's timeout."""
+        clientside = [c for c in late if c in external]
+        approvals = [c for c in late if c not in external]
+        parts = [timed_out(bounds[clientside[0]], clientside, external=True)] if clientside else []
+        if approvals:
+            parts.append(timed_out(bounds[approvals[0]], approvals))
+        return "; ".join(parts)
 
     async def approve(self, decisions: dict[str, Verdict]) -> Paused | Completed | None:
         readable = patched(READABLE_APPROVALS)

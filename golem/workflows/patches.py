@@ -52,6 +52,10 @@ READABLE_APPROVALS = "golem.readable-approvals"
 #: static one does not cross continue-as-new).
 CONTINUED_SUMMARY = "golem.continued-summary"
 
+#: A client-run tool's call is bounded by its agent's ``external_timeout`` (none: it waits
+#: for the application), not by the ``approval_timeout`` that bounds the approvals beside it.
+EXTERNAL_TIMEOUT = "golem.external-timeout"
+
 #: The live patches, by id.
 PATCHES: dict[str, Patch] = {
     TOOLSETS_IN_AGENT_ORDER: Patch(
@@ -87,6 +91,12 @@ PATCHES: dict[str, Patch] = {
     READABLE_APPROVALS: Patch(
         READABLE_APPROVALS,
         adr="docs/adr/0039-what-an-approval-answers.md",
+        since="0.3.0",
+        removable_after="0.2.0",
+    ),
+    EXTERNAL_TIMEOUT: Patch(
+        EXTERNAL_TIMEOUT,
+        adr="docs/adr/0030-decisions.md",
         since="0.3.0",
         removable_after="0.2.0",
     ),

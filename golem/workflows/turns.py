@@ -183,8 +183,14 @@ class Pause:
         return late
 
 
-def timed_out(timeout: float | None, calls: Iterable[str]) -> str:
-    """The refusal of an approval that arrived after the approval timeout."""
+def timed_out(timeout: float | None, calls: Iterable[str], external: bool = False) -> str:
+    """The refusal of an approval that arrived after the approval timeout (``external``: of
+    a client-run tool's result after the external timeout)."""
+    if external:
+        return (
+            f"the external timeout ({timeout:g} s) ran out before these results arrived: "
+            f"calls {list(calls)} got no result and were not executed"
+        )
     return (
         f"the approval timeout ({timeout:g} s) ran out before these decisions arrived: "
         f"calls {list(calls)} got no decision and were not executed"
