@@ -32,16 +32,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict
 
 from golem.approvals import Approve, Deny, to_decision
 from golem.messages import Decision, ToolCall
 from golem.tools import ApprovalPredicate, RunContext, Tool
-
-if TYPE_CHECKING:
-    from golem.agent import Agent
 
 
 class Ask(BaseModel):
@@ -103,7 +100,7 @@ class ApprovalPolicy:
     as a child run)."""
 
     rules: Sequence[Rule] = ()
-    evaluator: Evaluator | Agent[Any, Verdict] | None = None
+    evaluator: Evaluator | Reviewer | None = None
     evaluator_timeout: timedelta = timedelta(seconds=60)
 
     def __post_init__(self) -> None:
@@ -173,10 +170,20 @@ def ruled(rule: Rule, at: str) -> Decision:
     return Decision(approved=False, reason=rule.reason, by=by, at=at)
 
 
-def _as_agent(evaluator: object) -> Agent[Any, Any] | None:
-    from golem.agent import Agent  # here: golem.agent imports this module
+class Reviewer(Protocol):
+    """An evaluator agent as the policy sees it (a golem ``Agent``): read by shape, since the
+    agent imports the loop, which imports this module."""
 
-    return evaluator if isinstance(evaluator, Agent) else None
+    @property
+    def name(self) -> str: ...
+    @property
+    def output_type(self) -> Any: ...
+    def run(self, prompt: str | None = None, *, deps: Any = None) -> Awaitable[Any]: ...
+
+
+def _as_agent(evaluator: object) -> Reviewer | None:
+    shaped = all(hasattr(evaluator, a) for a in ("name", "output_type", "run"))
+    return cast(Reviewer, evaluator) if shaped else None
 
 
 def review_prompt(call: ToolCall, asked: str) -> str:
@@ -194,7 +201,7 @@ def review_prompt(call: ToolCall, asked: str) -> str:
     )
 
 
-async def _review(agent: Agent[Any, Any], ctx: RunContext[Any], call: ToolCall, asked: str) -> Any:
+async def _review(agent: Reviewer, ctx: RunContext[Any], call: ToolCall, asked: str) -> Any:
     result = await agent.run(review_prompt(call, asked), deps=ctx.deps)
     if result.paused:
         return None  # a reviewer that waits for someone is no answer: a person decides
