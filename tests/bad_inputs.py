@@ -323,6 +323,19 @@ def _conversation(seed: list[Message]) -> Attempt:
     return attempt
 
 
+def _oversized_turn() -> Attempt:
+    """A turn over one payload, no storage: refused before it is sent (it once left the
+    conversation failing its workflow tasks for ever)."""
+
+    async def attempt(env: Env) -> str:
+        agent = answers(Message.assistant("never"))
+        conversation = await DurableAgent(env.client, agent, task_queue="nobody").conversation()
+        await conversation.send("x" * 3_000_000)
+        return "sent"
+
+    return attempt
+
+
 def _unknown_agent() -> Attempt:
     async def attempt(env: Env) -> str:
         task_queue = f"known-{uuid.uuid4().hex[:8]}"
@@ -563,6 +576,7 @@ def kinds() -> list[Kind]:
         Kind("an approval decision of the wrong type ('yes')", "in process", _decided("yes"), "ValueError", "the decision for call 'refund-7' is 'yes' (str)"),
         Kind("a denial reason over the length limit", "in process", _decided(Deny(reason="x" * 5000)), "ValueError", "refund-7"),
         Kind("edited arguments the tool does not take", "in process", _decided(Approve(args={"order": "seven"})), "ValueError", "invalid arguments: order"),
+        Kind("durable: a conversation turn of 3 MB without payload storage", "client", _oversized_turn(), "RunError(history)", "byte limit of one Temporal payload", durable=True),
         Kind("JSON nested 5,000 deep", "in process", sync(lambda: loads_strict("[" * 5000 + "]" * 5000)), "TooDeep", "limit of 256"),
     ]  # fmt: skip
     return table
