@@ -277,10 +277,9 @@ def run_command(argv: Sequence[str] | None = None) -> int:
     """Run one command; return its exit code. Problems are one line on stderr."""
     args = parser().parse_args(argv)
     configure_logging(debug=args.debug)
+    worker_log = logging.getLogger("golem.worker")
     if args.command != "worker":  # the command says what it cannot decrypt, once
-        logging.getLogger("golem.worker").addFilter(
-            lambda record: not record.getMessage().startswith("cannot decrypt")
-        )
+        worker_log.addFilter(_not_decrypting)
     try:
         if args.command == "dev":
             return cmd_dev(args)
@@ -306,6 +305,13 @@ def run_command(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"golem {args.command}: {describe_error(exc)}", file=sys.stderr)
         return 1
+    finally:
+        # For this command only: a process that goes on (tests, an embedding app) logs them.
+        worker_log.removeFilter(_not_decrypting)
+
+
+def _not_decrypting(record: logging.LogRecord) -> bool:
+    return not record.getMessage().startswith("cannot decrypt")
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
