@@ -11,7 +11,6 @@ gave up. Offline: a small deterministic model asks for a delivery date, then con
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import uuid
 from pathlib import Path
@@ -27,7 +26,7 @@ from golem.worker import GolemPlugin
 
 if __package__ in (None, ""):  # run as a script: the examples package's parent is not on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from examples.offline import quiet_dev_server
+from examples.offline import quiet_dev_server, run_then_exit
 
 
 def _scheduler(messages: list[Message], tools: Any) -> Message:
@@ -75,5 +74,4 @@ async def durably() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(in_process())
-    asyncio.run(durably())
+    run_then_exit(in_process, durably)

@@ -14,7 +14,6 @@ run waits in its workflow for the approval, and the worker owns the server proce
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import tempfile
 import uuid
@@ -30,7 +29,7 @@ from golem.worker import GolemPlugin
 
 if __package__ in (None, ""):  # run as a script: the examples package's parent is not on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from examples.offline import quiet_dev_server
+from examples.offline import quiet_dev_server, run_then_exit
 
 SERVER = Path(__file__).parent / "mcp_notes_server.py"
 
@@ -97,4 +96,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run_then_exit(main)

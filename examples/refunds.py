@@ -14,7 +14,6 @@ amount it names, else 150), then says what the tool answered (or why it was deni
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import sys
@@ -32,7 +31,7 @@ from golem.worker import GolemPlugin
 
 if __package__ in (None, ""):  # run as a script: the examples package's parent is not on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from examples.offline import quiet_dev_server
+from examples.offline import quiet_dev_server, run_then_exit
 
 #: Refunds up to this much run without asking.
 LIMIT = 100
@@ -109,5 +108,4 @@ async def durably() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(in_process())
-    asyncio.run(durably())
+    run_then_exit(in_process, durably)

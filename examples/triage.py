@@ -16,7 +16,6 @@ after it. In the Temporal UI (``golem dev``), each run's Relationships tab shows
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import uuid
 from pathlib import Path
@@ -31,7 +30,7 @@ from golem.worker import GolemPlugin
 
 if __package__ in (None, ""):  # run as a script: the examples package's parent is not on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from examples.offline import quiet_dev_server
+from examples.offline import quiet_dev_server, run_then_exit
 
 
 def last(messages: list[Message], role: str) -> Message:
@@ -141,5 +140,4 @@ async def durably() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(in_process())
-    asyncio.run(durably())
+    run_then_exit(in_process, durably)
