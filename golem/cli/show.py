@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import timedelta
 from typing import Any
 
 from temporalio.api.enums.v1 import VersioningBehavior
@@ -77,8 +78,9 @@ async def cmd_show(args: argparse.Namespace) -> int:
     try:
         if info.workflow_type == names.CONVERSATION_WORKFLOW:
             return await show_conversation(client, info, args.json)
-        record = await fetch_run(client, run_id)
-        waiting = await awaiting_approval(client, run_id) if record.status == "running" else None
+        record = await fetch_run(client, run_id, patience=PATIENCE)
+        running = record.status == "running"
+        waiting = await awaiting_approval(client, run_id, PATIENCE) if running else None
     except RPCError as exc:
         if exc.status not in NO_WORKER:
             raise
@@ -101,6 +103,10 @@ async def cmd_show(args: argparse.Namespace) -> int:
     print(f"UI: {client_link(client, run_id)}")
     return 0
 
+
+#: How long ``show`` waits for a worker to answer a running run's query: a live worker
+#: answers in milliseconds, and Temporal would hold a query nobody takes for about 30 s.
+PATIENCE = timedelta(seconds=10)
 
 #: How Temporal answers a query that no worker took: at once (no poller lately), or late.
 NO_WORKER = (

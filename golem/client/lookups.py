@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio.api.enums.v1 import TaskQueueType
@@ -203,10 +203,13 @@ class Approvals:
     """The calls waiting now; empty when the run does not wait (or has ended)."""
 
 
-async def awaiting_approval(client: Client, run_id: str) -> Approvals:
+async def awaiting_approval(
+    client: Client, run_id: str, patience: timedelta | None = None
+) -> Approvals:
     """The approvals run ``run_id`` waits for: a run's, or, for a conversation workflow, its
     turn in flight's. A conversation's turn is answered through its conversation. Asks the
-    run (a query), so a worker must be up while it runs."""
+    run (a query, waiting at most ``patience`` for a worker), so a worker must be up while
+    it runs."""
     info = await run_info(client, run_id)
     conversation = ""
     if info.workflow_type == ConversationWorkflow.__name__:
@@ -220,7 +223,9 @@ async def awaiting_approval(client: Client, run_id: str) -> Approvals:
         conversation = info.parent_workflow_id
     if info.status != "running":
         return Approvals(run_id, conversation, info, [])
-    calls = await client.get_workflow_handle(run_id).query(AgentRunWorkflow.pending)
+    calls = await client.get_workflow_handle(run_id).query(
+        AgentRunWorkflow.pending, rpc_timeout=patience
+    )
     return Approvals(run_id, conversation, info, list(calls))
 
 

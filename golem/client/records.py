@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import (
@@ -53,13 +54,16 @@ class RunRecord:
     error: Exception | None = None
 
 
-async def fetch_run(client: Client, run_id: str, *, base: bool = True) -> RunRecord:
+async def fetch_run(
+    client: Client, run_id: str, *, base: bool = True, patience: timedelta | None = None
+) -> RunRecord:
     """Read a run from Temporal (a running one through a query, so a worker must be up; a
     closed one from its history, no worker needed).
 
     A conversation's turn got its history by reference: it is read from the conversation's
     history; ``base=False`` skips that, and ``messages`` are then only the turn's own
-    (enough for its status and output)."""
+    (enough for its status and output). ``patience`` bounds the wait for a worker to answer
+    a running run's query (Temporal holds one no worker takes for about 30 s)."""
     handle = client.get_workflow_handle(run_id)
     description = await handle.describe()
     status = description.status.name.lower() if description.status else "unknown"
@@ -74,9 +78,9 @@ async def fetch_run(client: Client, run_id: str, *, base: bool = True) -> RunRec
     async def load() -> RunHistory:
         return history
 
-    sources = run_sources(run_id, given, lead, run_pager(handle), load)
+    sources = run_sources(run_id, given, lead, run_pager(handle, patience), load)
     if description.status == WorkflowExecutionStatus.RUNNING:
-        return RunRecord(run_id, status, [*lead, *await read_pages(run_pager(handle))])
+        return RunRecord(run_id, status, [*lead, *await read_pages(run_pager(handle, patience))])
     try:
         raw = await handle.result()
     except WorkflowFailureError as exc:
@@ -163,11 +167,14 @@ def history_reader(client: Client) -> HistoryReader:
     )
 
 
-def run_pager(handle: WorkflowHandle[Any, Any]) -> Pager:
-    """Pages of a run's conversation through its ``golem.conversation`` query."""
+def run_pager(handle: WorkflowHandle[Any, Any], patience: timedelta | None = None) -> Pager:
+    """Pages of a run's conversation through its ``golem.conversation`` query, each query
+    waiting at most ``patience`` for a worker to answer."""
 
     async def page(query: MessagesQuery) -> MessagesPage:
-        page: MessagesPage = await handle.query(names.CONVERSATION, query, result_type=MessagesPage)
+        page: MessagesPage = await handle.query(
+            names.CONVERSATION, query, result_type=MessagesPage, rpc_timeout=patience
+        )
         return page
 
     return page
