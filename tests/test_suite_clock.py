@@ -79,7 +79,7 @@ def test_make_test_runs_the_clock_without_quieting_the_per_file_lines() -> None:
         check=True,
     ).stdout
     command = next(line for line in plan.splitlines() if "-m pytest" in line)
-    assert "-p suite_clock" in command and " -q" not in command and "-n 2" in command
+    assert "-p suite_clock" in command and " -q" not in command and "-n 3" in command
     # xdist would order the files by their number of tests; suite_clock orders them by length.
     assert "--dist loadfile --no-loadscope-reorder" in command
 
