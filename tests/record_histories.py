@@ -177,6 +177,7 @@ async def main(wanted: set[str]) -> None:
             runs: dict[str, str | tuple[str, str]] = {**await record_runs(env.client, tq)}
             runs["streamed_run"] = await record_streamed(env.client, tq)
             runs |= await record_conversation(env.client, tq)
+            runs |= await record_conversation_external(env.client, tq)
             runs |= await record_segments(env.client, tq)
             runs |= await record_delegation(env.client, tq)
             runs |= await record_handoffs(env.client, tq)
@@ -222,6 +223,19 @@ async def record_conversation(client: Client, tq: str) -> dict[str, str | tuple[
         "conversation_approval_continued": (handle.id, first_run),
         "conversation_after_continue": handle.id,
     }
+
+
+async def record_conversation_external(client: Client, tq: str) -> dict[str, str]:
+    """A conversation's turn with a mixed batch (golem.external-timeout in the conversation):
+    the conversation's external timer answers the client-run call, a person the approval."""
+    conv = await DurableAgent(client, booking_agent, task_queue=tq).conversation()
+    paused = await conv.send("book")
+    assert paused.paused
+    await timer_fired(client, conv.id)
+    booked = await conv.approve({"t1": True})
+    assert booked.output.endswith("| sent 5"), booked.output
+    await conv.close()
+    return {"conversation_external_timed_out": conv.id, "conversation_external_turn": paused.run_id}
 
 
 async def continued_from(client: Client, workflow_id: str) -> tuple[str, bytes]:

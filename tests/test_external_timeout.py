@@ -1,7 +1,7 @@
 """``Agent(external_timeout=...)``: a durable run waits for a client-run tool's result only
 so long; then the call gets a failed result saying so, the model reads it, and a later
 ``complete`` is refused naming the timeout. Approvals in the same batch keep their own
-``approval_timeout``."""
+``approval_timeout``; in a conversation's turn the conversation keeps both deadlines."""
 
 from __future__ import annotations
 
@@ -106,8 +106,28 @@ async def test_an_external_call_answered_in_time_is_not_touched_by_its_timeout(
     assert done.output == "2026-12-24"
 
 
+async def waiting_booking(
+    client: Client, agent: Agent[Any, str], task_queue: str, where: str
+) -> tuple[Any, str]:
+    """The booking, waiting, as a run or as a conversation's turn: what answers it (each has
+    ``approve`` and ``complete``) and the workflow whose timers bound its calls."""
+    durable = DurableAgent(client, agent, task_queue=task_queue)
+    answerer: Any
+    if where == "run":
+        run = await durable.start("book")
+        paused = await run.result()
+        answerer, workflow_id = run, run.run_id
+    else:  # the conversation keeps its turn's deadlines
+        conv = await durable.conversation()
+        paused = await conv.send("book")
+        answerer, workflow_id = conv, conv.id
+    assert {c.id for c in paused.pending_calls} == {"d1"}
+    return answerer, workflow_id
+
+
+@pytest.mark.parametrize("where", ["run", "conversation"])
 async def test_a_mixed_batch_bounds_each_kind_by_its_own_timeout(
-    temporal_client: Client,
+    temporal_client: Client, where: str
 ) -> None:
     """The external timeout runs out first: the date call is closed while the transfer still
     waits for a person, who approves it well within the (long) approval timeout."""
@@ -122,21 +142,20 @@ async def test_a_mixed_batch_bounds_each_kind_by_its_own_timeout(
         executed=executed,
     )
     async with serve(temporal_client, agent) as tq:
-        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("book")
-        paused = await run.result()
-        assert {c.id for c in paused.pending_calls} == {"d1"}
-        await timer_fired(temporal_client, run.run_id)
-        with pytest.raises(ValueError, match=r"external timeout \(0.3 s\) ran out"):
-            await run.complete({"d1": "2026-12-24"})
-        again = await run.result()  # still waits for a person
-        assert [c.id for c in again.pending_approvals] == ["t1"] and not again.pending_calls
-        done = await run.approve({"t1": True})
+        waiting, workflow_id = await waiting_booking(temporal_client, agent, tq, where)
+        await timer_fired(temporal_client, workflow_id)
+        with pytest.raises(ValueError, match=r"external timeout \(0.3 s\) ran out.*\['d1'\]"):
+            await waiting.complete({"d1": "2026-12-24"})
+        done = await waiting.approve({"t1": True})  # the transfer still waited for a person
     assert executed == [5]
     assert done.output == f"{NO_EXTERNAL_RESULT} | moved 5"
+    result = next(m for m in done.messages if m.role == "tool" and m.tool_call_id == "d1")
+    assert result.failed and result.content == NO_EXTERNAL_RESULT
 
 
+@pytest.mark.parametrize("where", ["run", "conversation"])
 async def test_a_mixed_batch_with_no_external_timeout_leaves_the_call_to_the_application(
-    temporal_client: Client,
+    temporal_client: Client, where: str
 ) -> None:
     """The approval timeout runs out and answers the transfer; the date call, which no
     external timeout bounds, still waits for the application."""
@@ -151,11 +170,10 @@ async def test_a_mixed_batch_with_no_external_timeout_leaves_the_call_to_the_app
         executed=executed,
     )
     async with serve(temporal_client, agent) as tq:
-        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("book")
-        await run.result()
-        await timer_fired(temporal_client, run.run_id)
+        waiting, workflow_id = await waiting_booking(temporal_client, agent, tq, where)
+        await timer_fired(temporal_client, workflow_id)
         with pytest.raises(ValueError, match=r"approval timeout \(0.3 s\) ran out"):
-            await run.approve({"t1": True})
-        done = await run.complete({"d1": "2026-12-24"})
+            await waiting.approve({"t1": True})
+        done = await waiting.complete({"d1": "2026-12-24"})
     assert executed == []
     assert done.output == f"2026-12-24 | {NO_DECISION_RESULT}"

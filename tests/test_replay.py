@@ -74,6 +74,8 @@ def test_histories_are_checked_in() -> None:
         "responses_run",
         "inbox_approved_in_place",
         "external_timed_out_mixed",
+        "conversation_external_timed_out",
+        "conversation_external_turn",
     }
 
 
@@ -92,6 +94,21 @@ def test_the_mixed_batch_history_times_out_the_client_run_call_alone() -> None:
     result = completed[0].workflow_execution_completed_event_attributes.result  # type: ignore[attr-defined]
     assert b"no result for this call arrived from the application" in result.payloads[0].data
     assert b"sent 5" in result.payloads[0].data
+
+
+def test_the_conversation_history_times_out_its_turns_client_run_call_alone() -> None:
+    """``conversation_external_timed_out`` took ``golem.external-timeout`` in the
+    conversation: its one timer (the external timeout) fired, then a person approved."""
+    stem = "conversation_external_timed_out"
+    markers = events(stem, EventType.EVENT_TYPE_MARKER_RECORDED)
+    ids = [
+        m.marker_recorded_event_attributes.details["patch-data"].payloads[0].data for m in markers
+    ]  # type: ignore[attr-defined]
+    assert any(b'"golem.external-timeout"' in i for i in ids)
+    assert len(events(stem, EventType.EVENT_TYPE_TIMER_FIRED)) == 1
+    signals = events(stem, EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED)
+    sent = [s.signal_external_workflow_execution_initiated_event_attributes for s in signals]  # type: ignore[attr-defined]
+    assert any(b"the external timeout" in a.input.payloads[0].data for a in sent)
 
 
 def test_the_inbox_history_lists_the_wait_and_clears_it() -> None:

@@ -158,6 +158,45 @@ def test_the_timeout_answers_what_is_undecided_and_a_late_approval_is_told_so() 
     assert turns.expire("r1", 1) == []  # a timer fires once
 
 
+def test_per_call_bounds_answer_each_call_at_its_own_deadline() -> None:
+    """A client-run call bounded by the external timeout (5 s) beside an approval bounded by
+    the approval timeout (30 s): a timer each; the first answers the client-run call alone,
+    with the external timeout's failed result, and the approval still waits."""
+    turns = Turns()
+    turns.send(1, "r1", "fp")
+    bounds = {"d1": 5.0, "t1": 30.0}
+    effects = turns.paused("r1", ("d1", "t1"), 100.0, 30.0, None, bounds, {"d1"})
+    assert [e for e in effects if isinstance(e, ArmTimer)] == [
+        ArmTimer("r1", 1, 5.0),
+        ArmTimer("r1", 1, 30.0),
+    ]
+    early = turns.check_approve({"d1": True}, now=104.0)
+    assert early is None
+    (decide,) = turns.expire("r1", 1, now=105.0)
+    assert isinstance(decide, Decide) and list(decide.decisions) == ["d1"]
+    timed_out = decide.decisions["d1"]
+    assert isinstance(timed_out, Decision) and timed_out.by == "the external timeout"
+    assert not timed_out.approved
+    assert turns.phase == "waiting" and turns.waiting == ("t1",)
+    late = turns.check_approve({"d1": True}, now=106.0)
+    assert late is not None and "external timeout (5 s) ran out" in late.message
+    assert turns.check_approve({"t1": True}, now=106.0) is None
+    assert turns.expire("r1", 1, now=130.0) == [Decide("r1", {"t1": None})]
+    assert turns.phase == "settling"
+    again = turns.check_approve({"t1": True}, now=131.0)
+    assert again is not None and "approval timeout (30 s) ran out" in again.message
+
+
+def test_an_unbounded_client_run_call_waits_past_the_approval_timeout() -> None:
+    turns = Turns()
+    turns.send(1, "r1", "fp")
+    effects = turns.paused("r1", ("d1", "t1"), 0.0, 30.0, None, {"d1": None, "t1": 30.0}, {"d1"})
+    assert [e for e in effects if isinstance(e, ArmTimer)] == [ArmTimer("r1", 1, 30.0)]
+    assert turns.expire("r1", 1, now=30.0) == [Decide("r1", {"t1": None})]
+    assert turns.phase == "waiting" and turns.waiting == ("d1",)
+    assert turns.check_approve({"d1": True}, now=10_000.0) is None
+
+
 def test_a_stale_timer_is_ignored() -> None:
     turns = Turns()
     turns.send(1, "r1", "fp")

@@ -285,6 +285,8 @@ class Paused(RunReport):
     pending_approvals: list[ToolCall] = Field(default_factory=list)
     approval_timeout: float | None = None
     """Seconds the run waits for decisions (its agent's ``approval_timeout``)."""
+    external_timeout: float | None = None
+    """Seconds it waits for a client-run tool's result (its agent's ``external_timeout``)."""
     pending_runs: dict[str, str] = Field(default_factory=dict)
     """Call id -> the run that waits for it, for the calls of runs this run delegated to
     (the others are its own)."""

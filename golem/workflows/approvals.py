@@ -34,7 +34,8 @@ An agent's ``approval_timeout`` answers what is still undecided when it runs out
 ``NO_DECISION_RESULT``. The deadline is the workflow's clock when the run began to wait
 plus the timeout: an approval recorded before it wins, one that arrives later (even one
 that was sent while no worker ran) is refused, naming the timeout. A conversation's turn
-leaves its timeout to the conversation (``Paused.approval_timeout``), whose history decides.
+leaves its timeouts to the conversation (``Paused.approval_timeout`` and, for client-run
+calls, ``Paused.external_timeout``), whose history decides.
 
 Since patch ``golem.external-timeout`` a client-run tool's call waits by the agent's
 ``external_timeout`` instead (none: as long as the application takes); when it runs out the
@@ -354,7 +355,8 @@ class ApprovalGate:
             )
             target = self._caller
         elif self._notify_parent and waiting and (parent := workflow.info().parent):
-            report = self.report(waiting).model_copy(update={"approval_timeout": self._timeout})
+            bounds = {"approval_timeout": self._timeout, "external_timeout": self._external_timeout}
+            report = self.report(waiting).model_copy(update=bounds)
             target = parent.workflow_id
         else:
             return

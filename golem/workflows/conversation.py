@@ -64,7 +64,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows.agent_run import AgentRunWorkflow
     from golem.workflows.approvals import refuse_invalid_edits
     from golem.workflows.conversation_run import IdleTimeout, carried_input, details, summary
-    from golem.workflows.patches import CONTINUED_SUMMARY, patched
+    from golem.workflows.patches import CONTINUED_SUMMARY, EXTERNAL_TIMEOUT, patched
     from golem.workflows.turn_runs import (
         by_reference,
         child_input,
@@ -279,8 +279,16 @@ class ConversationWorkflow:
     @workflow.signal(name=names.PAUSED)
     async def _on_paused(self, paused: PausedRun) -> None:
         calls = [c.id for c in paused.pending_approvals]
+        bounds, external = None, set(paused.external)
+        # Client-run calls keep the external timeout here too (taken only by such a wait).
+        if external and patched(EXTERNAL_TIMEOUT):
+            bounds = {
+                c: paused.external_timeout if c in external else paused.approval_timeout
+                for c in calls
+            }
+        timeout = paused.approval_timeout
         await self._perform(
-            self._turns.paused(paused.run_id, calls, _now(), paused.approval_timeout, paused)
+            self._turns.paused(paused.run_id, calls, _now(), timeout, paused, bounds, external)
         )
 
     async def _ask(self, event: Callable[[int], list[Effect]]) -> TurnOutput | ConversationSummary:
@@ -339,7 +347,7 @@ class ConversationWorkflow:
                 timeout=timedelta(seconds=arm.seconds),
             )
         except TimeoutError:
-            await self._perform(turns.expire(arm.run_id, arm.pause))
+            await self._perform(turns.expire(arm.run_id, arm.pause, _now()))
 
     async def _start_turn(self, run_id: str) -> None:
         turn = self._turns.take_input(run_id)

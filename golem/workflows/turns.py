@@ -55,10 +55,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Literal, TypeVar
 
 from golem.approvals import decider
 from golem.messages import Decision
+from golem.phases.batch import NO_EXTERNAL_RESULT
 from golem.wire import Completed, InTranscript, TurnInput, TurnOutput
 from golem.wire import Paused as PausedReport
 
@@ -144,22 +146,44 @@ Effect = StartChild | Decide | ArmTimer | Answer
 
 @dataclass
 class Pause:
-    """One wait for a person's decisions: the calls, what is decided, and the deadline."""
+    """One wait for a person's decisions: the calls, what is decided, and the deadline (or,
+    with ``bounds``, each call's own: client-run calls by the external timeout)."""
 
     calls: tuple[str, ...]
     timeout: float | None = None
     deadline: float | None = None
     """``now + timeout`` when the wait began: decisions recorded from then on are late."""
     decided: dict[str, Verdict | None] = field(default_factory=dict)
+    bounds: dict[str, float | None] | None = None
+    """Each call's own timeout (``None``: ``timeout`` bounds them all), from ``began``."""
+    began: float = 0.0
+    external: frozenset[str] = frozenset()
+    """The client-run calls among ``calls``: the external timeout answers them."""
 
     @property
     def remaining(self) -> tuple[str, ...]:
         return tuple(c for c in self.calls if c not in self.decided)
 
+    def deadline_of(self, call: str) -> float | None:
+        if self.bounds is None:
+            return self.deadline
+        bound = self.bounds.get(call)
+        return None if bound is None else self.began + bound
+
+    def timed_out(self, calls: Iterable[str]) -> str:
+        """The refusal of decisions on ``calls``, which came after their deadline."""
+        calls = list(calls)
+        if self.bounds is None:
+            return timed_out(self.timeout, calls)
+        first = calls[0]
+        return timed_out(self.bounds.get(first), calls, first in self.external)
+
     def refusal(self, decisions: Mapping[str, Verdict], now: float) -> str | None:
         """Why ``decisions`` cannot be recorded now (``None``: they can)."""
-        if self.deadline is not None and now >= self.deadline:
-            return timed_out(self.timeout, sorted(decisions) or list(self.remaining))
+        named = sorted(decisions) or list(self.remaining)
+        due = [c for c in named if (d := self.deadline_of(c)) is not None and now >= d]
+        if due:
+            return self.timed_out(due if self.bounds is not None else named)
         if not decisions:
             return f"approvals name no call; pending: {list(self.remaining)}"
         unknown = sorted(set(decisions) - set(self.calls))
@@ -176,9 +200,21 @@ class Pause:
     def decide(self, decisions: Mapping[str, Verdict | None]) -> None:
         self.decided.update({k: v for k, v in decisions.items() if k in self.calls})
 
-    def expire(self) -> dict[str, Verdict | None]:
-        """The deadline passed: what is still undecided gets no decision."""
-        late: dict[str, Verdict | None] = dict.fromkeys(self.remaining)
+    def expire(self, now: float | None = None) -> dict[str, Verdict | None]:
+        """A deadline passed: what is still undecided (with ``bounds``: whose deadline is
+        ``now`` or before) gets no decision, a client-run call the external timeout's."""
+        due = [
+            c
+            for c in self.remaining
+            if self.bounds is None or ((d := self.deadline_of(c)) is not None and d <= (now or 0))
+        ]
+        at = datetime.fromtimestamp(now or 0, UTC).isoformat(timespec="seconds")
+        late: dict[str, Verdict | None] = {
+            c: Decision(approved=False, reason=NO_EXTERNAL_RESULT, by="the external timeout", at=at)
+            if c in self.external
+            else None
+            for c in due
+        }
         self.decided.update(late)
         return late
 
@@ -273,6 +309,8 @@ class Turns:
         self.late: dict[str, float | None] = {}
         """Calls the approval timeout answered (call id -> the timeout), so a late approval
         is told so."""
+        self.late_external: set[str] = set()
+        """Those of ``late`` the external timeout answered (client-run calls)."""
         self.closing: list[int] = []
         self.close_requested = False
         self.due = False
@@ -350,16 +388,21 @@ class Turns:
         now: float,
         timeout: float | None,
         report: PausedReport | None = None,
+        bounds: Mapping[str, float | None] | None = None,
+        external: Iterable[str] = (),
     ) -> list[Effect]:
-        """The turn's run waits for decisions on ``calls`` (``report``: as it said so)."""
+        """The turn's run waits for decisions on ``calls`` (``report``: as it said so);
+        ``bounds``: each call's own timeout instead of ``timeout`` (``external``: the
+        client-run calls, which the external timeout answers)."""
         turn = self.current
         if turn is None or turn.run_id != run_id:
             return []  # not this conversation's turn in flight: nothing waits here
         if report is not None:
             self.report = report
         self.pauses += 1
-        deadline = None if timeout is None else now + timeout
-        self.pause = Pause(tuple(calls), timeout, deadline)
+        deadline = None if timeout is None or bounds is not None else now + timeout
+        own = None if bounds is None else dict(bounds)
+        self.pause = Pause(tuple(calls), timeout, deadline, {}, own, now, frozenset(external))
         if self.close_requested:  # nobody can answer once closed: deny, so the run ends
             self.phase = "settling"
             return [Decide(run_id, dict.fromkeys(self.pause.calls, False))]
@@ -370,7 +413,10 @@ class Turns:
         # Queued turns would start while this one waits: refused, as new sends are.
         effects += [Answer(t, self._waiting_refusal(run_id)) for t, _ in self.queue]
         self._drop_queue()
-        if timeout is not None:
+        if bounds is not None:  # a timer per distinct bound: each ends its own calls
+            seconds = sorted({b for b in bounds.values() if b is not None})
+            effects += [ArmTimer(run_id, self.pauses, b) for b in seconds]
+        elif timeout is not None:
             effects.append(ArmTimer(run_id, self.pauses, timeout))
         return effects
 
@@ -391,13 +437,22 @@ class Turns:
             self.inputs[target] = turn
         return [StartChild(target)]
 
-    def expire(self, run_id: str, pause: int) -> list[Effect]:
-        """The approval timeout of pause number ``pause`` ran out."""
+    def expire(self, run_id: str, pause: int, now: float | None = None) -> list[Effect]:
+        """A timeout of pause number ``pause`` ran out (at ``now``: with per-call bounds,
+        only the calls due by then are answered; the rest still wait)."""
         current = self.pause
         if self.phase != "waiting" or pause != self.pauses or current is None:
             return []  # answered, closed or ended meanwhile
-        late = current.expire()
-        self.late = dict.fromkeys(late, current.timeout)
+        late = current.expire(now)
+        if current.bounds is None:
+            self.late = dict.fromkeys(late, current.timeout)
+        elif not late:
+            return []
+        else:
+            self.late.update({c: current.bounds.get(c) for c in late})
+            self.late_external.update(c for c in late if c in current.external)
+            if current.remaining:
+                return [Decide(run_id, late)]
         self.phase = "settling"
         return [Decide(run_id, late)]
 
@@ -409,7 +464,8 @@ class Turns:
             return Refusal("closed", "the conversation is closed; fork it to go on")
         late = sorted(set(decisions) & set(self.late))
         if late and not (self.phase == "waiting" and set(late) & set(self.waiting)):
-            return Refusal("approvals", timed_out(self.late[late[0]], late))
+            external = late[0] in self.late_external
+            return Refusal("approvals", timed_out(self.late[late[0]], late, external))
         if self.phase != "waiting" or self.pause is None:
             return Refusal("waiting", "no turn of this conversation waits for approvals")
         problem = self.pause.refusal(decisions, now)
