@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from golem import ApprovalPolicy, Approve, Message, ToolCall
+from golem import ApprovalPolicy, Approve, Message, ToolCall, Verdict
 from golem.agent import Agent
 from golem.models import FallbackModel, FunctionModel, ModelHTTPError, ModelResponse, StreamDelta
 from golem.retry import Retry
@@ -59,13 +59,19 @@ async def charge_card() -> str:
     return "charged"
 
 
-async def _slow_model(messages: list[Message], tools: Any) -> Message:
-    await _record_and_maybe_hang("model")
-    return Message.assistant("the model answered")
+def _slow(what: str, text: str) -> FunctionModel:
+    """A model that records ``what`` (hanging in a worker that will be killed), then says
+    ``text``."""
+
+    async def answer(messages: list[Message], tools: Any) -> Message:
+        await _record_and_maybe_hang(what)
+        return Message.assistant(text)
+
+    return FunctionModel(answer, model_name="crash-model")
 
 
 model_crash = Agent(
-    FunctionModel(_slow_model, model_name="crash-model"),
+    _slow("model", "the model answered"),
     name="model_crash",
     model_retry=Retry(initial_interval=0.1),
 )
@@ -262,7 +268,21 @@ async def refund() -> str:
     return "refunded"
 
 
-AGENTS.append(evaluator_crash)
+# The same with another golem Agent as the evaluator: it runs inside the evaluation's
+# activity, so a worker that dies in its model call loses nothing either.
+slow_reviewer = Agent(
+    _slow("evaluator", '{"decide": "allow", "reason": "looks fine"}'),
+    name="slow_reviewer",
+    output_type=Verdict,
+)
+agent_evaluator_crash = Agent(
+    _tool_then_answer("refund"),
+    name="agent_evaluator_crash",
+    approval_policy=ApprovalPolicy(evaluator=slow_reviewer),
+)
+agent_evaluator_crash.tool(requires_approval=True)(refund)
+
+AGENTS += [evaluator_crash, agent_evaluator_crash]
 
 
 def _ask_for_a_date(messages: list[Message], tools: Any) -> Message:

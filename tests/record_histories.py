@@ -47,6 +47,7 @@ from replay_agents import (
     responses_agent,
     responses_model,
     retry_agent,
+    reviewed_agent,
     stop_agent,
     tools_agent,
 )
@@ -107,6 +108,12 @@ async def record_runs(client: Client, tq: str) -> dict[str, str]:
     in_place = await listed.approve({"t1": True}, by="alice")
     assert in_place.output == "transfer: sent 5", in_place.output
     runs["inbox_approved_in_place"] = listed.run_id
+
+    # Another Agent as the approval evaluator: it allows the call inside the evaluation's
+    # activity, no person asked.
+    reviewed = await DurableAgent(client, reviewed_agent, task_queue=tq).run("pay 5")
+    assert reviewed.output == "transfer: sent 5", reviewed.output
+    runs["agent_evaluator_allowed"] = reviewed.run_id
 
     # A mixed batch, each call bounded by its own kind's timeout (golem.external-timeout):
     # the client-run call times out, the approval waits on for a person.

@@ -15,7 +15,7 @@ import crash_agents
 from pydantic import BaseModel
 
 from examples.support_ticket import reply_agent, triage_agent
-from golem import Message, ToolCall
+from golem import ApprovalPolicy, Message, ToolCall, Verdict
 from golem.agent import Agent
 from golem.history.processors import trim_history
 from golem.models import FunctionModel, ModelHTTPError, OpenAIResponsesModel
@@ -96,6 +96,22 @@ approval_agent = Agent(FunctionModel(_approve, model_name="replay-model"), name=
 def transfer(amount: int) -> str:
     """Move money (a person approves first)."""
     return f"sent {amount}"
+
+
+def _review(messages: list[Message], tools: Any) -> Message:
+    return Message.assistant('{"decide": "allow", "reason": "a small transfer"}')
+
+
+#: Another golem Agent as the approval evaluator: it allows the transfer, no person asked.
+replay_reviewer = Agent(
+    FunctionModel(_review, model_name="replay-model"), name="replay_reviewer", output_type=Verdict
+)
+reviewed_agent = Agent(
+    FunctionModel(_approve, model_name="replay-model"),
+    name="replay_reviewed",
+    approval_policy=ApprovalPolicy(evaluator=replay_reviewer),
+)
+reviewed_agent.tool(requires_approval=True)(transfer)
 
 
 def _book(messages: list[Message], tools: Any) -> Message:
@@ -267,6 +283,7 @@ AGENTS = [
     tools_agent,
     stop_agent,
     approval_agent,
+    reviewed_agent,
     booking_agent,
     cancel_agent,
     paged_agent,

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from crash_agents import (
     AGENTS,
+    agent_evaluator_crash,
     at_most_once,
     delegating,
     delegating_in_tool,
@@ -279,14 +280,21 @@ async def test_a_retried_tool_attaches_to_the_sub_run_its_ctx_delegate_started(
     assert found == [sub_run]
 
 
+@pytest.mark.parametrize(
+    ("agent", "by"),
+    [
+        (evaluator_crash, "evaluator:_slow_reviewer"),  # an async function
+        (agent_evaluator_crash, "evaluator:slow_reviewer"),  # another golem Agent
+    ],
+)
 async def test_an_approval_evaluator_whose_worker_died_runs_again_and_decides_once(
-    temporal_env: WorkflowEnvironment, crash_dir: Path
+    temporal_env: WorkflowEnvironment, crash_dir: Path, agent: Agent[Any, Any], by: str
 ) -> None:
-    _, result = await crash_then_take_over(temporal_env, evaluator_crash.name, crash_dir)
+    _, result = await crash_then_take_over(temporal_env, agent.name, crash_dir)
     assert executions(crash_dir) == ["evaluator", "evaluator", "refund"]
     assert result.output == "finished: refunded"  # type: ignore[attr-defined]
     [tool] = [m for m in result.messages if m.role == "tool"]  # type: ignore[attr-defined]
-    assert tool.decision is not None and tool.decision.by == "evaluator:_slow_reviewer"
+    assert tool.decision is not None and tool.decision.by == by
 
 
 async def test_a_run_waiting_for_an_external_result_outlives_its_worker_and_is_answered_once(

@@ -76,6 +76,7 @@ def test_histories_are_checked_in() -> None:
         "external_timed_out_mixed",
         "conversation_external_timed_out",
         "conversation_external_turn",
+        "agent_evaluator_allowed",
     }
 
 
@@ -109,6 +110,20 @@ def test_the_conversation_history_times_out_its_turns_client_run_call_alone() ->
     signals = events(stem, EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED)
     sent = [s.signal_external_workflow_execution_initiated_event_attributes for s in signals]  # type: ignore[attr-defined]
     assert any(b"the external timeout" in a.input.payloads[0].data for a in sent)
+
+
+def test_the_agent_evaluator_history_decides_in_its_activity() -> None:
+    """``agent_evaluator_allowed``: another Agent decided in ``golem.evaluate_approval`` (no
+    child run, no wait), and the transcript names it."""
+    stem = "agent_evaluator_allowed"
+    scheduled = events(stem, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    kinds = [e.activity_task_scheduled_event_attributes.activity_type.name for e in scheduled]  # type: ignore[attr-defined]
+    assert kinds.count("golem.evaluate_approval") == 1
+    assert not events(stem, EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)
+    assert not events(stem, EventType.EVENT_TYPE_TIMER_STARTED)  # nobody waited for a person
+    done = events(stem, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED)
+    results = [e.activity_task_completed_event_attributes.result for e in done]  # type: ignore[attr-defined]
+    assert any(b"evaluator:replay_reviewer" in r.payloads[0].data for r in results if r.payloads)
 
 
 def test_the_inbox_history_lists_the_wait_and_clears_it() -> None:
