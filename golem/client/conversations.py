@@ -11,7 +11,6 @@ Use it from any process with a client; a turn that waits for approvals is answer
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -83,13 +82,11 @@ async def start_conversation(
 ) -> DurableConversation[OutputT]:
     """Start conversation workflow ``conversation_id`` (attach when it runs already);
     ``owner`` is recorded on it (``GolemOwner``)."""
-    existing = await existing_run(agent.client, conversation_id)
-    if existing is not None and existing.workflow_type != ConversationWorkflow.__name__:
-        raise ValueError(not_a_conversation(existing))
     parent = input.parent_run_id
-    # Closed already: readable only, unless it rests (its next send reopens it).
     title = f"{agent.agent_name}: conversation"
-    with contextlib.suppress(WorkflowAlreadyStartedError):
+    # A new conversation costs one RPC: only a workflow already there is described (a
+    # running one or a closed one, readable only unless it rests: its next send reopens it).
+    try:
         await start_listed(
             agent.client,
             lambda listed, waiting: agent.client.start_workflow(
@@ -107,10 +104,14 @@ async def start_conversation(
                 ),
                 static_summary=title,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
             ),
             title,
         )
+    except WorkflowAlreadyStartedError:
+        existing = await existing_run(agent.client, conversation_id)
+        if existing is not None and existing.workflow_type != ConversationWorkflow.__name__:
+            raise ValueError(not_a_conversation(existing)) from None
     # Bound to no run chain, so it follows the conversation across a rest and a reopen.
     handle = agent.client.get_workflow_handle(conversation_id)
     return DurableConversation(agent, handle, recovery_timeout)
