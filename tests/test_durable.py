@@ -696,15 +696,17 @@ async def test_a_long_healthy_tool_outlives_a_short_heartbeat_timeout_in_one_exe
 
     @agent.tool
     async def long() -> str:
-        """Works four heartbeat timeouts long, answering heartbeats all along."""
+        """Works three heartbeat timeouts long, answering heartbeats all along."""
         executions.append(1)
-        await asyncio.sleep(4)  # the work itself, not a wait for a condition
+        await asyncio.sleep(6)  # the work itself, not a wait for a condition
         return "finished"
 
-    async with serve(temporal_client, agent, heartbeat=1) as tq:
+    # 2 s, not 1: on a loaded machine (three test workers on two cores) a heartbeat due
+    # every third of a second was once late past a 1 s timeout.
+    async with serve(temporal_client, agent, heartbeat=2) as tq:
         result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
     assert result.output == "ok"
-    assert executions == [1]  # silent for 4 s under a 1 s timeout it would run 3 times and fail
+    assert executions == [1]  # silent for 6 s under a 2 s timeout it would run 3 times and fail
     timeouts = [
         e
         for e in await history_events(temporal_client, result.run_id)
@@ -720,11 +722,11 @@ async def test_a_long_model_call_outlives_a_short_heartbeat_timeout_in_one_reque
 
     async def thinking(messages: list[Message], tools: Any) -> Message:
         calls.append(1)
-        await asyncio.sleep(4)  # a slow provider, not a wait for a condition
+        await asyncio.sleep(6)  # a slow provider, not a wait for a condition
         return Message.assistant("considered")
 
     agent = Agent(FunctionModel(thinking), name="slow_model")
-    async with serve(temporal_client, agent, heartbeat=1) as tq:
+    async with serve(temporal_client, agent, heartbeat=2) as tq:  # 2 s: as above
         result = await DurableAgent(temporal_client, agent, task_queue=tq).run("go")
     assert result.output == "considered"
     assert calls == [1]
