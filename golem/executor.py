@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from golem.events import RunEvent
 from golem.messages import Decision, Message, ToolCall
 from golem.models.base import ModelRequest, ModelResponse
+from golem.policies import Evaluated
 from golem.results import Result
 from golem.run_state import DeltaSink
 from golem.tools import RunContext, ToolOutcome
@@ -51,12 +52,16 @@ class Executor(Protocol):
         with ``approvals=``)."""
         ...
 
-    async def evaluate_approval(
-        self, call: ToolCall, ctx: RunContext[Any], asked: str = ""
-    ) -> Decision | None:
-        """Ask the agent's approval policy's evaluator about ``call`` (durably in an
-        activity): its decision, or ``None`` when a person decides (it asked, raised, timed
-        out or answered something else). ``asked``: the run's last user message."""
+    async def evaluate_approvals(
+        self, waiting: list[ToolCall], evaluated: Evaluated, asked: str = ""
+    ) -> Mapping[str, Decision | None]:
+        """Ask the agent's approval policy's evaluator about each call of ``evaluated``
+        (durably each in an activity): the decisions it made; a call it left to a person
+        (it asked, raised, timed out or answered something else) is not in the answer.
+        ``asked``: the run's last user message. A durable run on its own (no conversation,
+        no caller) waits for a person on every call of ``waiting`` while its evaluations
+        run, and a person who answers a call first cancels its evaluation; then every call
+        of ``waiting`` is in the answer (``None``: no decision came in time)."""
         ...
 
     async def toolset_tools(self, toolset: Toolset, ctx: RunContext[Any]) -> list[ToolsetTool]:

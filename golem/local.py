@@ -14,7 +14,7 @@ from golem.ids import new_id
 from golem.messages import Decision, Message, ToolCall
 from golem.models.base import Model, ModelRequest, ModelResponse, StreamDelta
 from golem.models.fallback import chain, falls_over, move_on, stamp
-from golem.policies import evaluate
+from golem.policies import Evaluated, evaluate, in_turn
 from golem.results import Result
 from golem.retry import Retry
 from golem.run_state import AgentSpec, DeltaSink
@@ -80,11 +80,12 @@ class LocalExecutor:
     ) -> dict[str, Decision | None] | None:
         return None  # in process a run pauses: the caller answers with a new run
 
-    async def evaluate_approval(
-        self, call: ToolCall, ctx: RunContext[Any], asked: str = ""
-    ) -> Decision | None:
+    async def evaluate_approvals(
+        self, waiting: list[ToolCall], evaluated: Evaluated, asked: str = ""
+    ) -> dict[str, Decision | None]:
         policy = self.agent.approval_policy
-        return await evaluate(policy, ctx, call, asked)
+        # In process nobody else can answer meanwhile: the evaluator first, then a person.
+        return await in_turn(evaluated, lambda call, ctx: evaluate(policy, ctx, call, asked))
 
     async def request(
         self, request: ModelRequest, ctx: RunContext[Any], on_delta: DeltaSink | None

@@ -230,23 +230,23 @@ class RunLoop:
         ctx = self._call_context(call, self._retries, None)
         return next((m for p in policies if (m := p.match(tool, call, ctx)) is not None), None)
 
-    async def _evaluated(self, calls: list[ToolCall]) -> dict[str, Decision]:
-        """What the policy's evaluator decided of ``calls`` (the rest go to a person)."""
+    async def _evaluated(self, calls: list[ToolCall]) -> Mapping[str, Decision | None]:
+        """What the policy's evaluator decided of ``calls`` (the rest go to a person; durably
+        a person may answer first: ``Executor.evaluate_approvals``)."""
         policy = self.agent.approval_policy
         if policy is None or policy.evaluator is None:
             return {}
-        decided = {}
-        external = self.external_ids(calls)
+        external = self.external_ids(calls)  # the application answers those, not a person
         users = [m.content for m in self.state.messages if m.role == "user"]
         asked = users[-1] if users else ""
-        for call in calls:
-            if call.id in external:
-                continue  # the application answers it, not a person
-            ctx = self._call_context(call, self._retries, None)
-            decision = await self.executor.evaluate_approval(call, ctx, asked)
-            if decision is not None:
-                decided[call.id] = decision
-        return decided
+        evaluated = [
+            (call, self._call_context(call, self._retries, None))
+            for call in calls
+            if call.id not in external
+        ]
+        if not evaluated:
+            return {}
+        return await self.executor.evaluate_approvals(calls, evaluated, asked)
 
     def _asks(self, call: ToolCall) -> bool:
         tool = self.agent.tools.get(call.name)

@@ -209,6 +209,23 @@ async def _review(agent: Reviewer, ctx: RunContext[Any], call: ToolCall, asked: 
     return output.answer() if isinstance(output, Verdict) else output
 
 
+#: The calls an evaluator is asked about, each with its context.
+Evaluated = list[tuple[ToolCall, RunContext[Any]]]
+
+
+async def in_turn(
+    evaluated: Evaluated,
+    ask: Callable[[ToolCall, RunContext[Any]], Awaitable[Decision | None]],
+) -> dict[str, Decision | None]:
+    """What ``ask`` (an evaluation) decides of each call of ``evaluated``, one call after
+    another; a call it leaves to a person is not in the answer."""
+    decided: dict[str, Decision | None] = {}
+    for call, ctx in evaluated:
+        if (decision := await ask(call, ctx)) is not None:
+            decided[call.id] = decision
+    return decided
+
+
 async def evaluate(
     policy: ApprovalPolicy | None, ctx: RunContext[Any], call: ToolCall, asked: str = ""
 ) -> Decision | None:

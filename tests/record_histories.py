@@ -36,6 +36,7 @@ from pytest_httpserver import HTTPServer
 from replay_agents import (
     AGENTS,
     ENCRYPTION_KEY,
+    EVALUATING,
     Deps,
     approval_agent,
     booking_agent,
@@ -44,6 +45,7 @@ from replay_agents import (
     escalating_agent,
     front_agent,
     paged_agent,
+    raced_agent,
     responses_agent,
     responses_model,
     retry_agent,
@@ -114,6 +116,13 @@ async def record_runs(client: Client, tq: str) -> dict[str, str]:
     reviewed = await DurableAgent(client, reviewed_agent, task_queue=tq).run("pay 5")
     assert reviewed.output == "transfer: sent 5", reviewed.output
     runs["agent_evaluator_allowed"] = reviewed.run_id
+
+    # A person answers while the evaluator still thinks: the evaluation is cancelled.
+    raced = await DurableAgent(client, raced_agent, task_queue=tq).start("pay 5")
+    await asyncio.wait_for(EVALUATING.wait(), 30)
+    answered = await raced.approve({"t1": True}, by="dana")
+    assert answered.output == "transfer: sent 5", answered.output
+    runs["evaluation_answered_first"] = raced.run_id
 
     # A mixed batch, each call bounded by its own kind's timeout (golem.external-timeout):
     # the client-run call times out, the approval waits on for a person.

@@ -15,7 +15,7 @@ import crash_agents
 from pydantic import BaseModel
 
 from examples.support_ticket import reply_agent, triage_agent
-from golem import ApprovalPolicy, Message, ToolCall, Verdict
+from golem import ApprovalPolicy, Ask, Message, ToolCall, Verdict
 from golem.agent import Agent
 from golem.history.processors import trim_history
 from golem.models import FunctionModel, ModelHTTPError, OpenAIResponsesModel
@@ -112,6 +112,26 @@ reviewed_agent = Agent(
     approval_policy=ApprovalPolicy(evaluator=replay_reviewer),
 )
 reviewed_agent.tool(requires_approval=True)(transfer)
+
+
+#: Set once the slow evaluator below is asked, so the recorder can answer before it does.
+EVALUATING = asyncio.Event()
+
+
+async def _slow_review(ctx: RunContext[Any], call: ToolCall) -> Ask:
+    EVALUATING.set()
+    await asyncio.Event().wait()  # never answers: a person answers first
+    return Ask()
+
+
+#: A person answers while the evaluator still thinks (golem.evaluation-race): the
+#: evaluation is cancelled.
+raced_agent = Agent(
+    FunctionModel(_approve, model_name="replay-model"),
+    name="replay_raced",
+    approval_policy=ApprovalPolicy(evaluator=_slow_review),
+)
+raced_agent.tool(requires_approval=True)(transfer)
 
 
 def _book(messages: list[Message], tools: Any) -> Message:
@@ -284,6 +304,7 @@ AGENTS = [
     stop_agent,
     approval_agent,
     reviewed_agent,
+    raced_agent,
     booking_agent,
     cancel_agent,
     paged_agent,

@@ -472,6 +472,45 @@ async def test_an_evaluator_runs_as_an_activity_and_a_person_decides_what_it_lea
     assert scheduled.count("golem.evaluate_approval") == 2  # once per call, recorded
 
 
+async def test_a_person_who_answers_first_cancels_the_evaluation(
+    temporal_client: Client,
+) -> None:
+    """The evaluator of t2 is still thinking when a person answers t2: that answer decides,
+    the evaluation is cancelled (its activity told so through its heartbeat), and nothing
+    is decided twice; t1's evaluation, done first, stands."""
+    executed: list[int] = []
+    thinking, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def reviewer(ctx: Any, call: Call) -> Approve | Ask:
+        if call.id == "t1":
+            return Approve()
+        thinking.set()
+        try:
+            await asyncio.Event().wait()  # a slow evaluator: never answers by itself
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return Ask()
+
+    agent = asks_two(executed)
+    agent.approval_policy = ApprovalPolicy(evaluator=reviewer)
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("pay")
+        await asyncio.wait_for(thinking.wait(), 30)
+        done = await run.approve({"t2": Deny(reason="not today")}, by="dana")
+        with pytest.raises(ValueError, match=r"has ended \(completed\): nothing to approve"):
+            await run.approve({"t2": True}, by="erin")
+        await asyncio.wait_for(cancelled.wait(), 30)  # the evaluation did not run on
+        events = [e async for e in run.handle.fetch_history_events()]
+    assert executed == [1]
+    tools = {m.tool_call_id: m for m in done.messages if m.role == "tool"}
+    assert tools["t1"].decision is not None and tools["t1"].decision.by == "evaluator:reviewer"
+    assert tools["t2"].decision is not None and tools["t2"].decision.by == "dana"
+    assert tools["t2"].content.endswith("not today")
+    kinds = [e.event_type for e in events]
+    assert EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED in kinds
+
+
 def delivery_agent(executed: list[int]) -> Agent[Any, str]:
     """Asks the application for a date (a client-run tool) and a person for a transfer."""
 

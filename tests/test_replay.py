@@ -44,6 +44,13 @@ def events(stem: str, kind: EventType.ValueType) -> list[object]:
     return [e for e in history(stem).events if e.event_type == kind]
 
 
+def taken(stem: str) -> str:
+    """The ids of the patches history ``stem`` took, as its markers record them (JSON)."""
+    markers = events(stem, EventType.EVENT_TYPE_MARKER_RECORDED)
+    details = [m.marker_recorded_event_attributes.details for m in markers]  # type: ignore[attr-defined]
+    return " ".join(d["patch-data"].payloads[0].data.decode() for d in details)
+
+
 def test_histories_are_checked_in() -> None:
     assert {name(p) for p in HISTORIES} >= {
         "tools_batch_failed_unknown",
@@ -77,17 +84,14 @@ def test_histories_are_checked_in() -> None:
         "conversation_external_timed_out",
         "conversation_external_turn",
         "agent_evaluator_allowed",
+        "evaluation_answered_first",
     }
 
 
 def test_the_mixed_batch_history_times_out_the_client_run_call_alone() -> None:
     """``external_timed_out_mixed`` took ``golem.external-timeout``: one timer fired (the
     external timeout) while the approval's wait went on until it was approved."""
-    markers = events("external_timed_out_mixed", EventType.EVENT_TYPE_MARKER_RECORDED)
-    ids = [
-        m.marker_recorded_event_attributes.details["patch-data"].payloads[0].data for m in markers
-    ]  # type: ignore[attr-defined]
-    assert any(b'"golem.external-timeout"' in i for i in ids)
+    assert "golem.external-timeout" in taken("external_timed_out_mixed")
     assert len(events("external_timed_out_mixed", EventType.EVENT_TYPE_TIMER_FIRED)) == 1
     completed = events(
         "external_timed_out_mixed", EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
@@ -101,11 +105,7 @@ def test_the_conversation_history_times_out_its_turns_client_run_call_alone() ->
     """``conversation_external_timed_out`` took ``golem.external-timeout`` in the
     conversation: its one timer (the external timeout) fired, then a person approved."""
     stem = "conversation_external_timed_out"
-    markers = events(stem, EventType.EVENT_TYPE_MARKER_RECORDED)
-    ids = [
-        m.marker_recorded_event_attributes.details["patch-data"].payloads[0].data for m in markers
-    ]  # type: ignore[attr-defined]
-    assert any(b'"golem.external-timeout"' in i for i in ids)
+    assert "golem.external-timeout" in taken(stem)
     assert len(events(stem, EventType.EVENT_TYPE_TIMER_FIRED)) == 1
     signals = events(stem, EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED)
     sent = [s.signal_external_workflow_execution_initiated_event_attributes for s in signals]  # type: ignore[attr-defined]
@@ -124,6 +124,15 @@ def test_the_agent_evaluator_history_decides_in_its_activity() -> None:
     done = events(stem, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED)
     results = [e.activity_task_completed_event_attributes.result for e in done]  # type: ignore[attr-defined]
     assert any(b"evaluator:replay_reviewer" in r.payloads[0].data for r in results if r.payloads)
+
+
+def test_the_raced_evaluation_history_cancels_the_evaluation() -> None:
+    """``evaluation_answered_first`` took ``golem.evaluation-race``: a person approved while
+    the evaluator still thought, and its activity was cancelled."""
+    stem = "evaluation_answered_first"
+    assert "golem.evaluation-race" in taken(stem)
+    assert events(stem, EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED)
+    assert events(stem, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED)
 
 
 def test_the_inbox_history_lists_the_wait_and_clears_it() -> None:
@@ -248,11 +257,7 @@ def test_an_approval_answered_null_in_0_2_0_and_answers_what_it_did_since() -> N
     new = approve_answers(ROOT / stem)
     assert new[-1].startswith(b'{"kind":"completed","output":"escalated: transfer: sent 5",')
     assert b'"decided":{"t1":{"approved":true,"at":"' in new[-1]
-    markers = events(stem.split(".")[0], EventType.EVENT_TYPE_MARKER_RECORDED)
-    ids = [
-        e.marker_recorded_event_attributes.details["patch-data"].payloads[0].data for e in markers
-    ]  # type: ignore[attr-defined]
-    assert any(b"golem.readable-approvals" in i for i in ids), ids
+    assert "golem.readable-approvals" in taken(stem.split(".")[0])
 
 
 def continued_memo(path: Path) -> dict[str, bytes]:

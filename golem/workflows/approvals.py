@@ -144,6 +144,9 @@ class ApprovalGate:
         self._pauses = 0  # counts pauses, so an approval can wait for the next one
         self.below: dict[str, Paused] = {}
         """What waits in each run below this one (its latest report), by that run's id."""
+        self.evaluating: set[str] = set()
+        """This run's calls whose evaluation runs now: a person may answer them, but the
+        run is not paused for them until the evaluator leaves them to a person."""
 
     @property
     def pending(self) -> list[ToolCall]:
@@ -155,6 +158,32 @@ class ApprovalGate:
     def waiting(self) -> list[ToolCall]:
         """Every call waiting: this run's own, then those of the runs below it."""
         return [*self.pending, *(c for r in self.below.values() for c in r.pending_approvals)]
+
+    @property
+    def asked(self) -> list[ToolCall]:
+        """The calls waiting for a person, once no evaluation runs (until then none: the
+        run's paused outcome names every call the evaluator left to a person at once)."""
+        return [] if self.evaluating else self.waiting
+
+    @property
+    def alone(self) -> bool:
+        """A run no conversation and no caller answers for (a person answers it directly)."""
+        return not self._caller and not (self._notify_parent and workflow.info().parent)
+
+    def evaluated(self, call_id: str, decision: Decision | None) -> None:
+        """The evaluation of ``call_id`` ended with ``decision`` (``None``: a person decides):
+        recorded unless a person answered first; left to a person, the call now pauses the
+        run."""
+        self.evaluating.discard(call_id)
+        if self.pause is None or call_id not in self.pause.remaining:
+            return  # a person (or the timeout) answered first
+        if decision is not None:
+            self.pause.decide({call_id: decision})
+            if self._listed is not None and self.pause.remaining:
+                self._list(self.pending)
+        else:
+            self._pauses += 1  # a new pause for whoever waits for one (approve, outcome)
+        self._on_change()
 
     def runs(self) -> dict[str, str]:
         """Call id -> the run that waits for it, for the calls of the runs below."""
@@ -382,8 +411,8 @@ class ApprovalGate:
     # -- handlers ------------------------------------------------------------------------
 
     async def outcome(self) -> Paused | None:
-        await workflow.wait_condition(lambda: self.finished or bool(self.waiting))
-        return None if self.finished else self.report(self.waiting)
+        await workflow.wait_condition(lambda: self.finished or bool(self.asked))
+        return None if self.finished else self.report(self.asked)
 
     def check(self, decisions: dict[str, Verdict]) -> None:
         run = workflow.info().workflow_id
@@ -429,13 +458,13 @@ class ApprovalGate:
         decided = {c: d for c, v in decisions.items() if (d := recorded(v)) is not None}
         pauses = self._pauses
         await self.decide(decisions)
-        if not self.waiting:
+        if not self.asked:
             await workflow.wait_condition(
-                lambda: self.finished or (self._pauses > pauses and bool(self.waiting))
+                lambda: self.finished or (self._pauses > pauses and bool(self.asked))
             )
         if not readable:
-            return None if self.finished else self.report(self.waiting)
-        answer = self.completed if self.finished else self.report(self.waiting)
+            return None if self.finished else self.report(self.asked)
+        answer = self.completed if self.finished else self.report(self.asked)
         return None if answer is None else answer.model_copy(update={"decided": decided})
 
     async def decide(self, decisions: Mapping[str, Verdict | None]) -> None:

@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.messages import Decision, Message, ToolCall
     from golem.models.base import ModelRequest, ModelResponse, ToolDefinition
     from golem.models.fallback import move_on
+    from golem.policies import Evaluated, in_turn
     from golem.results import Result
     from golem.retry import Retry
     from golem.run_state import DeltaSink
@@ -51,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows import registry
     from golem.workflows.approvals import ApprovalGate
     from golem.workflows.delegation import run_child
+    from golem.workflows.patches import EVALUATION_RACE, patched
     from golem.workflows.report import Progress
     from golem.workflows.shipper import Shipper
 
@@ -241,13 +243,39 @@ class TemporalExecutor:
         # A run with a gate waits in its workflow; one without (inline) pauses and returns.
         return None if self.gate is None else await self.gate.wait(pending)
 
-    async def evaluate_approval(
-        self, call: ToolCall, ctx: RunContext[Any], asked: str = ""
+    async def evaluate_approvals(
+        self, waiting: list[ToolCall], evaluated: Evaluated, asked: str = ""
+    ) -> dict[str, Decision | None]:
+        policy = self.agent.approval_policy
+        if policy is None or policy.evaluator is None:
+            return {}
+        gate = self.gate
+        if gate is None or not gate.alone or not patched(EVALUATION_RACE):
+            # The evaluator first, then a person (as 0.2.0, and in conversations' turns).
+            return await in_turn(evaluated, lambda call, ctx: self._evaluation(call, ctx, asked))
+        # Every call waits for a person while the evaluations run: whoever answers a call
+        # first decides it, and a person's answer cancels its evaluation.
+        gate.evaluating = {call.id for call, _ in evaluated}
+        answered = asyncio.ensure_future(gate.wait(waiting))
+
+        async def evaluation(call: ToolCall, ctx: RunContext[Any]) -> None:
+            gate.evaluated(call.id, await self._evaluation(call, ctx, asked))
+
+        running = [asyncio.ensure_future(evaluation(call, ctx)) for call, ctx in evaluated]
+        try:
+            return await answered
+        finally:
+            for task in running:
+                task.cancel()  # a person answered first (or the timeout): not needed now
+            await asyncio.gather(*running, return_exceptions=True)
+            gate.evaluating = set()
+
+    async def _evaluation(
+        self, call: ToolCall, ctx: RunContext[Any], asked: str
     ) -> Decision | None:
         # An activity, so the evaluator's answer is recorded and a crash in it loses nothing.
         policy = self.agent.approval_policy
-        if policy is None or policy.evaluator is None:
-            return None
+        assert policy is not None
         try:
             decision: Decision | None = await workflow.execute_activity(
                 names.EVALUATE_APPROVAL,

@@ -56,6 +56,10 @@ CONTINUED_SUMMARY = "golem.continued-summary"
 #: for the application), not by the ``approval_timeout`` that bounds the approvals beside it.
 EXTERNAL_TIMEOUT = "golem.external-timeout"
 
+#: A run on its own with an approval evaluator waits for a person while the evaluations
+#: run: whoever answers a call first decides it (a person's answer cancels the evaluation).
+EVALUATION_RACE = "golem.evaluation-race"
+
 #: The live patches, by id.
 PATCHES: dict[str, Patch] = {
     TOOLSETS_IN_AGENT_ORDER: Patch(
@@ -96,6 +100,12 @@ PATCHES: dict[str, Patch] = {
     ),
     EXTERNAL_TIMEOUT: Patch(
         EXTERNAL_TIMEOUT,
+        adr="docs/adr/0030-decisions.md",
+        since="0.3.0",
+        removable_after="0.2.0",
+    ),
+    EVALUATION_RACE: Patch(
+        EVALUATION_RACE,
         adr="docs/adr/0030-decisions.md",
         since="0.3.0",
         removable_after="0.2.0",
