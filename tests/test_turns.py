@@ -350,11 +350,27 @@ class Conversation(RuleBasedStateMachine):
     @rule(
         calls=st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, unique=True),
         timeout=st.none() | st.floats(1, 10),
+        external=st.none()
+        | st.tuples(st.sets(st.sampled_from(["a", "b", "c"])), st.none() | st.floats(1, 10)),
     )
-    def child_pauses(self, calls: list[str], timeout: float | None) -> None:
+    def child_pauses(
+        self,
+        calls: list[str],
+        timeout: float | None,
+        external: tuple[set[str], float | None] | None,
+    ) -> None:
+        """A pause bounded by one timeout, or (``external``: the client-run calls and their
+        timeout) each call by its own kind's."""
         assert self.running is not None
         self.undecided = set(calls)
-        self.apply(self.turns.paused(self.running, tuple(calls), self.now, timeout))
+        bounds, clientside = None, set[str]()
+        if external is not None:
+            clientside, their = external[0] & set(calls), external[1]
+            bounds = {c: their if c in clientside else timeout for c in calls}
+        effects = self.turns.paused(
+            self.running, tuple(calls), self.now, timeout, None, bounds, clientside
+        )
+        self.apply(effects)
 
     @precondition(lambda self: self.running is not None and not self.undecided)
     @rule()
@@ -387,7 +403,7 @@ class Conversation(RuleBasedStateMachine):
         self.now += seconds
         for fires, timer in [t for t in self.timers if t[0] <= self.now]:
             self.timers.remove((fires, timer))
-            self.apply(self.turns.expire(timer.run_id, timer.pause))
+            self.apply(self.turns.expire(timer.run_id, timer.pause, self.now))
 
     @rule(odds=st.integers(0, 4))
     def close(self, odds: int) -> None:
@@ -419,6 +435,8 @@ class Conversation(RuleBasedStateMachine):
         assert (turns.current is None) or (turns.current.run_id == self.running)
         if turns.phase == "waiting":
             assert turns.waiting, "waiting with nothing to decide"
+        if turns.phase == "settling":  # every call was sent its decision (or its timeout's)
+            assert not self.undecided, f"settling while {self.undecided} wait in the run"
         if turns.over:
             assert not turns.queue and turns.current is None
 
