@@ -15,6 +15,7 @@ import shutil
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
@@ -57,6 +58,10 @@ def temporal_cli() -> str:
     return found
 
 
+#: How long ``dev_server`` waits for the server it spawned to answer.
+STARTUP_TIMEOUT = timedelta(seconds=30)
+
+
 @asynccontextmanager
 async def dev_server(
     *,
@@ -75,6 +80,8 @@ async def dev_server(
         dev_server_database_filename=database_file,
         ui=ui,
         ui_port=ui_port,
+        # The SDK waits 5 s: a loaded machine (a test suite on all cores) can take longer.
+        dev_server_startup_timeout=STARTUP_TIMEOUT,
     )
     try:
         yield env

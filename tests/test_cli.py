@@ -28,7 +28,7 @@ from golem import cli
 from golem.cli.connect import UI_URL_VARIABLES, ui_base
 from golem.client import DurableAgent
 from golem.messages import load_messages
-from golem.testing import temporal_cli
+from golem.testing import STARTUP_TIMEOUT, temporal_cli
 from golem.worker import GolemPlugin
 from golem.workflows.conversation import ConversationInput, ConversationWorkflow
 
@@ -757,7 +757,9 @@ async def test_the_demo_reuses_a_temporal_server_with_golems_search_attributes(
 async def test_the_demo_stops_at_a_temporal_server_without_golems_search_attributes() -> None:
     from examples.demo import temporal_server
 
-    bare = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_cli())
+    bare = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_cli(), dev_server_startup_timeout=STARTUP_TIMEOUT
+    )
     try:
         port = int(bare.client.service_client.config.target_host.rpartition(":")[2])
         with pytest.raises(SystemExit) as stopped:

@@ -16,7 +16,7 @@ from temporalio.worker import Worker
 from test_cli import GOLEM, address, golem, golem_worker, ids, one_line, queue
 from waiting import eventually
 
-from golem.testing import temporal_cli
+from golem.testing import STARTUP_TIMEOUT, temporal_cli
 from golem.worker import GolemPlugin
 
 __all__ = ["address"]  # the fixture, shared with tests/test_cli.py
@@ -297,7 +297,9 @@ async def test_a_client_without_the_key_says_so_once_naming_the_key_to_set(addre
 
 
 async def test_setup_says_registered_only_for_what_it_added() -> None:
-    bare = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_cli())
+    bare = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_cli(), dev_server_startup_timeout=STARTUP_TIMEOUT
+    )
     try:
         target = bare.client.service_client.config.target_host
         first = await golem("setup", "--address", target)

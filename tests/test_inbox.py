@@ -19,7 +19,7 @@ from waiting import eventually
 from golem import Agent, Message, RunContext, ToolCall
 from golem.client import WAITING, DurableAgent, PendingCall, pending
 from golem.models import FunctionModel, ToolDefinition
-from golem.testing import temporal_cli
+from golem.testing import STARTUP_TIMEOUT, temporal_cli
 from golem.wire.inbox import ARGS_LISTED, WAITING_MEMO
 from golem.wire.lineage import PARENT_RUN_ID, SEARCH_ATTRIBUTES
 from golem.worker import GolemPlugin
@@ -142,6 +142,7 @@ async def test_a_namespace_without_golem_waiting_runs_unlisted_and_the_inbox_say
     older = [k for k in SEARCH_ATTRIBUTES if k.name != WAITING.name]
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_cli(),
+        dev_server_startup_timeout=STARTUP_TIMEOUT,
         data_converter=golem_data_converter,
         search_attributes=older,
     )

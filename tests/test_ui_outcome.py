@@ -18,7 +18,7 @@ from golem.agent import Agent
 from golem.client import DurableAgent
 from golem.models import ScriptedModel
 from golem.results import RunError
-from golem.testing import temporal_cli
+from golem.testing import STARTUP_TIMEOUT, temporal_cli
 from golem.wire import lineage, names
 from golem.worker import GolemPlugin
 from golem.worker.converter import golem_data_converter
@@ -207,6 +207,7 @@ async def test_runs_and_conversations_start_where_the_namespace_lacks_golem_summ
     old = (lineage.CONVERSATION_ID, lineage.AGENT, lineage.PARENT_RUN_ID)
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_cli(),
+        dev_server_startup_timeout=STARTUP_TIMEOUT,
         data_converter=golem_data_converter,
         search_attributes=old,
         dev_server_extra_args=["--log-level", "error"],
