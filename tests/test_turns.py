@@ -197,6 +197,15 @@ def test_an_unbounded_client_run_call_waits_past_the_approval_timeout() -> None:
     assert turns.check_approve({"d1": True}, now=10_000.0) is None
 
 
+def test_without_per_call_bounds_a_client_run_call_times_out_as_before_the_patch() -> None:
+    """A conversation recorded before golem.external-timeout replays with one timeout for
+    both kinds: its client-run calls get no decision, as they did then."""
+    turns = Turns()
+    turns.send(1, "r1", "fp")
+    turns.paused("r1", ("d1", "t1"), 0.0, 5.0, None, None, {"d1"})
+    assert turns.expire("r1", 1, now=5.0) == [Decide("r1", {"d1": None, "t1": None})]
+
+
 def test_a_stale_timer_is_ignored() -> None:
     turns = Turns()
     turns.send(1, "r1", "fp")

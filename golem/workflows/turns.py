@@ -402,7 +402,9 @@ class Turns:
         self.pauses += 1
         deadline = None if timeout is None or bounds is not None else now + timeout
         own = None if bounds is None else dict(bounds)
-        self.pause = Pause(tuple(calls), timeout, deadline, {}, own, now, frozenset(external))
+        # Without bounds (a wait recorded before the patch) no call is the external timeout's.
+        clientside = frozenset(external) if bounds is not None else frozenset()
+        self.pause = Pause(tuple(calls), timeout, deadline, {}, own, now, clientside)
         if self.close_requested:  # nobody can answer once closed: deny, so the run ends
             self.phase = "settling"
             return [Decide(run_id, dict.fromkeys(self.pause.calls, False))]
