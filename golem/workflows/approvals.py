@@ -58,7 +58,6 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from golem.approvals import check_edits
     from golem.messages import Decision, ToolCall
-    from golem.phases.batch import NO_EXTERNAL_RESULT
     from golem.wire import Completed, Paused, lineage, names
     from golem.wire.inbox import ARGS_LISTED, Waiting, WaitingCall
     from golem.workflows.children import listed_waiting
@@ -69,7 +68,7 @@ with workflow.unsafe.imports_passed_through():
         VISIBLE_APPROVALS,
         patched,
     )
-    from golem.workflows.turns import Pause, Verdict, timed_out
+    from golem.workflows.turns import Pause, Verdict, no_answers, timed_out
 
 #: How long a waiting run's labelled timer runs when no approval timeout bounds the wait
 #: (then it starts again): only there to carry the label into the UI's timeline.
@@ -308,17 +307,7 @@ class ApprovalGate:
                     if due == inf:
                         continue
             ended = [c for c in pause.remaining if self._deadlines.get(c, inf) <= due]
-            at = workflow.now().isoformat(timespec="seconds")
-            pause.decide(
-                {
-                    c: Decision(
-                        approved=False, reason=NO_EXTERNAL_RESULT, by="the external timeout", at=at
-                    )
-                    if c in external
-                    else None
-                    for c in ended
-                }
-            )
+            pause.decide(no_answers(ended, external, workflow.now().isoformat(timespec="seconds")))
             self.late.update({c: bounds[c] for c in ended})
             self._external_late.update(c for c in ended if c in external)
             if self._listed is not None and pause.remaining:

@@ -246,10 +246,7 @@ class TemporalExecutor:
     async def evaluate_approvals(
         self, waiting: list[ToolCall], evaluated: Evaluated, asked: str = ""
     ) -> dict[str, Decision | None]:
-        policy = self.agent.approval_policy
-        if policy is None or policy.evaluator is None:
-            return {}
-        gate = self.gate
+        gate = self.gate  # the loop asks only when the agent's policy has an evaluator
         if gate is None or not gate.alone or not patched(EVALUATION_RACE):
             # The evaluator first, then a person (as 0.2.0, and in conversations' turns).
             return await in_turn(evaluated, lambda call, ctx: self._evaluation(call, ctx, asked))

@@ -54,6 +54,7 @@ docs/adr/0014-turns-state-machine.md and docs/adr/0021-conversations-rest-when-i
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal, TypeVar
@@ -209,14 +210,18 @@ class Pause:
             if self.bounds is None or ((d := self.deadline_of(c)) is not None and d <= (now or 0))
         ]
         at = datetime.fromtimestamp(now or 0, UTC).isoformat(timespec="seconds")
-        late: dict[str, Verdict | None] = {
-            c: Decision(approved=False, reason=NO_EXTERNAL_RESULT, by="the external timeout", at=at)
-            if c in self.external
-            else None
-            for c in due
-        }
+        late = no_answers(due, self.external, at)
         self.decided.update(late)
         return late
+
+
+def no_answers(
+    calls: Iterable[str], external: AbstractSet[str], at: str
+) -> dict[str, Verdict | None]:
+    """What a timeout records for ``calls`` at ``at``: an approval no decision, a client-run
+    call (of ``external``) the external timeout's failed result."""
+    closed = Decision(approved=False, reason=NO_EXTERNAL_RESULT, by="the external timeout", at=at)
+    return {c: closed if c in external else None for c in calls}
 
 
 def timed_out(timeout: float | None, calls: Iterable[str], external: bool = False) -> str:
