@@ -36,7 +36,7 @@ from golem.wire.cache import MessageCache
 from golem.worker import deployment as deployments
 from golem.worker.converter import GolemEncodedFailureConverter, golem_data_converter
 from golem.worker.logs import RunLogInterceptor, install_activity_failure_filter
-from golem.worker.unreadable import EndingUnreadableRuns
+from golem.worker.runner import GolemRunner
 from golem.worker.watchdog import worker_watchdog
 from golem.workflows import registry
 from golem.workflows.agent_run import AgentRunWorkflow
@@ -176,8 +176,9 @@ class GolemPlugin(SimplePlugin):
             interceptors=[RunLogInterceptor(), *tracing_interceptors, *mcp_interceptors],
             activities=activities(self.message_cache),
             workflows=[AgentRunWorkflow, ConversationWorkflow],
-            # A run this worker cannot read ends, even mid-replay (golem.worker.unreadable).
-            workflow_runner=lambda existing: EndingUnreadableRuns(_sandbox(existing, passthrough)),
+            # A run this worker cannot read ends, even mid-replay; a stopped worker's cached
+            # runs are evicted on their own loops (golem.worker.runner).
+            workflow_runner=lambda existing: GolemRunner(_sandbox(existing, passthrough)),
             # A bad input or a run's own failure must fail the workflow, not retry its task.
             workflow_failure_exception_types=[RunError, HistoryError, LookupError],
             run_context=worker_watchdog,  # one warning naming a tool that blocks the loop
@@ -196,7 +197,7 @@ class GolemPlugin(SimplePlugin):
                 "GolemPlugin(external_storage=...) must be on the Client, as encryption: a "
                 "worker writes payloads with its client's data converter"
             )
-        if isinstance(runner := config.get("workflow_runner"), EndingUnreadableRuns):
+        if isinstance(runner := config.get("workflow_runner"), GolemRunner):
             runner.client = config["client"]
         config = deployments.configure(config, self.deployment)
         registry.register(config["task_queue"], self.agents, _stored(self.settings, config))
@@ -204,12 +205,18 @@ class GolemPlugin(SimplePlugin):
         return self.mcp.configure_worker(config) if self.mcp else config
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
-        with deployments.serving(worker.task_queue):
-            if self.mcp is None:
-                return await super().run_worker(worker, next)
-            # The MCP servers this worker started are closed when it stops.
-            own = super().run_worker
-            await self.mcp.run_worker(worker, lambda w: own(w, next))
+        try:
+            with deployments.serving(worker.task_queue):
+                if self.mcp is None:
+                    return await super().run_worker(worker, next)
+                # The MCP servers this worker started are closed when it stops.
+                own = super().run_worker
+                await self.mcp.run_worker(worker, lambda w: own(w, next))
+        finally:
+            if isinstance(
+                runner := worker.config(active_config=True).get("workflow_runner"), GolemRunner
+            ):
+                await runner.evict_remaining()  # the SDK leaves idle cached runs unevicted
 
     def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
         config = super().configure_replayer(config)
@@ -243,7 +250,7 @@ def _mcp(
 
 
 def _sandbox(existing: Any, passthrough: tuple[str, ...]) -> SandboxedWorkflowRunner:
-    if isinstance(existing, EndingUnreadableRuns):
+    if isinstance(existing, GolemRunner):
         existing = existing.inner
     if isinstance(existing, SandboxedWorkflowRunner):
         restrictions = existing.restrictions
