@@ -6,8 +6,9 @@
    scheduled to completed, from the run's history). A local golem tool doing the same
    in-process work is the reference row.
 2. The tool list, per run: a one-turn run with the MCP toolset minus the same run without
-   it, run in turn (in process the run starts, lists and stops its stdio server; durably
-   one activity on a worker whose server stays up), and the list-tools activity alone.
+   it, run in turn (in process the run starts, lists and stops its stdio server; inside
+   ``async with agent:`` the runs share one connection, so it only lists; durably one
+   activity on a worker whose server stays up), and the list-tools activity alone.
 
 Run: .venv/bin/python benchmarks/mcp_tools.py [--calls 20] [--runs 15]
 (the ``mcp`` and ``dev-server`` extras). The machine is shared: read the ratios.
@@ -189,6 +190,11 @@ async def main(calls: int, runs: int) -> None:
                     row["list in process"], row["no list in process"] = await interleaved(
                         lambda a=lister: a.run("hi"), lambda a=plain: a.run("hi"), runs
                     )
+                    async with lister:  # runs share one connection: the server starts once
+                        await lister.run("warm")
+                        row["list shared"], row["no list shared"] = await interleaved(
+                            lambda a=lister: a.run("hi"), lambda a=plain: a.run("hi"), runs
+                        )
                     tq2 = f"bench-list-{uuid.uuid4().hex[:6]}"
                     async with Worker(client, task_queue=tq2, plugins=[GolemPlugin(lister, plain)]):
                         listing = DurableAgent(client, lister, task_queue=tq2)
@@ -227,14 +233,17 @@ async def main(calls: int, runs: int) -> None:
         f"2. the tool list, per run: a 1-turn run with the toolset minus without it, median of {runs}, ms"
     )
     print(
-        f"   {'':<22}{'in process':>11}{'durably':>11}{'list activity':>15}{'in proc/durably':>17}"
+        f"   {'':<22}{'in process':>11}{'async with':>11}{'durably':>11}{'list activity':>15}"
+        f"{'in proc/durably':>17}{'with/durably':>14}"
     )
     for transport, row in rows.items():
         p = statistics.median(row["list in process"]) - statistics.median(row["no list in process"])
+        w = statistics.median(row["list shared"]) - statistics.median(row["no list shared"])
         u = statistics.median(row["list durably"]) - statistics.median(row["no list durably"])
         a = statistics.median(row["list activity"])
         print(
-            f"   MCP over {transport:<13}{p * 1000:11.2f}{u * 1000:11.2f}{a * 1000:15.2f}{p / u:17.2f}"
+            f"   MCP over {transport:<13}{p * 1000:11.2f}{w * 1000:11.2f}{u * 1000:11.2f}"
+            f"{a * 1000:15.2f}{p / u:17.2f}{w / u:14.2f}"
         )
 
 

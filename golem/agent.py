@@ -20,7 +20,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from functools import cached_property
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, Self, TypeVar, overload
 
 from pydantic import TypeAdapter
 
@@ -41,7 +41,7 @@ from golem.results import Result, StreamResult
 from golem.retry import Retry
 from golem.run_state import RunInput
 from golem.tools import ApprovalPredicate, RunContext, Tool
-from golem.toolsets import Toolset, check_toolsets
+from golem.toolsets import OpenToolsets, Toolset, check_toolsets
 from golem.usage import UsageLimits
 
 DepsT = TypeVar("DepsT")
@@ -125,6 +125,8 @@ class Agent(Generic[DepsT, OutputT]):
         """Agents this one asks through a tool named after each (golem.delegation)."""
         self.handoffs: dict[str, Agent[Any, Any]] = {}
         """Agents this one may hand the conversation to (``transfer_to_<name>``)."""
+        self._open: OpenToolsets | None = None  # while ``async with agent:`` lasts
+        self._spans = 0
         check_toolsets(self.name, (), self.toolsets)
         for item in tools:
             self._register(item if isinstance(item, Tool) else Tool.from_function(item))
@@ -133,6 +135,22 @@ class Agent(Generic[DepsT, OutputT]):
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self.model_name!r}, tools={sorted(self.tools)})"
+
+    async def __aenter__(self) -> Self:
+        """``async with agent:``: in-process runs in the block share one connection per
+        toolset server (a stdio server starts once, not per run; one that died starts again
+        on the next call), let go when the block ends. Blocks nest; without one, each run
+        opens and closes its own. A server whose headers are made per run is never shared."""
+        if self._open is None:
+            self._open = OpenToolsets()
+        self._spans += 1
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._spans -= 1
+        if self._spans == 0 and self._open is not None:
+            opened, self._open = self._open, None
+            await opened.aclose()
 
     # -- configuration --------------------------------------------------------------
 
@@ -331,7 +349,7 @@ class Agent(Generic[DepsT, OutputT]):
         return RunStream(self, _offering(inputs, external_tools))
 
     def _local_executor(self) -> LocalExecutor:
-        return LocalExecutor(self)
+        return LocalExecutor(self, self._open)
 
     async def _run_local(
         self, inputs: RunInput, emit: Callable[[RunEvent], None] | None = None

@@ -19,7 +19,7 @@ from golem.results import Result
 from golem.retry import Retry
 from golem.run_state import AgentSpec, DeltaSink
 from golem.tools import RunContext, Tool, ToolOutcome, ToolOutcomeUnknown
-from golem.toolsets import Toolset, ToolsetConnection, ToolsetTool
+from golem.toolsets import OpenToolsets, Toolset, ToolsetConnection, ToolsetTool
 from golem.user_functions import call_instructions_function, call_user_function, describe
 
 if TYPE_CHECKING:
@@ -42,8 +42,9 @@ class LocalExecutor:
     """Runs every effect in process: model requests and tool calls retried by their policies
     (``golem.Retry``), a ``FallbackModel``'s models tried in order."""
 
-    def __init__(self, agent: LocalAgent) -> None:
+    def __init__(self, agent: LocalAgent, shared: OpenToolsets | None = None) -> None:
         self.agent = agent
+        self._shared = shared  # the links ``async with agent:`` keeps open for its runs
         self._connections: list[ToolsetConnection] = []  # this run's, closed by aclose
         self._toolset_tools: dict[str, Tool] = {}
 
@@ -54,8 +55,10 @@ class LocalExecutor:
             await connection.aclose()
 
     async def toolset_tools(self, toolset: Toolset, ctx: RunContext[Any]) -> list[ToolsetTool]:
-        connection = toolset.connect(ctx)
-        self._connections.append(connection)
+        connection = self._shared.connect(toolset, ctx) if self._shared else None
+        if connection is None:
+            connection = toolset.connect(ctx)
+            self._connections.append(connection)
         listed = await retrying(toolset.retry_policy, Exception, lambda _: connection.list_tools())
         tools = toolset.tools(listed, connection.call_tool)
         self._toolset_tools.update((tool.name, tool) for tool in tools)

@@ -127,6 +127,12 @@ class Toolset:
         """Open this run's link to the server (in process)."""
         raise NotImplementedError(f"{type(self).__name__} cannot run in process")
 
+    @property
+    def shareable(self) -> bool:
+        """Whether runs may share one link to the server (it depends on no run's context):
+        ``async with agent:`` keeps one for all its runs."""
+        return False
+
     def tools(
         self, listed: Sequence[ToolDefinition], call: CallFn | None = None
     ) -> list[ToolsetTool]:
@@ -313,3 +319,26 @@ def tools_digest(definitions: Sequence[ToolDefinition]) -> str:
     """The key a run's toolset tools travel by (durably, to its model activity)."""
     data = b"".join(d.model_dump_json().encode() + b"\n" for d in definitions)
     return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+class OpenToolsets:
+    """The links an agent keeps open while ``async with agent:`` lasts: one per shareable
+    toolset, opened by the first run that lists it and used by every later run (a server
+    that died is reached anew by the next call); closed when the block ends."""
+
+    def __init__(self) -> None:
+        self._links: dict[str, ToolsetConnection] = {}
+
+    def connect(self, toolset: Toolset, ctx: RunContext[Any]) -> ToolsetConnection | None:
+        """The shared link to ``toolset``'s server (``None``: the run opens its own)."""
+        if not toolset.shareable:
+            return None
+        link = self._links.get(toolset.name)
+        if link is None:
+            link = self._links[toolset.name] = toolset.connect(ctx)
+        return link
+
+    async def aclose(self) -> None:
+        links, self._links = self._links, {}
+        for link in reversed(links.values()):
+            await link.aclose()

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -14,6 +16,7 @@ from agents import FAST_RETRY, NO_SUCH_TOOL, Deps, ask, call, scripted
 from mcp_servers.common import PICTURE
 from mcp_support import HTTPServer, Log, alive, files_server, http_server, lines
 from runners import Runner
+from waiting import eventually
 
 from golem.agent import Agent
 from golem.history.repair import OUTCOME_UNKNOWN_RESULT
@@ -407,6 +410,30 @@ async def test_a_stdio_server_process_ends_with_its_run(tmp_path: Path) -> None:
 
     [pid] = lines(tmp_path, "pids")
     assert not alive(int(pid))
+
+
+async def test_runs_inside_async_with_agent_share_one_stdio_server_started_again_if_it_dies(
+    tmp_path: Path,
+) -> None:
+    """In process, ``async with agent:`` keeps one connection per server for every run in
+    it (no server start per run); a server that died is started again by the next run."""
+    answers = [
+        [ask(call(f"c{i}", "read", path=p)), Message.assistant(p)] for i, p in enumerate("abc")
+    ]
+    agent, _ = scripted([a for pair in answers for a in pair], toolsets=[files_server(tmp_path)])
+
+    async with agent:
+        outputs = [(await agent.run("go")).output, (await agent.run("again")).output]
+        [first] = lines(tmp_path, "pids")
+        os.kill(int(first), signal.SIGKILL)
+        await eventually(lambda: not alive(int(first)), what="the killed server gone")
+        outputs.append((await agent.run("after its death")).output)
+        pids = lines(tmp_path, "pids")
+        running = alive(int(pids[-1]))
+
+    assert outputs == ["a", "b", "c"]
+    assert len(pids) == 2 and running  # started once for two runs, once more after it died
+    assert not alive(int(pids[-1]))  # and let go when the block ends
 
 
 def test_defining_mcp_servers_and_serving_agents_without_toolsets_imports_no_mcp() -> None:

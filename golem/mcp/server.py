@@ -111,6 +111,11 @@ class MCPServer(Toolset):
         return callable(self.headers)
 
     @property
+    def shareable(self) -> bool:
+        """Runs share one connection unless each sends its own headers."""
+        return not self.headers_per_run
+
+    @property
     def endpoint(self) -> tuple[Any, ...]:
         """Where the server is: two toolsets with one name must agree on it."""
         env = tuple(sorted((self.env or {}).items()))
