@@ -58,10 +58,11 @@ class Executor(Protocol):
         """Ask the agent's approval policy's evaluator about each call of ``evaluated``
         (durably each in an activity): the decisions it made; a call it left to a person
         (it asked, raised, timed out or answered something else) is not in the answer.
-        ``asked``: the run's last user message. A durable run on its own (no conversation,
-        no caller) waits for a person on every call of ``waiting`` while its evaluations
-        run, and a person who answers a call first cancels its evaluation; then every call
-        of ``waiting`` is in the answer (``None``: no decision came in time)."""
+        ``asked``: the run's last user message. A durable run (on its own, a conversation's
+        turn or a delegated run) waits for a person on every call of ``waiting`` while its
+        evaluations run, whoever answers a call first decides it, and the evaluations still
+        running once all are decided are cancelled; then every call of ``waiting`` is in the
+        answer (``None``: no decision came in time)."""
         ...
 
     async def toolset_tools(self, toolset: Toolset, ctx: RunContext[Any]) -> list[ToolsetTool]:

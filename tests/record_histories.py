@@ -46,6 +46,7 @@ from replay_agents import (
     front_agent,
     paged_agent,
     raced_agent,
+    raced_caller,
     responses_agent,
     responses_model,
     retry_agent,
@@ -60,7 +61,7 @@ from test_durable_approvals import timer_fired
 from waiting import eventually
 
 from examples.support_ticket import Ticket, TicketWorkflow
-from golem.client import DurableAgent, DurableConversation
+from golem.client import DurableAgent, DurableConversation, pending
 from golem.messages import Message, ToolCall
 from golem.results import RunError
 from golem.testing import dev_server
@@ -194,6 +195,7 @@ async def main(wanted: set[str]) -> None:
             runs["streamed_run"] = await record_streamed(env.client, tq)
             runs |= await record_conversation(env.client, tq)
             runs |= await record_conversation_external(env.client, tq)
+            runs |= await record_evaluation_races(env.client, tq)
             runs |= await record_segments(env.client, tq)
             runs |= await record_delegation(env.client, tq)
             runs |= await record_handoffs(env.client, tq)
@@ -252,6 +254,33 @@ async def record_conversation_external(client: Client, tq: str) -> dict[str, str
     assert booked.output.endswith("| sent 5"), booked.output
     await conv.close()
     return {"conversation_external_timed_out": conv.id, "conversation_external_turn": paused.run_id}
+
+
+async def record_evaluation_races(client: Client, tq: str) -> dict[str, str | tuple[str, str]]:
+    """A person answers while the evaluator still thinks (golem.evaluation-race), in a
+    conversation's turn and in a delegated run: the evaluation is cancelled either way."""
+    replay_agents.EVALUATING.clear()
+    conv = await DurableAgent(client, raced_agent, task_queue=tq).conversation()
+    sent = asyncio.ensure_future(conv.send("pay 5"))
+    await asyncio.wait_for(replay_agents.EVALUATING.wait(), 30)
+    await conv.approve({"t1": True}, by="dana")
+    turn = await sent
+    assert turn.output == "transfer: sent 5", turn.output
+    await conv.close()
+    replay_agents.EVALUATING.clear()
+    top = await DurableAgent(client, raced_caller, task_queue=tq).start("go")
+    await asyncio.wait_for(replay_agents.EVALUATING.wait(), 30)
+    [call] = await eventually(
+        lambda: pending(client, agent="replay_raced"), what="the delegate's call listed"
+    )
+    answered = await top.approve({call.call_id: True}, by="dana")
+    assert answered.output == "transfer: sent 5", answered.output
+    return {
+        "conversation_evaluation_answered_first": conv.id,
+        "conversation_evaluation_turn": turn.run_id,
+        "delegate_evaluation_answered_first": top.run_id,
+        "delegate_evaluation_child": call.run_id,
+    }
 
 
 async def continued_from(client: Client, workflow_id: str) -> tuple[str, bytes]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -134,6 +135,28 @@ raced_agent = Agent(
 raced_agent.tool(requires_approval=True)(transfer)
 
 
+def _asks(delegate: str, call_id: str, prompt: str, answer: str = "{}") -> Any:
+    """A model asking ``delegate`` ``prompt`` once, then answering ``answer`` with its
+    result."""
+
+    def model(messages: list[Message], tools: Any) -> Message:
+        if any(m.role == "tool" for m in messages):
+            return Message.assistant(answer.format(messages[-1].content))
+        args = json.dumps({"prompt": prompt})
+        return Message.assistant("", [ToolCall(id=call_id, name=delegate, args=args)])
+
+    return model
+
+
+#: Delegates to ``raced_agent``: the person answers the child's call at this run while the
+#: child's evaluator still thinks.
+raced_caller = Agent(
+    FunctionModel(_asks("replay_raced", "r1", "pay 5"), model_name="replay-model"),
+    name="replay_raced_caller",
+    delegates=[raced_agent],
+)
+
+
 def _book(messages: list[Message], tools: Any) -> Message:
     results = [m for m in messages if m.role == "tool"]
     if not results:
@@ -246,17 +269,11 @@ async def research(ctx: RunContext[Any], topic: str) -> str:
     return "; ".join(str(p.output) for p in parts)
 
 
-def _escalate(messages: list[Message], tools: Any) -> Message:
-    if any(m.role == "tool" for m in messages):
-        return Message.assistant(f"escalated: {messages[-1].content}")
-    return Message.assistant(
-        "", [ToolCall(id="e1", name="replay_approval", args='{"prompt": "pay"}')]
-    )
-
-
 #: A delegate (replay_approval) that waits for an approval, answered from the top.
 escalating_agent = Agent(
-    FunctionModel(_escalate, model_name="replay-model"),
+    FunctionModel(
+        _asks("replay_approval", "e1", "pay", "escalated: {}"), model_name="replay-model"
+    ),
     name="replay_escalator",
     delegates=[approval_agent],
 )
@@ -305,6 +322,7 @@ AGENTS = [
     approval_agent,
     reviewed_agent,
     raced_agent,
+    raced_caller,
     booking_agent,
     cancel_agent,
     paged_agent,

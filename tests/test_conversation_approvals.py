@@ -14,11 +14,18 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 from test_conversation_boundaries import budgeted, continued
-from test_durable_approvals import asks_two, held_agent, serve, timer_fired, transfer_agent
+from test_durable_approvals import (
+    asks_two,
+    held_agent,
+    serve,
+    slow_reviewer,
+    timer_fired,
+    transfer_agent,
+)
 from waiting import eventually
 
-from golem import Agent, ApprovalPolicy, Approve, Message, Rule, ToolCall
-from golem.client import ConversationClosedError, DurableAgent
+from golem import Agent, ApprovalPolicy, Approve, Ask, Deny, Message, Rule, ToolCall
+from golem.client import ConversationClosedError, DurableAgent, pending
 from golem.models import FunctionModel
 from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT
 from golem.worker import GolemPlugin
@@ -352,3 +359,68 @@ async def test_a_policy_set_on_a_running_conversation_holds_from_its_next_turn_o
     assert denied.decision is not None and denied.decision.by == "policy:trans*"
     assert not third.paused and third.output == "moved 1"
     assert executed == [1, 1]
+
+
+async def test_a_person_who_answers_a_conversation_turn_first_cancels_the_evaluation(
+    temporal_client: Client,
+) -> None:
+    """As for a run on its own: while the evaluator thinks about t2 the call already waits
+    in the conversation, a person's answer decides it and cancels the evaluation, and the
+    turn's send is answered once the turn goes on (here: to its end)."""
+    executed: list[int] = []
+    thinking, cancelled = asyncio.Event(), asyncio.Event()
+    agent = asks_two(executed)
+    agent.approval_policy = ApprovalPolicy(evaluator=slow_reviewer(thinking, cancelled, "t1"))
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        sent = asyncio.ensure_future(conv.send("pay"))
+        await asyncio.wait_for(thinking.wait(), 30)
+        await conv.approve({"t2": Deny(reason="not today")}, by="dana")
+        done = await asyncio.wait_for(sent, 30)
+        with pytest.raises(ValueError, match="no turn of this conversation waits"):
+            await conv.approve({"t2": True}, by="erin")
+        await asyncio.wait_for(cancelled.wait(), 30)  # the evaluation did not run on
+        transcript = await conv.messages()
+    assert not done.paused and executed == [1]
+    tools = {m.tool_call_id: m for m in transcript if m.role == "tool"}
+    assert tools["t1"].decision is not None and tools["t1"].decision.by == "evaluator:reviewer"
+    assert tools["t2"].decision is not None and tools["t2"].decision.by == "dana"
+    assert tools["t2"].content.endswith("not today")
+
+
+async def test_a_conversation_turn_is_answered_paused_only_once_its_evaluations_end(
+    temporal_client: Client,
+) -> None:
+    """The evaluator approves t1 and leaves t2 to a person after a while: meanwhile the
+    inbox lists t2 alone and the send waits; then it answers paused with t2, and t1 is
+    refused to a person as the evaluator's."""
+    executed: list[int] = []
+    release = asyncio.Event()
+
+    async def reviewer(ctx: Any, call: Any) -> Approve | Ask:
+        if call.id == "t1":
+            return Approve()
+        await release.wait()
+        return Ask()
+
+    agent = asks_two(executed)
+    agent.approval_policy = ApprovalPolicy(evaluator=reviewer)
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        sent = asyncio.ensure_future(conv.send("pay"))
+
+        async def t2_alone() -> bool:
+            listed = await pending(temporal_client, conversation=conv.id)
+            return [c.call_id for c in listed] == ["t2"]
+
+        await eventually(t2_alone, what="the inbox listing t2 alone")
+        still_sending = not sent.done()  # t2's evaluation still runs
+        release.set()
+        paused = await asyncio.wait_for(sent, 30)
+        with pytest.raises(ValueError) as twice:
+            await conv.approve({"t1": True}, by="erin")
+        done = await conv.approve({"t2": True}, by="dana")
+    assert still_sending
+    assert [c.id for c in paused.pending_approvals] == ["t2"]
+    assert "calls ['t1'] are decided already (t1 by evaluator:reviewer)" in str(twice.value)
+    assert not done.paused and executed == [1, 2]

@@ -18,10 +18,11 @@ from delegation_agents import (
 )
 from temporalio.client import Client, WorkflowExecutionStatus
 from test_conversation import serve
+from test_durable_approvals import slow_reviewer
 from waiting import eventually
 
-from golem import Agent, RunContext, RunError
-from golem.client import DurableAgent
+from golem import Agent, ApprovalPolicy, RunContext, RunError
+from golem.client import DurableAgent, pending
 from golem.wire.lineage import AGENT, CONVERSATION_ID, PARENT_RUN_ID
 
 
@@ -168,3 +169,31 @@ async def test_the_callers_stream_carries_its_childrens_events_marked_with_their
     assert {e.run_id for e in events if e.agent == "triage"} == {result.run_id}
     assert any(e.kind == "text_delta" and e.agent == "billing" for e in events)
     assert results_of(result.messages)[0].content == "done: refund"
+
+
+async def test_a_person_who_answers_a_delegates_call_first_cancels_its_evaluation(
+    temporal_client: Client,
+) -> None:
+    """The delegate's evaluator is still thinking when a person answers the call at the
+    top run: that answer decides it, the evaluation is cancelled; the top run's result
+    waited meanwhile (it pauses only once the evaluation ends, as for a run on its own)."""
+    refunds: list[int] = []
+    thinking, cancelled = asyncio.Event(), asyncio.Event()
+    billing = refund_agent(refunds)
+    billing.approval_policy = ApprovalPolicy(evaluator=slow_reviewer(thinking, cancelled))
+    triage = caller_agent(
+        "triage", lambda p: calls(("t1", "billing", {"prompt": "x"})), delegates=[billing]
+    )
+    async with serve(temporal_client, triage) as tq:
+        run = await DurableAgent(temporal_client, triage, task_queue=tq).start("go")
+        result = asyncio.ensure_future(run.result())
+        await asyncio.wait_for(thinking.wait(), 30)
+        [waiting] = await eventually(
+            lambda: pending(temporal_client, agent="billing"), what="the delegate's call listed"
+        )
+        still_waiting = not result.done()
+        final = await run.approve({waiting.call_id: True}, by="dana")
+        await asyncio.wait_for(cancelled.wait(), 30)
+    assert still_waiting
+    assert refunds == [5]
+    assert not final.paused and final.output == "refunded 5"

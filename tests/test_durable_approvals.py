@@ -472,6 +472,24 @@ async def test_an_evaluator_runs_as_an_activity_and_a_person_decides_what_it_lea
     assert scheduled.count("golem.evaluate_approval") == 2  # once per call, recorded
 
 
+def slow_reviewer(thinking: asyncio.Event, cancelled: asyncio.Event, approves: str = "") -> Any:
+    """An evaluator that approves call ``approves`` at once and thinks about any other until
+    cancelled (it never answers by itself): ``thinking`` once it does, ``cancelled`` after."""
+
+    async def reviewer(ctx: Any, call: Call) -> Approve | Ask:
+        if call.id == approves:
+            return Approve()
+        thinking.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return Ask()
+
+    return reviewer
+
+
 async def test_a_person_who_answers_first_cancels_the_evaluation(
     temporal_client: Client,
 ) -> None:
@@ -480,20 +498,8 @@ async def test_a_person_who_answers_first_cancels_the_evaluation(
     is decided twice; t1's evaluation, done first, stands."""
     executed: list[int] = []
     thinking, cancelled = asyncio.Event(), asyncio.Event()
-
-    async def reviewer(ctx: Any, call: Call) -> Approve | Ask:
-        if call.id == "t1":
-            return Approve()
-        thinking.set()
-        try:
-            await asyncio.Event().wait()  # a slow evaluator: never answers by itself
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return Ask()
-
     agent = asks_two(executed)
-    agent.approval_policy = ApprovalPolicy(evaluator=reviewer)
+    agent.approval_policy = ApprovalPolicy(evaluator=slow_reviewer(thinking, cancelled, "t1"))
     async with serve(temporal_client, agent) as tq:
         run = await DurableAgent(temporal_client, agent, task_queue=tq).start("pay")
         await asyncio.wait_for(thinking.wait(), 30)

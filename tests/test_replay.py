@@ -85,6 +85,10 @@ def test_histories_are_checked_in() -> None:
         "conversation_external_turn",
         "agent_evaluator_allowed",
         "evaluation_answered_first",
+        "conversation_evaluation_answered_first",
+        "conversation_evaluation_turn",
+        "delegate_evaluation_answered_first",
+        "delegate_evaluation_child",
     }
 
 
@@ -133,6 +137,25 @@ def test_the_raced_evaluation_history_cancels_the_evaluation() -> None:
     assert "golem.evaluation-race" in taken(stem)
     assert events(stem, EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED)
     assert events(stem, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED)
+
+
+@pytest.mark.parametrize("stem", ["conversation_evaluation_turn", "delegate_evaluation_child"])
+def test_a_turns_and_a_delegates_raced_evaluations_are_cancelled(stem: str) -> None:
+    """A conversation's turn and a delegated run took ``golem.evaluation-race`` too: the
+    person answered through the conversation or the top run, the evaluation was cancelled."""
+    assert "golem.evaluation-race" in taken(stem)
+    assert events(stem, EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED)
+
+
+def test_the_conversation_heard_of_the_evaluation_and_of_its_end() -> None:
+    """The turn told its conversation while the evaluation ran, and again once it ended."""
+    signals = events(
+        "conversation_evaluation_answered_first", EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+    )
+    told = [s.workflow_execution_signaled_event_attributes for s in signals]  # type: ignore[attr-defined]
+    reports = [t.input.payloads[0].data for t in told if t.signal_name == "golem.paused"]
+    assert len(reports) == 2 and b'"evaluating":["t1"]' in reports[0]
+    assert b'"evaluating":[]' in reports[1] or b"evaluating" not in reports[1]
 
 
 def test_the_inbox_history_lists_the_wait_and_clears_it() -> None:

@@ -5,6 +5,7 @@ which every update is answered exactly once and the conversation never wedges.""
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -44,6 +45,13 @@ def waiting_turn(timeout: float | None = None) -> Turns:
     assert turns.send(1, "r1", "fp") == [StartChild("r1")]
     effects = turns.paused("r1", ("c1", "c2"), now=100.0, timeout=timeout)
     assert answers(effects) == {1: Paused("r1", ("c1", "c2"))}
+    return turns
+
+
+def running() -> Turns:
+    """A conversation whose turn ``r1`` (ticket 1) runs."""
+    turns = Turns()
+    assert turns.send(1, "r1", "fp") == [StartChild("r1")]
     return turns
 
 
@@ -206,6 +214,45 @@ def test_without_per_call_bounds_a_client_run_call_times_out_as_before_the_patch
     assert turns.expire("r1", 1, now=5.0) == [Decide("r1", {"d1": None, "t1": None})]
 
 
+def test_a_pause_told_while_evaluations_run_answers_its_send_once_they_end() -> None:
+    turns = running()
+    by_evaluator = Decision(approved=True, by="evaluator:reviewer")
+    first = turns.paused("r1", ("c1", "c2"), 0.0, 30.0, None, None, (), ("c1", "c2"))
+    partial = turns.approve(2, {"c2": False}, now=1.0)  # a person may answer meanwhile
+    again = turns.paused("r1", ("c1",), 2.0, 30.0, None, None, (), ("c1",))  # c2 went on
+    last = turns.paused("r1", (), 3.0, 30.0, None, None, (), (), {"c1": by_evaluator})
+    assert first == [ArmTimer("r1", 1, 30.0)]  # the send waits; the deadline runs from now
+    assert answers(partial) == {2: Paused("r1", ("c1",))}
+    assert again == [] and last == [] and turns.phase == "settling"
+    assert turns.pause is not None and turns.pause.decided["c1"] == by_evaluator
+    assert answers(turns.ended("r1", None)) == {1: Ended("r1", None)}
+
+
+def test_what_an_evaluator_leaves_to_a_person_answers_the_send_with_its_deadline_kept() -> None:
+    turns = running()
+    by_evaluator = Decision(approved=False, reason="no", by="evaluator:reviewer")
+    turns.paused("r1", ("c1", "c2"), 0.0, 30.0, None, None, (), ("c1", "c2"))
+    told = turns.paused("r1", ("c2",), 5.0, 30.0, None, None, (), (), {"c1": by_evaluator})
+    refused = turns.check_approve({"c1": True}, now=6.0)
+    assert answers(told) == {1: Paused("r1", ("c2",))}
+    assert turns.pauses == 1 and turns.pause is not None and turns.pause.deadline == 30.0
+    assert refused is not None and "c1 by evaluator:reviewer" in refused.message
+    assert turns.expire("r1", 1, 30.0) == [Decide("r1", {"c2": None})]
+
+
+def test_reports_of_a_pause_a_person_settled_while_it_was_evaluated_start_no_new_pause() -> None:
+    turns = running()
+    by_evaluator = Decision(approved=True, by="evaluator:reviewer")
+    turns.paused("r1", ("c1", "c2"), 0.0, None, None, None, (), ("c1", "c2"))
+    turns.paused("r1", ("c2",), 1.0, None, None, None, (), ("c2",), {"c1": by_evaluator})
+    decided = turns.approve(2, {"c2": False}, now=2.0)  # the last call: the run goes on
+    stale = turns.paused("r1", ("c2",), 3.0, None, None, None, (), ("c2",))  # sent before
+    final = turns.paused("r1", (), 4.0, None, None, None, (), ())  # its evaluation cancelled
+    assert decided == [Decide("r1", {"c2": False})]
+    assert stale == [] and final == [] and turns.phase == "settling" and turns.pauses == 1
+    assert answers(turns.ended("r1")) == {1: Ended("r1"), 2: Ended("r1")}
+
+
 def test_a_stale_timer_is_ignored() -> None:
     turns = Turns()
     turns.send(1, "r1", "fp")
@@ -328,6 +375,10 @@ class Conversation(RuleBasedStateMachine):
         self.undecided: set[str] = set()  # the calls the child run waits for
         self.timers: list[tuple[float, ArmTimer]] = []  # (when it fires, what it calls)
         self.sent = 0
+        self.evaluating: set[str] = set()  # the calls the child's evaluator still decides
+        self.open = False  # the child told evaluations and has not yet said none runs
+        self.by_evaluator: dict[str, Decision] = {}
+        self.told: tuple[tuple[str, ...], float | None, Any, set[str]] = ((), None, None, set())
 
     def apply(self, effects: list[Effect]) -> None:
         for effect in effects:
@@ -355,33 +406,71 @@ class Conversation(RuleBasedStateMachine):
         run_id = f"r{self.sent}"
         self.apply(self.turns.send(self.ticket(), run_id, "fp" if same else "other"))
 
-    @precondition(lambda self: self.running is not None and not self.undecided)
+    @precondition(lambda self: self.running is not None and not self.undecided and not self.open)
     @rule(
         calls=st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, unique=True),
         timeout=st.none() | st.floats(1, 10),
         external=st.none()
         | st.tuples(st.sets(st.sampled_from(["a", "b", "c"])), st.none() | st.floats(1, 10)),
+        evaluated=st.sets(st.sampled_from(["a", "b", "c"])),
     )
     def child_pauses(
         self,
         calls: list[str],
         timeout: float | None,
         external: tuple[set[str], float | None] | None,
+        evaluated: set[str],
     ) -> None:
         """A pause bounded by one timeout, or (``external``: the client-run calls and their
-        timeout) each call by its own kind's."""
+        timeout) each call by its own kind's; an evaluator still decides ``evaluated``."""
         assert self.running is not None
         self.undecided = set(calls)
         bounds, clientside = None, set[str]()
         if external is not None:
             clientside, their = external[0] & set(calls), external[1]
             bounds = {c: their if c in clientside else timeout for c in calls}
+        self.evaluating, self.by_evaluator = (evaluated & set(calls)) - clientside, {}
+        self.told = (tuple(calls), timeout, bounds, clientside)
+        evaluating = tuple(c for c in calls if c in self.evaluating)
+        self.open = bool(evaluating)
         effects = self.turns.paused(
-            self.running, tuple(calls), self.now, timeout, None, bounds, clientside
+            self.running, tuple(calls), self.now, timeout, None, bounds, clientside, evaluating
         )
         self.apply(effects)
 
-    @precondition(lambda self: self.running is not None and not self.undecided)
+    @precondition(lambda self: self.running is not None and self.evaluating and self.undecided)
+    @rule(data=st.data())
+    def evaluation_ends(self, data: st.DataObject) -> None:
+        """An evaluation ends while the run waits, deciding its call (if a person did not
+        first) or leaving it to a person; the run tells the same pause again."""
+        call = data.draw(st.sampled_from(sorted(self.evaluating)))
+        self.evaluating.discard(call)
+        if data.draw(st.booleans()) and call in self.undecided:
+            self.undecided.discard(call)
+            self.by_evaluator[call] = Decision(approved=True, by="evaluator:e")
+        self.tell()
+
+    @precondition(lambda self: self.running is not None and self.open and not self.undecided)
+    @rule()
+    def child_wait_ends(self) -> None:
+        """Every call is decided: the evaluations left are cancelled, and the run says so."""
+        self.evaluating = set()
+        self.tell()
+
+    def tell(self) -> None:
+        assert self.running is not None
+        calls, timeout, bounds, clientside = self.told
+        left = tuple(c for c in calls if c in self.undecided)
+        still = tuple(c for c in left if c in self.evaluating)
+        self.open = bool(still)
+        decided = dict(self.by_evaluator)
+        self.apply(
+            self.turns.paused(
+                self.running, left, self.now, timeout, None, bounds, clientside, still, decided
+            )
+        )
+
+    @precondition(lambda self: self.running is not None and not self.undecided and not self.open)
     @rule()
     def child_ends(self) -> None:
         """A run ends once nothing it waits for is undecided."""
@@ -459,6 +548,8 @@ class Conversation(RuleBasedStateMachine):
             if turns.phase == "waiting":
                 answer = dict.fromkeys(turns.waiting, True)
                 self.apply(turns.approve(self.ticket(), answer, self.now))
+            elif self.running is not None and not self.undecided and self.open:
+                self.child_wait_ends()
             elif self.running is not None and not self.undecided:
                 self.child_ends()
             else:

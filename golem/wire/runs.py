@@ -293,6 +293,9 @@ class Paused(RunReport):
     external: list[str] = Field(default_factory=list)
     """Which of ``pending_approvals`` are client-run tools' calls, waiting for the
     application's result rather than a person."""
+    evaluating: list[str] = Field(default_factory=list)
+    """Which of ``pending_approvals`` an approval evaluator still decides (a person may
+    answer them first); a run reports again as each evaluation ends."""
 
     def result(self, messages: list[Message]) -> Result[Any]:
         """The ``Result`` this stands for: no output yet, the calls that wait."""

@@ -51,6 +51,7 @@ from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from datetime import timedelta
 from math import inf
+from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
@@ -146,6 +147,9 @@ class ApprovalGate:
         self.evaluating: set[str] = set()
         """This run's calls whose evaluation runs now: a person may answer them, but the
         run is not paused for them until the evaluator leaves them to a person."""
+        self._by_evaluator: dict[str, Decision] = {}
+        """What the evaluator decided of this run's calls, which its reports name."""
+        self._told_evaluating = False  # the conversation last heard of evaluations running
 
     @property
     def pending(self) -> list[ToolCall]:
@@ -160,14 +164,16 @@ class ApprovalGate:
 
     @property
     def asked(self) -> list[ToolCall]:
-        """The calls waiting for a person, once no evaluation runs (until then none: the
-        run's paused outcome names every call the evaluator left to a person at once)."""
-        return [] if self.evaluating else self.waiting
+        """The calls waiting for a person, once no evaluation runs here or below (until then
+        none: the run's paused outcome names every call the evaluator left to a person at
+        once)."""
+        return [] if self.evaluations else self.waiting
 
     @property
-    def alone(self) -> bool:
-        """A run no conversation and no caller answers for (a person answers it directly)."""
-        return not self._caller and not (self._notify_parent and workflow.info().parent)
+    def evaluations(self) -> list[str]:
+        """The waiting calls an evaluator still decides: this run's, then those below."""
+        own = [c.id for c in self.pending if c.id in self.evaluating]
+        return [*own, *(c for r in self.below.values() for c in r.evaluating)]
 
     def evaluated(self, call_id: str, decision: Decision | None) -> None:
         """The evaluation of ``call_id`` ended with ``decision`` (``None``: a person decides):
@@ -178,6 +184,7 @@ class ApprovalGate:
             return  # a person (or the timeout) answered first
         if decision is not None:
             self.pause.decide({call_id: decision})
+            self._by_evaluator[call_id] = decision
             if self._listed is not None and self.pause.remaining:
                 self._list(self.pending)
         else:
@@ -361,7 +368,7 @@ class ApprovalGate:
     async def _tell(self) -> None:
         """Tell whoever answers for this run what waits in it now: its caller (a run that
         delegated to it: every change) or its conversation (each time something waits)."""
-        waiting = self.waiting
+        waiting, evaluations = self.waiting, self.evaluations
         if self._caller:
             info = workflow.info()
             report = Paused(  # only what routing needs: the caller holds no messages of ours
@@ -370,15 +377,40 @@ class ApprovalGate:
                 pending_approvals=waiting,
                 pending_runs=self.runs(),
                 approval_timeout=self._timeout,
+                evaluating=evaluations,
             )
             target = self._caller
-        elif self._notify_parent and waiting and (parent := workflow.info().parent):
-            bounds = {"approval_timeout": self._timeout, "external_timeout": self._external_timeout}
-            report = self.report(waiting).model_copy(update=bounds)
+        elif (
+            self._notify_parent
+            and (waiting or self._told_evaluating)
+            and (parent := workflow.info().parent)
+        ):
+            # Told while evaluations run, the conversation hears when they end, waiting or not.
+            self._told_evaluating = bool(evaluations)
+            more: dict[str, Any] = {
+                "approval_timeout": self._timeout,
+                "external_timeout": self._external_timeout,
+                "evaluating": evaluations,
+            }
+            if self._by_evaluator:
+                more["decided"] = self._by_evaluator
+            report = self.report(waiting).model_copy(update=more)
             target = parent.workflow_id
         else:
             return
         await workflow.get_external_workflow_handle(target).signal(names.PAUSED, report)
+
+    async def evaluation_ended(self, call_id: str, decision: Decision | None) -> None:
+        """``evaluated``, then whoever answers for this run told what waits now."""
+        self.evaluated(call_id, decision)
+        await self._tell()
+
+    async def evaluations_ended(self) -> None:
+        """No evaluation runs any more (the wait ended): a conversation told of them hears
+        so, even of evaluations cancelled, before anything else this run tells it."""
+        self.evaluating = set()
+        if self._told_evaluating:
+            await self._tell()
 
     async def reported(self, report: Paused) -> None:
         """A run below this one waits for ``report.pending_approvals`` now (none: no more)."""

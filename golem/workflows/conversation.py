@@ -287,8 +287,11 @@ class ConversationWorkflow:
                 for c in calls
             }
         timeout = paused.approval_timeout
+        given = (paused.evaluating, paused.decided)
         await self._perform(
-            self._turns.paused(paused.run_id, calls, _now(), timeout, paused, bounds, external)
+            self._turns.paused(
+                paused.run_id, calls, _now(), timeout, paused, bounds, external, *given
+            )
         )
 
     async def _ask(self, event: Callable[[int], list[Effect]]) -> TurnOutput | ConversationSummary:

@@ -247,16 +247,17 @@ class TemporalExecutor:
         self, waiting: list[ToolCall], evaluated: Evaluated, asked: str = ""
     ) -> dict[str, Decision | None]:
         gate = self.gate  # the loop asks only when the agent's policy has an evaluator
-        if gate is None or not gate.alone or not patched(EVALUATION_RACE):
-            # The evaluator first, then a person (as 0.2.0, and in conversations' turns).
+        if gate is None or not patched(EVALUATION_RACE):
+            # The evaluator first, then a person (as 0.2.0).
             return await in_turn(evaluated, lambda call, ctx: self._evaluation(call, ctx, asked))
         # Every call waits for a person while the evaluations run: whoever answers a call
-        # first decides it, and a person's answer cancels its evaluation.
+        # first decides it, and a person's answer cancels its evaluation. A conversation or
+        # a caller is told of the wait at once and again as each evaluation ends.
         gate.evaluating = {call.id for call, _ in evaluated}
         answered = asyncio.ensure_future(gate.wait(waiting))
 
         async def evaluation(call: ToolCall, ctx: RunContext[Any]) -> None:
-            gate.evaluated(call.id, await self._evaluation(call, ctx, asked))
+            await gate.evaluation_ended(call.id, await self._evaluation(call, ctx, asked))
 
         running = [asyncio.ensure_future(evaluation(call, ctx)) for call, ctx in evaluated]
         try:
@@ -265,7 +266,7 @@ class TemporalExecutor:
             for task in running:
                 task.cancel()  # a person answered first (or the timeout): not needed now
             await asyncio.gather(*running, return_exceptions=True)
-            gate.evaluating = set()
+            await gate.evaluations_ended()
 
     async def _evaluation(
         self, call: ToolCall, ctx: RunContext[Any], asked: str

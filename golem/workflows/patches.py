@@ -56,8 +56,9 @@ CONTINUED_SUMMARY = "golem.continued-summary"
 #: for the application), not by the ``approval_timeout`` that bounds the approvals beside it.
 EXTERNAL_TIMEOUT = "golem.external-timeout"
 
-#: A run on its own with an approval evaluator waits for a person while the evaluations
-#: run: whoever answers a call first decides it (a person's answer cancels the evaluation).
+#: A run with an approval evaluator (on its own, a turn, a delegated run) waits for a
+#: person while the evaluations run: whoever answers a call first decides it; the
+#: evaluations left once all are decided are cancelled.
 EVALUATION_RACE = "golem.evaluation-race"
 
 #: The live patches, by id.

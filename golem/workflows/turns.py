@@ -311,6 +311,12 @@ class Turns:
         run begins)."""
         self.pause: Pause | None = None
         self.pauses = 0
+        self.evaluating: tuple[str, ...] = ()
+        """Calls of the pause an evaluator still decides: a person may answer them, and the
+        turn's send is answered once none is left."""
+        self.evaluations_open = False
+        """The pause in hand began while evaluations ran, and its run has not yet told it
+        that none runs: each report until then is that pause told again."""
         self.late: dict[str, float | None] = {}
         """Calls the approval timeout answered (call id -> the timeout), so a late approval
         is told so."""
@@ -395,28 +401,39 @@ class Turns:
         report: PausedReport | None = None,
         bounds: Mapping[str, float | None] | None = None,
         external: Iterable[str] = (),
+        evaluating: Iterable[str] = (),
+        decided: Mapping[str, Decision] | None = None,
     ) -> list[Effect]:
         """The turn's run waits for decisions on ``calls`` (``report``: as it said so);
         ``bounds``: each call's own timeout instead of ``timeout`` (``external``: the
-        client-run calls, which the external timeout answers)."""
+        client-run calls, which the external timeout answers). ``evaluating``: the calls an
+        evaluator still decides (the send is answered once none is left); the run tells
+        the same pause again as each evaluation ends, ``decided`` naming what the evaluator
+        decided."""
         turn = self.current
         if turn is None or turn.run_id != run_id:
             return []  # not this conversation's turn in flight: nothing waits here
         if report is not None:
             self.report = report
+        if self._told_again(calls):
+            return self._evaluations_went_on(run_id, calls, evaluating, decided or {})
+        calls = tuple(calls)
+        if not calls:
+            return []  # a run telling that nothing waits: no pause begins
         self.pauses += 1
         deadline = None if timeout is None or bounds is not None else now + timeout
         own = None if bounds is None else dict(bounds)
         # Without bounds (a wait recorded before the patch) no call is the external timeout's.
         clientside = frozenset(external) if bounds is not None else frozenset()
         self.pause = Pause(tuple(calls), timeout, deadline, {}, own, now, clientside)
+        # Told while evaluations run: its run tells it again until none does.
+        self.evaluating = tuple(c for c in self.pause.calls if c in set(evaluating))
+        self.evaluations_open = bool(evaluating)
         if self.close_requested:  # nobody can answer once closed: deny, so the run ends
             self.phase = "settling"
             return [Decide(run_id, dict.fromkeys(self.pause.calls, False))]
         self.phase = "waiting"
-        answered = Paused(run_id, self.pause.calls)
-        effects: list[Effect] = [Answer(t, answered) for t in turn.tickets]
-        turn.tickets = []
+        effects: list[Effect] = [] if self.evaluating else self._answer_paused(turn)
         # Queued turns would start while this one waits: refused, as new sends are.
         effects += [Answer(t, self._waiting_refusal(run_id)) for t, _ in self.queue]
         self._drop_queue()
@@ -425,6 +442,45 @@ class Turns:
             effects += [ArmTimer(run_id, self.pauses, b) for b in seconds]
         elif timeout is not None:
             effects.append(ArmTimer(run_id, self.pauses, timeout))
+        return effects
+
+    def _told_again(self, calls: Iterable[str]) -> bool:
+        """Whether a report is the pause in hand told again as its evaluations went on (a
+        run tells its conversation, in order, until it says none runs, however the wait
+        ended: golem.workflows.executor)."""
+        return self.evaluations_open and self.pause is not None and self.phase != "running"
+
+    def _evaluations_went_on(
+        self,
+        run_id: str,
+        calls: Iterable[str],
+        evaluating: Iterable[str],
+        decided: Mapping[str, Decision],
+    ) -> list[Effect]:
+        """The pause's evaluations went on: what the evaluator decided is decided here too
+        (its deadlines stand); once none runs, the send answers paused with what is left,
+        or, nothing left, the run goes on."""
+        pause, turn = self.pause, self.current
+        assert pause is not None and turn is not None
+        left = set(calls)
+        pause.decide({c: decided.get(c) for c in pause.remaining if c not in left})
+        self.evaluations_open = bool(evaluating)  # the run tells it again until none runs
+        if self.phase != "waiting":
+            return []  # a person's decisions (or the timeout's) settle it already
+        self.evaluating = tuple(c for c in pause.remaining if c in set(evaluating))
+        if self.evaluating:
+            return []
+        if pause.remaining:  # each left to a person now (some may be told again: decided)
+            return self._answer_paused(turn)
+        self.phase = "settling"  # the evaluator decided every call: the turn goes on
+        return []
+
+    def _answer_paused(self, turn: _Turn) -> list[Effect]:
+        """The updates waiting for the turn's outcome answered: it waits for ``pause``."""
+        assert self.pause is not None
+        answered = Paused(turn.run_id, self.pause.remaining)
+        effects: list[Effect] = [Answer(t, answered) for t in turn.tickets]
+        turn.tickets = []
         return effects
 
     def ended(self, run_id: str, answer: TurnOutput | Exception | None = None) -> list[Effect]:
@@ -546,6 +602,7 @@ class Turns:
     def _finish_turn(self) -> list[Effect]:
         self.current = None
         self.pause = None
+        self.evaluating, self.evaluations_open = (), False
         self.phase = "idle"
         return self._next()
 
