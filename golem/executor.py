@@ -60,9 +60,9 @@ class Executor(Protocol):
         (it asked, raised, timed out or answered something else) is not in the answer.
         ``asked``: the run's last user message. A durable run (on its own, a conversation's
         turn or a delegated run) waits for a person on every call of ``waiting`` while its
-        evaluations run, whoever answers a call first decides it, and the evaluations still
-        running once all are decided are cancelled; then every call of ``waiting`` is in the
-        answer (``None``: no decision came in time)."""
+        evaluations run, whoever answers a call first decides it (a person's answer cancels
+        that call's evaluation at once); then every call of ``waiting`` is in the answer
+        (``None``: no decision came in time)."""
         ...
 
     async def toolset_tools(self, toolset: Toolset, ctx: RunContext[Any]) -> list[ToolsetTool]:

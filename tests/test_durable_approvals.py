@@ -571,3 +571,42 @@ async def test_a_run_waits_in_its_workflow_for_a_client_run_tools_result_and_an_
     assert [c.id for c in turn.pending_calls] == ["d1"]
     assert [c.id for c in failed.pending_calls] == ["d1"]
     assert ended.output == f"user closed the dialog | {DENIED_RESULT}"
+
+
+async def test_a_persons_answer_cancels_that_calls_evaluation_at_once(
+    temporal_client: Client,
+) -> None:
+    """Both calls are being evaluated; a person answers t2: t2's evaluation is cancelled
+    then (not once t1's ends), and t1's evaluator still decides t1."""
+    executed: list[int] = []
+    thinking = {c: asyncio.Event() for c in ("t1", "t2")}
+    cancelled = {c: asyncio.Event() for c in ("t1", "t2")}
+    release = asyncio.Event()
+
+    async def reviewer(ctx: Any, call: Call) -> Approve | Ask:
+        thinking[call.id].set()
+        try:
+            if call.id == "t1":
+                await release.wait()
+                return Approve()
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled[call.id].set()
+            raise
+        return Ask()
+
+    agent = asks_two(executed)
+    agent.approval_policy = ApprovalPolicy(evaluator=reviewer)
+    async with serve(temporal_client, agent) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("pay")
+        await asyncio.wait_for(asyncio.gather(*(e.wait() for e in thinking.values())), 30)
+        answered = asyncio.ensure_future(run.approve({"t2": Deny(reason="no")}, by="dana"))
+        await asyncio.wait_for(cancelled["t2"].wait(), 30)
+        t1_still_thinking = not cancelled["t1"].is_set()
+        release.set()
+        done = await asyncio.wait_for(answered, 30)
+    assert t1_still_thinking
+    assert executed == [1] and not done.paused
+    tools = {m.tool_call_id: m for m in done.messages if m.role == "tool"}
+    assert tools["t1"].decision is not None and tools["t1"].decision.by == "evaluator:reviewer"
+    assert tools["t2"].decision is not None and tools["t2"].decision.by == "dana"

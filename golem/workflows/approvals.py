@@ -46,8 +46,9 @@ of a batch mixing both kinds keeps its own kind's deadline (docs/adr/0030-decisi
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from datetime import timedelta
 from math import inf
@@ -147,6 +148,8 @@ class ApprovalGate:
         self.evaluating: set[str] = set()
         """This run's calls whose evaluation runs now: a person may answer them, but the
         run is not paused for them until the evaluator leaves them to a person."""
+        self.evaluations: dict[str, asyncio.Task[None]] = {}
+        """Each running evaluation's task, by call: a person's answer cancels it at once."""
         self._by_evaluator: dict[str, Decision] = {}
         """What the evaluator decided of this run's calls, which its reports name."""
         self._told_evaluating = False  # the conversation last heard of evaluations running
@@ -167,10 +170,10 @@ class ApprovalGate:
         """The calls waiting for a person, once no evaluation runs here or below (until then
         none: the run's paused outcome names every call the evaluator left to a person at
         once)."""
-        return [] if self.evaluations else self.waiting
+        return [] if self.still_evaluated else self.waiting
 
     @property
-    def evaluations(self) -> list[str]:
+    def still_evaluated(self) -> list[str]:
         """The waiting calls an evaluator still decides: this run's, then those below."""
         own = [c.id for c in self.pending if c.id in self.evaluating]
         return [*own, *(c for r in self.below.values() for c in r.evaluating)]
@@ -180,6 +183,7 @@ class ApprovalGate:
         recorded unless a person answered first; left to a person, the call now pauses the
         run."""
         self.evaluating.discard(call_id)
+        self.evaluations.pop(call_id, None)
         if self.pause is None or call_id not in self.pause.remaining:
             return  # a person (or the timeout) answered first
         if decision is not None:
@@ -315,6 +319,7 @@ class ApprovalGate:
                         continue
             ended = [c for c in pause.remaining if self._deadlines.get(c, inf) <= due]
             pause.decide(no_answers(ended, external, workflow.now().isoformat(timespec="seconds")))
+            self._stop_evaluations(ended)
             self.late.update({c: bounds[c] for c in ended})
             self._external_late.update(c for c in ended if c in external)
             if self._listed is not None and pause.remaining:
@@ -368,7 +373,7 @@ class ApprovalGate:
     async def _tell(self) -> None:
         """Tell whoever answers for this run what waits in it now: its caller (a run that
         delegated to it: every change) or its conversation (each time something waits)."""
-        waiting, evaluations = self.waiting, self.evaluations
+        waiting, evaluations = self.waiting, self.still_evaluated
         if self._caller:
             info = workflow.info()
             report = Paused(  # only what routing needs: the caller holds no messages of ours
@@ -405,10 +410,16 @@ class ApprovalGate:
         self.evaluated(call_id, decision)
         await self._tell()
 
+    def _stop_evaluations(self, calls: Iterable[str]) -> None:
+        """Cancel the evaluations of ``calls``, decided now by someone else."""
+        for call in calls:
+            if (task := self.evaluations.pop(call, None)) is not None:
+                task.cancel()
+
     async def evaluations_ended(self) -> None:
         """No evaluation runs any more (the wait ended): a conversation told of them hears
         so, even of evaluations cancelled, before anything else this run tells it."""
-        self.evaluating = set()
+        self.evaluating, self.evaluations = set(), {}
         if self._told_evaluating:
             await self._tell()
 
@@ -508,6 +519,7 @@ class ApprovalGate:
             return
         remaining = set(self.pause.remaining)
         self.pause.decide({k: v for k, v in decisions.items() if k in remaining})
+        self._stop_evaluations(decisions)
         self.late.update({k: self._timeout for k, v in decisions.items() if v is None})
         if self._listed is not None and self.pause.remaining:
             self._list(self.pending)  # a partial decision: the inbox lists what still waits

@@ -259,13 +259,14 @@ class TemporalExecutor:
         async def evaluation(call: ToolCall, ctx: RunContext[Any]) -> None:
             await gate.evaluation_ended(call.id, await self._evaluation(call, ctx, asked))
 
-        running = [asyncio.ensure_future(evaluation(call, ctx)) for call, ctx in evaluated]
+        running = {call.id: asyncio.ensure_future(evaluation(call, ctx)) for call, ctx in evaluated}
+        gate.evaluations = dict(running)  # a person's answer cancels its call's at once
         try:
             return await answered
         finally:
-            for task in running:
-                task.cancel()  # a person answered first (or the timeout): not needed now
-            await asyncio.gather(*running, return_exceptions=True)
+            for task in running.values():
+                task.cancel()  # all decided (or the run cancelled): not needed now
+            await asyncio.gather(*running.values(), return_exceptions=True)
             await gate.evaluations_ended()
 
     async def _evaluation(

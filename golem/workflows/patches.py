@@ -57,8 +57,8 @@ CONTINUED_SUMMARY = "golem.continued-summary"
 EXTERNAL_TIMEOUT = "golem.external-timeout"
 
 #: A run with an approval evaluator (on its own, a turn, a delegated run) waits for a
-#: person while the evaluations run: whoever answers a call first decides it; the
-#: evaluations left once all are decided are cancelled.
+#: person while the evaluations run: whoever answers a call first decides it (a person's
+#: answer cancels that call's evaluation at once).
 EVALUATION_RACE = "golem.evaluation-race"
 
 #: The live patches, by id.
