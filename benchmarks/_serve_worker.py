@@ -13,8 +13,8 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from benchmarks._serve_agents import agent
+from golem.wire.converter import golem_data_converter
 from golem.worker import GolemPlugin
-from golem.worker.converter import golem_data_converter
 
 
 async def main(address: str, queue: str) -> None:

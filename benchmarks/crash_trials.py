@@ -37,8 +37,8 @@ from golem.models import FunctionModel
 from golem.results import RunError
 from golem.testing import dev_server
 from golem.tools import RunContext
+from golem.wire.converter import golem_data_converter
 from golem.worker import GolemPlugin
-from golem.worker.converter import golem_data_converter
 
 TURNS = 4
 CONCURRENT_TRIALS = 3

@@ -32,7 +32,8 @@ from golem.client import DurableAgent
 from golem.events import RunEvent
 from golem.models import FunctionModel, ModelResponse, StreamDelta, ToolDefinition
 from golem.testing import dev_server
-from golem.worker import GolemPlugin, stream_wire
+from golem.wire import stream_wire
+from golem.worker import GolemPlugin
 
 DELTAS = 40
 PAUSE = 0.025  # seconds between deltas: a 1 s answer of 40 pieces

@@ -348,8 +348,8 @@ def serve(args: argparse.Namespace) -> int:
         import uvicorn
 
         from golem.storage import DIR_VARIABLE, storage_from_env
+        from golem.wire.converter import ENV_VAR
         from golem.worker.codec import EncryptionCodec
-        from golem.worker.converter import ENV_VAR
     except ImportError as exc:
         raise SystemExit(
             f"golem codec-server needs: pip install 'golem-temporal[codec-server]' ({exc})"

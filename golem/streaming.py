@@ -41,7 +41,7 @@ from golem.approvals import DecisionInput
 from golem.events import RunEvent
 from golem.results import Result, StreamResult
 from golem.wire import StreamEvent, names
-from golem.worker.converter import golem_data_converter
+from golem.wire.converter import golem_data_converter
 
 OutputT = TypeVar("OutputT")
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from temporalio.testing import WorkflowEnvironment
 
 from golem.client import SEARCH_ATTRIBUTES
-from golem.worker.converter import golem_data_converter
+from golem.wire.converter import golem_data_converter
 
 __all__ = ["DEV_SERVER_ARGS", "dev_server", "temporal_cli"]
 

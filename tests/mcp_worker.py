@@ -15,8 +15,8 @@ from mcp_agents import agents
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from golem.wire.converter import golem_data_converter
 from golem.worker import GolemPlugin
-from golem.worker.converter import golem_data_converter
 
 
 async def main(address: str, task_queue: str) -> None:

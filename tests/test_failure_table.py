@@ -13,6 +13,7 @@ from temporalio.exceptions import ApplicationError, CancelledError, TerminatedEr
 from golem.messages import Message, Usage
 from golem.results import PartialResult, RunError
 from golem.wire import RunReport, Sources, names
+from golem.wire.converter import golem_data_converter
 from golem.wire.failures import (
     FAILURES,
     CannotPause,
@@ -24,7 +25,6 @@ from golem.wire.failures import (
     failure_error,
     golem_error,
 )
-from golem.worker.converter import golem_data_converter
 from golem.workflows.report import Reporter
 
 CONVERTER = golem_data_converter.payload_converter

@@ -20,10 +20,10 @@ from golem import Agent, Message, RunContext, ToolCall
 from golem.client import WAITING, DurableAgent, PendingCall, pending
 from golem.models import FunctionModel, ToolDefinition
 from golem.testing import STARTUP_TIMEOUT, temporal_cli
+from golem.wire.converter import golem_data_converter
 from golem.wire.inbox import ARGS_LISTED, WAITING_MEMO
 from golem.wire.lineage import PARENT_RUN_ID, SEARCH_ATTRIBUTES
 from golem.worker import GolemPlugin
-from golem.worker.converter import golem_data_converter
 
 
 async def listed(client: Client, conversation: str, count: int) -> list[PendingCall]:

@@ -28,8 +28,8 @@ from golem.wire import (
     content_digest,
     names,
 )
+from golem.wire.converter import golem_data_converter
 from golem.wire.failures import UnknownAgentError, failure_error
-from golem.worker.converter import golem_data_converter
 from golem.workflows.report import Reporter
 
 CONVERTER = golem_data_converter.payload_converter

@@ -29,7 +29,7 @@ from golem.wire import (
     expand,
 )
 from golem.wire.cache import MessageCache
-from golem.worker.converter import golem_data_converter
+from golem.wire.converter import golem_data_converter
 from golem.workflows.shipper import Shipper
 
 T = TypeVar("T")

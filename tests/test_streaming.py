@@ -42,8 +42,8 @@ from golem.models.function import FunctionModel
 from golem.results import RunError
 from golem.streaming import write_text
 from golem.wire import StreamEvent, names
+from golem.wire.converter import golem_data_converter
 from golem.worker import GolemPlugin
-from golem.worker.converter import golem_data_converter
 
 DEADLINE = 60.0
 _ = crash_dir  # a fixture, shared with test_crash

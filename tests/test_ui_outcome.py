@@ -20,8 +20,8 @@ from golem.models import ScriptedModel
 from golem.results import RunError
 from golem.testing import STARTUP_TIMEOUT, temporal_cli
 from golem.wire import lineage, names
+from golem.wire.converter import golem_data_converter
 from golem.worker import GolemPlugin
-from golem.worker.converter import golem_data_converter
 
 
 def serve(client: Client, agent: Agent[object, object]) -> tuple[Worker, str]:

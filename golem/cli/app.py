@@ -53,7 +53,7 @@ from golem.cli.version import package_version
 from golem.client import UnknownAgentError
 from golem.messages import HistoryError
 from golem.results import RunError
-from golem.worker.converter import codec_problem
+from golem.wire.converter import codec_problem
 from golem.worker.logs import configure_logging
 
 QUEUE_HELP = "the task queue golem workers poll"

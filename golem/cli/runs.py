@@ -49,7 +49,7 @@ from golem.messages import HistoryError, Message, load_messages
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream, write_text
 from golem.wire import names
-from golem.worker.converter import codec_problem
+from golem.wire.converter import codec_problem
 
 
 async def conversation_history(client: Client, conversation_id: str) -> list[Message] | None:

@@ -26,7 +26,7 @@ from golem.results import RunError
 from golem.strict_json import loads_strict
 from golem.tools import validation_problems
 from golem.wire import AgentRunInput, TurnInput
-from golem.worker.converter import golem_data_converter
+from golem.wire.converter import golem_data_converter
 
 #: Largest history a run may start with (the workflow input is one Temporal payload).
 MAX_INPUT_BYTES = 2_000_000 - 65_536

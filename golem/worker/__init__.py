@@ -33,8 +33,8 @@ from golem.messages import HistoryError
 from golem.results import RunError
 from golem.storage import storage_from_env
 from golem.wire.cache import MessageCache
+from golem.wire.converter import GolemEncodedFailureConverter, golem_data_converter
 from golem.worker import deployment as deployments
-from golem.worker.converter import GolemEncodedFailureConverter, golem_data_converter
 from golem.worker.logs import RunLogInterceptor, install_activity_failure_filter
 from golem.worker.runner import GolemRunner
 from golem.worker.watchdog import worker_watchdog

@@ -24,8 +24,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
-from golem.worker.converter import ENCRYPTED as ENCODING
-from golem.worker.converter import ENV_VAR, KEY_ID, UNDECRYPTED, DecryptionError
+from golem.wire.converter import ENCRYPTED as ENCODING
+from golem.wire.converter import ENV_VAR, KEY_ID, UNDECRYPTED, DecryptionError
 
 _NONCE = 12
 #: What ``GOLEM_ENCRYPTION_KEY`` holds, as its errors say.

@@ -20,7 +20,7 @@ from temporalio.converter import (
 )
 
 from golem.storage import StoredPayloadUnreadable, unreadable_blob
-from golem.worker.converter import UNDECRYPTED, DecryptionError
+from golem.wire.converter import UNDECRYPTED, DecryptionError
 
 #: The most of a stored payload's data ``for_display`` shows (the UI renders it whole).
 PREVIEW_BYTES = 64 * 1024

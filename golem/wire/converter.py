@@ -1,7 +1,7 @@
 """The data converter golem runs with: pydantic JSON, camelCase, empty fields omitted.
 
 Payloads stay readable JSON in the Temporal UI (a live stream's items too:
-golem.worker.stream_wire), and omitting empty fields keeps every
+golem.wire.stream_wire), and omitting empty fields keeps every
 message, call and result as small in history as in ``dump_messages``.
 """
 
@@ -32,8 +32,7 @@ from temporalio.converter import (
 from temporalio.exceptions import ApplicationError
 
 from golem.storage import unreadable_blob
-from golem.wire import names
-from golem.worker import stream_wire
+from golem.wire import names, stream_wire
 
 #: ``encoding`` metadata of an encrypted payload (golem.worker.codec writes it).
 ENCRYPTED = b"binary/encrypted"
