@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from test_outcome import HISTORY, RUN, added, raw, roundtrip_failure, sources
 
 from golem import Agent, Message, RunContext, RunError
-from golem.client.history import decode_result
 from golem.messages import ToolCall
 from golem.models import FunctionModel
 from golem.results import PartialResult, Result
 from golem.usage import Budget, Spent, UsageLimits
+from golem.wire.run_history import decode_result
 from golem.workflows.report import Reporter
 
 TREE = Spent(usage=usage(30, 12), requests=3, tool_calls=1)

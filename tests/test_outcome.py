@@ -12,8 +12,6 @@ from hypothesis import strategies as st
 from temporalio.api.failure.v1 import Failure
 from temporalio.exceptions import ApplicationError, CancelledError, TerminatedError
 
-from golem.client.history import decode_result
-from golem.client.records import failure_of
 from golem.messages import Message, ToolCall, Usage
 from golem.results import PartialResult, Result, RunError
 from golem.wire import (
@@ -30,6 +28,7 @@ from golem.wire import (
 )
 from golem.wire.converter import golem_data_converter
 from golem.wire.failures import UnknownAgentError, failure_error
+from golem.wire.run_history import decode_result, failure_of
 from golem.workflows.report import Reporter
 
 CONVERTER = golem_data_converter.payload_converter

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from temporalio import activity
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.exceptions import WorkflowAlreadyStartedError
@@ -35,6 +35,7 @@ from golem.run_state import RunInput, resolve_conversation_id
 from golem.tools import RunContext, ToolOutcome
 from golem.usage import Spent
 from golem.wire import AgentRunInput, StreamEvent, ToolCallInput, lineage, names
+from golem.wire.run_history import decode_result, lazy_sources, run_error
 from golem.workflows import registry
 
 #: Clients whose namespace has no GolemWaiting (set up by an older golem): asked once each.
@@ -82,8 +83,6 @@ class ActivityDelegator:
         deps: Any,
         history: list[Message],
     ) -> Result[Any]:
-        from golem.client.runs import DurableRun  # golem.client imports this package
-
         info = activity.info()
         try:
             target = registry.lookup(info.task_queue, name)
@@ -138,19 +137,21 @@ class ActivityDelegator:
             handle = client.get_workflow_handle(run_id)  # closed: a retry reads its outcome
         if self.input.stream:
             await _announce(run_id, name)
-        adapter = target.output_adapter
-        durable: DurableRun[Any] = DurableRun(
-            run_id, conversation, handle, history, adapter, False, client.data_converter
-        )
+        converter = client.data_converter
+        sources = lazy_sources(converter, handle, history, False)
         try:
-            result = await durable.result(final=True)
-        except RunError as exc:
-            if exc.partial is not None:
-                self.spent += exc.partial.spent
-            raise
+            raw = await handle.result()
+        except WorkflowFailureError as exc:
+            error = await run_error(exc, handle, sources, converter)
+            if isinstance(error, RunError) and error.partial is not None:
+                self.spent += error.partial.spent
+            raise error from exc
         except asyncio.CancelledError:
             await handle.cancel()  # the calling run was cancelled: so is what it started
             raise
+        adapter = target.output_adapter
+        validate = adapter.validate_python if adapter is not None else None
+        result = await decode_result(raw, sources, validate)
         self.spent += result.spent
         return result
 

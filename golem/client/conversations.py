@@ -29,11 +29,10 @@ from temporalio.service import RPCError
 
 from golem.approvals import DecisionInput
 from golem.client.decisions import checked_decisions, checked_results
-from golem.client.history import decode_result
 from golem.client.inputs import check_size, checked
 from golem.client.listing import start_listed
 from golem.client.lookups import awaiting_approval, existing_run, not_a_conversation
-from golem.client.records import history_reader, rebuilt_error, run_pager
+from golem.client.records import history_reader
 from golem.client.recovery import (
     RECOVERY_TIMEOUT,
     TurnRecovery,
@@ -64,6 +63,7 @@ from golem.wire import (
 )
 from golem.wire.failures import TurnRecorded
 from golem.wire.lineage import run_search_attributes
+from golem.wire.run_history import decode_result, rebuilt_error, run_pager
 from golem.wire.transcript import CARRY_BYTES, with_segments
 from golem.workflows.conversation import ConversationWorkflow
 

@@ -9,7 +9,6 @@ through a query.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -20,24 +19,21 @@ from temporalio.client import (
     WorkflowFailureError,
     WorkflowHandle,
 )
-from temporalio.converter import DataConverter
-from temporalio.exceptions import ApplicationError, FailureError
 
-from golem.client.history import RunHistory, decode_result, run_sources
 from golem.messages import Message
 from golem.results import RunError
 from golem.wire import (
     AgentRunInput,
-    MessagesPage,
-    MessagesQuery,
-    Pager,
-    RunReport,
-    Sources,
     chain_all,
-    names,
     read_pages,
 )
-from golem.wire.failures import Evidence, golem_error
+from golem.wire.run_history import (
+    RunHistory,
+    decode_result,
+    run_error,
+    run_pager,
+    run_sources,
+)
 from golem.wire.transcript import HistoryReader
 
 
@@ -90,22 +86,6 @@ async def fetch_run(
         return RunRecord(run_id, status, messages, error=error)
     result = await decode_result(raw, sources)
     return RunRecord(run_id, status, result.messages, output=result.output)
-
-
-def lazy_sources(
-    converter: DataConverter,
-    handle: WorkflowHandle[Any, Any],
-    history: list[Message],
-    based: bool,
-) -> Sources:
-    """What decoding a run's outcome needs, its history read only if the outcome names what
-    the history holds; ``history`` is what the run was given (its base, when ``based``)."""
-
-    async def load() -> RunHistory:
-        return await RunHistory.read(handle.fetch_history_events(), converter)
-
-    given, lead = ([], history) if based else (history, [])
-    return run_sources(handle.id, given, lead, run_pager(handle), load)
 
 
 async def input_history(client: Client, handle: WorkflowHandle[Any, Any]) -> list[Message]:
@@ -165,80 +145,3 @@ def history_reader(client: Client) -> HistoryReader:
         ).fetch_history_events(),
         client.data_converter,
     )
-
-
-def run_pager(handle: WorkflowHandle[Any, Any], patience: timedelta | None = None) -> Pager:
-    """Pages of a run's conversation through its ``golem.conversation`` query, each query
-    waiting at most ``patience`` for a worker to answer."""
-
-    async def page(query: MessagesQuery) -> MessagesPage:
-        page: MessagesPage = await handle.query(
-            names.CONVERSATION, query, result_type=MessagesPage, rpc_timeout=patience
-        )
-        return page
-
-    return page
-
-
-async def run_error(
-    exc: WorkflowFailureError,
-    handle: WorkflowHandle[Any, Any],
-    sources: Sources,
-    converter: DataConverter | None = None,
-) -> Exception:
-    """Rebuild the ``RunError`` (or ``UnknownAgentError``) a failed or cancelled run carries;
-    ``converter`` (the client's) reads the evidence of a run its worker could not read."""
-
-    async def memo() -> Any:
-        return await (await handle.describe()).memo_value(names.FAILURE_MEMO, None)
-
-    reread = (handle, converter) if converter is not None else None
-    return await failure_of(exc.cause, handle.id, sources, memo, reread)
-
-
-#: Stages of a run its worker could not read (a key it lacks, a damaged blob).
-UNREAD_STAGES = ("codec", "storage")
-
-
-async def rebuilt_error(
-    cause: BaseException | None,
-    run_id: str = "",
-    evidence: Evidence | None = None,
-    memo: Callable[[], Awaitable[Any]] | None = None,
-    reread: tuple[WorkflowHandle[Any, Any], DataConverter] | None = None,
-) -> Exception | None:
-    """The one place the client turns a Temporal failure into golem's exception (by the
-    failure table, golem.wire.failures), the evidence rebuilt by ``evidence``; ``reread``:
-    this client reads the evidence of a run its worker could not read. ``None``: golem did
-    not set that failure, so the caller words it."""
-    error = await golem_error(cause, run_id, evidence, memo)
-    unread = isinstance(error, RunError) and error.stage in UNREAD_STAGES
-    if unread and reread is not None and isinstance(error, RunError) and error.partial is None:
-        # Its worker could not read the run, so it sent no evidence: this reader may.
-        handle, converter = reread
-        events = handle.fetch_history_events()
-        history = await RunHistory.read(events, converter, upto_unreadable=True)
-        return RunError(error.stage, error.detail, history.evidence(handle.id), handle.id)
-    return error
-
-
-async def failure_of(
-    cause: BaseException | None,
-    run_id: str,
-    sources: Sources,
-    memo: Callable[[], Awaitable[Any]],
-    reread: tuple[WorkflowHandle[Any, Any], DataConverter] | None = None,
-) -> Exception:
-    """golem's exception for a failed or cancelled run's ``cause``, its evidence rebuilt from
-    ``sources``; ``memo`` reads a cancelled run's failure memo."""
-
-    async def evidence(report: RunReport) -> list[Message]:
-        return await report.conversation(sources)
-
-    error = await rebuilt_error(cause, run_id, evidence, memo, reread)
-    if error is not None:
-        return error
-    # Terminated or timed out from outside: the loop never got to say why.
-    message = cause.message if isinstance(cause, FailureError) else str(cause)
-    kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
-    return RunError("canceled", f"run {run_id} was stopped outside the loop ({kind}): {message}")

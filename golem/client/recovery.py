@@ -29,11 +29,11 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from golem.client.records import rebuilt_error
 from golem.errors import TurnNotTaken
 from golem.messages import Message
 from golem.wire import TurnInput, TurnOutput, names
 from golem.wire.failures import TurnContinuing
+from golem.wire.run_history import rebuilt_error
 
 T = TypeVar("T")
 

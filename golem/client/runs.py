@@ -28,14 +28,13 @@ from temporalio.service import RPCError
 
 from golem.approvals import DecisionInput
 from golem.client.decisions import checked_decisions, checked_results
-from golem.client.history import decode_result
-from golem.client.records import lazy_sources, rebuilt_error, run_error
 from golem.messages import Message, ToolCall
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream
 from golem.tools import Tool
 from golem.wire import Sources, names
 from golem.wire.failures import CannotPause
+from golem.wire.run_history import decode_result, lazy_sources, rebuilt_error, run_error
 from golem.workflows.agent_run import AgentRunWorkflow
 
 OutputT = TypeVar("OutputT")

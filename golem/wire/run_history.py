@@ -1,5 +1,7 @@
-"""A run's history read back, the client side of message shipping: its outcome decoded, its
-conversation rebuilt from what its history holds (no worker needed for a closed run).
+"""A run's history and outcome read back, the reading side of message shipping: its result
+decoded, its conversation rebuilt from what its history holds (no worker needed for a closed
+run), or the ``RunError`` its failure stands for. The client reads runs with it, and so does
+a tool activity that delegates (a child run's outcome).
 
     history = await RunHistory.read(handle.fetch_history_events(), converter)
     sources = run_sources(run_id, given, lead, pager, load=lambda: history)
@@ -16,17 +18,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, TypeAdapter
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.converter import DataConverter
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, FailureError
 
 from golem.history.repair import INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT
 from golem.messages import Message, ToolCall, Usage
 from golem.models.base import ModelResponse
-from golem.results import PartialResult, Result
+from golem.results import PartialResult, Result, RunError
 from golem.tools import ToolOutcome, tool_message
 from golem.wire import (
     AgentRunInput,
@@ -36,6 +39,7 @@ from golem.wire import (
     ModelCall,
     Pager,
     Paused,
+    RunReport,
     ShippingError,
     Sources,
     Stamps,
@@ -44,7 +48,10 @@ from golem.wire import (
     names,
 )
 from golem.wire.cache import MessageCache
-from golem.wire.failures import UNREADABLE
+from golem.wire.failures import UNREADABLE, Evidence, golem_error
+
+if TYPE_CHECKING:  # the client's types, named only: wire imports no client at run time
+    from temporalio.client import WorkflowFailureError, WorkflowHandle
 
 
 async def _unreadable(query: MessagesQuery) -> MessagesPage:
@@ -256,3 +263,104 @@ async def decode_result(
     if output is not None and value is not None:
         value = output(value)
     return outcome.result(messages, value)
+
+
+#: Reads a run's history as far as its payloads can be read (a run its worker could not).
+Reread = Callable[[], Awaitable[RunHistory]]
+
+
+def lazy_sources(
+    converter: DataConverter,
+    handle: WorkflowHandle[Any, Any],
+    history: list[Message],
+    based: bool,
+) -> Sources:
+    """What decoding a run's outcome needs, its history read only if the outcome names what
+    the history holds; ``history`` is what the run was given (its base, when ``based``)."""
+
+    async def load() -> RunHistory:
+        return await RunHistory.read(handle.fetch_history_events(), converter)
+
+    given, lead = ([], history) if based else (history, [])
+    return run_sources(handle.id, given, lead, run_pager(handle), load)
+
+
+def run_pager(handle: WorkflowHandle[Any, Any], patience: timedelta | None = None) -> Pager:
+    """Pages of a run's conversation through its ``golem.conversation`` query, each query
+    waiting at most ``patience`` for a worker to answer."""
+
+    async def page(query: MessagesQuery) -> MessagesPage:
+        page: MessagesPage = await handle.query(
+            names.CONVERSATION, query, result_type=MessagesPage, rpc_timeout=patience
+        )
+        return page
+
+    return page
+
+
+async def run_error(
+    exc: WorkflowFailureError,
+    handle: WorkflowHandle[Any, Any],
+    sources: Sources,
+    converter: DataConverter | None = None,
+) -> Exception:
+    """Rebuild the ``RunError`` (or ``UnknownAgentError``) a failed or cancelled run carries;
+    ``converter`` (the client's) reads the evidence of a run its worker could not read."""
+
+    async def memo() -> Any:
+        return await (await handle.describe()).memo_value(names.FAILURE_MEMO, None)
+
+    reread = None
+    if converter is not None:
+
+        async def reread() -> RunHistory:
+            events = handle.fetch_history_events()
+            return await RunHistory.read(events, converter, upto_unreadable=True)
+
+    return await failure_of(exc.cause, handle.id, sources, memo, reread)
+
+
+#: Stages of a run its worker could not read (a key it lacks, a damaged blob).
+UNREAD_STAGES = ("codec", "storage")
+
+
+async def rebuilt_error(
+    cause: BaseException | None,
+    run_id: str = "",
+    evidence: Evidence | None = None,
+    memo: Callable[[], Awaitable[Any]] | None = None,
+    reread: Reread | None = None,
+) -> Exception | None:
+    """The one place the client turns a Temporal failure into golem's exception (by the
+    failure table, golem.wire.failures), the evidence rebuilt by ``evidence``; ``reread``:
+    this client reads the evidence of a run its worker could not read. ``None``: golem did
+    not set that failure, so the caller words it."""
+    error = await golem_error(cause, run_id, evidence, memo)
+    unread = isinstance(error, RunError) and error.stage in UNREAD_STAGES
+    if unread and reread is not None and isinstance(error, RunError) and error.partial is None:
+        # Its worker could not read the run, so it sent no evidence: this reader may.
+        history = await reread()
+        return RunError(error.stage, error.detail, history.evidence(run_id), run_id)
+    return error
+
+
+async def failure_of(
+    cause: BaseException | None,
+    run_id: str,
+    sources: Sources,
+    memo: Callable[[], Awaitable[Any]],
+    reread: Reread | None = None,
+) -> Exception:
+    """golem's exception for a failed or cancelled run's ``cause``, its evidence rebuilt from
+    ``sources``; ``memo`` reads a cancelled run's failure memo."""
+
+    async def evidence(report: RunReport) -> list[Message]:
+        return await report.conversation(sources)
+
+    error = await rebuilt_error(cause, run_id, evidence, memo, reread)
+    if error is not None:
+        return error
+    # Terminated or timed out from outside: the loop never got to say why.
+    message = cause.message if isinstance(cause, FailureError) else str(cause)
+    kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
+    return RunError("canceled", f"run {run_id} was stopped outside the loop ({kind}): {message}")
