@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -32,10 +32,9 @@ from pydantic.alias_generators import to_camel
 
 from golem.errors import RunError, ToolFailed
 from golem.events import RunEvent
-from golem.messages import Message
 from golem.results import Result
 from golem.run_state import AgentSpec, RunInput, RunState, resolve_conversation_id
-from golem.tools import RunContext, Tool
+from golem.tools import Asked, RunContext, Tool
 from golem.usage import Budget
 
 #: A handoff tool's name is this and the target agent's name.
@@ -255,18 +254,13 @@ class Delegations:
         self.state = state
         self.emit = emit
 
-    def delegate(
-        self,
-        ctx: RunContext[Any],
-        agent: Any,
-        prompt: str | None,
-        deps: Any,
-        history: Sequence[Message] | None,
-    ) -> Awaitable[Result[Any]]:
+    def delegate(self, ctx: RunContext[Any], agent: Any, asked: Asked) -> Awaitable[Result[Any]]:
         name, local = self.resolve(agent)
-        given = list(history or ())
+        given = list(asked.history or ())
         conversation = resolve_conversation_id(given, None) or ctx.conversation_id
-        run = RunInput.of(prompt, history=given, deps=deps, conversation_id=conversation)
+        run = RunInput.of(
+            asked.prompt, history=given, deps=asked.deps, conversation_id=conversation
+        )
         # The id is minted now, in call order, so parallel delegations get stable ids.
         return self.run(Delegation(name, run, local), ctx)
 

@@ -69,8 +69,8 @@ Stage = Literal[
 STAGES: tuple[Stage, ...] = get_args(Stage)
 
 
-class _Ran(Protocol):
-    """What a run's state and a run's report both say of it."""
+class RunFacts(Protocol):
+    """What a run's state, its report and its ``Result`` all say of it."""
 
     @property
     def run_id(self) -> str: ...
@@ -111,7 +111,9 @@ class PartialResult:
     """What those runs spent (counted whole: what they spent is spent)."""
 
     @classmethod
-    def of(cls, run: _Ran, messages: list[Message], usage: Usage, tool_calls: int) -> PartialResult:
+    def of(
+        cls, run: RunFacts, messages: list[Message], usage: Usage, tool_calls: int
+    ) -> PartialResult:
         """The evidence of ``run`` (its state or its report) through ``messages``."""
         return cls(
             messages=messages,

@@ -10,6 +10,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from golem.errors import STAGES as STAGES
 from golem.errors import PartialResult as PartialResult
 from golem.errors import RunError as RunError
+from golem.errors import RunFacts
 from golem.errors import Stage as Stage
 from golem.messages import Message, ToolCall, Usage
 from golem.usage import Spent
@@ -17,25 +18,15 @@ from golem.usage import Spent
 OutputT = TypeVar("OutputT")
 
 
-class RunCounts(Protocol):
+class RunCounts(RunFacts, Protocol):
     """What a run counted, as its live state, its durable report and its ``Result`` hold it."""
 
     @property
-    def run_id(self) -> str: ...
-    @property
-    def conversation_id(self) -> str: ...
-    @property
     def usage(self) -> Usage: ...
-    @property
-    def requests(self) -> int: ...
     @property
     def tool_calls(self) -> int: ...
     @property
     def agent(self) -> str: ...
-    @property
-    def sub_runs(self) -> list[str]: ...
-    @property
-    def descendants(self) -> Spent: ...
 
 
 @dataclass(frozen=True)

@@ -53,15 +53,9 @@ class AgentSpec(Protocol):
     usage_limits: UsageLimits
     model_settings: ModelSettings
     instructions: str | None
-
-    @property
-    def instructions_fn(self) -> Any: ...
-
-    @property
-    def approval_policy(self) -> Any: ...
-
-    @property
-    def history_processor(self) -> Any: ...
+    instructions_fn: Any
+    approval_policy: Any
+    history_processor: Any
 
     @property
     def tool_definitions(self) -> list[ToolDefinition]: ...

@@ -57,17 +57,10 @@ class DurableRun(Protocol[OutputT]):
     """The run a stream reads (``golem.client.DurableRun`` is it; the client makes streams,
     so this module does not import it)."""
 
-    @property
-    def run_id(self) -> str: ...
-
-    @property
-    def conversation_id(self) -> str: ...
-
-    @property
-    def agent(self) -> str: ...
-
-    @property
-    def handle(self) -> WorkflowHandle[Any, Any]: ...
+    run_id: str
+    conversation_id: str
+    agent: str
+    handle: WorkflowHandle[Any, Any]
 
     async def result(self, *, final: bool = False) -> Result[OutputT]: ...
 

@@ -66,17 +66,22 @@ def raised(error: Exception) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What a tool asks another agent (``RunContext.delegate``): the child run's prompt, its
+    deps and the history it is given."""
+
+    prompt: str | None
+    deps: Any = None
+    history: Sequence[Message] | None = None
+
+
 class Delegator(Protocol):
     """Runs another agent for a tool (``RunContext.delegate``); each executor gives its own."""
 
-    def delegate(
-        self,
-        ctx: RunContext[Any],
-        agent: Any,
-        prompt: str | None,
-        deps: Any,
-        history: Sequence[Message] | None,
-    ) -> Awaitable[Result[Any]]: ...
+    def delegate(self, ctx: RunContext[Any], agent: Any, asked: Asked) -> Awaitable[Result[Any]]:
+        """Start ``agent``'s child run now (its id fixed in call order) and await its end."""
+        ...
 
 
 @dataclass
@@ -119,7 +124,7 @@ class RunContext(Generic[DepsT]):
         parallel."""
         if self.delegator is None:
             raise RuntimeError("ctx.delegate works only inside a tool of a running agent")
-        return self.delegator.delegate(self, agent, prompt, deps, history)
+        return self.delegator.delegate(self, agent, Asked(prompt, deps, history))
 
 
 class ToolOutcome(BaseModel):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 import weakref
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable
 from typing import Any
 
 from temporalio import activity
@@ -32,7 +32,7 @@ from golem.delegation import UnknownAgent
 from golem.messages import Message, validate_history
 from golem.results import Result, RunError
 from golem.run_state import RunInput, resolve_conversation_id
-from golem.tools import RunContext, ToolOutcome
+from golem.tools import Asked, RunContext, ToolOutcome
 from golem.usage import Spent
 from golem.wire import AgentRunInput, StreamEvent, ToolCallInput, lineage, names
 from golem.wire.run_history import decode_result, lazy_sources, run_error
@@ -58,21 +58,14 @@ class ActivityDelegator:
         self.sub_runs: list[str] = []
         self.spent = Spent()
 
-    def delegate(
-        self,
-        ctx: RunContext[Any],
-        agent: Any,
-        prompt: str | None,
-        deps: Any,
-        history: Sequence[Message] | None,
-    ) -> Awaitable[Result[Any]]:
+    def delegate(self, ctx: RunContext[Any], agent: Any, asked: Asked) -> Awaitable[Result[Any]]:
         info = activity.info()
         name = agent if isinstance(agent, str) else agent.name
         run_id = sub_run_id(
             info.workflow_id or "", info.workflow_run_id or "", info.activity_id, len(self.sub_runs)
         )
         self.sub_runs.append(run_id)  # in call order: the id is fixed before any await
-        return self._run(ctx, name, run_id, prompt, deps, list(history or ()))
+        return self._run(ctx, name, run_id, asked.prompt, asked.deps, list(asked.history or ()))
 
     async def _run(
         self,
