@@ -69,15 +69,21 @@ Stage = Literal[
 STAGES: tuple[Stage, ...] = get_args(Stage)
 
 
-class RunFacts(Protocol):
-    """What a run's state, its report and its ``Result`` all say of it."""
+class RunCounts(Protocol):
+    """What a run counted, as its live state, its durable report and its ``Result`` hold it."""
 
     @property
     def run_id(self) -> str: ...
     @property
     def conversation_id(self) -> str: ...
     @property
+    def usage(self) -> Usage: ...
+    @property
     def requests(self) -> int: ...
+    @property
+    def tool_calls(self) -> int: ...
+    @property
+    def agent(self) -> str: ...
     @property
     def sub_runs(self) -> list[str]: ...
     @property
@@ -112,7 +118,7 @@ class PartialResult:
 
     @classmethod
     def of(
-        cls, run: RunFacts, messages: list[Message], usage: Usage, tool_calls: int
+        cls, run: RunCounts, messages: list[Message], usage: Usage, tool_calls: int
     ) -> PartialResult:
         """The evidence of ``run`` (its state or its report) through ``messages``."""
         return cls(

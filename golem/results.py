@@ -4,29 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
 # Released import paths (0.2.0): the errors live in golem.errors.
 from golem.errors import STAGES as STAGES
 from golem.errors import PartialResult as PartialResult
+from golem.errors import RunCounts as RunCounts
 from golem.errors import RunError as RunError
-from golem.errors import RunFacts
 from golem.errors import Stage as Stage
 from golem.messages import Message, ToolCall, Usage
 from golem.usage import Spent
 
 OutputT = TypeVar("OutputT")
-
-
-class RunCounts(RunFacts, Protocol):
-    """What a run counted, as its live state, its durable report and its ``Result`` hold it."""
-
-    @property
-    def usage(self) -> Usage: ...
-    @property
-    def tool_calls(self) -> int: ...
-    @property
-    def agent(self) -> str: ...
 
 
 @dataclass(frozen=True)
