@@ -225,3 +225,5 @@ if __name__ == "__main__":
     n = numbers[0] if numbers else 100
     rounds = numbers[1] if len(numbers) > 1 else 1
     asyncio.run(main(n, rounds, "--tracemalloc" in sys.argv, "--profile" in sys.argv))
+    sys.stdout.flush()
+    os._exit(0)  # the Temporal core runtime can abort at interpreter teardown
