@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from temporalio import activity, workflow
 
@@ -73,3 +74,27 @@ class EntityChat:
     @workflow.signal(name="close")
     def close(self) -> None:
         self.closed = True
+
+
+async def serve_side(target: str, task_queue: str, side: str, agent: Any, **options: Any) -> None:
+    """A benchmark's worker for ``side`` ("golem": ``agent`` through GolemPlugin, else the
+    floor's workflow and activities), in this process, until stdin closes."""
+    import asyncio
+    import sys
+
+    from temporalio.client import Client
+    from temporalio.worker import Worker
+
+    from golem.worker import GolemPlugin
+
+    options.setdefault("max_concurrent_workflow_tasks", 400)
+    if side == "golem":
+        client = await Client.connect(target, plugins=[GolemPlugin(agent)])
+        worker = Worker(client, task_queue=task_queue, **options)
+    else:
+        client = await Client.connect(target)
+        floor = {"workflows": [EntityChat], "activities": [floor_model, floor_tool]}
+        worker = Worker(client, task_queue=task_queue, **floor, **options)
+    async with worker:
+        print("ready", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)

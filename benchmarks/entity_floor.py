@@ -25,37 +25,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _entity_floor import EntityChat, floor_model, floor_tool
+from _entity_floor import EntityChat, serve_side
 from _worker_process import WorkerProcess
 from conversations import RESULT_BYTES, turn_agent
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
-from temporalio.worker import Worker
 
 from golem.client import DurableAgent
 from golem.testing import dev_server
-from golem.worker import GolemPlugin
 
 AGENT = turn_agent("floorcmp")
 
 
 async def serve(target: str, task_queue: str, side: str) -> None:
     """One side's worker, in this process, until stdin closes."""
-    if side == "golem":
-        client = await Client.connect(target, plugins=[GolemPlugin(AGENT)])
-        worker = Worker(client, task_queue=task_queue, max_concurrent_workflow_tasks=400)
-    else:
-        client = await Client.connect(target)
-        worker = Worker(
-            client,
-            task_queue=task_queue,
-            workflows=[EntityChat],
-            activities=[floor_model, floor_tool],
-            max_concurrent_workflow_tasks=400,
-        )
-    async with worker:
-        print("ready", flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    await serve_side(target, task_queue, side, AGENT)
 
 
 async def floor_conversations(client: Client, tq: str, count: int, turns: int) -> list[str]:

@@ -30,11 +30,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _entity_floor import EntityChat, floor_model, floor_tool
+from _entity_floor import EntityChat, serve_side
 from _worker_process import WorkerProcess
 from conversations import turn_agent
 from temporalio.client import Client
-from temporalio.worker import Worker
 
 from golem.client import DurableAgent
 from golem.testing import dev_server
@@ -46,24 +45,7 @@ IDLE = timedelta(seconds=20)
 
 async def serve(target: str, task_queue: str, side: str, cache: str) -> None:
     """One side's worker, in this process, until stdin closes."""
-    from golem.worker import GolemPlugin
-
-    common = {"max_concurrent_workflow_tasks": 400, "max_cached_workflows": int(cache)}
-    if side == "golem":
-        client = await Client.connect(target, plugins=[GolemPlugin(AGENT)])
-        worker = Worker(client, task_queue=task_queue, **common)  # type: ignore[arg-type]
-    else:
-        client = await Client.connect(target)
-        worker = Worker(
-            client,
-            task_queue=task_queue,
-            workflows=[EntityChat],
-            activities=[floor_model, floor_tool],
-            **common,  # type: ignore[arg-type]
-        )
-    async with worker:
-        print("ready", flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    await serve_side(target, task_queue, side, AGENT, max_cached_workflows=int(cache))
 
 
 def rss_kb(worker: WorkerProcess) -> int:
