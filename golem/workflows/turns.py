@@ -470,7 +470,7 @@ class Turns:
         self.evaluating = tuple(c for c in pause.remaining if c in set(evaluating))
         if self.evaluating:
             return []
-        if pause.remaining:  # each left to a person now (some may be told again: decided)
+        if pause.remaining:  # what is left waits for a person now
             return self._answer_paused(turn)
         self.phase = "settling"  # the evaluator decided every call: the turn goes on
         return []
@@ -496,6 +496,7 @@ class Turns:
         if self.current is None or self.current.run_id != run_id:
             return []
         self.current.run_id, self.known[target] = target, ""  # no client sends it again
+        self.evaluating, self.evaluations_open = (), False  # the new run's reports are its own
         if turn is not None:
             self.inputs[target] = turn
         return [StartChild(target)]
