@@ -24,7 +24,6 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -54,9 +53,6 @@ def rss_kb(worker: WorkerProcess) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
-
-
-Turn = Callable[[int], Awaitable[None]]
 
 
 class Side:

@@ -230,7 +230,8 @@ class RunReport(Tagged):
     """What those runs spent."""
     messages: RunMessages = Field(default_factory=Carried)
     decided: dict[str, Decision] = Field(default_factory=dict)
-    """In a ``golem.approve`` update's answer only: the decisions it recorded, by call id."""
+    """By call id: in a ``golem.approve`` update's answer the decisions it recorded; in a
+    ``golem.paused`` report what the approval evaluator decided."""
 
     async def conversation(self, sources: Sources) -> list[Message]:
         """The whole conversation: what came by reference, then what the run holds."""

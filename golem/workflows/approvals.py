@@ -145,11 +145,10 @@ class ApprovalGate:
         self._pauses = 0  # counts pauses, so an approval can wait for the next one
         self.below: dict[str, Paused] = {}
         """What waits in each run below this one (its latest report), by that run's id."""
-        self.evaluating: set[str] = set()
-        """This run's calls whose evaluation runs now: a person may answer them, but the
-        run is not paused for them until the evaluator leaves them to a person."""
         self.evaluations: dict[str, asyncio.Task[None]] = {}
-        """Each running evaluation's task, by call: a person's answer cancels it at once."""
+        """This run's calls whose evaluation runs now, each with its task: a person may
+        answer them (which cancels the task at once), but the run is not paused for them
+        until the evaluator leaves them to a person."""
         self._by_evaluator: dict[str, Decision] = {}
         """What the evaluator decided of this run's calls, which its reports name."""
         self._told_evaluating = False  # the conversation last heard of evaluations running
@@ -175,14 +174,13 @@ class ApprovalGate:
     @property
     def still_evaluated(self) -> list[str]:
         """The waiting calls an evaluator still decides: this run's, then those below."""
-        own = [c.id for c in self.pending if c.id in self.evaluating]
+        own = [c.id for c in self.pending if c.id in self.evaluations]
         return [*own, *(c for r in self.below.values() for c in r.evaluating)]
 
     def evaluated(self, call_id: str, decision: Decision | None) -> None:
         """The evaluation of ``call_id`` ended with ``decision`` (``None``: a person decides):
         recorded unless a person answered first; left to a person, the call now pauses the
         run."""
-        self.evaluating.discard(call_id)
         self.evaluations.pop(call_id, None)
         if self.pause is None or call_id not in self.pause.remaining:
             return  # a person (or the timeout) answered first
@@ -419,7 +417,7 @@ class ApprovalGate:
     async def evaluations_ended(self) -> None:
         """No evaluation runs any more (the wait ended): a conversation told of them hears
         so, even of evaluations cancelled, before anything else this run tells it."""
-        self.evaluating, self.evaluations = set(), {}
+        self.evaluations = {}
         if self._told_evaluating:
             await self._tell()
 

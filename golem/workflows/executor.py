@@ -250,15 +250,16 @@ class TemporalExecutor:
         if gate is None or not patched(EVALUATION_RACE):
             # The evaluator first, then a person (as 0.2.0).
             return await in_turn(evaluated, lambda call, ctx: self._evaluation(call, ctx, asked))
+
         # Every call waits for a person while the evaluations run: whoever answers a call
         # first decides it, and a person's answer cancels its evaluation. A conversation or
         # a caller is told of the wait at once and again as each evaluation ends.
-        gate.evaluating = {call.id for call, _ in evaluated}
-        answered = asyncio.ensure_future(gate.wait(waiting))
-
         async def evaluation(call: ToolCall, ctx: RunContext[Any]) -> None:
             await gate.evaluation_ended(call.id, await self._evaluation(call, ctx, asked))
 
+        # Scheduled in this order (the wait's commands first), none started before the
+        # gate knows the evaluations: the wait reports these calls as evaluated.
+        answered = asyncio.ensure_future(gate.wait(waiting))
         running = {call.id: asyncio.ensure_future(evaluation(call, ctx)) for call, ctx in evaluated}
         gate.evaluations = dict(running)  # a person's answer cancels its call's at once
         try:

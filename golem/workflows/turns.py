@@ -311,12 +311,9 @@ class Turns:
         run begins)."""
         self.pause: Pause | None = None
         self.pauses = 0
-        self.evaluating: tuple[str, ...] = ()
-        """Calls of the pause an evaluator still decides: a person may answer them, and the
-        turn's send is answered once none is left."""
-        self.evaluations_open = False
-        """The pause in hand began while evaluations ran, and its run has not yet told it
-        that none runs: each report until then is that pause told again."""
+        self.evaluations_of = ""
+        """The run whose pause in hand began while evaluations ran and has not yet told
+        that none runs: each report of that run until then is that pause told again."""
         self.late: dict[str, float | None] = {}
         """Calls the approval timeout answered (call id -> the timeout), so a late approval
         is told so."""
@@ -415,8 +412,9 @@ class Turns:
             return []  # not this conversation's turn in flight: nothing waits here
         if report is not None:
             self.report = report
-        if self._told_again(calls):
-            return self._evaluations_went_on(run_id, calls, evaluating, decided or {})
+        evaluated = set(evaluating)
+        if self._told_again(run_id):
+            return self._evaluations_went_on(run_id, calls, evaluated, decided or {})
         calls = tuple(calls)
         if not calls:
             return []  # a run telling that nothing waits: no pause begins
@@ -427,13 +425,14 @@ class Turns:
         clientside = frozenset(external) if bounds is not None else frozenset()
         self.pause = Pause(tuple(calls), timeout, deadline, {}, own, now, clientside)
         # Told while evaluations run: its run tells it again until none does.
-        self.evaluating = tuple(c for c in self.pause.calls if c in set(evaluating))
-        self.evaluations_open = bool(evaluating)
+        self.evaluations_of = run_id if evaluated else ""
         if self.close_requested:  # nobody can answer once closed: deny, so the run ends
             self.phase = "settling"
             return [Decide(run_id, dict.fromkeys(self.pause.calls, False))]
         self.phase = "waiting"
-        effects: list[Effect] = [] if self.evaluating else self._answer_paused(turn)
+        # The send is answered once no evaluation of the pause's calls runs.
+        still = evaluated & set(self.pause.calls)
+        effects: list[Effect] = [] if still else self._answer_paused(turn)
         # Queued turns would start while this one waits: refused, as new sends are.
         effects += [Answer(t, self._waiting_refusal(run_id)) for t, _ in self.queue]
         self._drop_queue()
@@ -444,17 +443,17 @@ class Turns:
             effects.append(ArmTimer(run_id, self.pauses, timeout))
         return effects
 
-    def _told_again(self, calls: Iterable[str]) -> bool:
-        """Whether a report is the pause in hand told again as its evaluations went on (a
-        run tells its conversation, in order, until it says none runs, however the wait
-        ended: golem.workflows.executor)."""
-        return self.evaluations_open and self.pause is not None and self.phase != "running"
+    def _told_again(self, run_id: str) -> bool:
+        """Whether run ``run_id``'s report is the pause in hand told again as its
+        evaluations went on (a run tells its conversation, in order, until it says none
+        runs, however the wait ended: golem.workflows.executor)."""
+        return self.evaluations_of == run_id and self.pause is not None and self.phase != "running"
 
     def _evaluations_went_on(
         self,
         run_id: str,
         calls: Iterable[str],
-        evaluating: Iterable[str],
+        evaluating: AbstractSet[str],
         decided: Mapping[str, Decision],
     ) -> list[Effect]:
         """The pause's evaluations went on: what the evaluator decided is decided here too
@@ -464,11 +463,11 @@ class Turns:
         assert pause is not None and turn is not None
         left = set(calls)
         pause.decide({c: decided.get(c) for c in pause.remaining if c not in left})
-        self.evaluations_open = bool(evaluating)  # the run tells it again until none runs
+        if not evaluating:
+            self.evaluations_of = ""  # that was its last report of this pause
         if self.phase != "waiting":
             return []  # a person's decisions (or the timeout's) settle it already
-        self.evaluating = tuple(c for c in pause.remaining if c in set(evaluating))
-        if self.evaluating:
+        if evaluating & set(pause.remaining):
             return []
         if pause.remaining:  # what is left waits for a person now
             return self._answer_paused(turn)
@@ -496,7 +495,6 @@ class Turns:
         if self.current is None or self.current.run_id != run_id:
             return []
         self.current.run_id, self.known[target] = target, ""  # no client sends it again
-        self.evaluating, self.evaluations_open = (), False  # the new run's reports are its own
         if turn is not None:
             self.inputs[target] = turn
         return [StartChild(target)]
@@ -603,7 +601,7 @@ class Turns:
     def _finish_turn(self) -> list[Effect]:
         self.current = None
         self.pause = None
-        self.evaluating, self.evaluations_open = (), False
+        self.evaluations_of = ""
         self.phase = "idle"
         return self._next()
 
