@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from golem.errors import RunError, ToolFailed
@@ -127,14 +127,6 @@ def delegate_tool(agent: Delegate) -> Tool:
     }
     if agent.deps_type is not None:
         fields["deps"] = (agent.deps_type, Field(description=f"The input {name} works on"))
-    args = create_model(f"{name}_args", __config__=ConfigDict(extra="forbid"), **fields)
-    try:
-        args.model_json_schema()
-    except Exception as exc:
-        raise TypeError(
-            f"agent {name!r} cannot be a delegate: its deps_type has no JSON schema for a "
-            f"model to fill ({exc}); call it with ctx.delegate from a tool instead"
-        ) from None
 
     async def run_delegate(ctx: RunContext[Any], prompt: str, deps: Any = None) -> Any:
         try:
@@ -150,15 +142,17 @@ def delegate_tool(agent: Delegate) -> Tool:
         return result.output
 
     description = agent.description or f"Ask the {name} agent."
-    return Tool(
-        function=run_delegate,
-        name=name,
-        description=description,
-        takes_context=True,
-        args_model=args,
-        delegate=name,
-        retry_attempts=1,  # a child's failure is its result, never a reason to ask again
+    tool = Tool.with_fields(
+        run_delegate, name=name, description=description, fields=fields, delegate=name
     )
+    try:
+        tool.args_model.model_json_schema()
+    except Exception as exc:
+        raise TypeError(
+            f"agent {name!r} cannot be a delegate: its deps_type has no JSON schema for a "
+            f"model to fill ({exc}); call it with ctx.delegate from a tool instead"
+        ) from None
+    return tool
 
 
 def handoff_tool(agent: Delegate) -> Tool:

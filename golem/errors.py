@@ -139,8 +139,7 @@ class PartialResult:
 
     @property
     def spent(self) -> Spent:
-        own = Spent(usage=self.usage, requests=self.requests, tool_calls=self.tool_calls)
-        return own + self.descendants
+        return Spent.tree(self.usage, self.requests, self.tool_calls, self.descendants)
 
 
 class RunError(Exception):

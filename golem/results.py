@@ -100,8 +100,7 @@ class Result(Generic[OutputT]):
     @property
     def spent(self) -> Spent:
         """What this run and its descendants spent, all together."""
-        own = Spent(usage=self.usage, requests=self.requests, tool_calls=self.tool_calls)
-        return own + self.descendants
+        return Spent.tree(self.usage, self.requests, self.tool_calls, self.descendants)
 
     @property
     def model(self) -> str:

@@ -175,8 +175,7 @@ class RunState:
     @property
     def tree(self) -> Spent:
         """What this run and its descendants spent so far (what usage limits bound)."""
-        own = Spent(usage=self.usage, requests=self.requests, tool_calls=self.tool_calls)
-        return own + self.descendants
+        return Spent.tree(self.usage, self.requests, self.tool_calls, self.descendants)
 
     @property
     def completed(self) -> int:

@@ -199,6 +199,21 @@ def _takes_context(fn: Callable[..., Any], hints: dict[str, Any]) -> bool:
 ApprovalPredicate = Callable[["RunContext[Any]", dict[str, Any]], bool]
 
 
+def _unreadable_args(exc: ValueError) -> str:
+    """Why a call's arguments could not be read, and what the model should send instead."""
+    if isinstance(exc, json.JSONDecodeError):
+        return (
+            f"arguments are not valid JSON ({exc.msg} at position {exc.pos}); "
+            "they may have been cut off. Send the complete arguments as a JSON object."
+        )
+    if isinstance(exc, TooDeep):
+        return f"arguments are {exc}: send a flatter JSON object"
+    return (
+        f"arguments are not valid JSON ({exc}); send numbers as finite JSON numbers "
+        "and the complete arguments as a JSON object."
+    )
+
+
 @dataclass
 class Tool:
     """A registered tool. Build one with ``@agent.tool`` or ``Tool.from_function``."""
@@ -231,7 +246,7 @@ class Tool:
     fails the run with partial evidence instead of re-running it."""
     delegate: str = ""
     """The agent this tool runs as a child run (``Agent(delegates=[...])``): durably the
-    calling workflow starts it, with no activity in between."""
+    calling workflow starts it, with no activity in between; one attempt."""
     handoff: str = ""
     """The agent this tool hands the conversation to (``Agent(handoffs=[...])``): the loop
     answers the call itself and the turn goes on with that agent."""
@@ -254,13 +269,34 @@ class Tool:
                 annotation,
                 Field(default, description=param_docs.get(param.name)),
             )
-        tool_name = name or function.__name__
-        model = create_model(f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields)
+        return cls.with_fields(
+            function,
+            name=name or function.__name__,
+            description=description,
+            fields=fields,
+            **options,
+        )
+
+    @classmethod
+    def with_fields(
+        cls,
+        function: Callable[..., Any],
+        *,
+        name: str,
+        description: str,
+        fields: dict[str, Any],
+        **options: Any,
+    ) -> Tool:
+        """A tool whose arguments are ``fields`` (``pydantic.create_model``'s field
+        definitions; any other argument is refused); it takes the ``RunContext`` when the
+        function's first parameter is annotated as one."""
+        hints = typing.get_type_hints(function, include_extras=True)
+        model = create_model(f"{name}_args", __config__=ConfigDict(extra="forbid"), **fields)
         return cls(
             function=function,
-            name=tool_name,
+            name=name,
             description=description,
-            takes_context=takes_context,
+            takes_context=_takes_context(function, hints),
             args_model=model,
             **options,
         )
@@ -271,7 +307,7 @@ class Tool:
         policy = self.retry or TOOL_RETRY
         if self.retry_attempts is not None:
             policy = dataclasses.replace(policy, max_attempts=self.retry_attempts)
-        if self.at_most_once:
+        if self.at_most_once or self.delegate:  # a child's failure is its result: never asked again
             policy = dataclasses.replace(policy, max_attempts=1)
         return policy
 
@@ -290,18 +326,8 @@ class Tool:
         text = args.strip() or "{}"
         try:
             value = loads_strict(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"arguments are not valid JSON ({exc.msg} at position {exc.pos}); "
-                "they may have been cut off. Send the complete arguments as a JSON object."
-            ) from None
-        except TooDeep as exc:
-            raise ValueError(f"arguments are {exc}: send a flatter JSON object") from None
-        except ValueError as exc:
-            raise ValueError(
-                f"arguments are not valid JSON ({exc}); send numbers as finite JSON numbers "
-                "and the complete arguments as a JSON object."
-            ) from None
+        except ValueError as exc:  # a JSONDecodeError, TooDeep, or a NaN's refusal
+            raise ValueError(_unreadable_args(exc)) from None
         if not isinstance(value, dict):
             raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
         try:

@@ -80,6 +80,12 @@ class Spent(_Payload):
             tool_calls=self.tool_calls + other.tool_calls,
         )
 
+    @classmethod
+    def tree(cls, usage: Usage, requests: int, tool_calls: int, descendants: Spent) -> Spent:
+        """What a run that spent ``usage``, ``requests`` and ``tool_calls`` spent together
+        with its ``descendants``."""
+        return cls(usage=usage, requests=requests, tool_calls=tool_calls) + descendants
+
 
 class Budget(_Payload):
     """What a delegated run and its own descendants may still spend: the tighter of each

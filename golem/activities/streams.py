@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import timedelta
 from types import TracebackType
 
@@ -51,30 +52,27 @@ def coalesce(deltas: Sequence[StreamDelta]) -> list[StreamDelta]:
     ]
 
 
+@dataclass
 class DeltaPublisher:
     """Publishes one model call's deltas to the stream of the activity's workflow."""
 
-    def __init__(
-        self,
-        turn: int,
-        attempt: int,
-        *,
-        interval: timedelta = BATCH_INTERVAL,
-        client: WorkflowStreamClient | None = None,
-        model: str = "",
-        model_index: int = 0,
-    ) -> None:
-        self.turn = turn
-        self.attempt = attempt
-        self.model = model
-        self.model_index = model_index
-        """Which model of a fallback answers: past the first, the turn restarts on it."""
-        self.interval = interval
-        self._client = client or WorkflowStreamClient.from_within_activity(batch_interval=interval)
+    turn: int
+    attempt: int
+    _: KW_ONLY
+    interval: timedelta = BATCH_INTERVAL
+    client: WorkflowStreamClient | None = None
+    """Where the deltas go (default: the stream of the activity's own workflow)."""
+    model: str = ""
+    model_index: int = 0
+    """Which model of a fallback answers: past the first, the turn restarts on it."""
+    _pending: list[StreamDelta] = field(default_factory=list, init=False)
+    _wake: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        within = WorkflowStreamClient.from_within_activity
+        self._client = self.client or within(batch_interval=self.interval)
         self._topic: TopicHandle[StreamEvent] = self._client.topic(names.TOPIC, type=StreamEvent)
-        self._pending: list[StreamDelta] = []
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> DeltaPublisher:
         if self.attempt > 1 or self.model_index > 0:

@@ -14,8 +14,9 @@ import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
+from pydantic import TypeAdapter
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
@@ -48,6 +49,7 @@ from golem.messages import Decision, Message, Part, ToolCall
 from golem.policies import ApprovalPolicy, stored_rules
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream
+from golem.tools import Tool
 from golem.wire import (
     ConversationInput,
     ConversationSummary,
@@ -67,14 +69,25 @@ from golem.wire.run_history import decode_result, rebuilt_error, run_pager
 from golem.wire.transcript import CARRY_BYTES, with_segments
 from golem.workflows.conversation import ConversationWorkflow
 
-if TYPE_CHECKING:
-    from golem.client.agents import DurableAgent
-
 OutputT = TypeVar("OutputT")
 
 
+class ServedAgent(Protocol[OutputT]):
+    """What a conversation needs of the ``DurableAgent`` that made it (named here, not
+    imported, so the agent and its conversations form no import circle)."""
+
+    client: Client
+    agent_name: str
+    task_queue: str
+    output_adapter: TypeAdapter[Any] | None
+    tools: dict[str, Tool]
+    may_pause: bool
+
+    async def attach(self, run_id: str) -> DurableRun[OutputT]: ...
+
+
 async def start_conversation(
-    agent: DurableAgent[OutputT],
+    agent: ServedAgent[OutputT],
     conversation_id: str,
     input: ConversationInput,
     owner: str = "",
@@ -170,7 +183,7 @@ class DurableConversation(Generic[OutputT]):
 
     def __init__(
         self,
-        agent: DurableAgent[OutputT],
+        agent: ServedAgent[OutputT],
         handle: WorkflowHandle[Any, Any],
         recovery_timeout: timedelta = RECOVERY_TIMEOUT,
     ) -> None:

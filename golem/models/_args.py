@@ -12,9 +12,16 @@ and the model sees what went wrong.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
+from golem.messages import ToolCall
 from golem.strict_json import dumps_strict, is_json_object, loads_strict
+
+
+def read_call(item: Mapping[str, Any], id_key: str, args: str) -> ToolCall:
+    """A tool call read from a provider's JSON object (a missing id or name is "")."""
+    return ToolCall(id=item.get(id_key) or "", name=item.get("name") or "", args=args)
 
 
 def args_object(args: str) -> dict[str, Any]:

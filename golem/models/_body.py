@@ -51,6 +51,19 @@ def system_text(messages: list[Message]) -> str:
     return "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
 
 
+def with_format(extra: dict[str, Any], key: str, format: dict[str, Any]) -> dict[str, Any]:
+    """``{"format": format}`` with the caller's own ``extra[key]`` settings beside it (taken
+    out of ``extra``, so ``body.update(extra)`` does not overwrite the format)."""
+    given = extra.pop(key) if isinstance(extra.get(key), dict) else {}
+    return {"format": format, **given}
+
+
+def system_entry(key: str, messages: list[Message]) -> dict[str, str]:
+    """``{key: the system text}`` for a body, or nothing when the messages hold none."""
+    text = system_text(messages)
+    return {key: text} if text else {}
+
+
 def tool_result_text(message: Message) -> str:
     """A tool message's text where results have no error flag: a failure is ``{"error": ...}``."""
     if message.failed:

@@ -12,7 +12,7 @@ that fails before the answer is: retried, and a ``FallbackModel`` moves on.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from contextlib import aclosing, contextmanager
 from typing import Any, ClassVar, Protocol, TypedDict
 
@@ -87,6 +87,9 @@ class HTTPModel:
     """Headers every request of this provider carries."""
     path = ""
     """The endpoint below ``base_url``, streaming or not (unless ``_url`` says otherwise)."""
+    reads: ClassVar[tuple[Callable[[Any], ModelResponse], Callable[[], StreamAccumulator]]]
+    """How a complete answer's JSON is read, and what reads a streamed one (unless
+    ``_parse`` and ``_accumulator`` say otherwise); a tuple, so no function binds as a method."""
 
     def __init__(
         self,
@@ -127,10 +130,10 @@ class HTTPModel:
         raise NotImplementedError
 
     def _parse(self, data: Any, request: ModelRequest) -> ModelResponse:
-        raise NotImplementedError
+        return self.reads[0](data)
 
     def _accumulator(self, request: ModelRequest) -> StreamAccumulator:
-        raise NotImplementedError
+        return self.reads[1]()
 
     # --- the calls -----------------------------------------------------------------------------
 

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Unpack
 
 from golem.messages import Message, Part, ThinkingBlock, ToolCall, Usage
-from golem.models._args import args_object, args_text
-from golem.models._body import base64_text, merge_turns, system_text, unsupported_part
+from golem.models._args import args_object, args_text, read_call
+from golem.models._body import base64_text, merge_turns, system_entry, unsupported_part, with_format
 from golem.models._errors import event_data, unreadable_answer
 from golem.models._http import HTTPModel, HTTPOptions
 from golem.models._sse import ServerSentEvent
@@ -47,18 +47,13 @@ class AnthropicModel(HTTPModel):
     key_header = "x-api-key"
     fixed_headers: ClassVar[Mapping[str, str]] = {"anthropic-version": API_VERSION}
     path = "/v1/messages"
+    reads = (lambda data: parse_message(data), lambda: _EventAccumulator())  # defined below
 
     def __init__(
         self, name: str, *, max_tokens: int = 4096, **options: Unpack[HTTPOptions]
     ) -> None:
         super().__init__(name, **options)
         self.max_tokens = max_tokens
-
-    def _parse(self, data: Any, request: ModelRequest) -> ModelResponse:
-        return parse_message(data)
-
-    def _accumulator(self, request: ModelRequest) -> _EventAccumulator:
-        return _EventAccumulator()
 
     def build_body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
         """The Messages request body for ``request``."""
@@ -69,9 +64,7 @@ class AnthropicModel(HTTPModel):
             "messages": anthropic_messages(request.messages),
             "stream": stream,
         }
-        system = system_text(request.messages)
-        if system:
-            body["system"] = system
+        body.update(system_entry("system", request.messages))
         if request.tools:
             body["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
@@ -82,12 +75,8 @@ class AnthropicModel(HTTPModel):
         extra = dict(settings.extra_body)
         if request.output_schema is not None:
             # JSON outputs (constrained decoding): the answer is one text block of JSON
-            output: dict[str, Any] = {
-                "format": {"type": "json_schema", "schema": request.output_schema}
-            }
-            if isinstance(extra.get("output_config"), dict):
-                output.update(extra.pop("output_config"))  # e.g. effort, beside the format
-            body["output_config"] = output
+            schema = {"type": "json_schema", "schema": request.output_schema}
+            body["output_config"] = with_format(extra, "output_config", schema)  # e.g. effort
         body.update(extra)
         return body
 
@@ -194,13 +183,7 @@ def parse_message(data: Any) -> ModelResponse:
         elif kind == "redacted_thinking":
             thinking.append(ThinkingBlock(redacted=block.get("data") or "", provider=PROVIDER))
         elif kind == "tool_use":
-            calls.append(
-                ToolCall(
-                    id=block.get("id") or "",
-                    name=block.get("name") or "",
-                    args=args_text(block.get("input", {})),
-                )
-            )
+            calls.append(read_call(block, "id", args_text(block.get("input", {}))))
     return ModelResponse(
         message=Message.assistant("".join(text), tool_calls=calls, thinking=thinking),
         usage=_usage(data.get("usage")),

@@ -47,12 +47,7 @@ class OpenAIChatModel(OpenAIEndpoint):
 
     provider = PROVIDER
     path = "/chat/completions"
-
-    def _parse(self, data: Any, request: ModelRequest) -> ModelResponse:
-        return parse_completion(data)
-
-    def _accumulator(self, request: ModelRequest) -> _ChunkAccumulator:
-        return _ChunkAccumulator()
+    reads = (lambda data: parse_completion(data), lambda: _ChunkAccumulator())  # defined below
 
     def build_body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
         """The Chat Completions request body for ``request``."""

@@ -16,8 +16,14 @@ from __future__ import annotations
 from typing import Any
 
 from golem.messages import Message, Part, ThinkingBlock, ToolCall, Usage
-from golem.models._args import args_object_text
-from golem.models._body import data_url, system_text, tool_result_text, unsupported_part
+from golem.models._args import args_object_text, read_call
+from golem.models._body import (
+    data_url,
+    system_entry,
+    tool_result_text,
+    unsupported_part,
+    with_format,
+)
 from golem.models._errors import event_data, raise_for_error, stream_error, unreadable_answer
 from golem.models._sse import ServerSentEvent
 from golem.models.base import FinishReason, ModelRequest, ModelResponse, StreamDelta
@@ -47,12 +53,7 @@ class OpenAIResponsesModel(OpenAIEndpoint):
 
     provider = PROVIDER
     path = "/responses"
-
-    def _parse(self, data: Any, request: ModelRequest) -> ModelResponse:
-        return parse_response(data)
-
-    def _accumulator(self, request: ModelRequest) -> _EventAccumulator:
-        return _EventAccumulator()
+    reads = (lambda data: parse_response(data), lambda: _EventAccumulator())  # defined below
 
     def build_body(self, request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
         """The Responses request body for ``request``."""
@@ -66,9 +67,7 @@ class OpenAIResponsesModel(OpenAIEndpoint):
             "include": [ENCRYPTED_REASONING],
             "stream": stream,
         }
-        instructions = system_text(request.messages)
-        if instructions:
-            body["instructions"] = instructions
+        body.update(system_entry("instructions", request.messages))
         if request.tools:
             body["tools"] = [
                 # strict is the Responses default; golem's schemas are not made strict-ready
@@ -82,16 +81,8 @@ class OpenAIResponsesModel(OpenAIEndpoint):
                 for t in request.tools
             ]
         if request.output_schema is not None:
-            text: dict[str, Any] = {
-                "format": {
-                    "type": "json_schema",
-                    "name": "final_output",
-                    "schema": request.output_schema,
-                }
-            }
-            if isinstance(extra.get("text"), dict):
-                text.update(extra.pop("text"))  # e.g. verbosity, beside the format
-            body["text"] = text
+            named = {"name": "final_output", "schema": request.output_schema}
+            body["text"] = with_format(extra, "text", {"type": "json_schema", **named})  # verbosity
         if isinstance(extra.get("include"), list):
             body["include"] = list(dict.fromkeys([*body["include"], *extra.pop("include")]))
         if settings.max_tokens is not None:
@@ -229,13 +220,7 @@ def _answer(data: dict[str, Any], output: list[Any]) -> ModelResponse:
                 elif part.get("type") == "refusal":
                     refusal.append(part.get("refusal") or "")
         elif kind == "function_call":
-            calls.append(
-                ToolCall(
-                    id=item.get("call_id") or "",
-                    name=item.get("name") or "",
-                    args=item.get("arguments") or "",
-                )
-            )
+            calls.append(read_call(item, "call_id", item.get("arguments") or ""))
         elif kind == "reasoning":
             thinking.extend(_thinking(item))
     content, refused = "".join(text), "".join(refusal)

@@ -177,13 +177,13 @@ async def _plan(thread: Thread, given: RunAgentInput) -> _Plan:
 def _check_tools(thread: Thread, given: RunAgentInput) -> None:
     """The input's frontend tools must be the agent's client-run tools (when this app holds
     the agent): a durable run calls the tools its worker's agent declares, no others."""
-    tools = thread.conversation.agent.tools
+    tools = thread.agent.tools
     if not tools or not given.tools:
         return
     declared = sorted(n for n, t in tools.items() if isinstance(t, ExternalTool))
     for tool in given.tools:
         if not isinstance(tools.get(tool.name), ExternalTool):
-            agent = thread.conversation.agent.agent_name
+            agent = thread.agent.agent_name
             raise Problem(
                 400,
                 f"frontend tool {tool.name!r} is not a client-run tool of agent {agent!r} "

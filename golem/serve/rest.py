@@ -136,11 +136,11 @@ def rest_routes(served: Served) -> list[Route]:
         return JSONResponse(
             {
                 "id": found.id,
-                "agent": found.conversation.agent.agent_name,
+                "agent": found.agent.agent_name,
                 "status": found.info.status if found.info else "unknown",
                 "messages": messages_json(await found.messages()),
                 "turn": waiting.run_id if waiting is not None else None,
-                "waiting": waiting_json(waiting, served, found.conversation.agent.tools),
+                "waiting": waiting_json(waiting, served, found.agent.tools),
                 "link": served.link(found.id),
             }
         )
@@ -182,7 +182,7 @@ def rest_routes(served: Served) -> list[Route]:
                 return Response(status_code=204)  # no turn yet: nothing to follow
             offset = 0
         stream = await found.follow(run_id, offset)
-        tools = found.conversation.agent.tools
+        tools = found.agent.tools
         return EventSourceResponse(relay(stream, run_id, served, tools), ping=15, sep=SEP)
 
     async def decide(request: Request) -> Response:
@@ -205,7 +205,7 @@ def rest_routes(served: Served) -> list[Route]:
         where = f"conversation {found.id}"
         waiting = check_answers(await found.waiting(), where, decisions=decisions, results=results)
         stream = await found.decide(waiting.run_id, decisions, results)
-        return await answer(request, stream, waiting, found.conversation.agent.tools)
+        return await answer(request, stream, waiting, found.agent.tools)
 
     async def answer(
         request: Request, stream: DurableRunStream[Any], waiting: Waiting, tools: Tools
@@ -236,7 +236,7 @@ def rest_routes(served: Served) -> list[Route]:
                 continue
             listed_thread = await served.thread(listed.conversation_id, subject)
             waiting = await listed_thread.waiting()
-            for entry in waiting_json(waiting, served, listed_thread.conversation.agent.tools):
+            for entry in waiting_json(waiting, served, listed_thread.agent.tools):
                 calls.append({**entry, "conversationId": listed.conversation_id})
         return JSONResponse({"pending": calls})
 

@@ -81,6 +81,7 @@ class Waiting:
 class Thread:
     """One conversation as a request sees it: its handle, and whether it exists yet."""
 
+    agent: DurableAgent[Any]
     conversation: DurableConversation[Any]
     info: RunInfo | None
     """Temporal's description; ``None`` for a conversation this request starts."""
@@ -93,7 +94,7 @@ class Thread:
 
     @property
     def client(self) -> Client:
-        return self.conversation.agent.client
+        return self.agent.client
 
     async def messages(self) -> list[Message]:
         """The transcript: asked of the running workflow, else read from its history."""
@@ -116,19 +117,18 @@ class Thread:
     async def _external(self, run_id: str, calls: list[ToolCall]) -> frozenset[str]:
         """Which of ``calls`` are client-run tools': by the agent's tools when this app holds
         the agent, else as the run's own paused outcome says (one ``golem.outcome`` update)."""
-        tools = self.conversation.agent.tools
+        tools = self.agent.tools
         if not calls:
             return frozenset()
         if tools:
             return frozenset(c.id for c in calls if isinstance(tools.get(c.name), ExternalTool))
-        paused = await (await self.conversation.agent.attach(run_id)).result()
+        paused = await (await self.agent.attach(run_id)).result()
         return frozenset(c.id for c in paused.pending_calls)
 
     async def start(self) -> None:
         """Start the conversation workflow when this request is its first."""
         if self.info is None:
-            agent = self.conversation.agent
-            self.conversation = await agent.conversation(self.id, owner=self.owner)
+            self.conversation = await self.agent.conversation(self.id, owner=self.owner)
 
     def send(self, prompt: str, run_id: str = "") -> DurableRunStream[Any]:
         """A new turn's events (the turn starts when iterated); 413 for a prompt over one
@@ -168,7 +168,7 @@ class Thread:
         application's ``results`` (client-run tools'), in one update; the stream yields what
         the same run does next (from where its stream stood), then the turn's next ``Result``."""
         approvals = to_approvals(decisions)
-        tools = self.conversation.agent.tools
+        tools = self.agent.tools
 
         async def calls() -> list[ToolCall]:
             waiting = await self.waiting()
@@ -182,7 +182,7 @@ class Thread:
             answers |= await checked_results(results or {}, self.owner, tools, calls)
         except ValueError as exc:
             raise Problem(422, str(exc), "invalid_result") from None
-        run = await self.conversation.agent.attach(run_id)
+        run = await self.agent.attach(run_id)
         start = await run.stream_end()
         answered = asyncio.ensure_future(self.conversation.approve(answers, by=self.owner))
 
@@ -197,7 +197,7 @@ class Thread:
     async def follow(self, run_id: str, offset: int) -> DurableRunStream[Any]:
         """The events of turn ``run_id`` from ``offset``: they end when it ends or waits;
         400 for an offset past the end of its stream (it would wait for events never sent)."""
-        run = await self.conversation.agent.attach(run_id)
+        run = await self.agent.attach(run_id)
         if offset and offset > await run.stream_end():
             raise Problem(
                 400, f"Last-Event-ID {run_id}:{offset} is past the end of run {run_id}'s stream"
@@ -295,7 +295,7 @@ class Served:
             raise Problem(409, f"conversation {conversation_id!r} is {name!r}'s, not {agent!r}'s")
         durable = self.agent(name)
         handle = self.client.get_workflow_handle(conversation_id)
-        return Thread(DurableConversation(durable, handle), info, subject)
+        return Thread(durable, DurableConversation(durable, handle), info, subject)
 
     def link(self, workflow_id: str) -> str:
         """The Temporal UI's page of workflow ``workflow_id`` ("" without a UI address)."""

@@ -261,8 +261,7 @@ class Completed(RunReport):
 
     @property
     def spent(self) -> Spent:
-        own = Spent(usage=self.usage, requests=self.requests, tool_calls=self.tool_calls)
-        return own + self.descendants
+        return Spent.tree(self.usage, self.requests, self.tool_calls, self.descendants)
 
     def handed_over(self, target: Completed) -> Completed:
         """This turn's outcome once ``target``, the run it handed over to, ended (as
