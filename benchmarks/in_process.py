@@ -7,9 +7,12 @@ its own cost does not grow with the run) asks for one call of a sync tool that a
 once; after the last result it answers. The bare loop is what a person writes with no
 framework: a list of dicts, ``json.loads`` of the arguments, the tool called on the loop.
 What is left is golem's own work per request: building and validating the request,
-repairing the history, dispatching the tool, bookkeeping. Printed per run length: µs per
-request for each side, golem's overhead (golem - bare) and overhead(long) / overhead(short),
-which is 1.0 when the cost per request does not grow with the run. Last, the offline models'
+repairing the history, dispatching the tool, bookkeeping, and (by default) two thread round
+trips, since a sync model function and a sync tool each run in a thread; golem's side runs
+twice, by default and with both marked ``on_loop`` (called on the loop, docs/adr/0037).
+Printed per run length: µs per request for each, golem's overhead (golem - bare), the
+on-loop overhead over the default's, and overhead(long) / overhead(short), which is 1.0 when
+the cost per request does not grow with the run. Last, the offline models'
 usage estimate alone, per request, over one run's requests: each counted whole, as before
 issue 34, against counted by what each request adds (``golem.models.function.SentChars``).
 """
@@ -41,8 +44,9 @@ def lookup(key: str) -> str:
     return f"value of {key}"
 
 
-def golem_agent(turns: int) -> tuple[Any, Any]:
-    """The agent of golem's side and its model (which records every request)."""
+def golem_agent(turns: int, on_loop: bool = False) -> tuple[Any, Any]:
+    """The agent of golem's side and its model (which records every request); with
+    ``on_loop``, the model function and the tool are called on the loop (no thread)."""
     from golem.agent import Agent
     from golem.messages import Message, ToolCall
     from golem.models.base import ToolDefinition
@@ -58,19 +62,19 @@ def golem_agent(turns: int) -> tuple[Any, Any]:
             tool_calls=[ToolCall(id=f"call_{n}", name="lookup", args=f'{{"key": "k{n}"}}')]
         )
 
-    model = FunctionModel(answer)
+    model = FunctionModel(answer, on_loop=on_loop)
     agent: Agent[None, str] = Agent(
         model,
         instructions="Look things up.",
         max_iterations=turns + 5,
         usage_limits=UsageLimits(request_limit=None),
     )
-    agent.tool(lookup)
+    agent.tool(on_loop=on_loop)(lookup)
     return agent, model
 
 
-def golem_run(turns: int) -> Callable[[], Awaitable[object]]:
-    agent, model = golem_agent(turns)
+def golem_run(turns: int, on_loop: bool = False) -> Callable[[], Awaitable[object]]:
+    agent, model = golem_agent(turns, on_loop)
 
     async def run() -> object:
         result = await agent.run("go")
@@ -158,23 +162,31 @@ async def main(lengths: list[int], profile: int | None) -> None:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
         return
     print("in-process overhead per model request (instant model, instant sync tool), best of 7")
+    print("  threads: the sync model function and tool each run in a thread (the default);")
+    print("  on loop: both marked on_loop=True, called on the event loop (docs/adr/0037)")
     print(
-        f"   {'turns':>6s} {'golem µs':>10s} {'bare µs':>10s} {'overhead µs':>12s} {'golem/bare':>11s}"
+        f"   {'turns':>6s} {'threads µs':>11s} {'on loop µs':>11s} {'bare µs':>8s}"
+        f" {'overhead: threads':>18s} {'on loop':>8s} {'on loop/threads':>16s}"
     )
-    overheads = []
+    overheads: dict[bool, list[float]] = {False: [], True: []}
     for turns in lengths:
         requests = turns + 1
-        golem_us = await per_request_us(golem_run(turns), requests)
+        threads_us = await per_request_us(golem_run(turns), requests)
+        loop_us = await per_request_us(golem_run(turns, on_loop=True), requests)
         bare_us = await per_request_us(bare_run(turns), requests)
-        overheads.append(golem_us - bare_us)
+        overheads[False].append(threads_us - bare_us)
+        overheads[True].append(loop_us - bare_us)
         print(
-            f"   {turns:6d} {golem_us:10.1f} {bare_us:10.1f} {golem_us - bare_us:12.1f} "
-            f"{golem_us / bare_us:10.1f}x"
+            f"   {turns:6d} {threads_us:11.1f} {loop_us:11.1f} {bare_us:8.1f}"
+            f" {threads_us - bare_us:18.1f} {loop_us - bare_us:8.1f}"
+            f" {(loop_us - bare_us) / (threads_us - bare_us):15.2f}x"
         )
-    print(
-        f"   overhead at {lengths[-1]} turns / at {lengths[0]} turns: "
-        f"{overheads[-1] / overheads[0]:.2f}x (1.00: the cost per request does not grow)"
-    )
+    for on_loop, name in ((False, "threads"), (True, "on loop")):
+        grown = overheads[on_loop][-1] / overheads[on_loop][0]
+        print(
+            f"   {name}: overhead at {lengths[-1]} turns / at {lengths[0]} turns: {grown:.2f}x"
+            " (1.00: the cost per request does not grow)"
+        )
     print("offline models' usage estimate per request: counted whole / by what each adds")
     for turns in lengths:
         whole, added = await usage_estimate_us(turns)

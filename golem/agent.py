@@ -187,6 +187,7 @@ class Agent(Generic[DepsT, OutputT]):
         retry: Retry | None = None,
         retry_attempts: int | None = None,
         at_most_once: bool = False,
+        on_loop: bool = False,
     ) -> Callable[[F], F]: ...
 
     def tool(  # type: ignore[misc]
@@ -198,7 +199,8 @@ class Agent(Generic[DepsT, OutputT]):
         runs in a thread, an async one on the event loop. ``timeout`` bounds an attempt and
         ``retry`` (or just ``retry_attempts``; default ``golem.retry.TOOL_RETRY``) says how a
         failed one is tried again, in process and under Temporal alike; ``at_most_once``
-        means one attempt, and a crash is reported, never repeated.
+        means one attempt, and a crash is reported, never repeated. ``on_loop`` runs a sync
+        function on the event loop, for one that is quick and never blocks (``Tool.on_loop``).
         """
         if options.get("max_retries") is None:
             options.pop("max_retries", None)

@@ -244,6 +244,12 @@ class Tool:
     at_most_once: bool = False
     """Never execute a call twice: one attempt, and under Temporal a worker that dies mid-call
     fails the run with partial evidence instead of re-running it."""
+    on_loop: bool = False
+    """Call a sync function on the event loop, with no thread (an async one always runs
+    there): only for a quick function that never blocks (no I/O, no sleep, no lock). It
+    saves the thread's round trip, most of what a quick call costs; one that blocks stalls
+    every run of the process (and, durably, the worker's heartbeats and polls), and its
+    ``timeout`` cannot stop it (docs/adr/0037-sync-on-the-loop.md)."""
     delegate: str = ""
     """The agent this tool runs as a child run (``Agent(delegates=[...])``): durably the
     calling workflow starts it, with no activity in between; one attempt."""
@@ -354,7 +360,9 @@ class Tool:
         function = functools.partial(self.function, ctx) if self.takes_context else self.function
         try:
             value = await call_user_function(
-                functools.partial(function, **kwargs), what=f"tool {self.name!r}"
+                functools.partial(function, **kwargs),
+                what=f"tool {self.name!r}",
+                on_loop=self.on_loop,
             )
         except ToolFailed as exc:
             return ToolOutcome(status="failed", content=str(exc) or type(exc).__name__)

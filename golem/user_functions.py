@@ -2,10 +2,11 @@
 
 A sync function runs in a worker thread, so it never blocks the event loop: other runs on
 the same worker keep going and an activity awaiting it keeps heartbeating. An async
-function runs on the loop. Whatever the function raises that would escape into the event
-loop (``SystemExit``, ``KeyboardInterrupt``, any other ``BaseException``, and a
-``CancelledError`` the function raised on its own) comes back as :class:`UserCodeError`,
-which fails only that call.
+function runs on the loop, and so does a sync one its application marks ``on_loop`` (it
+never blocks, and the thread's round trip is most of what a quick call costs). Whatever
+the function raises that would escape into the event loop (``SystemExit``,
+``KeyboardInterrupt``, any other ``BaseException``, and a ``CancelledError`` the function
+raised on its own) comes back as :class:`UserCodeError`, which fails only that call.
 """
 
 from __future__ import annotations
@@ -85,17 +86,23 @@ def running_on_loop(task: asyncio.Task[Any] | None) -> str | None:
     return None if task is None else _on_loop.get(task)
 
 
-async def call_user_function(fn: Any, *args: Any, what: str = "") -> Any:
+async def call_user_function(fn: Any, *args: Any, what: str = "", on_loop: bool = False) -> Any:
     """Call a sync (in a thread) or async (on the loop) user function and return its value.
 
     ``what`` names the culprit in a :class:`UserCodeError` (default: the function's name).
     A thread cannot be interrupted: a cancelled call of a sync function is abandoned and
-    runs to its end in the background.
+    runs to its end in the background. ``on_loop`` calls a sync function on the loop, with
+    no thread: the application's word that it never blocks (docs/adr/0037-sync-on-the-loop.md).
     """
     try:
         if is_async_callable(fn):
             with _on_the_loop(what or describe(fn)):
                 value = await fn(*args)
+        elif on_loop:
+            with _on_the_loop(f"{what or describe(fn)} (marked on_loop)"):  # for the watchdog
+                value = fn(*args)
+            if inspect.isawaitable(value):
+                value = await value
         else:
             context = contextvars.copy_context()
             value = await asyncio.get_running_loop().run_in_executor(

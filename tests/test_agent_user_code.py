@@ -63,13 +63,14 @@ async def test_a_sync_tool_leaves_the_event_loop_free(local_runner: Runner) -> N
     assert result.messages[-2].content == "released"
 
 
+@pytest.mark.parametrize("on_loop", [False, True])
 @pytest.mark.parametrize("error", [SystemExit(3), KeyboardInterrupt(), Oops("odd")])
 async def test_a_tool_raising_a_base_exception_fails_the_call_at_stage_tool(
-    runner: Runner, error: BaseException
+    runner: Runner, error: BaseException, on_loop: bool
 ) -> None:
     agent, _ = scripted([ask(call("c1", "bye")), Message.assistant("unreachable")])
 
-    @agent.tool
+    @agent.tool(on_loop=on_loop)  # in a thread, or on the loop (ADR 0037)
     def bye() -> str:
         raise error
 
@@ -181,3 +182,64 @@ async def test_a_user_function_raising_system_exit_fails_its_stage(
     assert info.value.stage == where
     assert "SystemExit" in info.value.detail
     assert ("processor" if where == "history" else "instructions") in info.value.detail
+
+
+# -- on_loop: a sync function the application says never blocks (ADR 0037) -----------------
+
+
+async def test_a_sync_tool_marked_on_loop_runs_on_the_event_loop_thread(runner: Runner) -> None:
+    seen: list[bool] = []
+    agent, _ = scripted([ask(call("c1", "quick")), Message.assistant("ok")])
+
+    @agent.tool(on_loop=True)
+    def quick() -> str:
+        seen.append(_on_the_loop_thread())
+        return "quick"
+
+    @agent.tool
+    def threaded() -> str:  # the default, beside it: a thread
+        return "unused"
+
+    result = await runner(agent, "go")
+
+    assert result.messages[-2].content == "quick"
+    assert seen == [True]
+    assert agent.tools["quick"].on_loop and not agent.tools["threaded"].on_loop
+
+
+async def test_a_sync_model_function_marked_on_loop_runs_on_the_event_loop_thread(
+    runner: Runner,
+) -> None:
+    seen: list[bool] = []
+
+    def answer(messages: list[Message], tools: list[ToolDefinition]) -> Message:
+        seen.append(_on_the_loop_thread())
+        return Message.assistant("hi")
+
+    result = await runner(Agent(FunctionModel(answer, on_loop=True)), "go")
+
+    assert result.output == "hi"
+    assert seen == [True]
+
+
+async def test_an_on_loop_function_is_named_while_it_holds_the_loop() -> None:
+    # What the worker's loop watchdog reads to name the function that stalls the loop.
+    from golem.user_functions import call_user_function, running_on_loop
+
+    named: list[str | None] = []
+
+    def holds() -> str:
+        named.append(running_on_loop(asyncio.current_task()))
+        return "done"
+
+    assert await call_user_function(holds, what="tool 'holds'", on_loop=True) == "done"
+    assert named == ["tool 'holds' (marked on_loop)"]
+    assert running_on_loop(asyncio.current_task()) is None
+
+
+def _on_the_loop_thread() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False  # a worker thread has no running loop
+    return True

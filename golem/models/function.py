@@ -98,25 +98,32 @@ class _Offline:
 
 class FunctionModel(_Offline):
     """A model whose answers come from ``fn(messages, tools)`` (sync, run in a thread, or
-    async).
+    async); ``on_loop=True`` calls a sync ``fn`` on the event loop, for one that never
+    blocks (``Tool.on_loop``).
 
     ``stream_fn``, when given, serves ``request_stream``; otherwise the answer of
     ``fn`` is streamed as one text delta and one delta per tool call.
     """
 
     def __init__(
-        self, fn: AnswerFn, stream_fn: StreamFn | None = None, *, model_name: str = "function"
+        self,
+        fn: AnswerFn,
+        stream_fn: StreamFn | None = None,
+        *,
+        model_name: str = "function",
+        on_loop: bool = False,
     ) -> None:
         super().__init__(model_name)
         self.fn = fn
         self.stream_fn = stream_fn
+        self.on_loop = on_loop
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
-        # A sync fn runs in a thread: a slow one never blocks the event loop.
-        answer = await call_user_function(
-            self.fn, list(request.messages), list(request.tools), what=f"model {self._name}"
-        )
+        # A sync fn runs in a thread (unless on_loop): a slow one never blocks the event loop.
+        messages, tools = list(request.messages), list(request.tools)
+        what = f"model {self._name}"
+        answer = await call_user_function(self.fn, messages, tools, what=what, on_loop=self.on_loop)
         return self._response(answer, request)
 
     async def request_stream(

@@ -70,7 +70,8 @@ class LoopWatchdog:
         self.warned.add(culprit)
         logger.warning(
             "%s has held this worker's event loop for %.1f s: every run on this worker waits "
-            "meanwhile. Blocking code belongs in a plain `def` tool, which runs in a thread "
+            "meanwhile. Blocking code belongs in a plain `def` tool not marked on_loop, which "
+            "runs in a thread "
             "(or await an async client instead)",
             culprit,
             seconds,
