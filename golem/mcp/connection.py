@@ -100,6 +100,9 @@ class _Open:
     def __init__(self, client: Client) -> None:
         self.client = client
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # Retrieved here, delivered to any waiter all the same: a close before the handshake
+        # ended leaves it unawaited, logged at collection wherever the collector runs.
+        self._ready.add_done_callback(lambda ready: ready.cancelled() or ready.exception())
         self._stop = asyncio.Event()
         self._task = asyncio.create_task(self._own())
 
