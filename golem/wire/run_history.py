@@ -126,6 +126,8 @@ class RunHistory:
     tool_calls: int = 0
     unreadable: str = ""
     """Why reading stopped early (``upto_unreadable``): a payload this reader cannot read."""
+    _log: RequestLog | None = field(default=None, init=False, repr=False)
+    """The model requests being rebuilt (``None`` once one was read by query)."""
 
     @classmethod
     async def read(
@@ -161,10 +163,18 @@ class RunHistory:
         )
 
     async def _read(self, events: AsyncIterator[HistoryEvent], converter: DataConverter) -> None:
+        self._log = RequestLog()
+        try:
+            await self._events(events, converter)
+        finally:  # once, after the last event read (an unreadable one stops it early)
+            self.last_request = self._log.last if self._log is not None else None
+            self.so_far = self._log.so_far() if self._log is not None else []
+
+    async def _events(self, events: AsyncIterator[HistoryEvent], converter: DataConverter) -> None:
         read = self
         scheduled: dict[int, ModelCall | ToolCallInput] = {}
-        log: RequestLog | None = RequestLog()
         async for event in events:
+            log = self._log
             if event.HasField("workflow_execution_started_event_attributes"):
                 payloads = event.workflow_execution_started_event_attributes.input.payloads
                 [read.input] = await converter.decode(list(payloads), [AgentRunInput])
@@ -179,7 +189,7 @@ class RunHistory:
                     try:
                         await log.request(value)
                     except (ShippingError, LookupError):
-                        log = None  # a request read by query: only the contents are of use
+                        self._log = None  # a request read by query: only the contents count
                 elif log is not None and isinstance(value, ToolCallInput):
                     log.started.add(value.call.id)
             elif event.HasField("activity_task_completed_event_attributes"):
@@ -200,9 +210,6 @@ class RunHistory:
                     read.tool_calls += 1
                     if log is not None:
                         log.called(given.call, value)
-            read.last_request = log.last if log is not None else None
-            read.so_far = log.so_far() if log is not None else []
-        read.last_request = log.last if log is not None else None
 
 
 def run_sources(
