@@ -77,8 +77,9 @@ class EntityChat:
 
 
 async def serve_side(target: str, task_queue: str, side: str, agent: Any, **options: Any) -> None:
-    """A benchmark's worker for ``side`` ("golem": ``agent`` through GolemPlugin, else the
-    floor's workflow and activities), in this process, until stdin closes."""
+    """A benchmark's worker for ``side`` ("golem": ``agent`` through GolemPlugin,
+    "golem-unsandboxed": the same with ``sandboxed=False``, else the floor's workflow and
+    activities), in this process, until stdin closes."""
     import asyncio
     import sys
 
@@ -88,8 +89,9 @@ async def serve_side(target: str, task_queue: str, side: str, agent: Any, **opti
     from golem.worker import GolemPlugin
 
     options.setdefault("max_concurrent_workflow_tasks", 400)
-    if side == "golem":
-        client = await Client.connect(target, plugins=[GolemPlugin(agent)])
+    if side.startswith("golem"):
+        plugin = GolemPlugin(agent, sandboxed=side != "golem-unsandboxed")
+        client = await Client.connect(target, plugins=[plugin])
         worker = Worker(client, task_queue=task_queue, **options)
     else:
         client = await Client.connect(target)

@@ -5,10 +5,12 @@ The script is started as ``python SCRIPT worker TARGET TASK_QUEUE [EXTRA...]``, 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import sys
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,3 +49,25 @@ class WorkerProcess:
         assert self.proc is not None and self.proc.stdin is not None
         self.proc.stdin.close()
         await asyncio.wait_for(self.proc.wait(), 60)
+
+
+def side_by_side(
+    serve: Callable[..., Awaitable[None]],
+    main: Callable[[int, int, int], Awaitable[None]],
+    conversations: int = 20,
+    turns: int = 10,
+) -> None:
+    """A side-by-side benchmark's entry point: started as ``SCRIPT worker ARGS...`` (by a
+    ``WorkerProcess``), ``serve(*ARGS)``; else ``main(repeats, conversations, turns)`` from
+    the command line (``--repeats 3 --conversations N --turns N``)."""
+    if len(sys.argv) > 1 and sys.argv[1] == "worker":
+        asyncio.run(serve(*sys.argv[2:]))
+        sys.exit(0)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--conversations", type=int, default=conversations)
+    parser.add_argument("--turns", type=int, default=turns)
+    args = parser.parse_args()
+    asyncio.run(main(args.repeats, args.conversations, args.turns))
+    sys.stdout.flush()
+    os._exit(0)  # the Temporal core runtime can abort at interpreter teardown

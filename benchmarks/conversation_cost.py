@@ -11,7 +11,6 @@ conversation, ...) and reported as median (min-max); ratios are conversation / p
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import sys
@@ -21,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _worker_process import WorkerProcess
+from _worker_process import WorkerProcess, side_by_side
 from conversations import turn_agent
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -119,12 +118,4 @@ async def main(repeats: int, count: int, turns: int) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "worker":
-        asyncio.run(serve(sys.argv[2], sys.argv[3]))
-        sys.exit(0)
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--conversations", type=int, default=50)
-    parser.add_argument("--turns", type=int, default=5)
-    args = parser.parse_args()
-    asyncio.run(main(args.repeats, args.conversations, args.turns))
+    side_by_side(serve, main, conversations=50, turns=5)

@@ -14,7 +14,6 @@ OS for that process alone; repeats are interleaved (floor, golem, ...) and repor
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import sys
@@ -26,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _entity_floor import EntityChat, serve_side
-from _worker_process import WorkerProcess
+from _worker_process import WorkerProcess, side_by_side
 from conversations import RESULT_BYTES, turn_agent
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
@@ -164,16 +163,4 @@ async def main(repeats: int, count: int, turns: int) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "worker":
-        asyncio.run(serve(sys.argv[2], sys.argv[3], sys.argv[4]))
-        sys.exit(0)
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--conversations", type=int, default=20)
-    parser.add_argument("--turns", type=int, default=10)
-    args = parser.parse_args()
-    asyncio.run(main(args.repeats, args.conversations, args.turns))
-    sys.stdout.flush()
-    import os
-
-    os._exit(0)  # the Temporal core runtime can abort at interpreter teardown
+    side_by_side(serve, main, conversations=20, turns=10)

@@ -325,11 +325,13 @@ def test_the_responses_run_holds_the_adapters_reasoning_items() -> None:
     assert b'"redacted":"gAAAAAB' in results[2]
 
 
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["sandboxed", "unsandboxed"])
 @pytest.mark.parametrize("path", [*HISTORIES, *RELEASED], ids=lambda p: str(p.relative_to(ROOT)))
-async def test_recorded_history_replays_deterministically(path: Path) -> None:
-    # A sealed history replays only with its key, as a worker would run it.
+async def test_recorded_history_replays_deterministically(path: Path, sandboxed: bool) -> None:
+    # A sealed history replays only with its key, as a worker would run it; and alike with
+    # the sandbox off (GolemPlugin(sandboxed=False), docs/adr/0038-the-sandbox-off.md).
     key = ENCRYPTION_KEY if name(path).startswith("encrypted") else None
-    plugin = GolemPlugin(*AGENTS, encryption_key=key)
+    plugin = GolemPlugin(*AGENTS, encryption_key=key, sandboxed=sandboxed)
     replayer = Replayer(workflows=[TicketWorkflow], plugins=[plugin])
     result = await replayer.replay_workflow(load(path), raise_on_replay_failure=False)
     assert result.replay_failure is None, result.replay_failure

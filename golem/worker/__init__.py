@@ -23,7 +23,13 @@ from typing import Any
 
 from temporalio.converter import DataConverter, ExternalStorage, PayloadCodec
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import Interceptor, ReplayerConfig, Worker, WorkerConfig
+from temporalio.worker import (
+    Interceptor,
+    ReplayerConfig,
+    UnsandboxedWorkflowRunner,
+    Worker,
+    WorkerConfig,
+)
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from golem.activities import PAYLOAD_LIMIT, activities
@@ -137,6 +143,12 @@ class GolemPlugin(SimplePlugin):
     ``deployment`` (``(deployment name, build id)``) makes each worker that version of a
     Worker Deployment, golem's workflows PINNED to it (a ``deployment_config`` given to the
     Worker does the same); each version's workers belong in their own process.
+
+    ``sandboxed=False`` runs every workflow of the worker without Temporal's sandbox: less
+    worker CPU per workflow task (``benchmarks/sandbox.py``), and no guard against
+    non-deterministic workflow code. golem's own workflow code is deterministic by design
+    and user code runs in activities, but a workflow of your own on the same worker loses
+    the guard too (docs/adr/0038-the-sandbox-off.md).
     """
 
     def __init__(
@@ -150,6 +162,7 @@ class GolemPlugin(SimplePlugin):
         tracing: bool | None = None,
         external_storage: ExternalStorage | None = None,
         deployment: Deployment | None = None,
+        sandboxed: bool = True,
     ) -> None:
         names = [a.name for a in agents]
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -165,6 +178,8 @@ class GolemPlugin(SimplePlugin):
         self.converter = golem_converter(encryption_key, external_storage)
         tracing_interceptors = _tracing_interceptors(tracing, bool(agents))
         self.tracing = bool(tracing_interceptors)
+        self.sandboxed = sandboxed
+        """Whether workflows run in Temporal's sandbox (the default; ``False`` by choice)."""
         passthrough = (
             (*PASSTHROUGH_MODULES, "opentelemetry") if self.tracing else PASSTHROUGH_MODULES
         )
@@ -178,7 +193,9 @@ class GolemPlugin(SimplePlugin):
             workflows=[AgentRunWorkflow, ConversationWorkflow],
             # A run this worker cannot read ends, even mid-replay; a stopped worker's cached
             # runs are evicted on their own loops (golem.worker.runner).
-            workflow_runner=lambda existing: GolemRunner(_sandbox(existing, passthrough)),
+            workflow_runner=lambda existing: GolemRunner(
+                _sandbox(existing, passthrough) if sandboxed else UnsandboxedWorkflowRunner()
+            ),
             # A bad input or a run's own failure must fail the workflow, not retry its task.
             workflow_failure_exception_types=[RunError, HistoryError, LookupError],
             run_context=worker_watchdog,  # one warning naming a tool that blocks the loop
