@@ -295,10 +295,18 @@ class Agent(Generic[DepsT, OutputT]):
         is the caller's to route (``golem.handoff_target``). ``external_tools``: tools this
         run offers beside the agent's, run by the application (pass them again with the
         ``tool_results`` that continue it)."""
-        tools = run_tools(self.name, self.tools, external_tools)
-        decided = with_results(tools, history, approvals, tool_results)
-        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, decided, tools)
-        return await self._run_local(_offering(inputs, external_tools))
+        inputs = self._inputs(
+            prompt,
+            history,
+            parts,
+            deps,
+            run_id,
+            conversation_id,
+            approvals,
+            tool_results,
+            external_tools,
+        )
+        return await self._run_local(inputs)
 
     def run_sync(
         self,
@@ -325,10 +333,18 @@ class Agent(Generic[DepsT, OutputT]):
                 f"Agent.run_sync({self.name!r}) was called inside a running event loop, which "
                 "it would block: use `await agent.run(...)` there"
             )
-        tools = run_tools(self.name, self.tools, external_tools)
-        decided = with_results(tools, history, approvals, tool_results)
-        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, decided, tools)
-        return asyncio.run(self._run_local(_offering(inputs, external_tools)))
+        inputs = self._inputs(
+            prompt,
+            history,
+            parts,
+            deps,
+            run_id,
+            conversation_id,
+            approvals,
+            tool_results,
+            external_tools,
+        )
+        return asyncio.run(self._run_local(inputs))
 
     def run_stream(
         self,
@@ -345,10 +361,45 @@ class Agent(Generic[DepsT, OutputT]):
     ) -> RunStream[OutputT]:
         """Run in process, yielding events (text and tool-call deltas as they arrive, tool
         start/end); once exhausted, ``.result`` is the same ``Result`` ``run`` gives."""
+        inputs = self._inputs(
+            prompt,
+            history,
+            parts,
+            deps,
+            run_id,
+            conversation_id,
+            approvals,
+            tool_results,
+            external_tools,
+        )
+        return RunStream(self, inputs)
+
+    def _inputs(
+        self,
+        prompt: str | None,
+        history: Sequence[HistoryItem] | None,
+        parts: Sequence[Part],
+        deps: Any,
+        run_id: str | None,
+        conversation_id: str | None,
+        approvals: Mapping[str, DecisionInput] | None,
+        tool_results: Mapping[str, object] | None,
+        external_tools: Sequence[ToolDefinition],
+    ) -> RunInput:
+        """What ``run``, ``run_sync`` and ``run_stream`` pass the loop, checked the same way."""
         tools = run_tools(self.name, self.tools, external_tools)
         decided = with_results(tools, history, approvals, tool_results)
-        inputs = _inputs(prompt, history, parts, deps, run_id, conversation_id, decided, tools)
-        return RunStream(self, _offering(inputs, external_tools))
+        messages = as_messages(history or ())
+        return RunInput.of(
+            prompt,
+            parts=parts,
+            history=messages,
+            deps=deps,
+            run_id=run_id or "",
+            conversation_id=conversation_id or "",
+            approvals=checked_approvals(tools, messages, decided),
+            external_tools=list(external_tools),
+        )
 
     def _local_executor(self) -> LocalExecutor:
         return LocalExecutor(self, self._open)
@@ -361,35 +412,6 @@ class Agent(Generic[DepsT, OutputT]):
             return await RunLoop(self, executor, inputs, emit).run()
         finally:
             await executor.aclose()  # the run's toolset servers are let go when it ends
-
-
-def _inputs(
-    prompt: str | None,
-    history: Sequence[HistoryItem] | None,
-    parts: Sequence[Part],
-    deps: Any,
-    run_id: str | None,
-    conversation_id: str | None,
-    approvals: Mapping[str, object] | None,
-    tools: Mapping[str, Tool],
-) -> RunInput:
-    messages = as_messages(history or ())
-    return RunInput.of(
-        prompt,
-        parts=parts,
-        history=messages,
-        deps=deps,
-        run_id=run_id or "",
-        conversation_id=conversation_id or "",
-        approvals=checked_approvals(tools, messages, approvals or {}),
-    )
-
-
-def _offering(inputs: RunInput, external_tools: Sequence[ToolDefinition]) -> RunInput:
-    """``inputs`` with the run's own external tools."""
-    if not external_tools:
-        return inputs
-    return inputs.model_copy(update={"external_tools": list(external_tools)})
 
 
 class RunStream(StreamResult[OutputT]):
