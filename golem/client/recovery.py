@@ -51,6 +51,7 @@ class TurnRecovery:
         self._loop = asyncio.get_running_loop()
         self._deadline = self._loop.time() + timeout.total_seconds()
         self._pause = 0.02
+        self._hurried = False
         self.why = "no worker accepted it"
         """What held the turn up last (said when the deadline expires)."""
         self.cause: BaseException | None = None
@@ -76,10 +77,14 @@ class TurnRecovery:
                 raise self.expired() from self.cause
             raise
 
-    async def again(self, why: str, cause: BaseException) -> None:
+    async def again(self, why: str, cause: BaseException, *, at_once: bool = False) -> None:
         """Wait a little (doubling up to a second) before the next try; ``why`` the last one
-        failed, with ``cause``."""
+        failed, with ``cause``. ``at_once``: the failure was mended (a rested conversation
+        reopened), so the next try goes without a pause, once per turn: never a busy loop."""
         self.why, self.cause = why, cause
+        if at_once and not self._hurried:
+            self._hurried = True
+            return
         await self.within(asyncio.sleep(self._pause))
         self._pause = min(self._pause * 2, 1.0)
 
@@ -120,7 +125,7 @@ async def take_turn(
         except RPCError as exc:
             if not await recovery.within(reopen()):
                 raise
-            await recovery.again("it rested, and was being reopened", exc)
+            await recovery.again("it rested, and was being reopened", exc, at_once=True)
 
 
 def turn_runs(transcript: Sequence[Message], run_id: str) -> tuple[list[str], int]:
