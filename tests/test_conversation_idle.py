@@ -19,7 +19,7 @@ from waiting import eventually
 
 from golem import Message
 from golem.agent import Agent
-from golem.client import ConversationClosedError, DurableAgent, recovery
+from golem.client import ConversationClosedError, DurableAgent, DurableConversation, recovery
 from golem.models import FunctionModel
 from golem.wire import ConversationSummary
 from golem.worker import GolemPlugin
@@ -40,6 +40,15 @@ def closed(client: Client, workflow_id: str) -> Callable[[], Awaitable[bool]]:
         return status != WorkflowExecutionStatus.RUNNING
 
     return check
+
+
+async def rested_after_one_turn(durable: DurableAgent[Any]) -> DurableConversation[Any]:
+    """A conversation that took one turn ("one") and then rested (its idle timeout: 1 s)."""
+    conv = await durable.conversation(idle_timeout=timedelta(seconds=1))
+    await conv.send("one")
+    client = durable.client
+    await eventually(closed(client, conv.id), what="the conversation to rest", timeout=30)
+    return conv
 
 
 # -- the state machine -----------------------------------------------------------------------
@@ -125,12 +134,7 @@ async def test_a_send_to_a_resting_conversation_goes_again_at_once_once_it_is_re
     monkeypatch.setattr(recovery, "asyncio", pauses)
     tq = f"idle-{uuid.uuid4().hex[:8]}"
     async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(counter)]):
-        durable = DurableAgent(temporal_client, counter, task_queue=tq)
-        conv = await durable.conversation(idle_timeout=timedelta(seconds=1))
-        await conv.send("one")
-        await eventually(
-            closed(temporal_client, conv.id), what="the conversation to rest", timeout=30
-        )
+        conv = await rested_after_one_turn(DurableAgent(temporal_client, counter, task_queue=tq))
         second = await conv.send("two")
         assert second.output == "2: two"
         assert pauses.seconds == []
@@ -139,12 +143,7 @@ async def test_a_send_to_a_resting_conversation_goes_again_at_once_once_it_is_re
 async def test_closing_a_resting_conversation_closes_it_for_good(temporal_client: Client) -> None:
     tq = f"idle-{uuid.uuid4().hex[:8]}"
     async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(counter)]):
-        durable = DurableAgent(temporal_client, counter, task_queue=tq)
-        conv = await durable.conversation(idle_timeout=timedelta(seconds=1))
-        await conv.send("one")
-        await eventually(
-            closed(temporal_client, conv.id), what="the conversation to rest", timeout=30
-        )
+        conv = await rested_after_one_turn(DurableAgent(temporal_client, counter, task_queue=tq))
         await conv.close()
         summary = await temporal_client.get_workflow_handle(
             conv.id, result_type=ConversationSummary
