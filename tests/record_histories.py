@@ -400,7 +400,11 @@ async def record_rested(client: Client, tq: str) -> dict[str, str | tuple[str, s
     rested = (await handle.describe()).run_id or ""
     await conv.send("and now?")  # reopens it
     await conv.close()
-    return {"conversation_rested": (conv.id, rested), "conversation_reopened": conv.id}
+    return {
+        "conversation_rested": (conv.id, rested),
+        "conversation_reopened": conv.id,  # recorded when the reopen was a start of its own
+        "conversation_reopened_with_turn": conv.id,  # since the turn carries the start
+    }
 
 
 async def record_ticket(client: Client, tq: str) -> str:

@@ -125,19 +125,33 @@ class _Pauses:
         return getattr(asyncio, name)
 
 
-async def test_a_send_to_a_resting_conversation_goes_again_at_once_once_it_is_reopened(
+async def test_a_send_to_a_resting_conversation_reopens_it_carrying_the_turn_at_once(
     temporal_client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The reopen is the progress: waiting before the next try only slows the turn
-    (20 ms of a 90 ms resting turn, benchmarks/scale.py)."""
+    """The reopen is the progress: no pause before the turn goes again (it was 20 ms of a
+    90 ms resting turn), and the reopened run starts with the turn (update-with-start), so
+    its first workflow task takes it: no task of its own, no separate start call."""
     pauses = _Pauses()
     monkeypatch.setattr(recovery, "asyncio", pauses)
     tq = f"idle-{uuid.uuid4().hex[:8]}"
     async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(counter)]):
         conv = await rested_after_one_turn(DurableAgent(temporal_client, counter, task_queue=tq))
+        starts: list[Any] = []
+        start_workflow = temporal_client.start_workflow
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            starts.append(kwargs.get("id"))
+            return start_workflow(*args, **kwargs)
+
+        monkeypatch.setattr(temporal_client, "start_workflow", counted)
         second = await conv.send("two")
         assert second.output == "2: two"
-        assert pauses.seconds == []
+        assert pauses.seconds == [] and starts == []
+        reopened = await temporal_client.get_workflow_handle(conv.id).fetch_history()
+        kinds = [EventType.Name(e.event_type) for e in reopened.events]
+        first_task = kinds.index("EVENT_TYPE_WORKFLOW_TASK_COMPLETED")
+        its_commands = kinds[first_task : kinds.index("EVENT_TYPE_WORKFLOW_TASK_SCHEDULED", 3)]
+        assert "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED" in its_commands, kinds
 
 
 async def test_closing_a_resting_conversation_closes_it_for_good(temporal_client: Client) -> None:
@@ -177,3 +191,12 @@ def test_the_recorded_rest_and_reopen_hold_what_they_were_recorded_for() -> None
     assert b'"idleTimeout":1.0' in started.input.payloads[0].data
     closed = reopened.events[-1].workflow_execution_completed_event_attributes
     assert b'"reopen"' not in closed.result.payloads[0].data  # close() is final
+    carried = [
+        EventType.Name(e.event_type) for e in history("conversation_reopened_with_turn").events
+    ]
+    first_task = carried.index("EVENT_TYPE_WORKFLOW_TASK_COMPLETED")
+    its_commands = carried[first_task : carried.index("EVENT_TYPE_WORKFLOW_TASK_SCHEDULED", 3)]
+    assert {  # the turn taken and its run started in the reopened run's first task
+        "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED",
+        "EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED",
+    } <= set(its_commands)

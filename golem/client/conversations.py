@@ -19,6 +19,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from pydantic import TypeAdapter
 from temporalio.client import (
     Client,
+    WithStartWorkflowOperation,
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
@@ -134,25 +135,47 @@ async def reopen(client: Client, conversation_id: str) -> bool:
     """Reopen a conversation that rests (closed itself after its idle timeout): its next
     workflow run starts from the input its last one left, as continue-as-new would.
     ``False`` when it does not rest (closed for good, failed, terminated)."""
-    latest = client.get_workflow_handle(conversation_id)
-    description = await latest.describe()
+    start = await _reopening(client, conversation_id)
+    if isinstance(start, bool):
+        return start
+    following, options = start
+    await client.start_workflow(ConversationWorkflow.run, following, **options)
+    return True
+
+
+async def reopening(
+    client: Client, conversation_id: str
+) -> WithStartWorkflowOperation[Any, Any] | bool:
+    """``reopen`` for a turn to carry: the start of the next workflow run, sent with the
+    turn (update-with-start: the run's first task takes it, one call in all); ``True`` when
+    it runs again already (another client reopened it), ``False`` when it does not rest."""
+    start = await _reopening(client, conversation_id)
+    if isinstance(start, bool):
+        return start
+    following, options = start
+    return WithStartWorkflowOperation(ConversationWorkflow.run, following, **options)
+
+
+async def _reopening(
+    client: Client, conversation_id: str
+) -> tuple[ConversationInput, dict[str, Any]] | bool:
+    """A rested conversation's next input and start options; ``True``: it runs (another
+    client reopened it), ``False``: it does not rest."""
+    description = await client.get_workflow_handle(conversation_id).describe()
     if description.status == WorkflowExecutionStatus.RUNNING:
-        return True  # another client reopened it meanwhile
+        return True
     following = await rested(client, conversation_id, description.status)
     if following is None:
         return False
-    await client.start_workflow(
-        ConversationWorkflow.run,
-        following,
-        id=conversation_id,
-        task_queue=description.task_queue,
-        search_attributes=description.typed_search_attributes,
-        static_summary=f"{following.agent}: conversation",
+    return following, {
+        "id": conversation_id,
+        "task_queue": description.task_queue,
+        "search_attributes": description.typed_search_attributes,
+        "static_summary": f"{following.agent}: conversation",
         # Only a rested run is followed so: a conversation closed for good stays closed.
-        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-    )
-    return True
+        "id_reuse_policy": WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        "id_conflict_policy": WorkflowIDConflictPolicy.USE_EXISTING,
+    }
 
 
 async def rested(
@@ -261,8 +284,9 @@ class DurableConversation(Generic[OutputT]):
     def _update(
         self, turn: TurnInput, recovery: TurnRecovery, accepted: asyncio.Event | None = None
     ) -> Awaitable[TurnOutput]:
+        client = self.agent.client
         return take_turn(
-            self.handle, turn, recovery, lambda: reopen(self.agent.client, self.id), accepted
+            client, self.handle, turn, recovery, lambda: reopening(client, self.id), accepted
         )
 
     async def _finish(self, sent: Awaitable[TurnOutput], recovery: TurnRecovery) -> Result[OutputT]:

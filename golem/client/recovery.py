@@ -22,8 +22,11 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio.client import (
+    Client,
+    WithStartWorkflowOperation,
     WorkflowHandle,
     WorkflowUpdateFailedError,
+    WorkflowUpdateHandle,
     WorkflowUpdateRPCTimeoutOrCancelledError,
     WorkflowUpdateStage,
 )
@@ -90,28 +93,24 @@ class TurnRecovery:
 
 
 async def take_turn(
+    client: Client,
     handle: WorkflowHandle[Any, Any],
     turn: TurnInput,
     recovery: TurnRecovery,
-    reopen: Callable[[], Awaitable[bool]],
+    reopen: Callable[[], Awaitable[WithStartWorkflowOperation[Any, Any] | bool]],
     accepted: asyncio.Event | None = None,
 ) -> TurnOutput:
     """Send ``turn`` until the conversation takes it, within ``recovery``'s deadline, then
     await its answer (unbounded: the turn's own run). A refusal while the conversation
-    continues as new sends it again; a conversation that rests is reopened first (``reopen``:
-    ``False`` when it does not rest, and the call's error stands). ``accepted`` is set once
-    the conversation has taken it."""
+    continues as new sends it again; a conversation that rests is reopened with the turn
+    (``reopen``: the start the turn carries, ``True`` when it runs again already, ``False``
+    when it does not rest, and the call's error stands). ``accepted`` is set once the
+    conversation has taken it."""
+    reopened: WithStartWorkflowOperation[Any, Any] | None = None
     while True:
         try:
-            update = await recovery.within(
-                handle.start_update(
-                    names.SEND,
-                    turn,
-                    id=turn.update_id(),
-                    wait_for_stage=WorkflowUpdateStage.ACCEPTED,
-                    result_type=TurnOutput,
-                )
-            )
+            sending, reopened = _send(client, handle, turn, reopened), None  # a start is used once
+            update = await recovery.within(sending)
             if accepted is not None:
                 accepted.set()
             out: TurnOutput = await update.result()
@@ -123,9 +122,37 @@ async def take_turn(
             # update, sent again, lands on the next workflow run.
             await recovery.again("it was continuing as new", exc)
         except RPCError as exc:
-            if not await recovery.within(reopen()):
+            start = await recovery.within(reopen())
+            if start is False:
                 raise
+            reopened = None if start is True else start
             await recovery.again("it rested, and was being reopened", exc, at_once=True)
+
+
+def _send(
+    client: Client,
+    handle: WorkflowHandle[Any, Any],
+    turn: TurnInput,
+    reopened: WithStartWorkflowOperation[Any, Any] | None,
+) -> Awaitable[WorkflowUpdateHandle[TurnOutput]]:
+    """The turn's update; with ``reopened``, carried by the start of the conversation's next
+    run."""
+    if reopened is None:
+        return handle.start_update(
+            names.SEND,
+            turn,
+            id=turn.update_id(),
+            wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+            result_type=TurnOutput,
+        )
+    return client.start_update_with_start_workflow(
+        names.SEND,
+        turn,
+        start_workflow_operation=reopened,
+        id=turn.update_id(),
+        wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+        result_type=TurnOutput,
+    )
 
 
 def turn_runs(transcript: Sequence[Message], run_id: str) -> tuple[list[str], int]:
