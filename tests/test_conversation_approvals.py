@@ -10,9 +10,16 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from temporalio import workflow
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.worker import Worker
+from temporalio.worker import (
+    HandleSignalInput,
+    Interceptor,
+    Worker,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+)
 from test_conversation_boundaries import budgeted, continued
 from test_durable_approvals import (
     asks_two,
@@ -28,6 +35,7 @@ from golem import Agent, ApprovalPolicy, Approve, Ask, Deny, Message, Rule, Tool
 from golem.client import ConversationClosedError, DurableAgent, pending
 from golem.models import FunctionModel
 from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT
+from golem.wire import names
 from golem.worker import GolemPlugin
 
 
@@ -423,4 +431,46 @@ async def test_a_conversation_turn_is_answered_paused_only_once_its_evaluations_
     assert still_sending
     assert [c.id for c in paused.pending_approvals] == ["t2"]
     assert "calls ['t1'] are decided already (t1 by evaluator:reviewer)" in str(twice.value)
+    assert not done.paused and executed == [1, 2]
+
+
+class _HeardLate(Interceptor):
+    """Workflows on this worker hear a run's pause report 3 s late."""
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor]:
+        return _HeardLateInbound
+
+
+class _HeardLateInbound(WorkflowInboundInterceptor):
+    async def handle_signal(self, input: HandleSignalInput) -> None:
+        if input.signal == names.PAUSED:
+            await workflow.sleep(3)
+        await super().handle_signal(input)
+
+
+async def test_an_approval_sent_before_the_conversation_heard_of_the_pause_waits_for_it(
+    temporal_client: Client,
+) -> None:
+    """The turn's run lists its calls as waiting (what ``approve`` checks, and a person
+    reads) a little before its conversation hears of the pause: an answer in between goes
+    again until the conversation knows, instead of "no turn of this conversation waits"."""
+    executed: list[int] = []
+    agent = asks_two(executed)
+    tq = f"late-{uuid.uuid4().hex[:8]}"
+    plugin = GolemPlugin(agent)
+    async with Worker(
+        temporal_client, task_queue=tq, plugins=[plugin], interceptors=[_HeardLate()]
+    ):
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        sent = asyncio.ensure_future(conv.send("pay"))
+
+        async def the_run_waits() -> bool:
+            return [c.id for c in await conv._waiting()] == ["t1", "t2"]
+
+        await eventually(the_run_waits, what="the turn's run waiting for t1 and t2")
+        done = await asyncio.wait_for(conv.approve({"t1": True, "t2": True}, by="dana"), 30)
+        paused = await asyncio.wait_for(sent, 30)
+    assert [c.id for c in paused.pending_approvals] == ["t1", "t2"]
     assert not done.paused and executed == [1, 2]

@@ -26,7 +26,7 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import FailureError, WorkflowAlreadyStartedError
+from temporalio.exceptions import ApplicationError, FailureError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from golem.approvals import DecisionInput
@@ -327,16 +327,38 @@ class DurableConversation(Generic[OutputT]):
         return await self._decide(given)
 
     async def _decide(self, given: Mapping[str, Decision]) -> Result[OutputT]:
-        """Send decisions (or client-run tools' results) to the turn that waits."""
-        try:
-            out: TurnOutput = await self.handle.execute_update(
-                names.APPROVE, dict(given), result_type=TurnOutput
-            )
-        except WorkflowUpdateFailedError as exc:
-            raise await self._turn_error(exc, "") from exc
-        except RPCError as exc:
-            raise await self._closed_or(exc) from exc
-        return await self._turn_result(out, out.run.run_id)
+        """Send decisions (or client-run tools' results) to the turn that waits. Its run
+        lists the calls a little before the conversation hears of the pause: an answer sent
+        in between goes again, while the run still waits for every call it names (within
+        ``recovery_timeout``)."""
+        loop = asyncio.get_running_loop()
+        deadline, pause = loop.time() + self.recovery_timeout.total_seconds(), 0.02
+        while True:
+            try:
+                out: TurnOutput = await self.handle.execute_update(
+                    names.APPROVE, dict(given), result_type=TurnOutput
+                )
+            except WorkflowUpdateFailedError as exc:
+                if loop.time() < deadline and await self._not_heard_yet(exc, given):
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, 1.0)
+                    continue
+                raise await self._turn_error(exc, "") from exc
+            except RPCError as exc:
+                raise await self._closed_or(exc) from exc
+            return await self._turn_result(out, out.run.run_id)
+
+    async def _not_heard_yet(
+        self, exc: WorkflowUpdateFailedError, given: Mapping[str, Decision]
+    ) -> bool:
+        """The conversation refused ``given`` (its validator: nothing was recorded) while its
+        turn's run waits for every call named: it has not heard of the pause yet. A refusal
+        of the decisions themselves (none named, unknown, decided, due) names calls the run
+        no longer waits for, or none."""
+        cause = exc.cause
+        if not (isinstance(cause, ApplicationError) and cause.type == names.APPROVALS_WAITING):
+            return False
+        return bool(given) and set(given) <= {call.id for call in await self._waiting()}
 
     async def complete(self, results: Mapping[str, object], *, by: str = "") -> Result[OutputT]:
         """Answer the client-run tools' calls the turn waits for, as ``DurableRun.complete``
