@@ -55,6 +55,26 @@ async def test_a_child_run_is_a_child_workflow_with_the_callers_lineage(
     )
 
 
+async def test_a_ctx_delegate_sub_run_starts_eagerly_on_the_worker_that_starts_it(
+    temporal_client: Client,
+) -> None:
+    billing = echo_agent("billing")
+    caller = caller_agent("caller", lambda p: calls(("c1", "ask", {})))
+
+    @caller.tool
+    async def ask(ctx: RunContext[Any]) -> str:
+        """Ask billing."""
+        return (await ctx.delegate(billing, "refund")).output
+
+    async with serve(temporal_client, caller, billing) as tq:
+        result = await DurableAgent(temporal_client, caller, task_queue=tq).run("help")
+    [sub_run] = result.sub_runs
+    events = temporal_client.get_workflow_handle(sub_run).fetch_history_events()
+    started = await anext(aiter(events))
+    # Its first workflow task came back with the start: no trip through the task queue.
+    assert started.workflow_execution_started_event_attributes.eager_execution_accepted
+
+
 @pytest.mark.parametrize("depth", [1, 2], ids=["child", "grandchild"])
 async def test_a_delegates_approval_surfaces_at_the_top_and_is_answered_there(
     temporal_client: Client, depth: int
