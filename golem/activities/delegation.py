@@ -117,7 +117,8 @@ class ActivityDelegator:
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,  # a retry attaches
                 # Its first workflow task comes back with the start, to this worker (which
                 # serves it): no trip through the task queue (a busy worker declines it).
-                request_eager_start=True,
+                # A versioned worker leaves the version to the deployment's routing.
+                request_eager_start=not registry.settings(info.task_queue).versioned,
             )
 
         try:
