@@ -5,6 +5,7 @@ caller's stream."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import pytest
@@ -17,13 +18,16 @@ from delegation_agents import (
     triage_of,
 )
 from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.worker import Worker
 from test_conversation import serve
 from test_durable_approvals import slow_reviewer
 from waiting import eventually
 
 from golem import Agent, ApprovalPolicy, RunContext, RunError
 from golem.client import DurableAgent, pending
+from golem.client.deployments import WorkerDeployment
 from golem.wire.lineage import AGENT, CONVERSATION_ID, PARENT_RUN_ID
+from golem.worker import GolemPlugin
 
 
 async def test_a_child_run_is_a_child_workflow_with_the_callers_lineage(
@@ -53,6 +57,51 @@ async def test_a_child_run_is_a_child_workflow_with_the_callers_lineage(
         sum(e.HasField("start_child_workflow_execution_initiated_event_attributes") for e in events)
         == 1
     )
+
+
+def asking_billing() -> tuple[Agent[Any, Any], Agent[Any, Any]]:
+    """A caller whose tool asks billing with ctx.delegate, and billing."""
+    billing = echo_agent("billing")
+    caller = caller_agent("caller", lambda p: calls(("c1", "ask", {})))
+
+    @caller.tool
+    async def ask(ctx: RunContext[Any]) -> str:
+        """Ask billing."""
+        return (await ctx.delegate(billing, "refund")).output
+
+    return caller, billing
+
+
+async def started_eagerly(client: Client, result: Any) -> bool:
+    """Whether the run's one sub-run's first workflow task came back with its start."""
+    [sub_run] = result.sub_runs
+    events = client.get_workflow_handle(sub_run).fetch_history_events()
+    started = await anext(aiter(events))
+    return started.workflow_execution_started_event_attributes.eager_execution_accepted
+
+
+async def test_a_ctx_delegate_sub_run_starts_eagerly_on_the_worker_that_starts_it(
+    temporal_client: Client,
+) -> None:
+    caller, billing = asking_billing()
+    async with serve(temporal_client, caller, billing) as tq:
+        result = await DurableAgent(temporal_client, caller, task_queue=tq).run("help")
+    # No trip through the task queue: the worker running the tool runs its first task.
+    assert await started_eagerly(temporal_client, result)
+
+
+async def test_a_versioned_workers_ctx_delegate_sub_run_goes_through_the_task_queue(
+    temporal_client: Client,
+) -> None:
+    caller, billing = asking_billing()
+    task_queue, name = f"eager-{uuid.uuid4().hex[:8]}", f"eager-{uuid.uuid4().hex[:6]}"
+    plugin = GolemPlugin(caller, billing, deployment=(name, "v1"))
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[plugin]):
+        await WorkerDeployment(temporal_client, name).set_current("v1", timeout=20)
+        result = await DurableAgent(temporal_client, caller, task_queue=task_queue).run("help")
+    assert result.output == "done: refund"
+    # The version that runs it is the deployment's to route, as for any run started.
+    assert not await started_eagerly(temporal_client, result)
 
 
 @pytest.mark.parametrize("depth", [1, 2], ids=["child", "grandchild"])

@@ -115,6 +115,10 @@ class ActivityDelegator:
                 static_details=lineage.details(run_id, conversation, name),
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,  # a retry attaches
+                # Its first workflow task comes back with the start, to this worker (which
+                # serves it): no trip through the task queue (a busy worker declines it).
+                # A versioned worker leaves the version to the deployment's routing.
+                request_eager_start=not registry.settings(info.task_queue).versioned,
             )
 
         try:

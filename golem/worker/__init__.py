@@ -242,12 +242,15 @@ class GolemPlugin(SimplePlugin):
 
 
 def _stored(settings: registry.WorkerSettings, config: Any) -> registry.WorkerSettings:
-    """``settings`` with the threshold of the external storage the worker writes with."""
+    """``settings`` with the threshold of the external storage the worker writes with, and
+    whether the worker is a version of a Worker Deployment."""
     client = config.get("client")
     converter = client.data_converter if client else config.get("data_converter")
     storage = converter.external_storage if converter else None
     threshold = storage.payload_size_threshold if storage else None
-    return dataclasses.replace(settings, stored_bytes=threshold)
+    deployment = config.get("deployment_config")
+    versioned = deployment is not None and deployment.use_worker_versioning
+    return dataclasses.replace(settings, stored_bytes=threshold, versioned=versioned)
 
 
 def _mcp(

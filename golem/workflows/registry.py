@@ -27,6 +27,9 @@ class WorkerSettings:
     stored_bytes: int | None = None
     """External storage's threshold: new messages this large ride the input too (the store
     takes the payload, history keeps a reference); ``None``: no external storage."""
+    versioned: bool = False
+    """The worker is a version of a Worker Deployment: the runs it starts are routed by the
+    deployment, never started eagerly on itself."""
 
 
 _agents: dict[str, dict[str, Agent[Any, Any]]] = {}
