@@ -230,7 +230,7 @@ async def test_an_mcp_call_heartbeats_while_its_server_works_and_outlives_the_he
     temporal_client: Client, tmp_path: Path
 ) -> None:
     [agent, _] = agents(tmp_path)  # calls slow, which answers once the test releases it
-    async with serve(temporal_client, agent, heartbeat=1) as tq:
+    async with serve(temporal_client, agent, heartbeat=2) as tq:
         run = await DurableAgent(temporal_client, agent, task_queue=tq).start("go")
 
         async def heartbeat_heard() -> bool:
@@ -239,7 +239,7 @@ async def test_an_mcp_call_heartbeats_while_its_server_works_and_outlives_the_he
             calls = [a for a in pending if a.activity_type.name.endswith(".call-tool")]
             return any(a.HasField("last_heartbeat_time") for a in calls)
 
-        # Past 1 s without a heartbeat the attempt would time out and run slow again.
+        # Past 2 s without a heartbeat the attempt would time out and run slow again.
         await eventually(heartbeat_heard, what="the MCP call's heartbeat", timeout=20)
         (tmp_path / "release").touch()
         result = await run.result()
