@@ -1,10 +1,12 @@
 """Tools from MCP servers, measured side by side in one run (offline, the local dev server).
 
 1. One MCP tool call (examples/mcp_notes_server.py's read_note, over stdio and over
-   streamable HTTP): a direct call on an open mcp SDK ``Client``; inside a golem run in
+   streamable HTTP): a direct call on an open mcp SDK ``Client``, back to back, and each
+   after a pause as long as a durable run's between its calls (the server idle meanwhile,
+   as it is in a run: a round trip to an idle server costs more); inside a golem run in
    process (tool_start to tool_end); inside a durable run (the call-tool activity,
    scheduled to completed, from the run's history). A local golem tool doing the same
-   in-process work is the reference row.
+   in-process work is the reference row; durable/local is the MCP call's cost against it.
 2. The tool list, per run: a one-turn run with the MCP toolset minus the same run without
    it, run in turn (in process the run starts, lists and stops its stdio server; inside
    ``async with agent:`` the runs share one connection, so it only lists; durably one
@@ -79,11 +81,13 @@ def agent(name: str, turns: int, server: MCPServer | None) -> Agent[Any, str]:
     return local
 
 
-async def direct(params: Any, calls: int) -> list[float]:
+async def direct(params: Any, calls: int, pause: float = 0.0) -> list[float]:
+    """Each call's time on one open client, ``pause`` seconds after the last one ended."""
     async with Client(params, cache=None) as client:
         await client.call_tool("read_note", ARGS)  # warm
         times = []
         for _ in range(calls):
+            await asyncio.sleep(pause)
             start = time.perf_counter()
             await client.call_tool("read_note", ARGS)
             times.append(time.perf_counter() - start)
@@ -116,6 +120,24 @@ async def activity_times(client: TemporalClient, run_id: str, kind: str) -> list
             first = e.activity_task_completed_event_attributes.scheduled_event_id
             if names[first].endswith(kind):
                 times.append(at - scheduled[first])
+    return times
+
+
+async def pauses(client: TemporalClient, run_id: str, kind: str) -> list[float]:
+    """From each activity whose type ends with ``kind`` completing to the next's scheduling."""
+    completed: float | None = None
+    names: dict[int, str] = {}
+    times = []
+    async for e in client.get_workflow_handle(run_id).fetch_history_events():
+        at = e.event_time.ToDatetime().timestamp()
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            names[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
+            if names[e.event_id].endswith(kind) and completed is not None:
+                times.append(at - completed)
+        elif e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            first = e.activity_task_completed_event_attributes.scheduled_event_id
+            if names[first].endswith(kind):
+                completed = at
     return times
 
 
@@ -171,9 +193,8 @@ async def main(calls: int, runs: int) -> None:
                 params = StdioServerParameters(
                     command=sys.executable, args=[str(SERVER), str(folder)]
                 )
-                row = rows[transport] = {
-                    "direct": await direct(params if transport == "stdio" else url, calls)
-                }
+                target = params if transport == "stdio" else url
+                row = rows[transport] = {"direct": await direct(target, calls)}
                 progress(f"{transport}: in process")
                 row["in process"] = await in_process(agent("bench_local", calls, server))
                 progress(f"{transport}: durably")
@@ -184,6 +205,10 @@ async def main(calls: int, runs: int) -> None:
                     await durable.run("warm")  # the worker starts its server once
                     result = await durable.run("go")
                     row["durable"] = await activity_times(client, result.run_id, ".call-tool")
+                    row["pause"] = await pauses(client, result.run_id, ".call-tool")
+                    progress(f"{transport}: direct SDK calls, paused as the durable run's")
+                    pause = statistics.median(row["pause"])
+                    row["direct paused"] = await direct(target, calls, pause)
                     progress(f"{transport}: the tool list per run")
                     lister = agent(f"bench_list_{transport}", 0, server)
                     plain = agent(f"bench_plain_{transport}", 0, None)
@@ -218,17 +243,23 @@ async def main(calls: int, runs: int) -> None:
         process.kill()
         await process.wait()
 
-    print(f"1. one tool call, median of {calls}, ms")
+    local = statistics.median(reference["durable"])
+    print(f"1. one tool call, median of {calls}, ms (paused: direct, each call after a pause)")
     print(
-        f"   {'':<22}{'direct SDK':>11}{'in process':>11}{'durable':>11}{'in proc/direct':>16}{'durable/direct':>16}"
+        f"   {'':<22}{'direct SDK':>11}{'paused':>8}{'(pause)':>8}{'in process':>11}"
+        f"{'durable':>9}{'in proc/direct':>16}{'durable/direct':>16}{'durable/local':>15}"
     )
     for transport, row in rows.items():
-        d, p, u = (statistics.median(row[k]) for k in ("direct", "in process", "durable"))
-        print(
-            f"   MCP over {transport:<13}{d * 1000:11.2f}{p * 1000:11.2f}{u * 1000:11.2f}{p / d:16.2f}{u / d:16.2f}"
+        d, s, g, p, u = (
+            statistics.median(row[k])
+            for k in ("direct", "direct paused", "pause", "in process", "durable")
         )
-    p, u = (statistics.median(reference[k]) for k in ("in process", "durable"))
-    print(f"   {'local golem tool':<22}{'':>11}{p * 1000:11.2f}{u * 1000:11.2f}")
+        print(
+            f"   MCP over {transport:<13}{d * 1000:11.2f}{s * 1000:8.2f}{g * 1000:8.2f}"
+            f"{p * 1000:11.2f}{u * 1000:9.2f}{p / d:16.2f}{u / d:16.2f}{u / local:15.2f}"
+        )
+    p = statistics.median(reference["in process"])
+    print(f"   {'local golem tool':<22}{'':>27}{p * 1000:11.2f}{local * 1000:9.2f}")
     print(
         f"2. the tool list, per run: a 1-turn run with the toolset minus without it, median of {runs}, ms"
     )

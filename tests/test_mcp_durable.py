@@ -226,6 +226,27 @@ async def test_an_at_most_once_mcp_call_whose_worker_died_is_closed_as_outcome_u
     assert not any(alive(int(pid)) for pid in lines(tmp_path, "pids"))
 
 
+async def test_an_mcp_call_heartbeats_while_its_server_works_and_outlives_the_heartbeat_timeout(
+    temporal_client: Client, tmp_path: Path
+) -> None:
+    [agent, _] = agents(tmp_path)  # calls slow, which answers once the test releases it
+    async with serve(temporal_client, agent, heartbeat=2) as tq:
+        run = await DurableAgent(temporal_client, agent, task_queue=tq).start("go")
+
+        async def heartbeat_heard() -> bool:
+            """Whether the server has heard the call's activity heartbeat."""
+            pending = (await run.handle.describe()).raw_description.pending_activities
+            calls = [a for a in pending if a.activity_type.name.endswith(".call-tool")]
+            return any(a.HasField("last_heartbeat_time") for a in calls)
+
+        # Past 2 s without a heartbeat the attempt would time out and run slow again.
+        await eventually(heartbeat_heard, what="the MCP call's heartbeat", timeout=20)
+        (tmp_path / "release").touch()
+        result = await run.result()
+    assert result.output == "finished: slow x done"
+    assert lines(tmp_path) == ["slow:x"]  # one attempt: heartbeats kept it alive
+
+
 # -- recorded runs (tests/record_mcp_histories.py) ---------------------------------------------
 
 HISTORIES = sorted((Path(__file__).parent / "histories" / "mcp").glob("*.json"))
