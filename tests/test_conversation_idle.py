@@ -150,7 +150,9 @@ async def test_a_send_to_a_resting_conversation_reopens_it_carrying_the_turn_at_
         reopened = await temporal_client.get_workflow_handle(conv.id).fetch_history()
         kinds = [EventType.Name(e.event_type) for e in reopened.events]
         first_task = kinds.index("EVENT_TYPE_WORKFLOW_TASK_COMPLETED")
-        its_commands = kinds[first_task : kinds.index("EVENT_TYPE_WORKFLOW_TASK_SCHEDULED", 3)]
+        its_commands = kinds[
+            first_task : kinds.index("EVENT_TYPE_WORKFLOW_TASK_SCHEDULED", first_task)
+        ]
         assert "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED" in its_commands, kinds
 
 

@@ -7,12 +7,19 @@ answer is lost is asked for again."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import uuid
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateHandle
+from temporalio.client import (
+    Client,
+    WithStartWorkflowOperation,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateHandle,
+)
+from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 from test_conversation import echo_agent, serve
@@ -22,7 +29,9 @@ from waiting import eventually, within
 
 from golem import Agent, Message
 from golem.client import DurableAgent, DurableConversation, TurnNotTaken
+from golem.client.recovery import TurnRecovery, take_turn
 from golem.models import FunctionModel
+from golem.wire import TurnInput
 from golem.worker import GolemPlugin
 
 
@@ -151,3 +160,70 @@ async def test_a_streamed_turn_no_worker_takes_fails_at_the_deadline_too(
         await within(read(), what="the deadline", timeout=30)
     assert (expired.value.conversation_id, expired.value.run_id) == (conv.id, run_id)
     assert "(no worker accepted it)" in str(expired.value)
+
+
+class _Closed:
+    """A conversation's handle whose run has closed (it rests) until a start of its own."""
+
+    def __init__(self) -> None:
+        self.started = False
+
+    async def start_update(self, *args: Any, **kwargs: Any) -> Any:
+        if not self.started:
+            raise RPCError("workflow execution already completed", RPCStatusCode.NOT_FOUND, b"")
+        return _Answered()
+
+
+class _Answered:
+    async def result(self) -> str:
+        return "the turn's answer"
+
+
+class _NoMultiOperation:
+    """A server with update-with-start switched off: the SDK settles the start with the
+    error it raises."""
+
+    def __init__(self) -> None:
+        self.carried: list[WithStartWorkflowOperation[Any, Any]] = []
+
+    async def start_update_with_start_workflow(
+        self, *args: Any, start_workflow_operation: Any, **kwargs: Any
+    ) -> Any:
+        self.carried.append(start_workflow_operation)
+        refused = RPCError(
+            "ExecuteMultiOperation is disabled", RPCStatusCode.PERMISSION_DENIED, b""
+        )
+        start_workflow_operation._workflow_handle.set_exception(refused)
+        raise refused
+
+
+async def test_a_server_that_refuses_the_carried_start_gets_a_start_of_its_own_at_once() -> None:
+    """Not a try a second for the whole deadline: the refusal is the server's word. The
+    start's own copy of the error is read, so asyncio reports nothing as never retrieved."""
+    handle, server, asked = _Closed(), _NoMultiOperation(), []
+
+    async def reopen(carry: bool) -> WithStartWorkflowOperation[Any, Any] | bool:
+        asked.append(carry)
+        if carry:
+            return WithStartWorkflowOperation(
+                "golem.conversation",
+                None,
+                id="c1",
+                task_queue="q",
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            )
+        handle.started = True
+        return True
+
+    async def take() -> Any:  # its tries and their errors go when it returns
+        recovery = TurnRecovery("c1", "r1", timedelta(seconds=30))
+        turn = TurnInput(run_id="r1", prompt="hi")
+        return await take_turn(server, handle, turn, recovery, reopen)  # type: ignore[arg-type]
+
+    unhandled: list[dict[str, Any]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _, context: unhandled.append(context))
+    answer = await asyncio.wait_for(take(), 10)
+    server.carried.clear()
+    gc.collect()
+    assert answer == "the turn's answer" and asked == [True, False]
+    assert [context["message"] for context in unhandled] == []

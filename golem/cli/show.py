@@ -185,7 +185,10 @@ async def show_chained(
 
 async def status_of(client: Client, conversation: RunInfo) -> str:
     """A conversation workflow's status; a resting one says what reopens it."""
-    status = await conversation_status(client, conversation.run_id, conversation.description.status)
+    description = conversation.description
+    status = await conversation_status(
+        client, conversation.run_id, description.status, description.run_id
+    )
     return "resting: its next turn reopens it" if status == "resting" else status
 
 

@@ -164,7 +164,7 @@ async def _reopening(
     description = await client.get_workflow_handle(conversation_id).describe()
     if description.status == WorkflowExecutionStatus.RUNNING:
         return True
-    following = await rested(client, conversation_id, description.status)
+    following = await rested(client, conversation_id, description.status, description.run_id)
     if following is None:
         return False
     return following, {
@@ -179,23 +179,33 @@ async def _reopening(
 
 
 async def rested(
-    client: Client, conversation_id: str, status: WorkflowExecutionStatus | None
+    client: Client,
+    conversation_id: str,
+    status: WorkflowExecutionStatus | None,
+    run_id: str | None = None,
 ) -> ConversationInput | None:
-    """The input that reopens conversation ``conversation_id`` when its latest workflow run
-    (of ``status``) rested, else ``None``. Read from its history: no worker needed."""
+    """The input that reopens conversation ``conversation_id`` when its workflow run
+    ``run_id`` (its latest when ``None``; of ``status``) rested, else ``None``. Read from its
+    history: no worker needed. Never waits for a run another client reopened meanwhile."""
     if status != WorkflowExecutionStatus.COMPLETED:
         return None
-    latest = client.get_workflow_handle(conversation_id, result_type=ConversationSummary)
-    summary: ConversationSummary = await latest.result()
+    latest = client.get_workflow_handle(
+        conversation_id, run_id=run_id, result_type=ConversationSummary
+    )
+    summary: ConversationSummary = await latest.result(follow_runs=False)
     return summary.reopen
 
 
 async def conversation_status(
-    client: Client, conversation_id: str, status: WorkflowExecutionStatus | None
+    client: Client,
+    conversation_id: str,
+    status: WorkflowExecutionStatus | None,
+    run_id: str | None = None,
 ) -> str:
-    """A conversation workflow's status as a user reads it: ``resting`` when it closed
-    itself after its idle timeout (its next turn reopens it), else Temporal's (lowercase)."""
-    if await rested(client, conversation_id, status) is not None:
+    """A conversation workflow's status as a user reads it: ``resting`` when its run
+    ``run_id`` (of ``status``) closed itself after its idle timeout (its next turn reopens
+    it), else Temporal's (lowercase)."""
+    if await rested(client, conversation_id, status, run_id) is not None:
         return "resting"
     return status.name.lower() if status is not None else "unknown"
 
@@ -285,9 +295,11 @@ class DurableConversation(Generic[OutputT]):
         self, turn: TurnInput, recovery: TurnRecovery, accepted: asyncio.Event | None = None
     ) -> Awaitable[TurnOutput]:
         client = self.agent.client
-        return take_turn(
-            client, self.handle, turn, recovery, lambda: reopening(client, self.id), accepted
-        )
+
+        def reopen_it(carry: bool) -> Awaitable[WithStartWorkflowOperation[Any, Any] | bool]:
+            return reopening(client, self.id) if carry else reopen(client, self.id)
+
+        return take_turn(client, self.handle, turn, recovery, reopen_it, accepted)
 
     async def _finish(self, sent: Awaitable[TurnOutput], recovery: TurnRecovery) -> Result[OutputT]:
         """The turn's ``Result`` once its update returns, or its ``RunError``."""
@@ -358,7 +370,11 @@ class DurableConversation(Generic[OutputT]):
         cause = exc.cause
         if not (isinstance(cause, ApplicationError) and cause.type == names.APPROVALS_WAITING):
             return False
-        return bool(given) and set(given) <= {call.id for call in await self._waiting()}
+        try:
+            waiting = {call.id for call in await self._waiting()}
+        except Exception:  # the run cannot be asked: the refusal stands, as it was given
+            return False
+        return bool(given) and set(given) <= waiting
 
     async def complete(self, results: Mapping[str, object], *, by: str = "") -> Result[OutputT]:
         """Answer the client-run tools' calls the turn waits for, as ``DurableRun.complete``
@@ -513,7 +529,8 @@ class DurableConversation(Generic[OutputT]):
         description = await self.handle.describe()
         if description.status == WorkflowExecutionStatus.RUNNING:
             return exc
-        if await rested(self.agent.client, self.id, description.status) is not None:
+        client = self.agent.client
+        if await rested(client, self.id, description.status, description.run_id) is not None:
             return ConversationClosedError(
                 f"conversation {self.id} rests (idle): nothing waits in it; its next turn "
                 "reopens it"

@@ -17,6 +17,7 @@ run id) is the same turn, so it is safe to send again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -92,25 +93,34 @@ class TurnRecovery:
         self._pause = min(self._pause * 2, 1.0)
 
 
+#: Failures of a call that pass by themselves: anything else from the start a turn carried
+#: is the server refusing it (update-with-start may be switched off on it).
+PASSING = frozenset(
+    {RPCStatusCode.UNAVAILABLE, RPCStatusCode.RESOURCE_EXHAUSTED, RPCStatusCode.ABORTED}
+)
+
+
 async def take_turn(
     client: Client,
     handle: WorkflowHandle[Any, Any],
     turn: TurnInput,
     recovery: TurnRecovery,
-    reopen: Callable[[], Awaitable[WithStartWorkflowOperation[Any, Any] | bool]],
+    reopen: Callable[[bool], Awaitable[WithStartWorkflowOperation[Any, Any] | bool]],
     accepted: asyncio.Event | None = None,
 ) -> TurnOutput:
     """Send ``turn`` until the conversation takes it, within ``recovery``'s deadline, then
     await its answer (unbounded: the turn's own run). A refusal while the conversation
     continues as new sends it again; a conversation that rests is reopened with the turn
-    (``reopen``: the start the turn carries, ``True`` when it runs again already, ``False``
-    when it does not rest, and the call's error stands). ``accepted`` is set once the
-    conversation has taken it."""
+    (``reopen(True)``: the start the turn carries, ``True`` when it runs again already,
+    ``False`` when it does not rest, and the call's error stands). A server that refuses
+    the carried start gets a start of its own (``reopen(False)``), whose error stands.
+    ``accepted`` is set once the conversation has taken it."""
     reopened: WithStartWorkflowOperation[Any, Any] | None = None
+    carry = True
     while True:
+        carried, reopened = reopened, None  # a start is used once
         try:
-            sending, reopened = _send(client, handle, turn, reopened), None  # a start is used once
-            update = await recovery.within(sending)
+            update = await recovery.within(_send(client, handle, turn, carried))
             if accepted is not None:
                 accepted.set()
             out: TurnOutput = await update.result()
@@ -122,37 +132,46 @@ async def take_turn(
             # update, sent again, lands on the next workflow run.
             await recovery.again("it was continuing as new", exc)
         except RPCError as exc:
-            start = await recovery.within(reopen())
+            if carried is not None and exc.status not in PASSING:
+                carry = False
+            start = await recovery.within(reopen(carry))
             if start is False:
                 raise
             reopened = None if start is True else start
             await recovery.again("it rested, and was being reopened", exc, at_once=True)
 
 
-def _send(
+async def _send(
     client: Client,
     handle: WorkflowHandle[Any, Any],
     turn: TurnInput,
     reopened: WithStartWorkflowOperation[Any, Any] | None,
-) -> Awaitable[WorkflowUpdateHandle[TurnOutput]]:
+) -> WorkflowUpdateHandle[TurnOutput]:
     """The turn's update; with ``reopened``, carried by the start of the conversation's next
     run."""
     if reopened is None:
-        return handle.start_update(
+        return await handle.start_update(
             names.SEND,
             turn,
             id=turn.update_id(),
             wait_for_stage=WorkflowUpdateStage.ACCEPTED,
             result_type=TurnOutput,
         )
-    return client.start_update_with_start_workflow(
-        names.SEND,
-        turn,
-        start_workflow_operation=reopened,
-        id=turn.update_id(),
-        wait_for_stage=WorkflowUpdateStage.ACCEPTED,
-        result_type=TurnOutput,
-    )
+    try:
+        return await client.start_update_with_start_workflow(
+            names.SEND,
+            turn,
+            start_workflow_operation=reopened,
+            id=turn.update_id(),
+            wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+            result_type=TurnOutput,
+        )
+    except (RPCError, WorkflowUpdateRPCTimeoutOrCancelledError):
+        # The SDK gave the start the same error (it is settled by now): read it there too,
+        # or asyncio logs it as never retrieved.
+        with contextlib.suppress(Exception):
+            await reopened.workflow_handle()
+        raise
 
 
 def turn_runs(transcript: Sequence[Message], run_id: str) -> tuple[list[str], int]:
