@@ -20,6 +20,7 @@ from waiting import eventually
 from golem import Message
 from golem.agent import Agent
 from golem.client import ConversationClosedError, DurableAgent, DurableConversation, recovery
+from golem.client.conversations import rested
 from golem.models import FunctionModel
 from golem.wire import ConversationSummary
 from golem.worker import GolemPlugin
@@ -154,6 +155,23 @@ async def test_a_send_to_a_resting_conversation_reopens_it_carrying_the_turn_at_
             first_task : kinds.index("EVENT_TYPE_WORKFLOW_TASK_SCHEDULED", first_task)
         ]
         assert "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED" in its_commands, kinds
+
+
+async def test_the_rested_input_is_the_runs_that_rested_not_a_later_ones(
+    temporal_client: Client,
+) -> None:
+    """Read by run id, without following: a client that read a rested run's status while
+    another reopened the conversation gets that run's input at once, not (after waiting for
+    it to rest too) the reopened run's."""
+    tq = f"idle-{uuid.uuid4().hex[:8]}"
+    async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(counter)]):
+        conv = await rested_after_one_turn(DurableAgent(temporal_client, counter, task_queue=tq))
+        handle = temporal_client.get_workflow_handle(conv.id)
+        first = await handle.describe()
+        await conv.send("two")  # reopened by "another client"
+        completed = WorkflowExecutionStatus.COMPLETED
+        following = await rested(temporal_client, conv.id, completed, first.run_id)
+    assert following is not None and [m.content for m in following.messages] == ["one", "1: one"]
 
 
 async def test_closing_a_resting_conversation_closes_it_for_good(temporal_client: Client) -> None:
