@@ -188,6 +188,9 @@ async def test_a_request_describes_its_thread_once(
         await agui(http, thread, messages=asked)  # the turn waits for refund-42's approval
         monkeypatch.setattr(service, "describe_workflow_execution", counted)
         again = await agui(http, thread, messages=asked)  # a reconnect
+        monkeypatch.undo()
+        denied = [{"interruptId": "refund-42", "status": "cancelled"}]
+        await agui(http, thread, messages=asked, resume=denied)  # nothing left waiting
 
     assert kinds(again)[:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"]
     assert kinds(again)[-1] == "RUN_FINISHED"
