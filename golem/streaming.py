@@ -19,7 +19,6 @@ are). ``offset`` counts the run's own items only. See docs/adr/0007-live-streams
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -96,6 +95,7 @@ class DurableRunStream(StreamResult[OutputT]):
         self._start = run if callable(run) else None
         self._offset = from_offset
         self._read = from_offset  # where the run's own items not yet read begin
+        self._end_at: int | None = None  # where the stream stood when the run paused
         # A conversation turn's Result is its update's, not its run's (run.result()).
         self._outcome = outcome
         self._on_close = on_close
@@ -136,13 +136,22 @@ class DurableRunStream(StreamResult[OutputT]):
             assert self._start is not None
             self._run = await self._start()
         run = self._run
-        tree = _Tree(run.handle, run.conversation_id, run.run_id, self._paused)
-        tree.add(self._own(run, tree))
-        async with aclosing(tree.events()) as events:
-            async for event, offset in events:
-                if offset >= 0:  # one of the run's own: the offset after it
-                    self._offset = offset
-                yield event
+        tree = _Tree(run.handle, run.conversation_id, run.run_id)
+        own = tree.add(self._own(run, tree))
+        # One watch per stream, not a task per item: the run's own reader is stopped only
+        # once the run waits for a person.
+        watch = None
+        if self._paused is not None:
+            watch = asyncio.ensure_future(self._stop_when_paused(run, self._paused, tree, own))
+        try:
+            async with aclosing(tree.events()) as events:
+                async for event, offset in events:
+                    if offset >= 0:  # one of the run's own: the offset after it
+                        self._offset = offset
+                    yield event
+        finally:
+            if watch is not None:
+                watch.cancel()
         self._offset = self._read
 
     async def _own(self, run: DurableRun[OutputT], tree: _Tree) -> AsyncGenerator[Positioned, None]:
@@ -151,7 +160,7 @@ class DurableRunStream(StreamResult[OutputT]):
         events = _Events(run.run_id, run.conversation_id, run.agent, tree.follow)
         items = _subscribe(run.handle, self._read)
         async with aclosing(items):
-            async for event in events.read(self._until_paused(run, items), self._read_up_to):
+            async for event in events.read(self._up_to_pause(items), self._read_up_to):
                 yield event, self._read
         if not events.ended:
             tree.stop_others()  # it waits for a person: so do the runs below it
@@ -159,38 +168,31 @@ class DurableRunStream(StreamResult[OutputT]):
     def _read_up_to(self, item: WorkflowStreamItem[RawValue]) -> None:
         self._read = item.offset + 1
 
-    async def _until_paused(
-        self, run: DurableRun[OutputT], items: AsyncGenerator[WorkflowStreamItem[RawValue], None]
+    async def _up_to_pause(
+        self, items: AsyncGenerator[WorkflowStreamItem[RawValue], None]
     ) -> AsyncGenerator[WorkflowStreamItem[RawValue], None]:
-        """``items``; once ``paused`` says the run waits for a person (its stream does not
-        end then), only those already published."""
-        if self._paused is None:
-            async for item in items:
-                yield item
-            return
-        pausing = asyncio.ensure_future(self._paused())
-        step: asyncio.Future[WorkflowStreamItem[RawValue]] | None = None
-        end_at: int | None = None
-        try:
-            while end_at is None or self._read < end_at:
-                step = asyncio.ensure_future(anext(items))
-                if end_at is None:
-                    await asyncio.wait([step, pausing], return_when=asyncio.FIRST_COMPLETED)
-                    if pausing.done():
-                        # Everything before the pause is published: read up to there.
-                        end_at = await WorkflowStreamClient(run.handle).get_offset()
-                        if self._read >= end_at and not step.done():
-                            return
-                try:
-                    yield await step
-                except StopAsyncIteration:
-                    return
-        finally:
-            pausing.cancel()
-            if step is not None and not step.done():
-                step.cancel()  # a poll in flight: end it before the subscription closes
-                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                    await step
+        """``items``; once the run waits for a person (its stream does not end then), only
+        those published before the pause (``_end_at``)."""
+        async for item in items:
+            yield item
+            if self._end_at is not None and self._read >= self._end_at:
+                return
+
+    async def _stop_when_paused(
+        self,
+        run: DurableRun[OutputT],
+        paused: Callable[[], Awaitable[None]],
+        tree: _Tree,
+        own: asyncio.Task[None],
+    ) -> None:
+        """Once ``paused`` says the run waits for a person: the runs below it stop being read
+        (a handed-over turn's may wait after the run itself ended), and the run's own reader
+        stops at what was published before the pause (at once, when it has read it all)."""
+        await paused()
+        tree.stop_others()
+        self._end_at = await WorkflowStreamClient(run.handle).get_offset()
+        if self._read >= self._end_at:
+            own.cancel()  # waiting in a poll for items the pause will not publish
 
 
 async def _running(run: DurableRun[OutputT]) -> bool:
@@ -285,23 +287,17 @@ Positioned = tuple[RunEvent, int]
 class _Tree:
     """The events of a run and of every run below it, merged as they arrive."""
 
-    def __init__(
-        self,
-        handle: WorkflowHandle[Any, Any],
-        conversation_id: str,
-        run_id: str,
-        paused: Callable[[], Awaitable[None]] | None = None,
-    ) -> None:
+    def __init__(self, handle: WorkflowHandle[Any, Any], conversation_id: str, run_id: str) -> None:
         self.client = handle._client  # the handle's own: Temporal's handle has no public one
-        self.paused = paused
-        """Returns once the turn waits for a person (then the runs below stop being read)."""
         self.conversation_id = conversation_id
         self.followed = {run_id}
         self.queue: asyncio.Queue[Positioned | Exception | None] = asyncio.Queue()
         self.pumps: list[asyncio.Task[None]] = []
 
-    def add(self, events: AsyncGenerator[Positioned, None]) -> None:
-        self.pumps.append(asyncio.ensure_future(self._pump(events)))
+    def add(self, events: AsyncGenerator[Positioned, None]) -> asyncio.Task[None]:
+        pump = asyncio.ensure_future(self._pump(events))
+        self.pumps.append(pump)
+        return pump
 
     def follow(self, run_id: str, agent: str) -> None:
         """Read the stream of run ``run_id`` too (once, however often it is named)."""
@@ -335,7 +331,6 @@ class _Tree:
 
     async def events(self) -> AsyncGenerator[Positioned, None]:
         ended = 0
-        watch = asyncio.ensure_future(self._stop_when_paused())
         try:
             while ended < len(self.pumps):
                 item = await self.queue.get()
@@ -346,17 +341,9 @@ class _Tree:
                 else:
                     yield item
         finally:
-            watch.cancel()
             for pump in self.pumps:
                 pump.cancel()
-            await asyncio.gather(watch, *self.pumps, return_exceptions=True)
-
-    async def _stop_when_paused(self) -> None:
-        # A run below may wait for a person after the run itself ended (a handed-over
-        # turn): its stream does not end then, so it stops being read.
-        if self.paused is not None:
-            await self.paused()
-            self.stop_others()
+            await asyncio.gather(*self.pumps, return_exceptions=True)
 
 
 async def _started(handle: WorkflowHandle[Any, Any]) -> bool:

@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 import httpx
+import pytest
 from ag_ui.core import Event, RunFinishedEvent
 from pydantic import TypeAdapter
 from serve_support import DEADLINE, node_client, serving
@@ -165,3 +166,32 @@ async def test_the_real_http_agent_reads_an_interrupt_and_resumes_it(
         ("tool", [], "refund-7"),
         ("assistant", [], None),
     ]
+
+
+async def test_a_request_describes_its_thread_once(
+    temporal_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    thread = str(uuid.uuid4())
+    asked = [{"id": "u1", "role": "user", "content": "Refund order 42"}]
+    service = temporal_env.client.workflow_service
+    describe = service.describe_workflow_execution
+    described: list[str] = []
+
+    async def counted(request: Any, *args: Any, **kwargs: Any) -> Any:
+        described.append(request.execution.workflow_id)
+        return await describe(request, *args, **kwargs)
+
+    async with (
+        serving(temporal_env) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        await agui(http, thread, messages=asked)  # the turn waits for refund-42's approval
+        monkeypatch.setattr(service, "describe_workflow_execution", counted)
+        again = await agui(http, thread, messages=asked)  # a reconnect
+        monkeypatch.undo()
+        denied = [{"interruptId": "refund-42", "status": "cancelled"}]
+        await agui(http, thread, messages=asked, resume=denied)  # nothing left waiting
+
+    assert kinds(again)[:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"]
+    assert kinds(again)[-1] == "RUN_FINISHED"
+    assert described.count(thread) == 1  # what waits is read from that same description

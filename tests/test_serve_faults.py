@@ -6,15 +6,18 @@ nothing lost or repeated; a restarted model call is marked on the stream."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import signal
 import uuid
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from ag_ui.core import RunAgentInput
 from crash_agents import stream_crash
 from serve_support import DEADLINE, golem_serve, serving
 from temporalio.testing import WorkflowEnvironment
@@ -65,10 +68,9 @@ async def test_a_reader_that_leaves_mid_turn_finds_the_finished_turn_in_the_snap
     ):
         seen = []
         async with http.stream("POST", "/agents/refunds/agui", json=body) as answer:
-            async for line in answer.aiter_lines():
-                if line.startswith("data: "):
-                    seen.append(json.loads(line[6:])["type"])
-                if seen and seen[-1] == "TOOL_CALL_END":
+            async for kind in _types(answer.aiter_lines()):
+                seen.append(kind)
+                if kind == "TOOL_CALL_END":
                     break  # the reader leaves while the tool runs
         GATE.set()
 
@@ -96,6 +98,40 @@ async def test_a_reader_that_leaves_mid_turn_finds_the_finished_turn_in_the_snap
 
 async def _has_four(read: Any) -> bool:
     return len(await read()) == 4
+
+
+async def _types(lines: AsyncIterator[str]) -> AsyncIterator[str]:
+    """The AG-UI event types of a stream's lines, as they come."""
+    async for line in lines:
+        if line.startswith("data: "):
+            yield json.loads(line[6:])["type"]
+
+
+def _input_of(thing: object, thread: str) -> bool:
+    return isinstance(thing, RunAgentInput) and thing.thread_id == thread
+
+
+async def test_an_open_stream_holds_what_it_relays_not_its_input(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    GATE.clear()
+    thread = str(uuid.uuid4())
+    body = {"threadId": thread, "runId": "r", "messages": [USER]}
+    async with (
+        serving(temporal_env, [slow_agent()]) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+        http.stream("POST", "/agents/refunds/agui", json=body) as answer,
+    ):
+        kinds = []
+        async for kind in _types(answer.aiter_lines()):
+            kinds.append(kind)
+            if kind == "TOOL_CALL_END":  # the stream is open while the tool runs
+                gc.collect()
+                held = [o for o in gc.get_objects() if _input_of(o, thread)]
+                GATE.set()
+
+    assert kinds[-1] == "RUN_FINISHED"
+    assert held == []  # the input (a client sends its whole history) was let go
 
 
 async def test_a_killed_golem_serve_started_again_gives_the_rest_by_last_event_id(

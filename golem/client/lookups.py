@@ -204,13 +204,13 @@ class Approvals:
 
 
 async def awaiting_approval(
-    client: Client, run_id: str, patience: timedelta | None = None
+    client: Client, run_id: str, patience: timedelta | None = None, info: RunInfo | None = None
 ) -> Approvals:
     """The approvals run ``run_id`` waits for: a run's, or, for a conversation workflow, its
     turn in flight's. A conversation's turn is answered through its conversation. Asks the
     run (a query, waiting at most ``patience`` for a worker), so a worker must be up while
-    it runs."""
-    info = await run_info(client, run_id)
+    it runs. ``info``: its description, when the caller has just read it (not asked again)."""
+    info = info if info is not None else await run_info(client, run_id)
     conversation = ""
     if info.workflow_type == ConversationWorkflow.__name__:
         conversation = run_id

@@ -99,11 +99,16 @@ async def _events(
     except Problem as exc:
         yield _sse(RunErrorEvent(message=exc.reason, code=exc.code))
         return
+    # An open stream holds what it relays, not the input (the whole history a client sends
+    # back) nor the thread's description.
+    del given, thread
     started = RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version=PROTOCOL_VERSION)
     yield _sse(started)
     translate = Translator(thread_id, run_id, plan.answered)
     if plan.snapshot is not None:
-        yield _sse(MessagesSnapshotEvent(messages=to_agui_messages(plan.snapshot)))
+        snapshot, plan.snapshot = plan.snapshot, None  # sent once: not held while relaying
+        yield _sse(MessagesSnapshotEvent(messages=to_agui_messages(snapshot)))
+        del snapshot
     if plan.stream is None:
         for event in translate.end(TurnEnd(plan.turn, result=None), plan.waiting):
             yield _sse(event)

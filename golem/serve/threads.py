@@ -108,7 +108,8 @@ class Thread:
         """The turn in flight and the calls it waits for (``None``: no turn in flight)."""
         if self.info is None or self.info.status != "running":
             return None
-        approvals = await awaiting_approval(self.client, self.id)
+        # The request's own description: a second describe would say the same.
+        approvals = await awaiting_approval(self.client, self.id, info=self.info)
         if approvals.run_id == self.id:
             return None
         calls = approvals.calls
