@@ -190,7 +190,11 @@ class DurableRunStream(StreamResult[OutputT]):
         stops at what was published before the pause (at once, when it has read it all)."""
         await paused()
         tree.stop_others()
-        self._end_at = await WorkflowStreamClient(run.handle).get_offset()
+        try:
+            self._end_at = await WorkflowStreamClient(run.handle).get_offset()
+        except Exception as exc:  # the reader raises it, as its own poll's error
+            tree.queue.put_nowait(exc)
+            return
         if self._read >= self._end_at:
             own.cancel()  # waiting in a poll for items the pause will not publish
 
