@@ -42,8 +42,17 @@ AGENT = turn_agent("scale")
 IDLE = timedelta(seconds=20)
 
 
+class _Unrecorded(list[object]):
+    """A request list that keeps none: the offline model records every request it gets
+    (for tests), which a provider's model does not, nor the floor's activity."""
+
+    def append(self, item: object) -> None:
+        pass
+
+
 async def serve(target: str, task_queue: str, side: str, cache: str) -> None:
     """One side's worker, in this process, until stdin closes."""
+    AGENT.model.requests = _Unrecorded()  # type: ignore[attr-defined]
     await serve_side(target, task_queue, side, AGENT, max_cached_workflows=int(cache))
 
 

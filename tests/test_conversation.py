@@ -395,6 +395,8 @@ async def test_a_worker_that_ran_the_turn_before_extends_the_base_without_a_quer
     # worker served: nothing is read from the conversation.
     assert plugin.message_cache.base_queries == 0
     assert plugin.message_cache.refetches == 0
+    # Once a turn's base holds what the turn before added, that run is no longer kept.
+    assert len(plugin.message_cache._runs) == len(plugin.message_cache._answers) == 1
 
 
 async def test_a_history_processor_sees_the_whole_conversation(temporal_client: Client) -> None:

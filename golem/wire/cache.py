@@ -182,6 +182,8 @@ class MessageCache:
                     self._counting(pager, base=True), len(messages), base.count
                 )
                 extended = chain_all(added, digests[-1])
+            else:
+                self._forget(base.after)  # that ended run's messages live on in the base
             messages.extend(added or [])
             digests.extend(extended[1:])
         if digests[base.count] != base.digest:
@@ -198,6 +200,14 @@ class MessageCache:
         while len(self._bases) > self.max_runs:
             self._bases.popitem(last=False)
         return messages[: base.count]
+
+    def _forget(self, workflow_id: str) -> None:
+        """Drop what is kept for run ``workflow_id`` (its last request, its answer)."""
+        key = self._keys.pop(workflow_id, None)
+        if key is not None:
+            self._runs.pop(key, None)
+            self._stamps.pop(key, None)
+            self._answers.pop(key, None)
 
     def _made_by(self, workflow_id: str) -> list[Message] | None:
         """What run ``workflow_id`` added to its conversation, as this worker saw it: its last
