@@ -136,6 +136,7 @@ class DurableRunStream(StreamResult[OutputT]):
             assert self._start is not None
             self._run = await self._start()
         run = self._run
+        self._end_at = None  # a pause seen by an earlier iteration bounds nothing now
         tree = _Tree(run.handle, run.conversation_id, run.run_id)
         own = tree.add(self._own(run, tree))
         # One watch per stream, not a task per item: the run's own reader is stopped only
@@ -190,6 +191,8 @@ class DurableRunStream(StreamResult[OutputT]):
         stops at what was published before the pause (at once, when it has read it all)."""
         await paused()
         tree.stop_others()
+        if own.done():  # a handed-over turn: the run read to its end, no query of it
+            return
         try:
             self._end_at = await WorkflowStreamClient(run.handle).get_offset()
         except Exception as exc:  # the reader raises it, as its own poll's error

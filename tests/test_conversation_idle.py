@@ -215,7 +215,9 @@ def test_the_recorded_rest_and_reopen_hold_what_they_were_recorded_for() -> None
         EventType.Name(e.event_type) for e in history("conversation_reopened_with_turn").events
     ]
     first_task = carried.index("EVENT_TYPE_WORKFLOW_TASK_COMPLETED")
-    its_commands = carried[first_task : carried.index("EVENT_TYPE_WORKFLOW_TASK_SCHEDULED", 3)]
+    its_commands = carried[
+        first_task : carried.index("EVENT_TYPE_WORKFLOW_TASK_SCHEDULED", first_task)
+    ]
     assert {  # the turn taken and its run started in the reopened run's first task
         "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED",
         "EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED",

@@ -31,7 +31,7 @@ from golem import Agent, Message
 from golem.client import DurableAgent, DurableConversation, TurnNotTaken
 from golem.client.recovery import TurnRecovery, take_turn
 from golem.models import FunctionModel
-from golem.wire import TurnInput
+from golem.wire import TurnInput, names
 from golem.worker import GolemPlugin
 
 
@@ -206,7 +206,7 @@ async def test_a_server_that_refuses_the_carried_start_gets_a_start_of_its_own_a
         asked.append(carry)
         if carry:
             return WithStartWorkflowOperation(
-                "golem.conversation",
+                names.CONVERSATION_WORKFLOW,
                 None,
                 id="c1",
                 task_queue="q",
@@ -221,9 +221,14 @@ async def test_a_server_that_refuses_the_carried_start_gets_a_start_of_its_own_a
         return await take_turn(server, handle, turn, recovery, reopen)  # type: ignore[arg-type]
 
     unhandled: list[dict[str, Any]] = []
-    asyncio.get_running_loop().set_exception_handler(lambda _, context: unhandled.append(context))
-    answer = await asyncio.wait_for(take(), 10)
-    server.carried.clear()
-    gc.collect()
+    loop = asyncio.get_running_loop()
+    handler = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _, context: unhandled.append(context))
+    try:
+        answer = await asyncio.wait_for(take(), 10)
+        server.carried.clear()
+        gc.collect()
+    finally:
+        loop.set_exception_handler(handler)  # the session's loop serves every later test
     assert answer == "the turn's answer" and asked == [True, False]
     assert [context["message"] for context in unhandled] == []

@@ -122,13 +122,16 @@ async def test_an_open_stream_holds_what_it_relays_not_its_input(
         httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
         http.stream("POST", "/agents/refunds/agui", json=body) as answer,
     ):
-        kinds = []
-        async for kind in _types(answer.aiter_lines()):
-            kinds.append(kind)
-            if kind == "TOOL_CALL_END":  # the stream is open while the tool runs
-                gc.collect()
-                held = [o for o in gc.get_objects() if _input_of(o, thread)]
-                GATE.set()
+        kinds, held = [], None
+        try:
+            async for kind in _types(answer.aiter_lines()):
+                kinds.append(kind)
+                if kind == "TOOL_CALL_END":  # the stream is open while the tool runs
+                    gc.collect()
+                    held = [o for o in gc.get_objects() if _input_of(o, thread)]
+                    GATE.set()
+        finally:
+            GATE.set()  # the tool never waits past the test, whatever the stream did
 
     assert kinds[-1] == "RUN_FINISHED"
     assert held == []  # the input (a client sends its whole history) was let go

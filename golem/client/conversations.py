@@ -351,7 +351,8 @@ class DurableConversation(Generic[OutputT]):
                     names.APPROVE, dict(given), result_type=TurnOutput
                 )
             except WorkflowUpdateFailedError as exc:
-                if loop.time() < deadline and await self._not_heard_yet(exc, given):
+                left = deadline - loop.time()
+                if left > pause and await self._not_heard_yet(exc, given, left - pause):
                     await asyncio.sleep(pause)
                     pause = min(pause * 2, 1.0)
                     continue
@@ -361,18 +362,19 @@ class DurableConversation(Generic[OutputT]):
             return await self._turn_result(out, out.run.run_id)
 
     async def _not_heard_yet(
-        self, exc: WorkflowUpdateFailedError, given: Mapping[str, Decision]
+        self, exc: WorkflowUpdateFailedError, given: Mapping[str, Decision], within: float
     ) -> bool:
         """The conversation refused ``given`` (its validator: nothing was recorded) while its
         turn's run waits for every call named: it has not heard of the pause yet. A refusal
         of the decisions themselves (none named, unknown, decided, due) names calls the run
-        no longer waits for, or none."""
+        no longer waits for, or none. The run is asked ``within`` seconds."""
         cause = exc.cause
         if not (isinstance(cause, ApplicationError) and cause.type == names.APPROVALS_WAITING):
             return False
         try:
-            waiting = {call.id for call in await self._waiting()}
-        except Exception:  # the run cannot be asked: the refusal stands, as it was given
+            async with asyncio.timeout(within):
+                waiting = {call.id for call in await self._waiting()}
+        except Exception:  # the run cannot be asked (in time): the refusal stands, as given
             return False
         return bool(given) and set(given) <= waiting
 

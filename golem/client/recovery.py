@@ -167,9 +167,9 @@ async def _send(
             result_type=TurnOutput,
         )
     except (RPCError, WorkflowUpdateRPCTimeoutOrCancelledError):
-        # The SDK gave the start the same error (it is settled by now): read it there too,
-        # or asyncio logs it as never retrieved.
-        with contextlib.suppress(Exception):
+        # The SDK settled the start with the same error (a cancel's as CancelledError): read
+        # it there too, or asyncio logs it as never retrieved. A settled future never waits.
+        with contextlib.suppress(BaseException):
             await reopened.workflow_handle()
         raise
 

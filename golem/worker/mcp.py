@@ -167,8 +167,10 @@ def _heartbeats(every: float) -> Iterator[None]:
 
     def beat() -> None:
         nonlocal timer
-        activity.heartbeat()
-        timer = loop.call_later(every, beat)  # in the activity's context, as this one
+        try:
+            activity.heartbeat()
+        finally:  # one failed beat (logged by the loop) does not end the beating
+            timer = loop.call_later(every, beat)  # in the activity's context, as this one
 
     timer = loop.call_later(every, beat)
     try:
