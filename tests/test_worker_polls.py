@@ -1,4 +1,4 @@
-"""A golem worker polls its task queue's new runs as often as its cached ones (ADR 0049):
+"""A golem worker gives its task queue more of its pollers than Temporal's default (ADR 0049):
 every conversation turn is a new child run, whose first task waits on the task queue,
 not on the worker's sticky queue."""
 
@@ -14,7 +14,7 @@ from golem.messages import Message
 from golem.worker import GolemPlugin
 
 
-async def test_the_plugin_polls_new_runs_as_often_as_cached_ones_unless_the_worker_says_otherwise(
+async def test_the_plugin_gives_new_runs_more_pollers_unless_the_worker_says_otherwise(
     temporal_env: WorkflowEnvironment,
 ) -> None:
     agent, _ = scripted([Message.assistant("hello")])
@@ -24,7 +24,7 @@ async def test_the_plugin_polls_new_runs_as_often_as_cached_ones_unless_the_work
         client,
         task_queue=f"polls-{uuid.uuid4().hex[:8]}",
         plugins=[GolemPlugin(agent)],
-        nonsticky_to_sticky_poll_ratio=0.5,
+        nonsticky_to_sticky_poll_ratio=0.25,
     )
-    assert golem.config(active_config=True)["nonsticky_to_sticky_poll_ratio"] == 1.0
-    assert told.config(active_config=True)["nonsticky_to_sticky_poll_ratio"] == 0.5
+    assert golem.config(active_config=True)["nonsticky_to_sticky_poll_ratio"] == 0.5
+    assert told.config(active_config=True)["nonsticky_to_sticky_poll_ratio"] == 0.25

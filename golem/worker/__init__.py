@@ -125,7 +125,7 @@ PASSTHROUGH_MODULES = ("golem", "pydantic", "pydantic_core", "annotated_types", 
 #: Temporal's ``nonsticky_to_sticky_poll_ratio``, and the one a golem worker polls with
 #: unless its Worker is given another (docs/adr/0049-polling-new-runs.md).
 SDK_POLL_RATIO = 0.2
-POLL_RATIO = 1.0
+POLL_RATIO = 0.5
 
 
 class GolemPlugin(SimplePlugin):
@@ -138,9 +138,9 @@ class GolemPlugin(SimplePlugin):
     ``inline_messages_bytes`` ride a model call's input, larger ones are read through a
     query so history grows with content only once (0: always query). ``message_cache``
     is the worker's cache of those messages (its own new one unless given). The worker
-    polls its task queue, where each turn's new run starts, as often as its sticky queue
-    (``nonsticky_to_sticky_poll_ratio`` 1.0, Temporal's default 0.2) unless the Worker is
-    given another ratio.
+    gives its task queue, where each turn's new run starts, 2 of its 5 workflow pollers
+    and its sticky queue 3 (``nonsticky_to_sticky_poll_ratio`` 0.5; Temporal's 0.2 gives
+    1 and 4) unless the Worker is given another ratio.
 
     ``encryption_key`` encrypts every payload with AES-256-GCM (``None``: from
     ``GOLEM_ENCRYPTION_KEY``, off when unset); ``external_storage`` puts payloads over its
@@ -228,7 +228,7 @@ class GolemPlugin(SimplePlugin):
         registry.register(config["task_queue"], self.agents, _stored(self.settings, config))
         config["sticky_queue_schedule_to_start_timeout"] = self.sticky_schedule_to_start_timeout
         # Each turn is a new run whose first task waits on the task queue, which the SDK's
-        # ratio polls 1 time in 6: the turns' tail (ADR 0049). A ratio given is kept.
+        # ratio gives 1 poller of 5: the turns' tail (ADR 0049). A ratio given is kept.
         if config.get("nonsticky_to_sticky_poll_ratio", SDK_POLL_RATIO) == SDK_POLL_RATIO:
             config["nonsticky_to_sticky_poll_ratio"] = POLL_RATIO
         return self.mcp.configure_worker(config) if self.mcp else config
