@@ -6,7 +6,9 @@ The floor is a plain "entity" chat workflow: one workflow per conversation, an u
 turn that runs the same three activities inline (model: a tool call; tool: a 2 KB result;
 model: the answer), the transcript in workflow state, continue-as-new when the server
 suggests it. golem runs the same work as a ``ConversationWorkflow`` (benchmarks/
-conversations.py's agent). Each side has its own worker process, so its CPU is read from the
+conversations.py's agent); beside it, the inline-turns prototype (benchmarks/_inline_turns.py,
+docs/adr/0050-turns-inline.md) runs golem's loop in an entity workflow like the floor's,
+sandboxed and not. Each side has its own worker process, so its CPU is read from the
 OS for that process alone; repeats are interleaved (floor, golem, ...) and reported as median
 (min-max). Printed per turn: worker CPU, throughput, history bytes, events and workflow tasks
 (summed over every workflow the turns touched), and each ratio beside issue 34's target.
@@ -21,10 +23,11 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _entity_floor import EntityChat, serve_side
+from _entity_floor import serve_side
 from _worker_process import WorkerProcess, side_by_side
 from conversations import RESULT_BYTES, turn_agent
 from temporalio.api.enums.v1 import EventType
@@ -41,14 +44,19 @@ async def serve(target: str, task_queue: str, side: str) -> None:
     await serve_side(target, task_queue, side, AGENT)
 
 
-async def floor_conversations(client: Client, tq: str, count: int, turns: int) -> list[str]:
+async def entity_conversations(
+    client: Client, tq: str, count: int, turns: int, workflow: str, *args: Any
+) -> list[str]:
+    """``count`` conversations of an entity workflow (``workflow``: the floor's, or the
+    inline-turns prototype's) at once, ``turns`` updates each, then closed."""
+
     async def one() -> str:
         handle = await client.start_workflow(
-            EntityChat.run, None, id=f"entity-{uuid.uuid4()}", task_queue=tq
+            workflow, args=list(args), id=f"entity-{uuid.uuid4()}", task_queue=tq
         )
         for n in range(turns):
-            await handle.execute_update(EntityChat.turn, f"page {n}?")
-        await handle.signal(EntityChat.close)
+            await handle.execute_update("turn", f"page {n}?")
+        await handle.signal("close")
         await handle.result()
         return handle.id
 
@@ -102,64 +110,90 @@ def verdict(ratio: float, target: float, at_most: bool) -> str:
     return f"target {'<=' if at_most else '>='} {target}x: {'met' if met else 'NOT met'}"
 
 
+#: The sides measured, each against the floor: golem's conversation, and the inline-turns
+#: prototype (benchmarks/_inline_turns.py: golem's loop in the conversation's workflow),
+#: sandboxed and not (what is left of the gap once the shape is the floor's).
+SIDES = ("golem", "inline", "inline-unsandboxed")
+
+
 async def main(repeats: int, count: int, turns: int) -> None:
     async with dev_server() as env:
         target = env.client.service_client.config.target_host
         async with (
             WorkerProcess(target, __file__, "floor", prefix="floor") as floor_worker,
             WorkerProcess(target, __file__, "golem", prefix="golem") as golem_worker,
+            WorkerProcess(target, __file__, "golem-inline", prefix="inline") as inline_worker,
+            WorkerProcess(
+                target, __file__, "golem-inline-unsandboxed", prefix="bare"
+            ) as unsandboxed_worker,
         ):
             client = env.client
             durable: DurableAgent[str] = DurableAgent(
                 client, AGENT, task_queue=golem_worker.task_queue
             )
-            await floor_conversations(client, floor_worker.task_queue, 5, 2)  # warm up
-            await golem_conversations(durable, 5, 2)
+            workers = {
+                "floor": floor_worker,
+                "golem": golem_worker,
+                "inline": inline_worker,
+                "inline-unsandboxed": unsandboxed_worker,
+            }
+
+            async def run(side: str, n: int, k: int) -> list[str]:
+                if side == "golem":
+                    return await golem_conversations(durable, n, k)
+                if side == "floor":
+                    return await entity_conversations(
+                        client, floor_worker.task_queue, n, k, "EntityChat", None
+                    )
+                tq = workers[side].task_queue
+                return await entity_conversations(client, tq, n, k, "InlineTurns", AGENT.name)
+
+            for side in workers:
+                await run(side, 5, 2)  # warm up
             total = count * turns
-            cpu: dict[str, list[float]] = {"floor": [], "golem": []}
-            rate: dict[str, list[float]] = {"floor": [], "golem": []}
+            cpu: dict[str, list[float]] = {side: [] for side in workers}
+            rate: dict[str, list[float]] = {side: [] for side in workers}
             ids: dict[str, list[str]] = {}
             for repeat in range(repeats):
-                for side, worker in (("floor", floor_worker), ("golem", golem_worker)):
+                for side, worker in workers.items():
                     print(f"  .. repeat {repeat + 1}: {side}", file=sys.stderr, flush=True)
                     before, wall = worker.cpu(), time.perf_counter()
-                    if side == "floor":
-                        ids[side] = await floor_conversations(
-                            client, floor_worker.task_queue, count, turns
-                        )
-                    else:
-                        ids[side] = await golem_conversations(durable, count, turns)
+                    ids[side] = await run(side, count, turns)
                     wall = time.perf_counter() - wall
                     cpu[side].append((worker.cpu() - before) / total * 1e3)
                     rate[side].append(total / wall)
-            floor_shape = await shape(client, ids["floor"], children=False)
-            golem_shape = await shape(client, ids["golem"], children=True)
-    cpu_ratio = [g / f for g, f in zip(cpu["golem"], cpu["floor"], strict=True)]
-    rate_ratio = [g / f for g, f in zip(rate["golem"], rate["floor"], strict=True)]
+            shapes = {side: await shape(client, ids[side], side == "golem") for side in workers}
     print(
         f"a conversation turn vs the entity-workflow floor: {count} conversations at once x "
         f"{turns} turns, {RESULT_BYTES} B tool result, {repeats} interleaved repeats"
     )
-    print(f"   {'per turn':24s} {'golem':>22s} {'floor':>22s}   ratio")
-    print(
-        f"   {'worker CPU, ms':24s} {summary(cpu['golem']):>22s} {summary(cpu['floor']):>22s}"
-        f"   {statistics.median(cpu_ratio):.2f}x  "
-        f"({verdict(statistics.median(cpu_ratio), 1.2, True)})"
-    )
-    print(
-        f"   {'throughput, turns/s':24s} {summary(rate['golem']):>22s} "
-        f"{summary(rate['floor']):>22s}   {statistics.median(rate_ratio):.2f}x  "
-        f"({verdict(statistics.median(rate_ratio), 0.85, False)})"
-    )
-    for name, attr in (
-        ("history bytes", "bytes"),
-        ("events", "events"),
-        ("workflow tasks", "tasks"),
-    ):
-        g = getattr(golem_shape, attr) / total
-        f = getattr(floor_shape, attr) / total
-        note = f"  ({verdict(g / f, 1.2, True)})" if attr == "bytes" else ""
-        print(f"   {name:24s} {g:22.1f} {f:22.1f}   {g / f:.2f}x{note}")
+    print("   golem: a ConversationWorkflow, each turn a child run (golem today)")
+    print("   inline: the prototype, golem's loop and executor in the conversation's workflow")
+    print("   inline-unsandboxed: the same on a worker without Temporal's workflow sandbox")
+    for side in SIDES:
+        cpu_ratio = statistics.median(g / f for g, f in zip(cpu[side], cpu["floor"], strict=True))
+        rate_ratio = statistics.median(
+            g / f for g, f in zip(rate[side], rate["floor"], strict=True)
+        )
+        print(f"   {'per turn':24s} {side:>22s} {'floor':>22s}   ratio")
+        print(
+            f"   {'worker CPU, ms':24s} {summary(cpu[side]):>22s} {summary(cpu['floor']):>22s}"
+            f"   {cpu_ratio:.2f}x  ({verdict(cpu_ratio, 1.2, True)})"
+        )
+        print(
+            f"   {'throughput, turns/s':24s} {summary(rate[side]):>22s} "
+            f"{summary(rate['floor']):>22s}   {rate_ratio:.2f}x  "
+            f"({verdict(rate_ratio, 0.85, False)})"
+        )
+        for name, attr in (
+            ("history bytes", "bytes"),
+            ("events", "events"),
+            ("workflow tasks", "tasks"),
+        ):
+            g = getattr(shapes[side], attr) / total
+            f = getattr(shapes["floor"], attr) / total
+            note = f"  ({verdict(g / f, 1.2, True)})" if attr == "bytes" else ""
+            print(f"   {name:24s} {g:22.1f} {f:22.1f}   {g / f:.2f}x{note}")
 
 
 if __name__ == "__main__":
