@@ -78,8 +78,7 @@ class EntityChat:
 
 async def serve_side(target: str, task_queue: str, side: str, agent: Any, **options: Any) -> None:
     """A benchmark's worker for ``side`` ("golem": ``agent`` through GolemPlugin,
-    "golem-unsandboxed": the same with ``sandboxed=False``, "golem-inline": the same with the
-    inline-turns prototype's workflow ("golem-inline-unsandboxed": both), else the floor's workflow and activities), in this
+    "golem-unsandboxed": the same with ``sandboxed=False``, else the floor's workflow and activities), in this
     process, until stdin closes."""
     import asyncio
     import sys
@@ -93,10 +92,6 @@ async def serve_side(target: str, task_queue: str, side: str, agent: Any, **opti
     if side.startswith("golem"):
         plugin = GolemPlugin(agent, sandboxed="unsandboxed" not in side)
         client = await Client.connect(target, plugins=[plugin])
-        if "inline" in side:
-            from _inline_turns import InlineTurns
-
-            options["workflows"] = [InlineTurns]
         worker = Worker(client, task_queue=task_queue, **options)
     else:
         client = await Client.connect(target)

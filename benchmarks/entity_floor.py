@@ -6,9 +6,9 @@ The floor is a plain "entity" chat workflow: one workflow per conversation, an u
 turn that runs the same three activities inline (model: a tool call; tool: a 2 KB result;
 model: the answer), the transcript in workflow state, continue-as-new when the server
 suggests it. golem runs the same work as a ``ConversationWorkflow`` (benchmarks/
-conversations.py's agent); beside it, the inline-turns prototype (benchmarks/_inline_turns.py,
-docs/adr/0050-turns-inline.md) runs golem's loop in an entity workflow like the floor's,
-sandboxed and not. Each side has its own worker process, so its CPU is read from the
+conversations.py's agent), each turn a child run, and again with its turns inline
+(``conversation(inline_turns=True)``, docs/adr/0050-turns-inline.md), sandboxed and not.
+Each side has its own worker process, so its CPU is read from the
 OS for that process alone; repeats are interleaved (floor, golem, ...) and reported as median
 (min-max). Printed per turn: worker CPU, throughput, history bytes, events and workflow tasks
 (summed over every workflow the turns touched), and each ratio beside issue 34's target.
@@ -63,9 +63,11 @@ async def entity_conversations(
     return list(await asyncio.gather(*(one() for _ in range(count))))
 
 
-async def golem_conversations(durable: DurableAgent[str], count: int, turns: int) -> list[str]:
+async def golem_conversations(
+    durable: DurableAgent[str], count: int, turns: int, inline: bool = False
+) -> list[str]:
     async def one() -> str:
-        conv = await durable.conversation()
+        conv = await durable.conversation(inline_turns=inline)
         for n in range(turns):
             await conv.send(f"page {n}?")
         await conv.close()
@@ -110,9 +112,9 @@ def verdict(ratio: float, target: float, at_most: bool) -> str:
     return f"target {'<=' if at_most else '>='} {target}x: {'met' if met else 'NOT met'}"
 
 
-#: The sides measured, each against the floor: golem's conversation, and the inline-turns
-#: prototype (benchmarks/_inline_turns.py: golem's loop in the conversation's workflow),
-#: sandboxed and not (what is left of the gap once the shape is the floor's).
+#: The sides measured, each against the floor: golem's conversation with a child run per
+#: turn, and with its turns inline, sandboxed and not (what is left of the gap once the
+#: shape is the floor's).
 SIDES = ("golem", "inline", "inline-unsandboxed")
 
 
@@ -122,31 +124,24 @@ async def main(repeats: int, count: int, turns: int) -> None:
         async with (
             WorkerProcess(target, __file__, "floor", prefix="floor") as floor_worker,
             WorkerProcess(target, __file__, "golem", prefix="golem") as golem_worker,
-            WorkerProcess(target, __file__, "golem-inline", prefix="inline") as inline_worker,
-            WorkerProcess(
-                target, __file__, "golem-inline-unsandboxed", prefix="bare"
-            ) as unsandboxed_worker,
+            WorkerProcess(target, __file__, "golem", prefix="inline") as inline_worker,
+            WorkerProcess(target, __file__, "golem-unsandboxed", prefix="bare") as bare_worker,
         ):
             client = env.client
-            durable: DurableAgent[str] = DurableAgent(
-                client, AGENT, task_queue=golem_worker.task_queue
-            )
             workers = {
                 "floor": floor_worker,
                 "golem": golem_worker,
                 "inline": inline_worker,
-                "inline-unsandboxed": unsandboxed_worker,
+                "inline-unsandboxed": bare_worker,
             }
 
             async def run(side: str, n: int, k: int) -> list[str]:
-                if side == "golem":
-                    return await golem_conversations(durable, n, k)
                 if side == "floor":
                     return await entity_conversations(
                         client, floor_worker.task_queue, n, k, "EntityChat", None
                     )
-                tq = workers[side].task_queue
-                return await entity_conversations(client, tq, n, k, "InlineTurns", AGENT.name)
+                on = DurableAgent(client, AGENT, task_queue=workers[side].task_queue)
+                return await golem_conversations(on, n, k, inline=side != "golem")
 
             for side in workers:
                 await run(side, 5, 2)  # warm up
@@ -168,7 +163,7 @@ async def main(repeats: int, count: int, turns: int) -> None:
         f"{turns} turns, {RESULT_BYTES} B tool result, {repeats} interleaved repeats"
     )
     print("   golem: a ConversationWorkflow, each turn a child run (golem today)")
-    print("   inline: the prototype, golem's loop and executor in the conversation's workflow")
+    print("   inline: the same conversation with inline_turns=True (docs/adr/0050-turns-inline.md)")
     print("   inline-unsandboxed: the same on a worker without Temporal's workflow sandbox")
     for side in SIDES:
         cpu_ratio = statistics.median(g / f for g, f in zip(cpu[side], cpu["floor"], strict=True))

@@ -44,6 +44,7 @@ from replay_agents import (
     delegating_agent,
     escalating_agent,
     front_agent,
+    inline_agent,
     paged_agent,
     raced_agent,
     raced_caller,
@@ -200,6 +201,7 @@ async def main(wanted: set[str]) -> None:
             runs |= await record_delegation(env.client, tq)
             runs |= await record_handoffs(env.client, tq)
             runs |= await record_rested(env.client, tq)
+            runs |= await record_inline(env.client, tq)
             runs["ticket_child_and_inline"] = await record_ticket(env.client, tq)
             runs["conversation_fork"] = await record_fork(env.client, tq)
             runs["responses_run"] = await record_responses(env.client, tq)
@@ -316,6 +318,29 @@ async def record_segments(client: Client, tq: str) -> dict[str, str | tuple[str,
     first_run, given = await continued_from(client, handle.id)
     assert b'"earlier"' in given
     return {"segments_repaired_continued": (handle.id, first_run), "segments_after": handle.id}
+
+
+async def record_inline(client: Client, tq: str) -> dict[str, str | tuple[str, str]]:
+    """A conversation whose turns run inline (docs/adr/0050-turns-inline.md), continued as
+    new by reference after two turns; the next run's turn reads the first run's."""
+    transcript_module.CARRY_BYTES = 0
+    handle = await client.start_workflow(
+        ConversationWorkflow.run,
+        ConversationInput(agent=inline_agent.name, turns_per_run=2, inline_turns=True),
+        id=f"replay-inline-{uuid.uuid4().hex[:8]}",
+        task_queue=tq,
+    )
+    conv = DurableConversation(DurableAgent(client, inline_agent, task_queue=tq), handle)
+    answers = [(await conv.send(city)).output for city in ("Paris", "Oslo", "Paris")]
+    assert answers == ["sunny there", "cold there", "sunny there"], answers
+    await conv.close()
+    transcript_module.CARRY_BYTES = CARRY_BYTES
+    first_run, given = await continued_from(client, handle.id)
+    assert b'"earlier"' in given
+    return {
+        "conversation_inline_continued": (handle.id, first_run),
+        "conversation_inline": handle.id,
+    }
 
 
 async def record_fork(client: Client, tq: str) -> str:

@@ -311,7 +311,27 @@ def get_weather(city: str) -> str:
     return "sunny, 22°C" if city == "Paris" else "unknown"
 
 
+def _forecast(messages: list[Message], tools: Any) -> Message:
+    if messages[-1].role == "user":
+        city = messages[-1].content
+        return Message.assistant(
+            "", [ToolCall(id=f"f{len(messages)}", name="forecast", args=f'{{"city": "{city}"}}')]
+        )
+    return Message.assistant(f"{messages[-1].content} there")
+
+
+#: A conversation whose turns run inline (docs/adr/0050-turns-inline.md).
+inline_agent = Agent(FunctionModel(_forecast, model_name="replay-model"), name="replay_inline")
+
+
+@inline_agent.tool
+def forecast(city: str) -> str:
+    """A city's forecast."""
+    return "sunny" if city == "Paris" else "cold"
+
+
 AGENTS = [
+    inline_agent,
     responses_agent,
     delegating_agent,
     reader_agent,

@@ -380,14 +380,16 @@ async def test_the_model_sees_the_whole_conversation_across_continue_as_new_and_
     assert first.message_cache.refetches == second.message_cache.refetches == 0
 
 
+@pytest.mark.parametrize("inline", [False, True], ids=["child-runs", "inline-turns"])
 async def test_a_worker_that_ran_the_turn_before_extends_the_base_without_a_query(
-    temporal_client: Client,
+    temporal_client: Client, inline: bool
 ) -> None:
-    agent, model = paging_agent("extends")
+    agent, model = paging_agent(f"extends-{inline}")
     task_queue = f"conv-{uuid.uuid4().hex[:12]}"
     plugin = GolemPlugin(agent)
     async with Worker(temporal_client, task_queue=task_queue, plugins=[plugin]):
-        conv = await DurableAgent(temporal_client, agent, task_queue=task_queue).conversation()
+        durable = DurableAgent(temporal_client, agent, task_queue=task_queue)
+        conv = await durable.conversation(inline_turns=inline)
         for n in range(6):
             result = await conv.send(f"page {n}")
     assert_saw_whole_conversation(model, result.messages)
@@ -397,6 +399,8 @@ async def test_a_worker_that_ran_the_turn_before_extends_the_base_without_a_quer
     assert plugin.message_cache.refetches == 0
     # Once a turn's base holds what the turn before added, that run is no longer kept.
     assert len(plugin.message_cache._runs) == len(plugin.message_cache._answers) == 1
+    # Nor its key: the last turn's run (inline: and the conversation's workflow) alone.
+    assert len(plugin.message_cache._keys) == (2 if inline else 1)
 
 
 async def test_a_history_processor_sees_the_whole_conversation(temporal_client: Client) -> None:

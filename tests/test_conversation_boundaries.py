@@ -7,6 +7,7 @@ import asyncio
 import uuid
 from typing import Any
 
+import pytest
 from temporalio.client import Client
 from test_conversation import _until_update_admitted, contents, echo_agent, serve
 from waiting import eventually
@@ -18,12 +19,16 @@ from golem.workflows.conversation import ConversationInput, ConversationWorkflow
 
 
 async def budgeted(
-    client: Client, agent: Agent[Any, Any], task_queue: str, turns_per_run: int
+    client: Client,
+    agent: Agent[Any, Any],
+    task_queue: str,
+    turns_per_run: int,
+    inline_turns: bool = False,
 ) -> DurableConversation[Any]:
     """A conversation that continues as new after every ``turns_per_run`` turns."""
     handle = await client.start_workflow(
         ConversationWorkflow.run,
-        ConversationInput(agent=agent.name, turns_per_run=turns_per_run),
+        ConversationInput(agent=agent.name, turns_per_run=turns_per_run, inline_turns=inline_turns),
         id=f"conv-{uuid.uuid4()}",
         task_queue=task_queue,
     )
@@ -138,12 +143,14 @@ async def test_sends_from_two_clients_across_many_switches_lose_and_double_nothi
     assert len(model.requests) == 4 * turns  # each turn's model call once, here and in plain
 
 
+@pytest.mark.parametrize("inline", [False, True], ids=["child-runs", "inline-turns"])
 async def test_a_send_retried_after_a_switch_returns_the_same_turn(
-    temporal_client: Client,
+    temporal_client: Client, inline: bool
 ) -> None:
-    agent, model = echo_agent()
+    agent, model = echo_agent(f"echo-{inline}")
     async with serve(temporal_client, agent) as tq:
-        conv = await budgeted(temporal_client, agent, tq, turns_per_run=1)
+        # Inline, no workflow bears the turn's id: the earlier run's history answers it.
+        conv = await budgeted(temporal_client, agent, tq, turns_per_run=1, inline_turns=inline)
         run_id = str(uuid.uuid4())
         once = await conv.send("hi", run_id=run_id)
 

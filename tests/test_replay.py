@@ -89,6 +89,8 @@ def test_histories_are_checked_in() -> None:
         "conversation_evaluation_turn",
         "delegate_evaluation_answered_first",
         "delegate_evaluation_child",
+        "conversation_inline_continued",
+        "conversation_inline",
     }
 
 
@@ -235,6 +237,23 @@ def activity_names(stem: str) -> list[str]:
 def signal_names(stem: str) -> list[str]:
     signals = events(stem, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
     return [e.workflow_execution_signaled_event_attributes.signal_name for e in signals]  # type: ignore[attr-defined]
+
+
+def test_the_inline_conversation_histories_hold_what_they_were_recorded_for() -> None:
+    """``conversation_inline_continued`` ran two turns inline (docs/adr/0050), each a model
+    call, a tool call and a model call in the conversation's own history, no child run, and
+    continued as new by reference; ``conversation_inline`` ran the third turn so."""
+    for stem, turns in (("conversation_inline_continued", 2), ("conversation_inline", 1)):
+        assert (
+            activity_names(stem)
+            == ["golem.model_request", "golem.tool", "golem.model_request"] * turns
+        )
+        assert not events(stem, EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)
+    first = "conversation_inline_continued"
+    assert events(first, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW)
+    after = history("conversation_inline").events[0].workflow_execution_started_event_attributes
+    assert b'"earlier"' in after.input.payloads[0].data  # its transcript starts by reference
+    assert b'"inlineTurns":true' in after.input.payloads[0].data
 
 
 def test_the_delegation_and_handoff_histories_hold_what_they_were_recorded_for() -> None:

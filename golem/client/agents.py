@@ -26,6 +26,7 @@ from golem.client.listing import start_listed
 from golem.client.records import fetch_run, run_input
 from golem.client.recovery import RECOVERY_TIMEOUT
 from golem.client.runs import DurableRun
+from golem.delegation import inline_problem, inline_refusal
 from golem.errors import RunIdInUseError
 from golem.external import run_tools, with_results
 from golem.ids import new_id
@@ -64,6 +65,7 @@ class DurableAgent(Generic[OutputT]):
         checked against them before anything is sent."""
         # Only a run that may wait for approvals needs the outcome update's round trip.
         self.may_pause = isinstance(agent, str) or agent.may_pause
+        self._inline_problem = "" if isinstance(agent, str) else inline_problem(agent)
 
     def _never_pauses(self) -> None:
         """The worker says this agent has no tool that needs approval: later runs skip the
@@ -251,6 +253,7 @@ class DurableAgent(Generic[OutputT]):
         idle_timeout: timedelta | None = None,
         owner: str = "",
         recovery_timeout: timedelta = RECOVERY_TIMEOUT,
+        inline_turns: bool = False,
     ) -> DurableConversation[OutputT]:
         """A durable conversation (a ``ConversationWorkflow``): started when absent, attached
         when it runs already. ``history`` and ``idle_timeout`` shape a new conversation only:
@@ -259,7 +262,10 @@ class DurableAgent(Generic[OutputT]):
         ``owner`` names who owns a new conversation (``GolemOwner``: ``golem serve``'s auth).
         ``recovery_timeout`` bounds how long each send may take to get its turn taken (through
         continue-as-new, a reopen, no worker up): then it raises ``TurnNotTaken``, naming the
-        conversation and the turn; the turn's own run is not bounded."""
+        conversation and the turn; the turn's own run is not bounded. ``inline_turns`` runs a
+        new conversation's turns in its own workflow, not as child runs (about half the
+        worker CPU and history per turn; docs/adr/0050-turns-inline.md): for now only for
+        agents that neither pause nor hand off, and its turns do not stream."""
         seed = checked(history=history).history
         await check_not_waiting(self.client, seed)
         conversation_id = conversation_id or resolve_conversation_id(seed, None) or new_id()
@@ -267,8 +273,14 @@ class DurableAgent(Generic[OutputT]):
         idle = idle_timeout.total_seconds() if idle_timeout is not None else None
         if idle is not None and idle <= 0:
             raise ValueError(f"idle_timeout must be positive, not {idle_timeout}")
+        if inline_turns and self._inline_problem:
+            raise ValueError(inline_refusal(f"serve {self._inline_problem}"))
         input = ConversationInput(
-            agent=self.agent_name, messages=seed, parent_run_id=parent, idle_timeout=idle
+            agent=self.agent_name,
+            messages=seed,
+            parent_run_id=parent,
+            idle_timeout=idle,
+            inline_turns=inline_turns,
         )
         return await start_conversation(self, conversation_id, input, owner, recovery_timeout)
 

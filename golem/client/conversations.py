@@ -27,7 +27,7 @@ from temporalio.client import (
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, FailureError, WorkflowAlreadyStartedError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from golem.approvals import DecisionInput
 from golem.client.decisions import checked_decisions, checked_results
@@ -67,7 +67,7 @@ from golem.wire import (
 from golem.wire.failures import TurnRecorded
 from golem.wire.lineage import run_search_attributes
 from golem.wire.run_history import decode_result, rebuilt_error, run_pager
-from golem.wire.transcript import CARRY_BYTES, with_segments
+from golem.wire.transcript import CARRY_BYTES, inline_outcome, with_segments
 from golem.workflows.conversation import ConversationWorkflow
 
 OutputT = TypeVar("OutputT")
@@ -321,10 +321,35 @@ class DurableConversation(Generic[OutputT]):
         caller's, then each it handed over to), with the conversation through that turn."""
         transcript = await read_pages(self._pager())
         runs, end = turn_runs(transcript, run_id)
-        result = await (await self.agent.attach(run_id)).result()
+        try:
+            result = await (await self.agent.attach(run_id)).result()
+        except RPCError as exc:
+            out = (
+                await self._inline_outcome(run_id)
+                if exc.status == RPCStatusCode.NOT_FOUND
+                else None
+            )
+            if out is None:
+                raise
+            return await self._turn_result(out, run_id)  # a turn run inline: no workflow
         for target in runs[1:]:
             result = handed_over(result, await (await self.agent.attach(target)).result())
         return replace(result, messages=transcript[:end]) if end else result
+
+    async def _inline_outcome(self, run_id: str) -> TurnOutput | None:
+        """What inline turn ``run_id``'s send answered, from the conversation run whose
+        history records it (newest first, back along continue-as-new)."""
+        at: str | None = None
+        while True:
+            handle = self.agent.client.get_workflow_handle(self.id, run_id=at)
+            events = [e async for e in handle.fetch_history_events()]
+            converter = self.agent.client.data_converter
+            if (out := await inline_outcome(events, run_id, converter)) is not None:
+                return out
+            started = events[0].workflow_execution_started_event_attributes if events else None
+            at = started.continued_execution_run_id if started is not None else ""
+            if not at:
+                return None
 
     def _recovery(self, run_id: str) -> TurnRecovery:
         return TurnRecovery(self.id, run_id, self.recovery_timeout)

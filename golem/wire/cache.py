@@ -61,7 +61,7 @@ class MessageCache:
         """Query pages asked of conversation workflows for bases."""
         self._runs: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
         self._stamps: dict[str, Stamps] = {}  # per run key: what its own messages carry
-        self._keys: dict[str, str] = {}  # workflow id -> its run key, to find a turn's run
+        self._keys: dict[str, str] = {}  # workflow id (an inline turn: run id) -> its run key
         self._bases: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
         self._contents: OrderedDict[str, str] = OrderedDict()
         # Per run: the last answer a model call returned here, and its calls' outcomes.
@@ -100,15 +100,24 @@ class MessageCache:
     ) -> list[Message]:
         """The request's messages: the run's own ``call.count`` (``pager`` asks the run's
         workflow), after ``call.base`` when it has one (``base_pager`` asks the conversation)."""
+        base = None
+        if call.base is not None:
+            if base_pager is None:
+                raise ShippingError(
+                    f"run {run}: its history is by reference and nothing can read it"
+                )
+            # The base first: an inline turn's (ADR 0050) extends what the turn before added,
+            # which this workflow's entry holds until the turn's own request replaces it.
+            base = await self._base(call.base, base_pager)
         own = await self._own(run, call, pager)
         if call.stamps is not None:
+            held = self._stamps.get(run)
+            if held is not None and held.run_id != call.stamps.run_id:
+                self._keys.pop(held.run_id, None)  # the inline turn before: its base is read
             self._stamps[run] = call.stamps
             self._keys[run.split("/", 1)[0]] = run
-        if call.base is None:
-            return own
-        if base_pager is None:
-            raise ShippingError(f"run {run}: its history is by reference and nothing can read it")
-        return with_base(await self._base(call.base, base_pager), own)
+            self._keys[call.stamps.run_id] = run  # an inline turn's run id names no workflow
+        return own if base is None else with_base(base, own)
 
     async def _own(self, run: str, call: ModelCall, pager: Pager) -> list[Message]:
         cached = self._runs.pop(run, ([], [""]))
@@ -127,8 +136,10 @@ class MessageCache:
         self._runs[run] = (messages, digests)
         while len(self._runs) > self.max_runs:
             old, _ = self._runs.popitem(last=False)
-            self._stamps.pop(old, None)
+            stamps = self._stamps.pop(old, None)
             self._keys.pop(old.split("/", 1)[0], None)
+            if stamps is not None:
+                self._keys.pop(stamps.run_id, None)
         return list(messages)
 
     async def _assemble(

@@ -54,6 +54,9 @@ class ConversationInput(Wire):
     standing: dict[str, Decision] = Field(default_factory=dict)
     """Tools approved ``always`` in this conversation, by name: the decision that did it
     (``conv.approvals_policy()``; ``conv.revoke(tool)`` takes one back)."""
+    inline_turns: bool = False
+    """Turns run in this workflow, not as child runs (docs/adr/0050-turns-inline.md),
+    chosen when the conversation starts and carried from then on."""
 
 
 class TurnInput(Wire):

@@ -97,6 +97,8 @@ APPROVALS_WAITING: Final = "GolemApprovalsWaiting"
 RUN_ID_IN_USE: Final = "GolemRunIdInUse"
 TURN_DIFFERS: Final = "GolemTurnDiffers"
 PAYLOAD_TOO_LARGE: Final = "GolemPayloadTooLarge"
+#: A conversation whose turns run inline was asked what such turns cannot do yet.
+NOT_INLINE: Final = "GolemNotInline"
 SHIPPING_ERROR: Final = "GolemShippingError"
 TOOL_ERROR: Final = "GolemToolError"
 USER_ERROR: Final = "GolemUserFunctionError"

@@ -26,6 +26,7 @@ from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
+from temporalio.api.update.v1 import Outcome
 from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
@@ -38,18 +39,23 @@ from golem.wire import (
     Completed,
     ConversationInput,
     Failed,
+    InTranscript,
     MessagesPage,
     MessagesQuery,
     Pager,
     Segment,
     ShippingError,
     Stamps,
+    TurnInput,
+    TurnOutput,
     chain,
     chain_all,
     expand,
     message_size,
+    names,
 )
 from golem.wire.failures import UNREADABLE, run_failure
+from golem.wire.run_history import RunHistory
 
 #: A transcript up to this size crosses continue-as-new by value; a longer one by
 #: reference to the workflow runs that hold it (their histories must outlive retention).
@@ -122,6 +128,11 @@ class Transcript:
         self._apply(output.messages, output.stamps)
         self.clean = self.length
         return True
+
+    def took(self, messages: list[Message]) -> None:
+        """An inline turn's messages (its history rebuilt them) join, after its base."""
+        self._set(messages, since=self.start - self.offset)
+        self.clean = self.length
 
     def failed(self, details: Failed | None) -> None:
         """The turn's run failed: its evidence (when carried inline) joins, unrepaired."""
@@ -237,14 +248,32 @@ async def read_transcript(
     the turns before the first payload that cannot be read (a damaged blob, a key not
     held) instead of that payload's error."""
     transcript: Transcript | None = None
+    sends: dict[str, str] = {}  # an inline conversation's accepted turns: update id -> run id
+    activities: list[HistoryEvent] = []  # an inline conversation's, since its last turn ended
     try:
         async for event in events:
             if event.HasField("workflow_execution_started_event_attributes"):
                 payloads = event.workflow_execution_started_event_attributes.input.payloads
                 [input] = await converter.decode(list(payloads), [ConversationInput])
                 transcript = Transcript(input)
+                inline = input.inline_turns
             elif transcript is None:
                 return None
+            elif inline and event.event_type in _ACTIVITY:
+                activities.append(event)
+            elif inline and event.HasField("workflow_execution_update_accepted_event_attributes"):
+                request = event.workflow_execution_update_accepted_event_attributes.accepted_request
+                if request.input.name == names.SEND:
+                    args = list(request.input.args.payloads)
+                    [turn] = await converter.decode(args, [TurnInput])
+                    sends[request.meta.update_id] = turn.run_id
+            elif inline and event.HasField("workflow_execution_update_completed_event_attributes"):
+                completed_update = event.workflow_execution_update_completed_event_attributes
+                run_id = sends.pop(completed_update.meta.update_id, "")
+                if run_id:
+                    outcome = completed_update.outcome
+                    await _inline_turn(transcript, run_id, outcome, activities, converter)
+                    activities = []
             elif event.HasField("start_child_workflow_execution_initiated_event_attributes"):
                 initiated = event.start_child_workflow_execution_initiated_event_attributes
                 [run] = await converter.decode(list(initiated.input.payloads), [AgentRunInput])
@@ -267,6 +296,84 @@ async def read_transcript(
             raise
     return transcript
 
+
+async def _inline_turn(
+    transcript: Transcript,
+    run_id: str,
+    outcome: Outcome,
+    activities: list[HistoryEvent],
+    converter: DataConverter,
+) -> None:
+    """An inline turn's update outcome (docs/adr/0050-turns-inline.md) taken as a turn's run
+    would be: its messages (rebuilt from its ``activities`` when the outcome leaves them to
+    the transcript), or its evidence; a refused send is no turn. Inline turns take the
+    transcript by reference (an agent that needs it by value is refused them)."""
+    if outcome.HasField("success"):
+        [out] = await converter.decode(list(outcome.success.payloads), [TurnOutput])
+        transcript.begin(run_id, True)
+        held = out.run.messages
+        if isinstance(held, InTranscript):
+            read = await RunHistory.read(_replayed(activities), converter)
+            if len(read.so_far) != held.count:
+                raise ShippingError(
+                    f"turn {run_id}: its activities hold {len(read.so_far)} messages, not the "
+                    f"{held.count} it added to the conversation"
+                )
+            transcript.took(read.so_far)
+        elif isinstance(out.run, Completed):
+            transcript.ended(out.run)
+        return
+    error = await converter.decode_failure(outcome.failure)
+    if isinstance(error, ApplicationError) and error.type in REFUSALS:
+        return
+    transcript.begin(run_id, True)
+    transcript.failed(run_failure(error))
+
+
+async def inline_outcome(
+    events: list[HistoryEvent], run_id: str, converter: DataConverter
+) -> TurnOutput | None:
+    """What inline turn ``run_id``'s send answered, if this conversation run's history
+    records it (``None``: another run's, or no such turn)."""
+    update_id = ""
+    for event in events:
+        if event.HasField("workflow_execution_update_accepted_event_attributes"):
+            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            if request.input.name == names.SEND and not update_id:
+                [turn] = await converter.decode(list(request.input.args.payloads), [TurnInput])
+                update_id = request.meta.update_id if turn.run_id == run_id else ""
+        elif event.HasField("workflow_execution_update_completed_event_attributes"):
+            completed = event.workflow_execution_update_completed_event_attributes
+            if update_id and completed.meta.update_id == update_id:
+                if not completed.outcome.HasField("success"):
+                    return None
+                payloads = list(completed.outcome.success.payloads)
+                [out] = await converter.decode(payloads, [TurnOutput])
+                return TurnOutput.model_validate(out)
+    return None
+
+
+async def _replayed(events: list[HistoryEvent]) -> AsyncIterator[HistoryEvent]:
+    for event in events:
+        yield event
+
+
+_ACTIVITY = frozenset(
+    {EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED}
+)
+
+#: The error types of a send refused after its update was accepted: no turn ran.
+REFUSALS = frozenset(
+    {
+        names.CONVERSATION_CLOSED,
+        names.CONVERSATION_CONTINUING,
+        names.APPROVALS_WAITING,
+        names.TURN_RECORDED,
+        names.TURN_DIFFERS,
+        names.RUN_ID_IN_USE,
+        names.NOT_INLINE,
+    }
+)
 
 _CLOSED = frozenset(
     {

@@ -64,7 +64,7 @@ FAILURE_TYPES: list[type[BaseException]] = [
 ]
 
 
-def _setup(input: AgentRunInput) -> tuple[Agent[Any, Any], RunInput]:
+def setup(input: AgentRunInput) -> tuple[Agent[Any, Any], RunInput]:
     """The run's agent and its checked input; bad input fails the run here, for good."""
     info = workflow.info()
     if not isinstance(input, AgentRunInput):  # a null payload skips validation
@@ -117,7 +117,7 @@ class AgentRunWorkflow:
 
     @workflow.run
     async def run(self, input: AgentRunInput) -> Completed:
-        agent, run = _setup(input)
+        agent, run = setup(input)
         settings = registry.settings(workflow.info().task_queue)
         # With external storage an outcome of any size is one payload: none is paged.
         stored = settings.stored_bytes is not None

@@ -45,9 +45,11 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from golem.delegation import inline_problem
     from golem.messages import Decision, HistoryError, Message, validate_history
     from golem.policies import StoredRule
     from golem.wire import (
+        AgentRunInput,
         Completed,
         ConversationInput,
         ConversationSummary,
@@ -64,10 +66,13 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows.agent_run import AgentRunWorkflow
     from golem.workflows.approvals import refuse_invalid_edits
     from golem.workflows.conversation_run import IdleTimeout, carried_input, details, summary
+    from golem.workflows.executor import TemporalExecutor
     from golem.workflows.patches import CONTINUED_SUMMARY, EXTERNAL_TIMEOUT, patched
     from golem.workflows.turn_runs import (
         by_reference,
         child_input,
+        inline_turn,
+        not_inline,
         paused_output,
         refused,
         start_refusal,
@@ -104,15 +109,21 @@ def _switch_suggested() -> bool:
     return workflow.info().is_continue_as_new_suggested() or _version_changed()
 
 
-def _reference(input: ConversationInput) -> tuple[bool, str]:
+def _reference(input: ConversationInput) -> tuple[bool, ApplicationError | None]:
     """Whether turns take the transcript by reference, decided when the conversation
-    starts and carried from then on; or why this worker cannot serve its agent."""
-    if input.by_reference is not None:
-        return input.by_reference, ""
+    starts and carried from then on; or why this worker cannot serve its agent (or run
+    its turns inline, when asked to)."""
     try:
-        return by_reference(registry.lookup(workflow.info().task_queue, input.agent)), ""
+        agent = registry.lookup(workflow.info().task_queue, input.agent)
     except LookupError as exc:
-        return False, str(exc)
+        if input.by_reference is None:
+            return False, ApplicationError(str(exc), type=names.UNKNOWN_AGENT, non_retryable=True)
+        return input.by_reference, None  # a later agent's lookup is its turn's to report
+    if input.inline_turns and (problem := inline_problem(agent)):
+        return False, not_inline(f"serve {problem}")
+    if input.by_reference is not None:
+        return input.by_reference, None
+    return by_reference(agent), None
 
 
 @workflow.defn(name=names.CONVERSATION_WORKFLOW)
@@ -127,6 +138,8 @@ class ConversationWorkflow:
         known = {run: input.fingerprints.get(run, "") for run in [*input.recent, *input.runs]}
         self._turns = Turns(input.turns_per_run, known, input.current_agent or input.agent)
         self._reference, self._unknown = _reference(input)
+        self._inline = input.inline_turns
+        self._executor: TemporalExecutor | None = None  # an inline turn's, while it runs
         self._tickets = 0
         self._answers: dict[int, TurnOutput | ConversationSummary | ApplicationError] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # held: the loop keeps weak references
@@ -137,7 +150,7 @@ class ConversationWorkflow:
     @workflow.run
     async def run(self, input: ConversationInput) -> ConversationSummary:
         if self._unknown:
-            raise ApplicationError(self._unknown, type=names.UNKNOWN_AGENT, non_retryable=True)
+            raise self._unknown
         turns = self._turns
         self._details()  # a run continued as new (a version move) has them from its start
         while not turns.over:
@@ -160,6 +173,7 @@ class ConversationWorkflow:
             idle_timeout=self._idle.seconds,
             standing=self._standing,
             rules=self._rules,
+            inline_turns=self._inline,
         )
         following = carried_input(following, self._transcript, turns.known)
         if turns.phase == "resting":  # closed until its next send reopens it from here
@@ -187,7 +201,9 @@ class ConversationWorkflow:
     @send.validator
     def _validate_send(self, turn: TurnInput) -> None:
         if self._unknown:
-            raise ApplicationError(self._unknown, type=names.UNKNOWN_AGENT, non_retryable=True)
+            raise self._unknown
+        if turn.stream and self._inline:
+            raise not_inline("stream their events")
         if not turn.run_id:
             raise ApplicationError("a turn needs a run id", non_retryable=True)
         refusal = self._turns.check_send(turn.run_id, turn.fingerprint())
@@ -365,6 +381,9 @@ class ConversationWorkflow:
         )
         self._turns.run_begins(start)
         self._turns.handoffs.begin(turn, start)
+        if self._inline:
+            self._spawn(self._run_inline(payload, start))
+            return
         title = lineage.summary(agent, turn.prompt or "(handed over)")
         try:
             child = await workflow.start_child_workflow(
@@ -404,6 +423,14 @@ class ConversationWorkflow:
         answer = self._turns.handoffs.ended(outcome, self._transcript.length)
         await self._perform(self._turns.ended(child.id, answer))
 
+    async def _run_inline(self, payload: AgentRunInput, start: int) -> None:
+        outcome = await inline_turn(self._transcript, payload, start, self._hosting)
+        answer = self._turns.handoffs.ended(outcome, self._transcript.length)
+        await self._perform(self._turns.ended(payload.run.run_id, answer))
+
+    def _hosting(self, executor: TemporalExecutor | None) -> None:
+        self._executor = executor
+
     def _continued_memo(self) -> dict[str, Any] | None:
         """The next run's memo (``None``: this one's, as 0.2.0 left it): this one's with the
         summary, which the UI shows with no worker, as continue-as-new takes no static one."""
@@ -426,6 +453,14 @@ class ConversationWorkflow:
         """The transcript ``[since, upto)``: one page, or the earlier workflow runs that
         hold its start (``MessagesPage.held``)."""
         return self._transcript.page(query)
+
+    @workflow.query(name=names.MESSAGES)
+    def messages(self, query: MessagesQuery) -> MessagesPage:
+        """The inline turn's current model request ``[since, upto)``, one page: what its
+        model activity reads on a worker that lacks it (empty between turns)."""
+        if self._executor is None:
+            return MessagesPage.of([], query)
+        return self._executor.shipper.page(query)
 
     @workflow.query(name=names.CURRENT_AGENT)
     def current_agent(self) -> str:

@@ -11,6 +11,7 @@ step here is deterministic.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from temporalio import workflow
@@ -18,9 +19,11 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError, Workflow
 
 with workflow.unsafe.imports_passed_through():
     from golem.agent import Agent
-    from golem.delegation import reachable
+    from golem.delegation import inline_refusal, reachable
+    from golem.loop import RunLoop
     from golem.messages import Decision, Message
     from golem.policies import StoredRule
+    from golem.results import RunError
     from golem.run_state import RunInput
     from golem.wire import (
         PAGE_BYTES,
@@ -35,6 +38,10 @@ with workflow.unsafe.imports_passed_through():
     )
     from golem.wire.failures import run_failure
     from golem.wire.transcript import Transcript
+    from golem.workflows import registry
+    from golem.workflows.agent_run import setup
+    from golem.workflows.executor import TemporalExecutor
+    from golem.workflows.report import Reporter
     from golem.workflows.turns import Refusal
 
 _TYPES: dict[str, str | None] = {
@@ -106,29 +113,87 @@ def turn_outcome(
     try:
         output = Completed.model_validate(child.result())
     except ChildWorkflowError as exc:
-        # The failed turn's evidence joins the transcript: the next turn resumes it,
-        # repaired first.
-        transcript.failed(run_failure(exc.cause))
-        cause = exc.cause
-        if isinstance(cause, ApplicationError):
-            return ApplicationError(
-                cause.message, *cause.details, type=cause.type, non_retryable=True
-            )
-        return ApplicationError(str(cause or exc), type=names.RUN_ERROR, non_retryable=True)
+        return _failed(transcript, exc.cause, exc)
+    return _taken(transcript, output, start, child.id)
+
+
+async def inline_turn(
+    transcript: Transcript,
+    payload: AgentRunInput,
+    start: int,
+    hosting: Callable[[TemporalExecutor | None], None],
+) -> TurnOutput | ApplicationError:
+    """The turn's loop run here, in the conversation's own workflow (ADR 0050), on the
+    same activities as a turn's run; its messages join the transcript as that run's
+    would. ``hosting`` learns the turn's executor while it runs (the ``golem.messages``
+    query reads its shipper)."""
+    try:
+        agent, run = setup(payload)
+    except ApplicationError as exc:
+        return _failed(transcript, exc, exc)
+    settings = registry.settings(workflow.info().task_queue)
+    report = Reporter(run.history, readable=False, stored=settings.stored_bytes is not None)
+    executor = TemporalExecutor(agent, settings, base=payload.base)
+    hosting(executor)
+    try:
+        result = await RunLoop(agent, executor, run, follow_handoffs=False).run()
+    except RunError as exc:
+        failure, _ = report.failure(exc)
+        return _failed(transcript, failure, exc)
+    except (ValueError, TypeError, LookupError, AttributeError, ArithmeticError) as exc:
+        # In a child run these fail the run; here they would fail the conversation's task,
+        # retried for ever: the turn fails instead, naming the culprit.
+        error = ApplicationError(f"turn {run.run_id}: {exc!r}", non_retryable=True)
+        return _failed(transcript, error, exc)
+    finally:
+        hosting(None)
+    output = result.output
+    if agent.output_adapter is not None and output is not None:
+        output = agent.output_adapter.dump_python(output, mode="json")
+    shipper = executor.shipper
+    logged = shipper.logged_count(result.messages)
+    completed = report.completed(result, output, shipper.recorded, logged)
+    # When the turn's activities hold every request's messages, its history reader rebuilds
+    # them there (golem.wire.transcript): the outcome need not record them again.
+    return _taken(transcript, completed, start, run.run_id, keep=not shipper.logged)
+
+
+def _failed(
+    transcript: Transcript, cause: BaseException | None, exc: BaseException
+) -> ApplicationError:
+    """The failed turn's evidence joins the transcript (the next turn resumes it, repaired
+    first); the error its send fails with."""
+    transcript.failed(run_failure(cause))
+    if isinstance(cause, ApplicationError):
+        return ApplicationError(cause.message, *cause.details, type=cause.type, non_retryable=True)
+    return ApplicationError(str(cause or exc), type=names.RUN_ERROR, non_retryable=True)
+
+
+def _taken(
+    transcript: Transcript, output: Completed, start: int, run_id: str, keep: bool = False
+) -> TurnOutput | ApplicationError:
+    """The turn's output, its messages taken into the transcript; ``keep``: the output keeps
+    them too (an inline turn whose history cannot rebuild them: the conversation's history
+    reader reads them there)."""
     if not transcript.ended(output):
         # Workflow code cannot read pages; one turn adding ~1 MB of messages is refused.
         return ApplicationError(
-            f"turn {child.id} added more than {PAGE_BYTES} bytes of messages, too many for "
+            f"turn {run_id} added more than {PAGE_BYTES} bytes of messages, too many for "
             "the conversation to take in; return references (URLs, ids) from tools, or turn on "
             "external storage (GolemPlugin(external_storage=...) or GOLEM_STORAGE_DIR)",
             non_retryable=True,
         )
-    if not transcript.based:
-        return TurnOutput(run=output, start=start)
+    if not transcript.based or keep:
+        return TurnOutput(run=output, start=start, based=transcript.based)
     # Recorded once more here they would be the turn's fourth copy (the tool's result, the
     # child's result, its completion here): the client reads them from the transcript.
     held = InTranscript(start=start, count=transcript.length - start)
     return TurnOutput(run=output.model_copy(update={"messages": held}), start=start, based=True)
+
+
+def not_inline(what: str) -> ApplicationError:
+    """A conversation whose turns run inline refusing ``what``, for good."""
+    return ApplicationError(inline_refusal(what), type=names.NOT_INLINE, non_retryable=True)
 
 
 def by_reference(agent: Agent[Any, Any]) -> bool:

@@ -1,0 +1,196 @@
+"""Conversation turns run inline in the conversation's workflow (docs/adr/0050-turns-inline.md):
+the same transcript, results and evidence as turns run as child runs, with no child run."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.service import RPCError, RPCStatusCode
+from temporalio.worker import Worker
+from test_conversation import contents, echo_agent, paging_agent, serve
+from test_conversation_boundaries import budgeted, continued
+
+from golem import Agent, Message, ToolCall
+from golem.client import DurableAgent
+from golem.client.records import history_reader
+from golem.models import FunctionModel
+from golem.results import RunError
+from golem.wire import transcript as transcript_module
+from golem.worker import GolemPlugin
+
+
+async def event_types(client: Client, workflow_id: str) -> list[int]:
+    """Every event type of every run of ``workflow_id``."""
+    found: list[int] = []
+    async for execution in client.list_workflows(f"WorkflowId = '{workflow_id}'"):
+        handle = client.get_workflow_handle(workflow_id, run_id=execution.run_id)
+        found += [e.event_type async for e in handle.fetch_history_events()]
+    return found
+
+
+def breaker() -> tuple[Agent[Any, str], FunctionModel]:
+    """A tool call that fails for real on "break"; else how many tool results it has seen."""
+
+    def answer(messages: list[Message], tools: Any) -> Message:
+        if messages[-1].role == "user" and messages[-1].content == "break":
+            return Message.assistant("", [ToolCall(id="c1", name="explode", args="{}")])
+        return Message.assistant(f"{sum(1 for m in messages if m.role == 'tool')} tool results")
+
+    model = FunctionModel(answer)
+    agent = Agent(model, name=f"breaker-{uuid.uuid4().hex[:6]}")
+
+    @agent.tool
+    def explode() -> str:
+        """Fail for real."""
+        raise RuntimeError("boom")
+
+    return agent, model
+
+
+async def test_inline_turns_build_the_transcript_a_child_run_would_with_no_child_run(
+    temporal_client: Client,
+) -> None:
+    outcomes: dict[bool, tuple[list[Any], list[tuple[str, str]], list[list[Message]]]] = {}
+    for inline in (False, True):
+        agent, model = paging_agent(f"pages-{inline}")
+        async with serve(temporal_client, agent) as tq:
+            durable = DurableAgent(temporal_client, agent, task_queue=tq)
+            conv = await durable.conversation(inline_turns=inline)
+            results = [await conv.send(f"page {n}") for n in range(3)]
+            transcript = await conv.messages()
+            runs = await conv.runs()
+        assert runs == [r.run_id for r in results]
+        assert transcript == results[-1].messages
+        for result in results:  # each turn's messages stamped with its run and conversation
+            mine = [m for m in transcript if m.run_id == result.run_id]
+            assert len(mine) == 4 and {m.conversation_id for m in mine} == {conv.id}
+        unnamed = {"run_id": "", "conversation_id": ""}  # two conversations, the same requests
+        requests = [[m.model_copy(update=unnamed) for m in r.messages] for r in model.requests]
+        outcomes[inline] = ([r.output for r in results], contents(transcript), requests)
+        types = await event_types(temporal_client, conv.id)
+        started = EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
+        scheduled = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        if inline:
+            assert started not in types
+            assert types.count(scheduled) == 9  # model, tool, model per turn: here
+            with pytest.raises(RPCError) as missing:
+                await temporal_client.get_workflow_handle(results[0].run_id).describe()
+            assert missing.value.status == RPCStatusCode.NOT_FOUND
+        else:
+            assert types.count(started) == 3 and scheduled not in types
+    assert outcomes[True] == outcomes[False]
+
+
+async def test_a_failed_inline_turn_leaves_its_evidence_and_the_next_turn_resumes_it(
+    temporal_client: Client,
+) -> None:
+    seen: dict[bool, tuple[str, str, list[tuple[str, str]]]] = {}
+    for inline in (False, True):
+        agent, model = breaker()
+        async with serve(temporal_client, agent) as tq:
+            conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation(
+                inline_turns=inline
+            )
+            with pytest.raises(RunError) as failed:
+                await conv.send("break")
+            after = await conv.send("continue")
+            transcript = await conv.messages()
+        assert failed.value.stage == "tool"
+        assert failed.value.partial is not None
+        assert failed.value.partial.conversation_id == conv.id
+        answers = [i for i, m in enumerate(transcript) if m.role == "assistant"]
+        assert [r.messages for r in model.requests] == [transcript[:end] for end in answers]
+        seen[inline] = (failed.value.stage, after.output, contents(transcript))
+    assert seen[True] == seen[False]
+    assert seen[True][1] == "1 tool results"  # the failed turn's call closed in the transcript
+
+
+async def test_inline_turns_carry_across_continue_as_new_by_reference(
+    temporal_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(transcript_module, "CARRY_BYTES", 0)  # every transcript is long here
+    agent, model = paging_agent("carried")
+    async with serve(temporal_client, agent) as tq:
+        conv = await budgeted(temporal_client, agent, tq, turns_per_run=2, inline_turns=True)
+        results = [await conv.send(f"page {n}") for n in range(5)]
+        transcript = await conv.messages()
+        runs = await conv.runs()  # read from the histories, the earlier runs' included
+    assert await continued(temporal_client, conv.id) >= 2
+    assert runs == [r.run_id for r in results]
+    input = (
+        await anext(aiter(conv.handle.fetch_history_events()))
+    ).workflow_execution_started_event_attributes.input
+    assert b'"earlier"' in input.payloads[0].data  # the run holds its start by reference
+    assert EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED not in (
+        await event_types(temporal_client, conv.id)
+    )
+    assert [r.output for r in results] == [f"read {n + 1:08d}" for n in range(5)]
+    answers = [i for i, m in enumerate(transcript) if m.role == "assistant"]
+    assert [r.messages[1:] for r in model.requests] == [transcript[:end] for end in answers]
+
+
+async def test_what_inline_turns_cannot_do_yet_is_refused_naming_it(
+    temporal_client: Client,
+) -> None:
+    asking, _ = echo_agent("asks")
+
+    @asking.tool(requires_approval=True)
+    def wire(amount: int) -> str:
+        """Send money."""
+        return "sent"
+
+    plain, _ = echo_agent("plain-inline")
+    async with serve(temporal_client, asking, plain) as tq:
+        with pytest.raises(ValueError, match="cannot serve agent 'asks' may pause"):
+            await DurableAgent(temporal_client, asking, task_queue=tq).conversation(
+                inline_turns=True
+            )
+        # Known by name only, the worker refuses it: the conversation fails, saying why.
+        by_name = DurableAgent(temporal_client, "asks", task_queue=tq)
+        refused = await by_name.conversation(inline_turns=True)
+        with pytest.raises(WorkflowFailureError) as failed:
+            await refused.handle.result()
+        assert "may pause" in str(failed.value.cause)
+        conv = await DurableAgent(temporal_client, plain, task_queue=tq).conversation(
+            inline_turns=True, idle_timeout=timedelta(minutes=5)
+        )
+        with pytest.raises(ValueError, match="cannot stream their events"):
+            async for _ in conv.send_stream("hi"):
+                pass
+        assert await conv.messages() == []  # nothing recorded
+        assert (await conv.send("hi")).output == "1: hi"
+
+
+@pytest.mark.parametrize("inline_bytes", [64 * 1024, 1], ids=["shipped", "read-by-query"])
+async def test_an_inline_conversation_reads_back_whole_from_its_history_alone(
+    temporal_client: Client, inline_bytes: int
+) -> None:
+    """Its turns' messages are rebuilt from their activities (or, when a request was read by
+    query, from the outcome that keeps them), no worker needed."""
+    agent, _ = paging_agent(f"read-back-{inline_bytes}")
+    task_queue = f"conv-{uuid.uuid4().hex[:12]}"
+    plugin = GolemPlugin(agent, inline_messages_bytes=inline_bytes)
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[plugin]):
+        durable = DurableAgent(temporal_client, agent, task_queue=task_queue)
+        conv = await durable.conversation(inline_turns=True)
+        results = [await conv.send(f"page {n}") for n in range(3)]
+        await conv.close()
+    # The worker is gone: everything below reads histories only.
+    reader = history_reader(temporal_client)
+    transcript = await reader.transcript(conv.id)
+    assert await reader.messages(transcript) == results[-1].messages
+    assert await reader.runs(transcript) == [r.run_id for r in results]
+    outcomes = [
+        e.workflow_execution_update_completed_event_attributes.outcome.success
+        async for e in conv.handle.fetch_history_events()
+        if e.HasField("workflow_execution_update_completed_event_attributes")
+    ]
+    assert len(outcomes) == 4  # three turns, then the close
+    kept = [b"x" * 2000 in o.payloads[0].data for o in outcomes[:3]]
+    # Shipped, a turn's tool result is in its history once: the outcome leaves it out.
+    assert kept == ([False] * 3 if inline_bytes > 1 else [True] * 3)
