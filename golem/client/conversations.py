@@ -24,6 +24,7 @@ from temporalio.client import (
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
+    WorkflowUpdateStage,
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, FailureError, WorkflowAlreadyStartedError
@@ -488,20 +489,34 @@ class DurableConversation(Generic[OutputT]):
 
     async def close(self) -> None:
         """End the conversation for good once the turn in flight (if any) finishes (one
-        that rests is reopened to be closed, so no later send reopens it)."""
-        try:
-            await self.handle.execute_update(names.CLOSE, result_type=ConversationSummary)
-        except RPCError as exc:
-            if await reopen(self.agent.client, self.id):  # it rested: reopened, to close it
-                await self.handle.execute_update(names.CLOSE, result_type=ConversationSummary)
+        that rests is reopened to be closed, so no later send reopens it). Getting the
+        close taken is bounded by ``recovery_timeout`` as a send's turn is (a reopened run
+        may rest again before the close reaches it): ``TurnNotTaken`` after it."""
+        recovery = self._recovery("")
+        while True:
+            try:
+                update = await recovery.within(
+                    self.handle.start_update(
+                        names.CLOSE,
+                        wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+                        result_type=ConversationSummary,
+                    )
+                )
+                await update.result()  # once the turn in flight ends: not bounded
                 return
-            error = await self._closed_or(exc)
-            if not isinstance(error, ConversationClosedError):
-                raise error from exc
-        except WorkflowUpdateFailedError as exc:
-            error = await self._closed_or(exc)
-            if not isinstance(error, ConversationClosedError):
-                raise error from exc
+            except RPCError as exc:
+                if not await recovery.within(reopen(self.agent.client, self.id)):
+                    return await self._closed_already(exc)
+                # It rested (reopened now, to close it) or runs: the close goes again.
+                await recovery.again("it rested, and was being reopened", exc, at_once=True)
+            except WorkflowUpdateFailedError as exc:
+                return await self._closed_already(exc)
+
+    async def _closed_already(self, exc: Exception) -> None:
+        """A close that failed with ``exc``: done when the conversation is closed already."""
+        error = await self._closed_or(exc)
+        if not isinstance(error, ConversationClosedError):
+            raise error from exc
 
     async def _transcript(self, upto: int) -> list[Message]:
         """The first ``upto`` messages: what this handle saw, else read by query."""
