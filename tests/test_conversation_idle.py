@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -27,6 +27,7 @@ from golem.client import (
     recovery,
 )
 from golem.client.conversations import rested
+from golem.events import RunEvent
 from golem.models import FunctionModel
 from golem.wire import ConversationSummary
 from golem.worker import GolemPlugin
@@ -294,3 +295,43 @@ async def test_a_close_that_cannot_reach_a_run_before_it_rests_fails_at_the_dead
     )
     assert expired.value.conversation_id == conv.id
     assert after.output == "2: two"  # the close never reached a run: it was not closed
+
+
+async def test_a_send_retried_after_its_turn_rested_is_answered_from_the_record_unreopened(
+    temporal_client: Client,
+) -> None:
+    """A turn recorded by an earlier workflow run than the one that rested (which answers
+    no update of it, so the send reopens): the rested run's input lists the turn among its
+    recorded runs, so its next run would refuse it as recorded; the client answers from
+    the record and starts no run (it started one, which rested again for nothing)."""
+    tq = f"idle-{uuid.uuid4().hex[:8]}"
+    async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(counter)]):
+        durable = DurableAgent(temporal_client, counter, task_queue=tq)
+        conv = await durable.conversation(idle_timeout=timedelta(seconds=1))
+        first = await conv.send("one")
+        await eventually(closed(temporal_client, conv.id), what="the conversation to rest")
+        await conv.send("two")  # the next workflow run
+        await eventually(closed(temporal_client, conv.id), what="it to rest again")
+        rested_run = (await conv.handle.describe()).run_id
+        before = await _runs_of(temporal_client, conv.id)
+        again = await within(conv.send("one", run_id=first.run_id), what="the retried send")
+        latest = await conv.handle.describe()
+        after = await _runs_of(temporal_client, conv.id)
+        streamed = conv.send_stream("one", run_id=first.run_id)
+        events = await within(_read(streamed), what="the retried streamed send")
+        after_stream = await _runs_of(temporal_client, conv.id)
+    assert (again.run_id, again.output) == (first.run_id, "1: one")
+    assert [m.content for m in again.messages] == ["one", "1: one"]  # through that turn
+    assert (streamed.result.run_id, streamed.result.output) == (first.run_id, "1: one")
+    assert {e.run_id for e in events} == {first.run_id}
+    assert before == after == after_stream == 2
+    assert latest.run_id == rested_run  # no run started: the rested one is the latest
+
+
+async def _runs_of(client: Client, conversation_id: str) -> int:
+    """How many workflow runs conversation ``conversation_id`` has had."""
+    return len([e async for e in client.list_workflows(f'WorkflowId = "{conversation_id}"')])
+
+
+async def _read(stream: AsyncIterable[RunEvent]) -> list[RunEvent]:
+    return [event async for event in stream]
