@@ -262,13 +262,20 @@ class ConversationClosedError(RuntimeError):
 
 class TurnNotTaken(TimeoutError):
     """A conversation did not take a turn within the recovery deadline. The turn may still
-    run: sent again with the same run id, it is the same turn."""
+    run: sent again with the same run id, it is the same turn. ``run_id`` empty: it did not
+    take ``close()`` (e.g. a resting conversation rested again each time it was reopened)."""
 
     def __init__(self, conversation_id: str, run_id: str, timeout: timedelta, why: str) -> None:
         self.conversation_id = conversation_id
         self.run_id = run_id
+        within = f"within {timeout.total_seconds():g} s ({why})"
+        if not run_id:
+            super().__init__(
+                f"conversation {conversation_id} did not take its close {within}; it may "
+                "still close: call close() again"
+            )
+            return
         super().__init__(
-            f"conversation {conversation_id} did not take turn {run_id} within "
-            f"{timeout.total_seconds():g} s ({why}); it may still run: send it again with "
-            f"run_id={run_id!r} to get its result"
+            f"conversation {conversation_id} did not take turn {run_id} {within}; it may still "
+            f"run: send it again with run_id={run_id!r} to get its result"
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -15,12 +15,19 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 from test_replay import history
-from waiting import eventually
+from waiting import eventually, within
 
 from golem import Message
 from golem.agent import Agent
-from golem.client import ConversationClosedError, DurableAgent, DurableConversation, recovery
+from golem.client import (
+    ConversationClosedError,
+    DurableAgent,
+    DurableConversation,
+    TurnNotTaken,
+    recovery,
+)
 from golem.client.conversations import rested
+from golem.events import RunEvent
 from golem.models import FunctionModel
 from golem.wire import ConversationSummary
 from golem.worker import GolemPlugin
@@ -222,3 +229,109 @@ def test_the_recorded_rest_and_reopen_hold_what_they_were_recorded_for() -> None
         "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED",
         "EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED",
     } <= set(its_commands)
+
+
+def _resting_again_after(
+    client: Client, conversation_id: str, reopens: int
+) -> tuple[list[str], Callable[..., Awaitable[Any]]]:
+    """``client.start_workflow`` that, for the first ``reopens`` starts, returns only once
+    the run it started rested again (its idle timeout ran out before the next call came):
+    the run ids it started, and the stand-in."""
+    started: list[str] = []
+    start_workflow = client.start_workflow
+
+    async def rests_again(*args: Any, **kwargs: Any) -> Any:
+        handle = await start_workflow(*args, **kwargs)
+        started.append(handle.result_run_id or "")
+        if len(started) <= reopens:
+            await eventually(
+                closed(client, conversation_id), what="the reopened run to rest", timeout=30
+            )
+        return handle
+
+    return started, rests_again
+
+
+async def test_a_close_whose_reopened_run_rests_again_before_it_comes_reopens_it_again(
+    temporal_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """close() on a resting conversation reopens it to close it; when the reopened run
+    rests again before the close reaches it, close() goes on as a send would (it raised
+    the server's RPCError)."""
+    tq = f"idle-{uuid.uuid4().hex[:8]}"
+    async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(counter)]):
+        conv = await rested_after_one_turn(DurableAgent(temporal_client, counter, task_queue=tq))
+        started, rests_again = _resting_again_after(temporal_client, conv.id, reopens=1)
+        monkeypatch.setattr(temporal_client, "start_workflow", rests_again)
+        await within(conv.close(), what="the close")
+        monkeypatch.undo()
+        summary = await temporal_client.get_workflow_handle(
+            conv.id, result_type=ConversationSummary
+        ).result()
+        with pytest.raises(ConversationClosedError, match="fork it to go on"):
+            await conv.send("two")
+    assert len(started) == 2  # reopened, rested again, reopened once more
+    assert summary.reopen is None and summary.turns == 1  # closed for good
+
+
+async def test_a_close_that_cannot_reach_a_run_before_it_rests_fails_at_the_deadline_naming_it(
+    temporal_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tq = f"idle-{uuid.uuid4().hex[:8]}"
+    async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(counter)]):
+        durable = DurableAgent(temporal_client, counter, task_queue=tq)
+        rested_conv = await rested_after_one_turn(durable)
+        conv = DurableConversation(durable, rested_conv.handle, timedelta(seconds=2))
+        _, rests_again = _resting_again_after(temporal_client, conv.id, reopens=1_000)
+        monkeypatch.setattr(temporal_client, "start_workflow", rests_again)
+        with pytest.raises(TurnNotTaken) as expired:
+            await within(conv.close(), what="the close's deadline", timeout=30)
+        monkeypatch.undo()
+        after = await within(conv.send("two"), what="a turn after the close that was not taken")
+        await within(conv.close(), what="a close with nothing in its way")
+    assert str(expired.value) == (
+        f"conversation {conv.id} did not take its close within 2 s (it rested, and was being "
+        "reopened); it may still close: call close() again"
+    )
+    assert expired.value.conversation_id == conv.id
+    assert after.output == "2: two"  # the close never reached a run: it was not closed
+
+
+async def test_a_send_retried_after_its_turn_rested_is_answered_from_the_record_unreopened(
+    temporal_client: Client,
+) -> None:
+    """A turn recorded by an earlier workflow run than the one that rested (which answers
+    no update of it, so the send reopens): the rested run's input lists the turn among its
+    recorded runs, so its next run would refuse it as recorded; the client answers from
+    the record and starts no run (it started one, which rested again for nothing)."""
+    tq = f"idle-{uuid.uuid4().hex[:8]}"
+    async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(counter)]):
+        durable = DurableAgent(temporal_client, counter, task_queue=tq)
+        conv = await durable.conversation(idle_timeout=timedelta(seconds=1))
+        first = await conv.send("one")
+        await eventually(closed(temporal_client, conv.id), what="the conversation to rest")
+        await conv.send("two")  # the next workflow run
+        await eventually(closed(temporal_client, conv.id), what="it to rest again")
+        rested_run = (await conv.handle.describe()).run_id
+        before = await _runs_of(temporal_client, conv.id)
+        again = await within(conv.send("one", run_id=first.run_id), what="the retried send")
+        latest = await conv.handle.describe()
+        after = await _runs_of(temporal_client, conv.id)
+        streamed = conv.send_stream("one", run_id=first.run_id)
+        events = await within(_read(streamed), what="the retried streamed send")
+        after_stream = await _runs_of(temporal_client, conv.id)
+    assert (again.run_id, again.output) == (first.run_id, "1: one")
+    assert [m.content for m in again.messages] == ["one", "1: one"]  # through that turn
+    assert (streamed.result.run_id, streamed.result.output) == (first.run_id, "1: one")
+    assert {e.run_id for e in events} == {first.run_id}
+    assert before == after == after_stream == 2
+    assert latest.run_id == rested_run  # no run started: the rested one is the latest
+
+
+async def _runs_of(client: Client, conversation_id: str) -> int:
+    """How many workflow runs conversation ``conversation_id`` has had."""
+    return len([e async for e in client.list_workflows(f'WorkflowId = "{conversation_id}"')])
+
+
+async def _read(stream: AsyncIterable[RunEvent]) -> list[RunEvent]:
+    return [event async for event in stream]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import gc
 import json
 import os
 import pty
@@ -15,6 +16,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -27,11 +29,14 @@ from hypothesis import strategies as st
 from temporalio.api.common.v1 import Payload
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.workflow_streams import PublishEntry, PublishInput, WorkflowStreamClient
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 from test_cli import GOLEM
 from test_crash import crash_dir, doomed_worker
+from waiting import within
 
+from golem import streaming
 from golem.activities.streams import coalesce
 from golem.agent import Agent
 from golem.client import DurableAgent, DurableRunStream
@@ -586,3 +591,48 @@ async def test_golem_run_streams_to_a_terminal_and_not_into_a_pipe(
     assert piped.startswith("echo: hi (LOUD)\n") and shown.startswith("echo: hi (LOUD)\n")
     assert await polls(piped_run) == 0  # nobody read a stream: the run kept none
     assert await polls(shown_run) > 0
+
+
+class _OffsetUnreadable:
+    """``WorkflowStreamClient`` of a run that paused: its poll waits for items the pause will
+    not publish, and where its stream stands cannot be read (``unreadable``)."""
+
+    unreadable = RPCError("the run's stream offset cannot be read", RPCStatusCode.UNAVAILABLE, b"")
+
+    def __init__(self, handle: object) -> None:
+        self.handle = handle
+
+    async def subscribe(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        await asyncio.Event().wait()
+        yield None  # never: nothing is published after the pause
+
+    async def get_offset(self) -> int:
+        raise self.unreadable
+
+
+async def test_a_pause_watch_that_cannot_read_the_offset_raises_its_error_to_the_reader(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The watch's error is the reader's (its own poll's would be), not an unretrieved task
+    error left behind while the reader waits for ever."""
+    monkeypatch.setattr(streaming, "WorkflowStreamClient", _OffsetUnreadable)
+    run = SimpleNamespace(run_id="r1", conversation_id="c1", agent="a", handle=SimpleNamespace())
+    run.handle._client = None  # what a stream's tree takes from its run's handle
+
+    async def paused() -> None:  # the run waits for a person at once
+        return None
+
+    unhandled: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    handler = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _, context: unhandled.append(context))
+    try:
+        stream: DurableRunStream[Any] = DurableRunStream(run, paused=paused)  # type: ignore[arg-type]
+        with pytest.raises(RPCError) as raised:
+            await within(collect(stream), what="the reader to get the watch's error", timeout=10)
+        del stream
+        gc.collect()
+    finally:
+        loop.set_exception_handler(handler)  # the session's loop serves every later test
+    assert raised.value is _OffsetUnreadable.unreadable
+    assert [context["message"] for context in unhandled] == []

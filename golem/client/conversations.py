@@ -24,6 +24,7 @@ from temporalio.client import (
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
+    WorkflowUpdateStage,
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, FailureError, WorkflowAlreadyStartedError
@@ -131,11 +132,12 @@ async def start_conversation(
     return DurableConversation(agent, handle, recovery_timeout)
 
 
-async def reopen(client: Client, conversation_id: str) -> bool:
+async def reopen(client: Client, conversation_id: str, turn: TurnInput | None = None) -> bool:
     """Reopen a conversation that rests (closed itself after its idle timeout): its next
     workflow run starts from the input its last one left, as continue-as-new would.
-    ``False`` when it does not rest (closed for good, failed, terminated)."""
-    start = await _reopening(client, conversation_id)
+    ``False`` when it does not rest (closed for good, failed, terminated); ``TurnRecorded``
+    when ``turn`` is a turn it recorded (not reopened: its next run would refuse it)."""
+    start = await _reopening(client, conversation_id, turn)
     if isinstance(start, bool):
         return start
     following, options = start
@@ -144,12 +146,13 @@ async def reopen(client: Client, conversation_id: str) -> bool:
 
 
 async def reopening(
-    client: Client, conversation_id: str
+    client: Client, conversation_id: str, turn: TurnInput
 ) -> WithStartWorkflowOperation[Any, Any] | bool:
-    """``reopen`` for a turn to carry: the start of the next workflow run, sent with the
+    """``reopen`` for ``turn`` to carry: the start of the next workflow run, sent with the
     turn (update-with-start: the run's first task takes it, one call in all); ``True`` when
-    it runs again already (another client reopened it), ``False`` when it does not rest."""
-    start = await _reopening(client, conversation_id)
+    it runs again already (another client reopened it), ``False`` when it does not rest;
+    ``TurnRecorded`` when the turn is one it recorded."""
+    start = await _reopening(client, conversation_id, turn)
     if isinstance(start, bool):
         return start
     following, options = start
@@ -157,16 +160,22 @@ async def reopening(
 
 
 async def _reopening(
-    client: Client, conversation_id: str
+    client: Client, conversation_id: str, turn: TurnInput | None
 ) -> tuple[ConversationInput, dict[str, Any]] | bool:
     """A rested conversation's next input and start options; ``True``: it runs (another
-    client reopened it), ``False``: it does not rest."""
+    client reopened it), ``False``: it does not rest. ``TurnRecorded`` when its input
+    knows ``turn`` by its run id and prompt: the next run's validator would refuse it as
+    recorded (``Turns.check_send``), so it is answered from the record, with no run started
+    for nothing (a turn recorded by a run before the one that rested, which answers no
+    update of it)."""
     description = await client.get_workflow_handle(conversation_id).describe()
     if description.status == WorkflowExecutionStatus.RUNNING:
         return True
     following = await rested(client, conversation_id, description.status, description.run_id)
     if following is None:
         return False
+    if turn is not None and _records(following, turn):
+        raise TurnRecorded(f"run {turn.run_id} is already a turn of conversation {conversation_id}")
     return following, {
         "id": conversation_id,
         "task_queue": description.task_queue,
@@ -176,6 +185,15 @@ async def _reopening(
         "id_reuse_policy": WorkflowIDReusePolicy.ALLOW_DUPLICATE,
         "id_conflict_policy": WorkflowIDConflictPolicy.USE_EXISTING,
     }
+
+
+def _records(following: ConversationInput, turn: TurnInput) -> bool:
+    """``following`` (a workflow run's input) knows ``turn`` as one it recorded: its run id
+    is among the turns the run knows (as ``ConversationWorkflow`` counts them) with no
+    other fingerprint. Another prompt under that run id is left to the run to refuse."""
+    recorded = following.fingerprints.get(turn.run_id, "")
+    known = turn.run_id in following.recent or turn.run_id in following.runs
+    return known and recorded in ("", turn.fingerprint())
 
 
 async def rested(
@@ -297,7 +315,7 @@ class DurableConversation(Generic[OutputT]):
         client = self.agent.client
 
         def reopen_it(carry: bool) -> Awaitable[WithStartWorkflowOperation[Any, Any] | bool]:
-            return reopening(client, self.id) if carry else reopen(client, self.id)
+            return reopening(client, self.id, turn) if carry else reopen(client, self.id, turn)
 
         return take_turn(client, self.handle, turn, recovery, reopen_it, accepted)
 
@@ -310,11 +328,14 @@ class DurableConversation(Generic[OutputT]):
             error = await self._turn_error(exc, run_id)
             if not isinstance(error, TurnRecorded):
                 raise error from exc
-            recovery.why = "its recorded runs could not be read"
-            return await recovery.within(self._recorded(run_id))
+        except TurnRecorded:  # the rested run's input knows it: not reopened for nothing
+            pass
         except RPCError as exc:
             raise await self._closed_or(exc) from exc
-        return await self._turn_result(out, run_id)
+        else:
+            return await self._turn_result(out, run_id)
+        recovery.why = "its recorded runs could not be read"
+        return await recovery.within(self._recorded(run_id))
 
     async def _recorded(self, run_id: str) -> Result[OutputT]:
         """A send retried after continue-as-new: the turn ran, so its runs answer (the
@@ -513,20 +534,34 @@ class DurableConversation(Generic[OutputT]):
 
     async def close(self) -> None:
         """End the conversation for good once the turn in flight (if any) finishes (one
-        that rests is reopened to be closed, so no later send reopens it)."""
-        try:
-            await self.handle.execute_update(names.CLOSE, result_type=ConversationSummary)
-        except RPCError as exc:
-            if await reopen(self.agent.client, self.id):  # it rested: reopened, to close it
-                await self.handle.execute_update(names.CLOSE, result_type=ConversationSummary)
+        that rests is reopened to be closed, so no later send reopens it). Getting the
+        close taken is bounded by ``recovery_timeout`` as a send's turn is (a reopened run
+        may rest again before the close reaches it): ``TurnNotTaken`` after it."""
+        recovery = self._recovery("")
+        while True:
+            try:
+                update = await recovery.within(
+                    self.handle.start_update(
+                        names.CLOSE,
+                        wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+                        result_type=ConversationSummary,
+                    )
+                )
+                await update.result()  # once the turn in flight ends: not bounded
                 return
-            error = await self._closed_or(exc)
-            if not isinstance(error, ConversationClosedError):
-                raise error from exc
-        except WorkflowUpdateFailedError as exc:
-            error = await self._closed_or(exc)
-            if not isinstance(error, ConversationClosedError):
-                raise error from exc
+            except RPCError as exc:
+                if not await recovery.within(reopen(self.agent.client, self.id)):
+                    return await self._closed_already(exc)
+                # It rested (reopened now, to close it) or runs: the close goes again.
+                await recovery.again("it rested, and was being reopened", exc, at_once=True)
+            except WorkflowUpdateFailedError as exc:
+                return await self._closed_already(exc)
+
+    async def _closed_already(self, exc: Exception) -> None:
+        """A close that failed with ``exc``: done when the conversation is closed already."""
+        error = await self._closed_or(exc)
+        if not isinstance(error, ConversationClosedError):
+            raise error from exc
 
     async def _transcript(self, upto: int) -> list[Message]:
         """The first ``upto`` messages: what this handle saw, else read by query."""

@@ -112,8 +112,9 @@ async def take_turn(
     await its answer (unbounded: the turn's own run). A refusal while the conversation
     continues as new sends it again; a conversation that rests is reopened with the turn
     (``reopen(True)``: the start the turn carries, ``True`` when it runs again already,
-    ``False`` when it does not rest, and the call's error stands). A server that refuses
-    the carried start gets a start of its own (``reopen(False)``), whose error stands.
+    ``False`` when it does not rest, and the call's error stands; it raises ``TurnRecorded``,
+    to the caller, when the rested run knows the turn). A server that refuses the carried
+    start gets a start of its own (``reopen(False)``), whose error stands.
     ``accepted`` is set once the conversation has taken it."""
     reopened: WithStartWorkflowOperation[Any, Any] | None = None
     carry = True
