@@ -265,6 +265,36 @@ async def test_chat_conversation_id_starts_that_conversation_then_attaches_to_it
     assert answers == ["answer: 1: one", "answer: 2: two", "answer: 3: three"]
 
 
+async def test_conversation_and_show_read_a_conversation_whose_turns_ran_inline(
+    address: str, temporal_client: Client
+) -> None:
+    """Its turns are no workflows (docs/adr/0050): both read them from its history."""
+    tq = queue()
+    async with golem_worker(tq, "counter"):
+        durable = DurableAgent(temporal_client, counter, task_queue=tq)
+        conv = await durable.conversation(inline_turns=True)
+        results = [await conv.send(prompt) for prompt in ("one", "two")]
+        await conv.close()
+    listed = await golem("conversation", conv.id)  # no worker: from the history alone
+    shown = await golem("show", conv.id)
+    missing = await golem("show", results[0].run_id)
+    assert listed.code == shown.code == 0, listed.err + shown.err
+    lines = listed.out.splitlines()
+    assert lines[0] == f"conversation {conv.id} (ConversationWorkflow, completed): 2 run(s)"
+    runs = [line.split() for line in lines[1:] if not line.strip().startswith("answer:")]
+    assert [r[2] for r in runs] == [r.run_id for r in results]
+    assert [r[3] for r in runs] == ["completed", "completed"]
+    assert [r[4] for r in runs] == ["parent=-", f"parent={results[0].run_id}"]
+    assert [line.strip() for line in lines if "answer:" in line] == [
+        "answer: 1: one",
+        "answer: 2: two",
+    ]
+    assert "2: two" in shown.out
+    assert missing.code != 0
+    assert f"golem show {conv.id}" not in missing.err  # it cannot know the conversation
+    assert "a turn run inline" in missing.err
+
+
 async def test_chat_leaves_a_conversation_that_rests_when_idle_and_reopens_on_its_next_turn(
     address: str, temporal_client: Client
 ) -> None:

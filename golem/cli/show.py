@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import timedelta
+from datetime import UTC, timedelta
 from typing import Any
 
 from temporalio.api.enums.v1 import VersioningBehavior
@@ -41,8 +41,10 @@ from golem.client.lookups import (
     find_run,
     run_info,
 )
+from golem.client.records import inline_turns_of
 from golem.messages import dump_messages
-from golem.wire import ShippingError, names
+from golem.wire import Completed, ShippingError, TurnOutput, names
+from golem.wire.transcript import InlineTurn
 
 
 async def resolve_run_id(client: Client, given: str) -> str:
@@ -53,7 +55,8 @@ async def resolve_run_id(client: Client, given: str) -> str:
             f"no run {given!r} in namespace {client.namespace!r} at "
             f"{client.service_client.config.target_host}: it is neither a golem run id (the "
             "Temporal Workflow ID) nor a Temporal Run ID; `golem conversation ID` lists the "
-            "runs of a conversation"
+            "runs of a conversation (a turn run inline is no workflow: `golem show` its "
+            "conversation)"
         )
     if run_id != given:
         print(
@@ -223,7 +226,16 @@ async def cmd_conversation(args: argparse.Namespace) -> int:
             f"no runs found for conversation {conversation_id} in namespace "
             f"{client.namespace!r}: check the id (`golem run` and `golem chat` print it)"
         )
-    listed = [await describe_run(client, run_id) for run_id in run_ids]
+    inline = (
+        {t.run_id: t for t in await inline_turns_of(client, conversation_id)} if workflow else {}
+    )
+    parents = dict(zip(run_ids[1:], run_ids, strict=False))
+    listed = [
+        inline_entry(inline[run_id], parents.get(run_id, ""))
+        if run_id in inline
+        else await describe_run(client, run_id)
+        for run_id in run_ids
+    ]
     listed.sort(key=lambda entry: entry["startTime"])  # time order, whichever way they began
     if args.json:
         print(json.dumps({"conversationId": conversation_id, "runs": listed}))
@@ -239,6 +251,29 @@ async def cmd_conversation(args: argparse.Namespace) -> int:
         elif entry["outcome"] and entry["status"] != "completed":
             print(f"      outcome: {entry['outcome']}")
     return 0
+
+
+def inline_entry(turn: InlineTurn, parent: str) -> dict[str, Any]:
+    """An inline turn's line of ``golem conversation`` (docs/adr/0050): no workflow of its
+    own, so read from its update in the conversation's history."""
+    outcome = turn.outcome
+    answer, stop = "", ""
+    if isinstance(outcome, TurnOutput) and isinstance(outcome.run, Completed):
+        status = "completed"
+        output = outcome.run.output
+        answer = " ".join(str(output if output is not None else "").split())[:80]
+    elif outcome is None:
+        status = "running"
+    else:
+        status, stop = "failed", " ".join(str(outcome).split())[:80]
+    return {
+        "runId": turn.run_id,
+        "status": status,
+        "parentRunId": parent,
+        "startTime": turn.started.replace(tzinfo=UTC).isoformat(),
+        "answer": answer,
+        "outcome": stop,
+    }
 
 
 async def describe_run(client: Client, run_id: str) -> dict[str, Any]:

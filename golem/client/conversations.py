@@ -35,7 +35,7 @@ from golem.client.decisions import checked_decisions, checked_results
 from golem.client.inputs import check_size, checked
 from golem.client.listing import start_listed
 from golem.client.lookups import awaiting_approval, existing_run, not_a_conversation
-from golem.client.records import history_reader
+from golem.client.records import history_reader, inline_turns_of
 from golem.client.recovery import (
     RECOVERY_TIMEOUT,
     TurnRecovery,
@@ -68,7 +68,7 @@ from golem.wire import (
 from golem.wire.failures import TurnRecorded
 from golem.wire.lineage import run_search_attributes
 from golem.wire.run_history import decode_result, rebuilt_error, run_pager
-from golem.wire.transcript import CARRY_BYTES, inline_outcome, with_segments
+from golem.wire.transcript import CARRY_BYTES, with_segments
 from golem.workflows.conversation import ConversationWorkflow
 
 OutputT = TypeVar("OutputT")
@@ -359,18 +359,10 @@ class DurableConversation(Generic[OutputT]):
 
     async def _inline_outcome(self, run_id: str) -> TurnOutput | None:
         """What inline turn ``run_id``'s send answered, from the conversation run whose
-        history records it (newest first, back along continue-as-new)."""
-        at: str | None = None
-        while True:
-            handle = self.agent.client.get_workflow_handle(self.id, run_id=at)
-            events = [e async for e in handle.fetch_history_events()]
-            converter = self.agent.client.data_converter
-            if (out := await inline_outcome(events, run_id, converter)) is not None:
-                return out
-            started = events[0].workflow_execution_started_event_attributes if events else None
-            at = started.continued_execution_run_id if started is not None else ""
-            if not at:
-                return None
+        history records it."""
+        turns = await inline_turns_of(self.agent.client, self.id)
+        outcomes = [t.outcome for t in turns if t.run_id == run_id]
+        return next((o for o in outcomes if isinstance(o, TurnOutput)), None)
 
     def _recovery(self, run_id: str) -> TurnRecovery:
         return TurnRecovery(self.id, run_id, self.recovery_timeout)

@@ -34,7 +34,7 @@ from golem.wire.run_history import (
     run_pager,
     run_sources,
 )
-from golem.wire.transcript import HistoryReader
+from golem.wire.transcript import HistoryReader, InlineTurn, inline_turns
 
 
 @dataclass(frozen=True)
@@ -135,6 +135,30 @@ async def conversation_runs(client: Client, conversation_id: str) -> list[str]:
     continue-as-new, read from its history (no worker needed)."""
     histories = history_reader(client)
     return await histories.runs(await histories.transcript(conversation_id))
+
+
+async def inline_turns_of(client: Client, conversation_id: str) -> list[InlineTurn]:
+    """Every inline turn of conversation ``conversation_id`` (docs/adr/0050), newest
+    workflow run first, read from its histories (no worker needed): back along
+    continue-as-new, then any run visibility lists besides (a run a rest closed)."""
+    found: list[InlineTurn] = []
+    seen: set[str] = set()
+
+    async def read(run_id: str) -> str:
+        seen.add(run_id)
+        handle = client.get_workflow_handle(conversation_id, run_id=run_id)
+        events = [e async for e in handle.fetch_history_events()]
+        found.extend(reversed(await inline_turns(events, client.data_converter)))
+        started = events[0].workflow_execution_started_event_attributes if events else None
+        return started.continued_execution_run_id if started is not None else ""
+
+    at = (await client.get_workflow_handle(conversation_id).describe()).run_id or ""
+    while at:
+        at = await read(at)
+    async for execution in client.list_workflows(f"WorkflowId = '{conversation_id}'"):
+        if execution.run_id not in seen:
+            await read(execution.run_id)
+    return found
 
 
 def history_reader(client: Client) -> HistoryReader:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
@@ -330,27 +332,38 @@ async def _inline_turn(
     transcript.failed(run_failure(error))
 
 
-async def inline_outcome(
-    events: list[HistoryEvent], run_id: str, converter: DataConverter
-) -> TurnOutput | None:
-    """What inline turn ``run_id``'s send answered, if this conversation run's history
-    records it (``None``: another run's, or no such turn)."""
-    update_id = ""
+@dataclass(frozen=True)
+class InlineTurn:
+    """An inline turn as its conversation run's history records it (docs/adr/0050)."""
+
+    run_id: str
+    started: datetime
+    outcome: TurnOutput | BaseException | None
+    """What its send answered, the error it failed with (a refusal too), ``None``: in flight."""
+
+
+async def inline_turns(events: list[HistoryEvent], converter: DataConverter) -> list[InlineTurn]:
+    """The inline turns this conversation run's history records, in the order sent."""
+    sent: dict[str, tuple[str, datetime]] = {}
+    outcomes: dict[str, TurnOutput | BaseException] = {}
     for event in events:
         if event.HasField("workflow_execution_update_accepted_event_attributes"):
             request = event.workflow_execution_update_accepted_event_attributes.accepted_request
-            if request.input.name == names.SEND and not update_id:
+            if request.input.name == names.SEND:
                 [turn] = await converter.decode(list(request.input.args.payloads), [TurnInput])
-                update_id = request.meta.update_id if turn.run_id == run_id else ""
+                sent[request.meta.update_id] = (turn.run_id, event.event_time.ToDatetime())
         elif event.HasField("workflow_execution_update_completed_event_attributes"):
             completed = event.workflow_execution_update_completed_event_attributes
-            if update_id and completed.meta.update_id == update_id:
-                if not completed.outcome.HasField("success"):
-                    return None
-                payloads = list(completed.outcome.success.payloads)
-                [out] = await converter.decode(payloads, [TurnOutput])
-                return TurnOutput.model_validate(out)
-    return None
+            if completed.meta.update_id in sent:
+                outcome = completed.outcome
+                if outcome.HasField("success"):
+                    payloads = list(outcome.success.payloads)
+                    [out] = await converter.decode(payloads, [TurnOutput])
+                    outcomes[completed.meta.update_id] = TurnOutput.model_validate(out)
+                else:
+                    error = await converter.decode_failure(outcome.failure)
+                    outcomes[completed.meta.update_id] = error
+    return [InlineTurn(r, at, outcomes.get(u)) for u, (r, at) in sent.items()]
 
 
 async def _replayed(events: list[HistoryEvent]) -> AsyncIterator[HistoryEvent]:
