@@ -1,7 +1,7 @@
 """Many open conversations on one worker, golem beside the entity-workflow floor.
 
     .venv/bin/python benchmarks/scale.py [--conversations 1000 10000] [--turns 3]
-        [--in-flight 100] [--resting 20] [--cache 1000]
+        [--in-flight 100] [--resting 20] [--cache 1000] [--inline]
 
 For each count N, each side (its worker in a process of its own, ``max_cached_workflows``
 = ``--cache`` on both) opens N conversations and takes ``--turns`` turns in each, at most
@@ -12,8 +12,10 @@ conversation (its RSS once the N are open, less before); then a turn on each of
 the workflow closed, the next send reopens it, docs/adr/0021), the floor's an entity
 workflow the worker's cache no longer holds (it replays first; with N <= ``--cache`` it is
 still cached). The agent and the floor are benchmarks/entity_floor.py's (three activities a
-turn, a 2 KB tool result). Issue 34's targets are printed beside: p99/p50 <= 1.6x, memory
-per open conversation <= the floor's, a resting turn <= 1.5x the floor's.
+turn, a 2 KB tool result). ``--inline`` adds a third side: golem's conversations with their
+turns inline (``conversation(inline_turns=True)``, docs/adr/0050-turns-inline.md). Issue
+34's targets are printed beside: p99/p50 <= 1.6x, memory per open conversation <= the
+floor's, a resting turn <= 1.5x the floor's.
 """
 
 from __future__ import annotations
@@ -73,14 +75,15 @@ class Side:
         self.open: list[object] = []
 
     async def start(self) -> object:
-        if self.name == "golem":
-            return await self.durable.conversation(idle_timeout=IDLE)
+        if self.name != "floor":
+            inline = self.name == "inline"
+            return await self.durable.conversation(idle_timeout=IDLE, inline_turns=inline)
         return await self.client.start_workflow(
             EntityChat.run, None, id=f"entity-{uuid.uuid4()}", task_queue=self.worker.task_queue
         )
 
     async def turn(self, conversation: object, text: str) -> None:
-        if self.name == "golem":
+        if self.name != "floor":
             await conversation.send(text)  # type: ignore[attr-defined]
         else:
             await conversation.execute_update(EntityChat.turn, text)  # type: ignore[attr-defined]
@@ -127,9 +130,10 @@ async def measure(args: argparse.Namespace, count: int) -> dict[str, dict[str, f
     figures: dict[str, dict[str, float]] = {}
     async with dev_server() as env:
         target = env.client.service_client.config.target_host
-        for name in ("floor", "golem"):
+        for name in ("floor", "golem", "inline") if args.inline else ("floor", "golem"):
+            served = "floor" if name == "floor" else "golem"
             async with WorkerProcess(
-                target, __file__, name, str(args.cache), prefix=name
+                target, __file__, served, str(args.cache), prefix=name
             ) as worker:
                 side = Side(name, worker, env.client)
                 print(f"  .. {count} conversations: {name}", file=sys.stderr, flush=True)
@@ -138,7 +142,7 @@ async def measure(args: argparse.Namespace, count: int) -> dict[str, dict[str, f
                 before = rss_kb(worker)
                 rate, latencies = await open_many(side, count, args.turns, args.in_flight)
                 memory = (rss_kb(worker) - before) / count
-                if name == "golem":
+                if name != "floor":
                     await asyncio.sleep(IDLE.total_seconds() + 5)  # the conversations rest
                 resting = await resting_turns(side, args.resting)
                 figures[name] = {
@@ -152,35 +156,37 @@ async def measure(args: argparse.Namespace, count: int) -> dict[str, dict[str, f
 
 
 def report(count: int, args: argparse.Namespace, figures: dict[str, dict[str, float]]) -> None:
-    g, f = figures["golem"], figures["floor"]
     print(
         f"{count} conversations x {args.turns} turns, {args.in_flight} in flight, "
         f"cache {args.cache}, {args.resting} resting turns"
     )
-    print(f"   {'':34s}{'golem':>10s}{'floor':>10s}{'ratio':>8s}")
-    print(
-        f"   {'throughput, turns/s':34s}{g['rate']:10.1f}{f['rate']:10.1f}{g['rate'] / f['rate']:7.2f}x"
-    )
-    print(
-        f"   {'turn latency p50, ms':34s}{g['p50']:10.1f}{f['p50']:10.1f}{g['p50'] / f['p50']:7.2f}x"
-    )
-    print(
-        f"   {'turn latency p99, ms':34s}{g['p99']:10.1f}{f['p99']:10.1f}{g['p99'] / f['p99']:7.2f}x"
-    )
-    gs, fs = g["p99"] / g["p50"], f["p99"] / f["p50"]
-    print(
-        f"   {'p99 / p50':34s}{gs:9.2f}x{fs:9.2f}x   (target golem <= 1.6x: {'met' if gs <= 1.6 else 'NOT met'})"
-    )
-    gm, fm = g["memory"], f["memory"]
-    met = "met" if gm <= fm else "NOT met"
-    print(
-        f"   {'worker RSS per open conversation, KB':34s}{gm:10.1f}{fm:10.1f}{gm / fm if fm else 0:7.2f}x  (target <= the floor's: {met})"
-    )
-    gr, fr = g["resting"], f["resting"]
-    met = "met" if gr <= 1.5 * fr else "NOT met"
-    print(
-        f"   {'a resting turn, median ms':34s}{gr:10.1f}{fr:10.1f}{gr / fr:7.2f}x  (target <= 1.5x: {met})"
-    )
+    f = figures["floor"]
+    for name in [n for n in figures if n != "floor"]:
+        g = figures[name]
+        label = "golem" if name == "golem" else "golem, inline turns"
+        print(f"   {'':34s}{label:>20s}{'floor':>10s}{'ratio':>8s}")
+        for what, key in (
+            ("throughput, turns/s", "rate"),
+            ("turn latency p50, ms", "p50"),
+            ("turn latency p99, ms", "p99"),
+        ):
+            print(f"   {what:34s}{g[key]:20.1f}{f[key]:10.1f}{g[key] / f[key]:7.2f}x")
+        gs, fs = g["p99"] / g["p50"], f["p99"] / f["p50"]
+        met = "met" if gs <= 1.6 else "NOT met"
+        print(f"   {'p99 / p50':34s}{gs:19.2f}x{fs:9.2f}x   (target golem <= 1.6x: {met})")
+        gm, fm = g["memory"], f["memory"]
+        met = "met" if gm <= fm else "NOT met"
+        ratio = gm / fm if fm else 0
+        print(
+            f"   {'worker RSS per open conversation, KB':34s}{gm:20.1f}{fm:10.1f}{ratio:7.2f}x"
+            f"  (target <= the floor's: {met})"
+        )
+        gr, fr = g["resting"], f["resting"]
+        met = "met" if gr <= 1.5 * fr else "NOT met"
+        print(
+            f"   {'a resting turn, median ms':34s}{gr:20.1f}{fr:10.1f}{gr / fr:7.2f}x"
+            f"  (target <= 1.5x: {met})"
+        )
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -198,6 +204,7 @@ if __name__ == "__main__":
     parser.add_argument("--in-flight", type=int, default=100)
     parser.add_argument("--resting", type=int, default=20)
     parser.add_argument("--cache", type=int, default=1000)
+    parser.add_argument("--inline", action="store_true", help="measure inline turns as well")
     asyncio.run(main(parser.parse_args()))
     sys.stdout.flush()
     import os
