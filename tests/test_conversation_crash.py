@@ -1,5 +1,6 @@
 """A worker SIGKILLed mid-turn of a durable conversation: both the conversation workflow and
-the turn's child run lived on it; a second worker finishes the turn."""
+the turn's child run (or, inline, the turn itself) lived on it; a second worker finishes the
+turn."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from crash_agents import AGENTS, conversation_lookup
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
@@ -32,8 +34,9 @@ async def worker_identities(handle: WorkflowHandle[object, object]) -> list[str]
     ]
 
 
+@pytest.mark.parametrize("inline", [False, True], ids=["child-runs", "inline-turns"])
 async def test_a_worker_killed_mid_turn_leaves_the_turn_to_another_worker_once(
-    temporal_env: WorkflowEnvironment, crash_dir: Path
+    temporal_env: WorkflowEnvironment, crash_dir: Path, inline: bool
 ) -> None:
     client = temporal_env.client
     task_queue = f"conv-crash-{uuid.uuid4().hex[:12]}"
@@ -41,7 +44,7 @@ async def test_a_worker_killed_mid_turn_leaves_the_turn_to_another_worker_once(
         client, conversation_lookup.name, task_queue=task_queue
     )
     async with doomed_worker(temporal_env, task_queue, crash_dir) as process:
-        conv = await durable.conversation()
+        conv = await durable.conversation(inline_turns=inline)
         first = await conv.send("hello")  # a whole turn on the doomed worker
         turn = asyncio.ensure_future(conv.send("please look it up"))
         started = crash_dir / "started"
@@ -55,10 +58,12 @@ async def test_a_worker_killed_mid_turn_leaves_the_turn_to_another_worker_once(
         third = await conv.send("thanks")
         runs = await conv.runs()
         transcript = await conv.messages()
-        conversation_workers = await worker_identities(conv.handle)
-        child_workers = await worker_identities(client.get_workflow_handle(second.run_id))
-    # Both workflows started on the killed worker and were finished by the other one.
-    for workers in (conversation_workers, child_workers):
+        handles = [conv.handle]
+        if not inline:  # an inline turn is no workflow: its tasks are the conversation's
+            handles.append(client.get_workflow_handle(second.run_id))
+        identities = [await worker_identities(handle) for handle in handles]
+    # Each workflow started on the killed worker and was finished by the other one.
+    for workers in identities:
         assert workers[0].startswith(doomed), workers
         assert not workers[-1].startswith(doomed), workers
     assert executions(crash_dir) == ["lookup", "lookup"]  # killed once, retried once
