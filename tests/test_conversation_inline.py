@@ -78,6 +78,13 @@ async def test_inline_turns_build_the_transcript_a_child_run_would_with_no_child
         if inline:
             assert started not in types
             assert types.count(scheduled) == 9  # model, tool, model per turn: here
+            # The conversation's page in the UI names each activity's turn in its summary.
+            summaries = [
+                e.user_metadata.summary.data.decode()
+                async for e in conv.handle.fetch_history_events()
+                if e.event_type == scheduled
+            ]
+            assert f"tool: fetch · conversation turn 2, run {results[1].run_id}" in summaries[4]
             with pytest.raises(RPCError) as missing:
                 await temporal_client.get_workflow_handle(results[0].run_id).describe()
             assert missing.value.status == RPCStatusCode.NOT_FOUND

@@ -122,8 +122,12 @@ class TemporalExecutor:
         stream: bool = False,
         on_child: Callable[[str, str], None] = lambda run_id, agent: None,
         offered: Sequence[ToolDefinition] = (),
+        label: str = "",
     ) -> None:
         self.agent = agent
+        self.label = label
+        """Ends each activity's summary: an inline turn's names the turn (ADR 0050), since
+        its activities share the conversation's page in the UI."""
         self.on_child = on_child
         """Learns each child run (its id and agent) as it starts: the run's stream names it."""
         self.gate = gate
@@ -181,7 +185,7 @@ class TemporalExecutor:
                 start_to_close_timeout=timedelta(minutes=5),
                 heartbeat_timeout=self.heartbeat_timeout,
                 retry_policy=ONCE_PER_OUTCOME,
-                summary=summary,
+                summary=summary + self.label,
             )
         )
 
@@ -223,7 +227,7 @@ class TemporalExecutor:
                         start_to_close_timeout=timedelta(minutes=10),
                         heartbeat_timeout=self.heartbeat_timeout,
                         retry_policy=retry_policy(policy),
-                        summary=f"model: {name} (turn {ctx.turn})",
+                        summary=f"model: {name} (turn {ctx.turn}){self.label}",
                     )
                 )
                 break
@@ -292,7 +296,7 @@ class TemporalExecutor:
                 start_to_close_timeout=policy.evaluator_timeout + timedelta(seconds=10),
                 heartbeat_timeout=self.heartbeat_timeout,
                 retry_policy=RetryPolicy(maximum_attempts=3),
-                summary=f"approval evaluator: {call.name}",
+                summary=f"approval evaluator: {call.name}{self.label}",
             )
         except ActivityError:
             return None  # never fails open: a person decides
@@ -366,6 +370,6 @@ class TemporalExecutor:
                 start_to_close_timeout=timeout,
                 heartbeat_timeout=self.heartbeat_timeout,
                 retry_policy=retry_policy(policy),
-                summary=f"tool: {call.name}",
+                summary=f"tool: {call.name}{self.label}",
             )
         )

@@ -133,7 +133,9 @@ async def inline_turn(
         return _failed(transcript, exc, exc)
     settings = registry.settings(workflow.info().task_queue)
     report = Reporter(run.history, readable=False, stored=settings.stored_bytes is not None)
-    executor = TemporalExecutor(agent, settings, base=payload.base)
+    # Its activities share the conversation's page in the UI: each summary names the turn.
+    label = f" · conversation turn {transcript.turns}, run {run.run_id}"
+    executor = TemporalExecutor(agent, settings, base=payload.base, label=label)
     hosting(executor)
     try:
         result = await RunLoop(agent, executor, run, follow_handoffs=False).run()
