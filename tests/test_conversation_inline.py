@@ -8,6 +8,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from delegation_agents import caller_agent, calls
+from delegation_agents import echo_agent as echo_agent_of
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
@@ -16,7 +18,7 @@ from test_conversation import contents, echo_agent, paging_agent, serve
 from test_conversation_boundaries import budgeted, continued
 
 from golem import Agent, Message, ToolCall
-from golem.client import DurableAgent
+from golem.client import PARENT_RUN_ID, DurableAgent
 from golem.client.records import history_reader
 from golem.models import FunctionModel
 from golem.results import RunError
@@ -201,3 +203,23 @@ async def test_an_inline_conversation_reads_back_whole_from_its_history_alone(
     kept = [b"x" * 2000 in o.payloads[0].data for o in outcomes[:3]]
     # Shipped, a turn's tool result is in its history once: the outcome leaves it out.
     assert kept == ([False] * 3 if inline_bytes > 1 else [True] * 3)
+
+
+async def test_an_inline_turn_delegates_to_a_child_run_of_the_conversation(
+    temporal_client: Client,
+) -> None:
+    billing = echo_agent_of("billing", lambda p: f"refunded ({p})", description="Refunds.")
+    triage = caller_agent(
+        "triage", lambda p: calls(("c1", "billing", {"prompt": "order 42"})), delegates=[billing]
+    )
+    async with serve(temporal_client, triage) as tq:
+        conv = await DurableAgent(temporal_client, triage, task_queue=tq).conversation(
+            inline_turns=True
+        )
+        result = await conv.send("I was charged twice")
+        [child] = result.sub_runs
+        described = await temporal_client.get_workflow_handle(child).describe()
+    assert result.output == "refunded (order 42)"
+    # The delegation is a child workflow of the conversation, its caller the turn's run.
+    assert described.parent_id == conv.id
+    assert described.typed_search_attributes.get(PARENT_RUN_ID) == result.run_id
