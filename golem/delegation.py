@@ -184,16 +184,14 @@ def failure_text(name: str, error: RunError) -> str:
 
 def inline_problem(agent: Any) -> str:
     """Why ``agent``'s conversation turns cannot run inline yet ("" when they can):
-    approvals, client-run tools, handoffs and a history by value need a turn's run of their
-    own until docs/adr/0050-turns-inline.md's next steps."""
+    handoffs and a history by value need a turn's run of their own until
+    docs/adr/0050-turns-inline.md's next steps."""
     for reached in reachable([agent]):
         if reached.handoffs:
             return f"agent {reached.name!r} hands off (to {', '.join(sorted(reached.handoffs))})"
     if agent.history_processor is not None or agent.usage_limits.request_input_tokens_limit:
         # The conversation's history reader takes inline turns to continue it by reference.
         return f"agent {agent.name!r} needs the whole history in its loop (a history processor)"
-    if agent.may_pause:
-        return f"agent {agent.name!r} may pause (a tool needs approval, or runs in the client)"
     return ""
 
 

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from datetime import timedelta
 from math import inf
@@ -119,8 +119,12 @@ class ApprovalGate:
         validators: Callable[[], Mapping[str, Callable[[str], object]]] = dict,
         external: Callable[[list[ToolCall]], set[str]] = lambda calls: set(),
         external_timeout: timedelta | None = None,
+        tell: Callable[[Paused], Awaitable[None]] | None = None,
     ) -> None:
         self._paused = paused
+        # A conversation's turn run inline (ADR 0050): the conversation hears this run's
+        # pauses from it directly, as a turn's own run would signal them.
+        self._tell_inline = tell
         self._external = external
         self._listed: Waiting | None = None  # what the pending inbox lists now, if anything
         self._validators = validators
@@ -211,7 +215,8 @@ class ApprovalGate:
         """Wait until every pending call is decided (or the timeout answers the rest)."""
         parent = workflow.info().parent if self._notify_parent else None
         # A conversation's turn: the conversation keeps the timeout, its history decides.
-        timeout = self._timeout if parent is None else None
+        turn = parent is not None or self._tell_inline is not None
+        timeout = None if turn else self._timeout
         now = workflow.now().timestamp()
         pause = Pause(
             tuple(c.id for c in pending), timeout, None if timeout is None else now + timeout
@@ -225,7 +230,7 @@ class ApprovalGate:
         try:
             if inbox:
                 self._list(self.pending)
-            external = self._external(pending) if parent is None else set()
+            external = set() if turn else self._external(pending)
             if patched(VISIBLE_APPROVALS):
                 if external and patched(EXTERNAL_TIMEOUT):
                     bounds = {
@@ -384,9 +389,9 @@ class ApprovalGate:
             )
             target = self._caller
         elif (
-            self._notify_parent
+            (self._notify_parent or self._tell_inline is not None)
             and (waiting or self._told_evaluating)
-            and (parent := workflow.info().parent)
+            and (self._tell_inline is not None or workflow.info().parent)
         ):
             # Told while evaluations run, the conversation hears when they end, waiting or not.
             self._told_evaluating = bool(evaluations)
@@ -398,6 +403,11 @@ class ApprovalGate:
             if self._by_evaluator:
                 more["decided"] = self._by_evaluator
             report = self.report(waiting).model_copy(update=more)
+            if self._tell_inline is not None:
+                await self._tell_inline(report)
+                return
+            parent = workflow.info().parent
+            assert parent is not None
             target = parent.workflow_id
         else:
             return

@@ -64,7 +64,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.wire.transcript import Transcript
     from golem.workflows import children, registry
     from golem.workflows.agent_run import AgentRunWorkflow
-    from golem.workflows.approvals import refuse_invalid_edits
+    from golem.workflows.approvals import ApprovalGate, refuse_invalid_edits
     from golem.workflows.conversation_run import IdleTimeout, carried_input, details, summary
     from golem.workflows.executor import TemporalExecutor
     from golem.workflows.patches import CONTINUED_SUMMARY, EXTERNAL_TIMEOUT, patched
@@ -140,6 +140,7 @@ class ConversationWorkflow:
         self._reference, self._unknown = _reference(input)
         self._inline = input.inline_turns
         self._executor: TemporalExecutor | None = None  # an inline turn's, while it runs
+        self._gate: ApprovalGate | None = None  # likewise
         self._tickets = 0
         self._answers: dict[int, TurnOutput | ConversationSummary | ApplicationError] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # held: the loop keeps weak references
@@ -294,6 +295,14 @@ class ConversationWorkflow:
 
     @workflow.signal(name=names.PAUSED)
     async def _on_paused(self, paused: PausedRun) -> None:
+        if self._inline:  # a delegation of the inline turn: its gate counts what waits there
+            if self._gate is not None:
+                await self._gate.reported(paused)
+            return
+        await self._turn_paused(paused)
+
+    async def _turn_paused(self, paused: PausedRun) -> None:
+        """The turn's run waits for the calls ``paused`` names now (or for none)."""
         calls = [c.id for c in paused.pending_approvals]
         bounds, external = None, set(paused.external)
         # Client-run calls keep the external timeout here too (taken only by such a wait).
@@ -329,6 +338,9 @@ class ConversationWorkflow:
                 self._answers[effect.ticket] = self._answer(effect.outcome)
             elif isinstance(effect, StartChild):
                 await self._start_turn(effect.run_id)
+            elif isinstance(effect, Decide) and self._inline:
+                if self._gate is not None:  # a turn that ended meanwhile settles it anyway
+                    await self._gate.decide(effect.decisions)
             elif isinstance(effect, Decide):
                 # A run that ended meanwhile takes no signal: its end settles the turn anyway.
                 handle = workflow.get_external_workflow_handle(effect.run_id)
@@ -424,12 +436,14 @@ class ConversationWorkflow:
         await self._perform(self._turns.ended(child.id, answer))
 
     async def _run_inline(self, payload: AgentRunInput, start: int) -> None:
-        outcome = await inline_turn(self._transcript, payload, start, self._hosting)
+        outcome = await inline_turn(
+            self._transcript, payload, start, self._hosting, self._turn_paused
+        )
         answer = self._turns.handoffs.ended(outcome, self._transcript.length)
         await self._perform(self._turns.ended(payload.run.run_id, answer))
 
-    def _hosting(self, executor: TemporalExecutor | None) -> None:
-        self._executor = executor
+    def _hosting(self, executor: TemporalExecutor | None, gate: ApprovalGate | None) -> None:
+        self._executor, self._gate = executor, gate
 
     def _continued_memo(self) -> dict[str, Any] | None:
         """The next run's memo (``None``: this one's, as 0.2.0 left it): this one's with the

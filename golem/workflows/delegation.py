@@ -36,9 +36,11 @@ async def run_child(
     *,
     stream: bool,
     on_start: Callable[[str, str], None],
+    caller: str = "",
 ) -> Result[Any]:
     """Run ``child`` as a child workflow of the calling run (``ctx.run_id``); ``on_start``
-    learns its run id and agent as it starts (the caller's stream names it)."""
+    learns its run id and agent as it starts (the caller's stream names it); ``caller``: the
+    workflow the child tells when it waits (default: the calling run's)."""
     try:
         registry.lookup(workflow.info().task_queue, child.agent)
     except LookupError as exc:
@@ -52,7 +54,7 @@ async def run_child(
         run=run,
         parent_run_id=ctx.run_id,
         stream=stream,
-        caller=ctx.run_id,
+        caller=caller or ctx.run_id,  # an inline turn's: its conversation hears the child
     )
     how = f"handed over by {ctx.agent_name}" if child.handoff else (run.prompt or "")
     on_start(run.run_id, child.agent)

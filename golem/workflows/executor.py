@@ -123,8 +123,12 @@ class TemporalExecutor:
         on_child: Callable[[str, str], None] = lambda run_id, agent: None,
         offered: Sequence[ToolDefinition] = (),
         label: str = "",
+        caller: str = "",
     ) -> None:
         self.agent = agent
+        self.caller = caller
+        """The workflow this run's delegations tell when they wait ("": the run's own; an
+        inline turn's: its conversation)."""
         self.label = label
         """Ends each activity's summary: an inline turn's names the turn (ADR 0050), since
         its activities share the conversation's page in the UI."""
@@ -305,7 +309,9 @@ class TemporalExecutor:
     async def delegate(
         self, child: Delegation, ctx: RunContext[Any], emit: Callable[[RunEvent], None] | None
     ) -> Result[Any]:
-        return await run_child(child, ctx, stream=self.stream, on_start=self.on_child)
+        return await run_child(
+            child, ctx, stream=self.stream, on_start=self.on_child, caller=self.caller
+        )
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
         tool = self._toolset_tools.get(call.name) or self.agent.tools[call.name]

@@ -11,7 +11,7 @@ step here is deterministic.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from temporalio import workflow
@@ -21,7 +21,8 @@ with workflow.unsafe.imports_passed_through():
     from golem.agent import Agent
     from golem.delegation import inline_refusal, reachable
     from golem.loop import RunLoop
-    from golem.messages import Decision, Message
+    from golem.messages import Decision, Message, ToolCall
+    from golem.phases import finish
     from golem.policies import StoredRule
     from golem.results import RunError
     from golem.run_state import RunInput
@@ -40,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.wire.transcript import Transcript
     from golem.workflows import registry
     from golem.workflows.agent_run import setup
+    from golem.workflows.approvals import ApprovalGate
     from golem.workflows.executor import TemporalExecutor
     from golem.workflows.report import Reporter
     from golem.workflows.turns import Refusal
@@ -121,24 +123,51 @@ async def inline_turn(
     transcript: Transcript,
     payload: AgentRunInput,
     start: int,
-    hosting: Callable[[TemporalExecutor | None], None],
+    hosting: Callable[[TemporalExecutor | None, ApprovalGate | None], None],
+    tell: Callable[[Paused], Awaitable[None]],
 ) -> TurnOutput | ApplicationError:
     """The turn's loop run here, in the conversation's own workflow (ADR 0050), on the
     same activities as a turn's run; its messages join the transcript as that run's
-    would. ``hosting`` learns the turn's executor while it runs (the ``golem.messages``
-    query reads its shipper)."""
+    would. ``hosting`` learns the turn's executor and approval gate while it runs (the
+    ``golem.messages`` query reads its shipper; decisions and the reports of its
+    delegations reach its gate); ``tell`` hears each pause, as a turn's run's signal."""
     try:
         agent, run = setup(payload)
     except ApplicationError as exc:
         return _failed(transcript, exc, exc)
     settings = registry.settings(workflow.info().task_queue)
     report = Reporter(run.history, readable=False, stored=settings.stored_bytes is not None)
+    loops: list[RunLoop] = []  # the gate's callbacks read the loop, made after it
+
+    def paused(pending: list[ToolCall]) -> Paused:
+        loop = loops[0]
+        external = loop.external_ids(pending)
+        return report.paused(finish.result(loop.state, None, pending=pending, external=external))
+
+    gate = ApprovalGate(
+        paused,
+        agent.approval_timeout,
+        validators=lambda: {n: t.validate_args for n, t in loops[0].agent.tools.items()},
+        external=lambda calls: loops[0].external_ids(calls) if loops else set(),
+        external_timeout=agent.external_timeout,
+        tell=tell,
+    )
     # Its activities share the conversation's page in the UI: each summary names the turn.
     label = f" · conversation turn {transcript.turns}, run {run.run_id}"
-    executor = TemporalExecutor(agent, settings, base=payload.base, label=label)
-    hosting(executor)
+    executor = TemporalExecutor(
+        agent,
+        settings,
+        gate=gate,
+        base=payload.base,
+        offered=run.external_tools,
+        label=label,
+        caller=workflow.info().workflow_id,
+    )
+    loops.append(RunLoop(agent, executor, run, follow_handoffs=False))
+    hosting(executor, gate)
+    completed: Completed | None = None
     try:
-        result = await RunLoop(agent, executor, run, follow_handoffs=False).run()
+        result = await loops[0].run()
     except RunError as exc:
         failure, _ = report.failure(exc)
         return _failed(transcript, failure, exc)
@@ -147,17 +176,19 @@ async def inline_turn(
         # retried for ever: the turn fails instead, naming the culprit.
         error = ApplicationError(f"turn {run.run_id}: {exc!r}", non_retryable=True)
         return _failed(transcript, error, exc)
+    else:
+        output = result.output
+        if agent.output_adapter is not None and output is not None:
+            output = agent.output_adapter.dump_python(output, mode="json")
+        shipper = executor.shipper
+        logged = shipper.logged_count(result.messages)
+        completed = report.completed(result, output, shipper.recorded, logged)
+        # When the turn's activities hold every request's messages, its history reader
+        # rebuilds them there (golem.wire.transcript): the outcome need not record them.
+        return _taken(transcript, completed, start, run.run_id, keep=not shipper.logged)
     finally:
-        hosting(None)
-    output = result.output
-    if agent.output_adapter is not None and output is not None:
-        output = agent.output_adapter.dump_python(output, mode="json")
-    shipper = executor.shipper
-    logged = shipper.logged_count(result.messages)
-    completed = report.completed(result, output, shipper.recorded, logged)
-    # When the turn's activities hold every request's messages, its history reader rebuilds
-    # them there (golem.wire.transcript): the outcome need not record them again.
-    return _taken(transcript, completed, start, run.run_id, keep=not shipper.logged)
+        gate.finish(completed)
+        hosting(None, None)
 
 
 def _failed(
