@@ -11,18 +11,21 @@ the serve process per open stream (and the direct readers', for scale); then eac
 beside its goal, with a verdict. Goals (issue 32): added first-event time <= 20 ms median,
 <= 100 ms p99; serve CPU <= 30% of the worker's; <= 100 KB per open stream.
 
-Run: .venv/bin/python benchmarks/serve.py [N [ROUNDS]] [--tracemalloc | --profile]
+Run: .venv/bin/python benchmarks/serve.py [N [ROUNDS]] [--tracemalloc | --profile] [--raw-client]
 (ROUNDS, default 1: rounds of N conversations through each path, alternated, pooled; on a
 busy machine a small N with many rounds gives latencies that mean something.)
 (``--tracemalloc`` runs the serve process under tracemalloc and prints its Python heap per
 open stream and where it grew, to tell Python objects from native memory; it slows the
 serve process, so its other figures are not comparable. ``--profile`` runs it under
-cProfile over the measured rounds and prints where its CPU went, likewise.)
+cProfile over the measured rounds and prints where its CPU went, likewise.
+``--raw-client`` reads the served streams with a minimal HTTP/1.1 reader instead of httpx:
+the load generator's own CPU per turn shares the machine's cores with golem serve's.)
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -30,7 +33,7 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +81,9 @@ async def at_once(n: int, one: Callable[[int], Awaitable[float]]) -> list[float]
     return list(await asyncio.gather(*(one(i) for i in range(n))))
 
 
-async def main(n: int, rounds: int, traced: bool, profiled: bool = False) -> None:
+async def main(
+    n: int, rounds: int, traced: bool, profiled: bool = False, raw: bool = False
+) -> None:
     trace = Path(f"/tmp/golem-bench-serve-{os.getpid()}.trace")
     trace.unlink(missing_ok=True)
     module = "benchmarks._traced_serve" if traced else "golem.cli"
@@ -133,19 +138,44 @@ async def main(n: int, rounds: int, traced: bool, profiled: bool = False) -> Non
                         "messages": [{"id": "u", "role": "user", "content": "go"}],
                     }
                     start, first, any_ = time.perf_counter(), 0.0, 0.0
-                    async with http.stream("POST", "/agents/bench_stream/agui", json=body) as r:
-                        async for line in r.aiter_lines():
-                            if not any_ and line.startswith("data:"):  # RUN_STARTED
-                                any_ = time.perf_counter() - start
-                            if not first and "TEXT_MESSAGE_CONTENT" in line:
-                                first = time.perf_counter() - start
-                                texted[0] += 1
-                                if traced and texted[0] == n:  # all streaming: where it grew
-                                    serve.send_signal(signal.SIGUSR2)
-                                peak[0] = max(peak[0], rss_kb(serve.pid))
+                    async for line in lines(body):
+                        if not any_ and line.startswith("data:"):  # RUN_STARTED
+                            any_ = time.perf_counter() - start
+                        if not first and "TEXT_MESSAGE_CONTENT" in line:
+                            first = time.perf_counter() - start
+                            texted[0] += 1
+                            if traced and texted[0] == n:  # all streaming: where it grew
+                                serve.send_signal(signal.SIGUSR2)
+                            peak[0] = max(peak[0], rss_kb(serve.pid))
                     served_any.append(any_)
                     return first
 
+                async def httpx_lines(body: dict[str, Any]) -> AsyncIterator[str]:
+                    async with http.stream("POST", "/agents/bench_stream/agui", json=body) as r:
+                        async for line in r.aiter_lines():
+                            yield line
+
+                async def raw_lines(body: dict[str, Any]) -> AsyncIterator[str]:
+                    # HTTP/1.1 by hand: the lines of the chunked body, chunk sizes among them
+                    # (only "data:" lines are read), until the run's last event.
+                    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                    data = json.dumps(body).encode()
+                    writer.write(
+                        b"POST /agents/bench_stream/agui HTTP/1.1\r\nhost: bench\r\n"
+                        b"content-type: application/json\r\n"
+                        b"content-length: %d\r\n\r\n%s" % (len(data), data)
+                    )
+                    try:
+                        while line := await reader.readline():
+                            yield line.decode()
+                            if line.startswith(
+                                (b'data: {"type":"RUN_FINISHED', b'data: {"type":"RUN_ERROR')
+                            ):
+                                return
+                    finally:
+                        writer.close()
+
+                lines = raw_lines if raw else httpx_lines
                 await at_once(min(n, 5), direct)  # warm up both paths
                 await at_once(min(n, 5), served)
                 idle_here, peak_here[0] = rss_kb(os.getpid()), 0
@@ -245,6 +275,7 @@ if __name__ == "__main__":
     numbers = [int(arg) for arg in sys.argv[1:] if arg.isdigit()]
     n = numbers[0] if numbers else 100
     rounds = numbers[1] if len(numbers) > 1 else 1
-    asyncio.run(main(n, rounds, "--tracemalloc" in sys.argv, "--profile" in sys.argv))
+    flags = [flag in sys.argv for flag in ("--tracemalloc", "--profile", "--raw-client")]
+    asyncio.run(main(n, rounds, *flags))
     sys.stdout.flush()
     os._exit(0)  # the Temporal core runtime can abort at interpreter teardown

@@ -108,9 +108,8 @@ async def _events(
     yield _sse(started)
     try:
         first = _first_turn(served, agent, given, subject)
-    except Problem as exc:
-        yield _sse(RunErrorEvent(message=exc.reason, code=exc.code))
-        return
+    except Problem:  # said as the thread is: its prompt may be fewer of those messages
+        first = None
     if first is not None:  # a new thread's, most likely: its turn starts its conversation
         items = turn_events(first)
         item = await anext(items)
