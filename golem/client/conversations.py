@@ -11,7 +11,7 @@ Use it from any process with a client; a turn that waits for approvals is answer
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Generic, Protocol, TypeVar
@@ -265,6 +265,9 @@ class DurableConversation(Generic[OutputT]):
     ) -> None:
         self.agent = agent
         self._starting = starting  # the workflow's start, carried by the first send
+        self.with_messages = True
+        """``False``: a turn's ``Result`` leaves ``messages`` empty, the transcript not read
+        for it (one query less a turn, for a reader that relays the turn's events)."""
         self.handle = handle
         self.id = handle.id
         self.recovery_timeout = recovery_timeout
@@ -479,17 +482,22 @@ class DurableConversation(Generic[OutputT]):
         return (await awaiting_approval(self.agent.client, self.id)).calls
 
     async def _turn_result(self, out: TurnOutput, run_id: str) -> Result[OutputT]:
+        if not self.with_messages:
+            return await decode_result(out.run, Sources(), self._validate, messages=False)
         history = await self._transcript(out.start)
         handle = self.agent.client.get_workflow_handle(run_id)
-        adapter = self.agent.output_adapter
-        validate = adapter.validate_python if adapter is not None else None
         based = out.based or isinstance(out.run.messages, InTranscript)
         given, lead = ([], history) if based else (history, [])
         sources = Sources(given=given, lead=lead, pages=run_pager(handle), transcript=self._pager())
-        result: Result[OutputT] = await decode_result(out.run, sources, validate)
+        result: Result[OutputT] = await decode_result(out.run, sources, self._validate)
         if not result.paused:  # a paused turn is not in the transcript yet
             self._messages = result.messages
         return result
+
+    @property
+    def _validate(self) -> Callable[[Any], Any] | None:
+        adapter = self.agent.output_adapter
+        return adapter.validate_python if adapter is not None else None
 
     async def messages(self) -> list[Message]:
         """The whole conversation so far (a query: a worker must be up)."""

@@ -92,6 +92,13 @@ class Thread:
     owner: str = ""
     """Who a conversation this request starts belongs to."""
 
+    def __post_init__(self) -> None:
+        self._relayed()
+
+    def _relayed(self) -> None:
+        # A turn's end is relayed by how it ended, never by its messages: none are read.
+        self.conversation.with_messages = False
+
     @property
     def id(self) -> str:
         return self.conversation.id
@@ -134,6 +141,7 @@ class Thread:
         """Start the conversation workflow when this request is its first."""
         if self.info is None:
             self.conversation = await self.agent.conversation(self.id, owner=self.owner)
+            self._relayed()
 
     def send(self, prompt: str, run_id: str = "") -> DurableRunStream[Any]:
         """A new turn's events (the turn starts when iterated); 413 for a prompt over one
