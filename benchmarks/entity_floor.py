@@ -7,7 +7,8 @@ turn that runs the same three activities inline (model: a tool call; tool: a 2 K
 model: the answer), the transcript in workflow state, continue-as-new when the server
 suggests it. golem runs the same work as a ``ConversationWorkflow`` (benchmarks/
 conversations.py's agent), each turn a child run, and again with its turns inline
-(``conversation(inline_turns=True)``, docs/adr/0050-turns-inline.md), sandboxed and not.
+(``conversation(inline_turns=True)``, docs/adr/0050-turns-inline.md), sandboxed and not,
+and inline with Results that carry the answer alone (``with_messages = False``).
 Each side has its own worker process, so its CPU is read from the
 OS for that process alone; repeats are interleaved (floor, golem, ...) and reported as median
 (min-max). Printed per turn: worker CPU, throughput, history bytes, events and workflow tasks
@@ -64,10 +65,11 @@ async def entity_conversations(
 
 
 async def golem_conversations(
-    durable: DurableAgent[str], count: int, turns: int, inline: bool = False
+    durable: DurableAgent[str], count: int, turns: int, inline: bool = False, whole: bool = True
 ) -> list[str]:
     async def one() -> str:
         conv = await durable.conversation(inline_turns=inline)
+        conv.with_messages = whole  # False: each Result its answer alone, no transcript read
         for n in range(turns):
             await conv.send(f"page {n}?")
         await conv.close()
@@ -115,7 +117,7 @@ def verdict(ratio: float, target: float, at_most: bool) -> str:
 #: The sides measured, each against the floor: golem's conversation with a child run per
 #: turn, and with its turns inline, sandboxed and not (what is left of the gap once the
 #: shape is the floor's).
-SIDES = ("golem", "inline", "inline-unsandboxed")
+SIDES = ("golem", "inline", "inline-answers", "inline-unsandboxed")
 
 
 async def main(repeats: int, count: int, turns: int) -> None:
@@ -125,6 +127,7 @@ async def main(repeats: int, count: int, turns: int) -> None:
             WorkerProcess(target, __file__, "floor", prefix="floor") as floor_worker,
             WorkerProcess(target, __file__, "golem", prefix="golem") as golem_worker,
             WorkerProcess(target, __file__, "golem", prefix="inline") as inline_worker,
+            WorkerProcess(target, __file__, "golem", prefix="answers") as answers_worker,
             WorkerProcess(target, __file__, "golem-unsandboxed", prefix="bare") as bare_worker,
         ):
             client = env.client
@@ -132,6 +135,7 @@ async def main(repeats: int, count: int, turns: int) -> None:
                 "floor": floor_worker,
                 "golem": golem_worker,
                 "inline": inline_worker,
+                "inline-answers": answers_worker,
                 "inline-unsandboxed": bare_worker,
             }
 
@@ -141,7 +145,8 @@ async def main(repeats: int, count: int, turns: int) -> None:
                         client, floor_worker.task_queue, n, k, "EntityChat", None
                     )
                 on = DurableAgent(client, AGENT, task_queue=workers[side].task_queue)
-                return await golem_conversations(on, n, k, inline=side != "golem")
+                whole = side != "inline-answers"
+                return await golem_conversations(on, n, k, side != "golem", whole)
 
             for side in workers:
                 await run(side, 5, 2)  # warm up
@@ -164,7 +169,9 @@ async def main(repeats: int, count: int, turns: int) -> None:
     )
     print("   golem: a ConversationWorkflow, each turn a child run (golem today)")
     print("   inline: the same conversation with inline_turns=True (docs/adr/0050-turns-inline.md)")
-    print("   inline-unsandboxed: the same on a worker without Temporal's workflow sandbox")
+    print("   inline-answers: the same, its Results without messages (with_messages = False):")
+    print("     no transcript read per turn, as the floor's client reads the answer alone")
+    print("   inline-unsandboxed: inline on a worker without Temporal's workflow sandbox")
     for side in SIDES:
         cpu_ratio = statistics.median(g / f for g, f in zip(cpu[side], cpu["floor"], strict=True))
         rate_ratio = statistics.median(

@@ -3,24 +3,29 @@
 N conversations at once (default 100) each run one streamed turn, first through
 ``DurableConversation.send_stream`` in this process, then through a ``golem serve`` process
 (AG-UI: ``POST /agents/bench_stream/agui``); the worker runs in a process of its own.
-Printed: time to the first text event (median, p99) and the difference; CPU per turn of
+Printed: time to the first event each path's reader receives (direct: the turn's first
+``RunEvent``; golem serve: the first SSE event, ``RUN_STARTED``) and to the first text
+event (median, p99), and the differences; CPU per turn of
 the worker, of the readers (this process) and of the serve process; resident memory of
 the serve process per open stream (and the direct readers', for scale); then each figure
 beside its goal, with a verdict. Goals (issue 32): added first-event time <= 20 ms median,
 <= 100 ms p99; serve CPU <= 30% of the worker's; <= 100 KB per open stream.
 
-Run: .venv/bin/python benchmarks/serve.py [N [ROUNDS]] [--tracemalloc | --profile]
+Run: .venv/bin/python benchmarks/serve.py [N [ROUNDS]] [--tracemalloc | --profile] [--raw-client]
 (ROUNDS, default 1: rounds of N conversations through each path, alternated, pooled; on a
 busy machine a small N with many rounds gives latencies that mean something.)
 (``--tracemalloc`` runs the serve process under tracemalloc and prints its Python heap per
 open stream and where it grew, to tell Python objects from native memory; it slows the
 serve process, so its other figures are not comparable. ``--profile`` runs it under
-cProfile over the measured rounds and prints where its CPU went, likewise.)
+cProfile over the measured rounds and prints where its CPU went, likewise.
+``--raw-client`` reads the served streams with a minimal HTTP/1.1 reader instead of httpx:
+the load generator's own CPU per turn shares the machine's cores with golem serve's.)
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -28,7 +33,7 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +81,9 @@ async def at_once(n: int, one: Callable[[int], Awaitable[float]]) -> list[float]
     return list(await asyncio.gather(*(one(i) for i in range(n))))
 
 
-async def main(n: int, rounds: int, traced: bool, profiled: bool = False) -> None:
+async def main(
+    n: int, rounds: int, traced: bool, profiled: bool = False, raw: bool = False
+) -> None:
     trace = Path(f"/tmp/golem-bench-serve-{os.getpid()}.trace")
     trace.unlink(missing_ok=True)
     module = "benchmarks._traced_serve" if traced else "golem.cli"
@@ -107,16 +114,21 @@ async def main(n: int, rounds: int, traced: bool, profiled: bool = False) -> Non
                         await asyncio.sleep(0.1)
 
                 peak, texted, peak_here = [0], [0], [0]
+                # Time to the first event of any kind, by path (the first-text time is returned).
+                direct_any: list[float] = []
+                served_any: list[float] = []
 
                 async def direct(i: int) -> float:
                     # Timed from before the conversation starts, as an AG-UI request for a
                     # new thread starts it: both paths time the same work.
-                    start, first = time.perf_counter(), 0.0
+                    start, first, any_ = time.perf_counter(), 0.0, 0.0
                     conversation = await durable.conversation()
                     async for event in conversation.send_stream("go"):
+                        any_ = any_ or time.perf_counter() - start
                         if event.kind == "text_delta" and not first:
                             first = time.perf_counter() - start
                             peak_here[0] = max(peak_here[0], rss_kb(os.getpid()))
+                    direct_any.append(any_)
                     return first
 
                 async def served(i: int) -> float:
@@ -125,20 +137,49 @@ async def main(n: int, rounds: int, traced: bool, profiled: bool = False) -> Non
                         "runId": "r",
                         "messages": [{"id": "u", "role": "user", "content": "go"}],
                     }
-                    start, first = time.perf_counter(), 0.0
-                    async with http.stream("POST", "/agents/bench_stream/agui", json=body) as r:
-                        async for line in r.aiter_lines():
-                            if not first and "TEXT_MESSAGE_CONTENT" in line:
-                                first = time.perf_counter() - start
-                                texted[0] += 1
-                                if traced and texted[0] == n:  # all streaming: where it grew
-                                    serve.send_signal(signal.SIGUSR2)
-                                peak[0] = max(peak[0], rss_kb(serve.pid))
+                    start, first, any_ = time.perf_counter(), 0.0, 0.0
+                    async for line in lines(body):
+                        if not any_ and line.startswith("data:"):  # RUN_STARTED
+                            any_ = time.perf_counter() - start
+                        if not first and "TEXT_MESSAGE_CONTENT" in line:
+                            first = time.perf_counter() - start
+                            texted[0] += 1
+                            if traced and texted[0] == n:  # all streaming: where it grew
+                                serve.send_signal(signal.SIGUSR2)
+                            peak[0] = max(peak[0], rss_kb(serve.pid))
+                    served_any.append(any_)
                     return first
 
+                async def httpx_lines(body: dict[str, Any]) -> AsyncIterator[str]:
+                    async with http.stream("POST", "/agents/bench_stream/agui", json=body) as r:
+                        async for line in r.aiter_lines():
+                            yield line
+
+                async def raw_lines(body: dict[str, Any]) -> AsyncIterator[str]:
+                    # HTTP/1.1 by hand: the lines of the chunked body, chunk sizes among them
+                    # (only "data:" lines are read), until the run's last event.
+                    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                    data = json.dumps(body).encode()
+                    writer.write(
+                        b"POST /agents/bench_stream/agui HTTP/1.1\r\nhost: bench\r\n"
+                        b"content-type: application/json\r\n"
+                        b"content-length: %d\r\n\r\n%s" % (len(data), data)
+                    )
+                    try:
+                        while line := await reader.readline():
+                            yield line.decode()
+                            if line.startswith(
+                                (b'data: {"type":"RUN_FINISHED', b'data: {"type":"RUN_ERROR')
+                            ):
+                                return
+                    finally:
+                        writer.close()
+
+                lines = raw_lines if raw else httpx_lines
                 await at_once(min(n, 5), direct)  # warm up both paths
                 await at_once(min(n, 5), served)
                 idle_here, peak_here[0] = rss_kb(os.getpid()), 0
+                direct_any.clear(), served_any.clear()  # the warm-up's are not measured
                 idle_rss = rss_kb(serve.pid)
                 if traced or profiled:
                     serve.send_signal(signal.SIGUSR1)
@@ -181,6 +222,12 @@ async def main(n: int, rounds: int, traced: bool, profiled: bool = False) -> Non
 
     stream_kb = (peak[0] - idle_rss) / n
     print(f"{n} conversations at once, one streamed turn each, {rounds} round(s) of each path")
+    da, sa = statistics.median(direct_any) * ms, statistics.median(served_any) * ms
+    dap, sap = p99(direct_any) * ms, p99(served_any) * ms
+    # Not the same event on both paths: each is the first its reader gets.
+    print(f"{'first event (ms)':32}{'RunEvent':>10}{'RUN_STARTED':>14}")
+    print(f"{'  median':32}{da:10.1f}{sa:14.1f}")
+    print(f"{'  p99':32}{dap:10.1f}{sap:14.1f}")
     print(f"{'first text event (ms)':32}{'direct':>10}{'golem serve':>14}")
     print(f"{'  median':32}{dm:10.1f}{sm:14.1f}")
     d95, s95 = quantile(direct_first, 0.95) * ms, quantile(served_first, 0.95) * ms
@@ -201,6 +248,8 @@ async def main(n: int, rounds: int, traced: bool, profiled: bool = False) -> Non
     here_kb = (peak_here[0] - idle_here) / n
     print(f"direct readers' (this process's) RSS growth per open stream: {here_kb:.1f} KB")
     print(f"{'figure':44}{'measured':>10}{'target':>10}  verdict")
+    verdict("added first event, median (ms)", sa - da, 20)
+    verdict("added first event, p99 (ms)", sap - dap, 100)
     verdict("added first text event, median (ms)", sm - dm, 20)
     verdict("added first text event, p99 (ms)", sp - dp, 100)
     verdict("serve CPU / worker CPU (%)", serve_cpu / worker_served * 100, 30)
@@ -226,6 +275,7 @@ if __name__ == "__main__":
     numbers = [int(arg) for arg in sys.argv[1:] if arg.isdigit()]
     n = numbers[0] if numbers else 100
     rounds = numbers[1] if len(numbers) > 1 else 1
-    asyncio.run(main(n, rounds, "--tracemalloc" in sys.argv, "--profile" in sys.argv))
+    flags = [flag in sys.argv for flag in ("--tracemalloc", "--profile", "--raw-client")]
+    asyncio.run(main(n, rounds, *flags))
     sys.stdout.flush()
     os._exit(0)  # the Temporal core runtime can abort at interpreter teardown

@@ -223,3 +223,19 @@ async def test_an_inline_turn_delegates_to_a_child_run_of_the_conversation(
     # The delegation is a child workflow of the conversation, its caller the turn's run.
     assert described.parent_id == conv.id
     assert described.typed_search_attributes.get(PARENT_RUN_ID) == result.run_id
+
+
+async def test_an_inline_conversation_that_wants_answers_alone_reads_no_transcript(
+    temporal_client: Client,
+) -> None:
+    agent, _ = paging_agent("answers-alone")
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation(
+            inline_turns=True
+        )
+        conv.with_messages = False
+        results = [await conv.send(f"page {n}") for n in range(2)]
+        transcript = await conv.messages()
+    assert [r.output for r in results] == ["read 00000001", "read 00000002"]
+    assert [r.messages for r in results] == [[], []]
+    assert len(transcript) == 8  # the conversation holds them all the same

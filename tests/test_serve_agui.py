@@ -118,10 +118,13 @@ async def test_refusals_are_run_errors_with_a_code_or_a_400_and_change_nothing(
         await run.approve({"refund-5": False})
 
     assert absent is None  # no conversation was started by any of them
-    assert [(e.type.value, e.code, e.message) for e in nothing] == [
-        ("RUN_ERROR", "not_waiting", f"thread {thread} waits for nothing: nothing to resume")
-    ]
-    assert [(e.type.value, e.code) for e in a_run] == [("RUN_ERROR", "not_found")]
+    # The run starts before Temporal is asked anything: a refusal found there is its error.
+    assert kinds(nothing) == kinds(a_run) == ["RUN_STARTED", "RUN_ERROR"]
+    assert (nothing[1].code, nothing[1].message) == (
+        "not_waiting",
+        f"thread {thread} waits for nothing: nothing to resume",
+    )
+    assert a_run[1].code == "not_found"
     assert (malformed.status_code, malformed.json()["error"]) == (
         400,
         "not a RunAgentInput: runId: Field required",
@@ -195,3 +198,41 @@ async def test_a_request_describes_its_thread_once(
     assert kinds(again)[:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"]
     assert kinds(again)[-1] == "RUN_FINISHED"
     assert described.count(thread) == 1  # what waits is read from that same description
+
+
+async def test_a_new_threads_turn_carries_its_conversations_start(
+    temporal_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing is asked of Temporal before a new thread's turn: no describe of the thread, no
+    start of its own; the turn's call starts the conversation too (update-with-start). Nor
+    after it: the turn's end says how it ended, its transcript is not queried for it."""
+    thread = str(uuid.uuid4())
+    asked = [{"id": "u1", "role": "user", "content": "Refund order 42 for 30"}]  # no approval
+    service = temporal_env.client.workflow_service
+    called: list[tuple[str, str]] = []
+    for name in ("describe_workflow_execution", "start_workflow_execution", "query_workflow"):
+        call = getattr(service, name)
+
+        async def counted(request: Any, *args: Any, _call: Any = call, **kwargs: Any) -> Any:
+            execution = getattr(request, "execution", None)
+            workflow = execution.workflow_id if execution is not None else request.workflow_id
+            called.append((type(request).__name__, workflow))
+            return await _call(request, *args, **kwargs)
+
+        monkeypatch.setattr(service, name, counted)
+    async with (
+        serving(temporal_env) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        first = await agui(http, thread, messages=asked)
+        monkeypatch.undo()
+        found = await existing_run(temporal_env.client, thread)
+
+    assert kinds(first)[0] == "RUN_STARTED" and kinds(first)[-1] == "RUN_FINISHED"
+    assert first[-1].outcome.type == "success"
+    assert first[-1].result == "Done: order 42 refunded 30."
+    assert [c for c in called if c[1] == thread] == []
+    assert found is not None and (found.workflow_type, found.agent) == (
+        "ConversationWorkflow",
+        "refunds",
+    )

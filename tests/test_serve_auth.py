@@ -90,7 +90,8 @@ async def test_another_subject_gets_404_for_a_conversation_in_every_protocol(
         "chat": (404, gone),
     }
     data = [json.loads(line[6:]) for line in agui.text.splitlines() if line.startswith("data: ")]
-    assert data == [{"type": "RUN_ERROR", "message": gone, "code": "not_found"}]
+    assert data[1:] == [{"type": "RUN_ERROR", "message": gone, "code": "not_found"}]
+    assert data[0]["type"] == "RUN_STARTED"  # the run starts before Temporal is asked
     assert listed == {"alice": [mine["id"]], "bob": []}
     assert inbox == {"alice": ["refund-11"], "bob": []}
     assert (anonymous.status_code, anonymous.json()["error"]) == (

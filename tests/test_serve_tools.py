@@ -146,7 +146,9 @@ async def test_bad_frontend_tool_inputs_are_run_errors_and_change_nothing(
             http, thread, messages=[ASKED, CALLED, answered("", error="the user closed it")]
         )
 
-    assert [(e.type.value, e.code, e.message) for e in undeclared] == [
+    # Each run starts before its input is checked against the thread: its error follows.
+    assert [e.type.value for e in undeclared[:1]] == ["RUN_STARTED"]
+    assert [(e.type.value, e.code, e.message) for e in undeclared[1:]] == [
         (
             "RUN_ERROR",
             "unknown_tool",
@@ -154,7 +156,10 @@ async def test_bad_frontend_tool_inputs_are_run_errors_and_change_nothing(
             "(declare it with agent.external_tool; it has: pick_date)",
         )
     ]
-    seen = {name: [(e.type.value, e.code, e.message) for e in run] for name, run in refused.items()}
+    assert {run[0].type.value for run in refused.values()} == {"RUN_STARTED"}
+    seen = {
+        name: [(e.type.value, e.code, e.message) for e in run[1:]] for name, run in refused.items()
+    }
     assert seen == {
         "unknown call": [
             (

@@ -11,7 +11,7 @@ Use it from any process with a client; a turn that waits for approvals is answer
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Generic, Protocol, TypeVar
@@ -33,7 +33,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from golem.approvals import DecisionInput
 from golem.client.decisions import checked_decisions, checked_results
 from golem.client.inputs import check_size, checked
-from golem.client.listing import start_listed
+from golem.client.listing import listed, start_listed
 from golem.client.lookups import awaiting_approval, existing_run, not_a_conversation
 from golem.client.records import history_reader, inline_turns_of
 from golem.client.recovery import (
@@ -97,29 +97,16 @@ async def start_conversation(
 ) -> DurableConversation[OutputT]:
     """Start conversation workflow ``conversation_id`` (attach when it runs already);
     ``owner`` is recorded on it (``GolemOwner``)."""
-    parent = input.parent_run_id
     title = f"{agent.agent_name}: conversation"
     # A new conversation costs one RPC: only a workflow already there is described (a
     # running one or a closed one, readable only unless it rests: its next send reopens it).
     try:
         await start_listed(
             agent.client,
-            lambda listed, waiting: agent.client.start_workflow(
+            lambda summary, waiting: agent.client.start_workflow(
                 ConversationWorkflow.run,
                 input,
-                id=conversation_id,
-                task_queue=agent.task_queue,
-                search_attributes=run_search_attributes(
-                    conversation_id,
-                    agent.agent_name,
-                    parent,
-                    owner,
-                    summary=listed,
-                    waiting=waiting,
-                ),
-                static_summary=title,
-                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                **_new_options(agent, conversation_id, input, owner, summary, waiting),
             ),
             title,
         )
@@ -130,6 +117,43 @@ async def start_conversation(
     # Bound to no run chain, so it follows the conversation across a rest and a reopen.
     handle = agent.client.get_workflow_handle(conversation_id)
     return DurableConversation(agent, handle, recovery_timeout)
+
+
+def started_by_first_turn(
+    agent: ServedAgent[OutputT], conversation_id: str, input: ConversationInput, owner: str
+) -> DurableConversation[OutputT]:
+    """Conversation ``conversation_id``, not started yet: its first send starts it and sends
+    the turn in one call (update-with-start), as ``start_conversation`` would have started
+    it. That send raises ``WorkflowAlreadyStartedError`` when a workflow by that id exists
+    (then nothing was started or sent), or the call's ``RPCError``, without a retry."""
+    summary, waiting = listed(agent.client, f"{agent.agent_name}: conversation")
+    options = _new_options(agent, conversation_id, input, owner, summary, waiting)
+    start = WithStartWorkflowOperation(ConversationWorkflow.run, input, **options)
+    handle = agent.client.get_workflow_handle(conversation_id)
+    return DurableConversation(agent, handle, starting=start)
+
+
+def _new_options(
+    agent: ServedAgent[OutputT],
+    conversation_id: str,
+    input: ConversationInput,
+    owner: str,
+    summary: str | None,
+    waiting: bool,
+) -> dict[str, Any]:
+    """The start options of a new conversation workflow (never one by an id in use)."""
+    attributes = run_search_attributes(
+        conversation_id, agent.agent_name, input.parent_run_id, owner, summary=summary,
+        waiting=waiting,
+    )  # fmt: skip
+    return {
+        "id": conversation_id,
+        "task_queue": agent.task_queue,
+        "search_attributes": attributes,
+        "static_summary": f"{agent.agent_name}: conversation",
+        "id_reuse_policy": WorkflowIDReusePolicy.REJECT_DUPLICATE,
+        "id_conflict_policy": WorkflowIDConflictPolicy.FAIL,
+    }
 
 
 async def reopen(client: Client, conversation_id: str, turn: TurnInput | None = None) -> bool:
@@ -237,8 +261,13 @@ class DurableConversation(Generic[OutputT]):
         agent: ServedAgent[OutputT],
         handle: WorkflowHandle[Any, Any],
         recovery_timeout: timedelta = RECOVERY_TIMEOUT,
+        starting: WithStartWorkflowOperation[Any, Any] | None = None,
     ) -> None:
         self.agent = agent
+        self._starting = starting  # the workflow's start, carried by the first send
+        self.with_messages = True
+        """``False``: a turn's ``Result`` leaves ``messages`` empty, the transcript not read
+        for it (one query less a turn, for a reader that relays the turn's events)."""
         self.handle = handle
         self.id = handle.id
         self.recovery_timeout = recovery_timeout
@@ -317,7 +346,8 @@ class DurableConversation(Generic[OutputT]):
         def reopen_it(carry: bool) -> Awaitable[WithStartWorkflowOperation[Any, Any] | bool]:
             return reopening(client, self.id, turn) if carry else reopen(client, self.id, turn)
 
-        return take_turn(client, self.handle, turn, recovery, reopen_it, accepted)
+        starting, self._starting = self._starting, None  # a start is used once
+        return take_turn(client, self.handle, turn, recovery, reopen_it, accepted, starting)
 
     async def _finish(self, sent: Awaitable[TurnOutput], recovery: TurnRecovery) -> Result[OutputT]:
         """The turn's ``Result`` once its update returns, or its ``RunError``."""
@@ -452,17 +482,22 @@ class DurableConversation(Generic[OutputT]):
         return (await awaiting_approval(self.agent.client, self.id)).calls
 
     async def _turn_result(self, out: TurnOutput, run_id: str) -> Result[OutputT]:
+        if not self.with_messages:
+            return await decode_result(out.run, Sources(), self._validate, messages=False)
         history = await self._transcript(out.start)
         handle = self.agent.client.get_workflow_handle(run_id)
-        adapter = self.agent.output_adapter
-        validate = adapter.validate_python if adapter is not None else None
         based = out.based or isinstance(out.run.messages, InTranscript)
         given, lead = ([], history) if based else (history, [])
         sources = Sources(given=given, lead=lead, pages=run_pager(handle), transcript=self._pager())
-        result: Result[OutputT] = await decode_result(out.run, sources, validate)
+        result: Result[OutputT] = await decode_result(out.run, sources, self._validate)
         if not result.paused:  # a paused turn is not in the transcript yet
             self._messages = result.messages
         return result
+
+    @property
+    def _validate(self) -> Callable[[Any], Any] | None:
+        adapter = self.agent.output_adapter
+        return adapter.validate_python if adapter is not None else None
 
     async def messages(self) -> list[Message]:
         """The whole conversation so far (a query: a worker must be up)."""

@@ -30,6 +30,13 @@ def _has(client: Client, name: str) -> bool:
     return client not in _LACKING[name]
 
 
+def listed(client: Client, text: str) -> tuple[str | None, bool]:
+    """What ``start_listed`` passes its start first: the summary (``None`` for an encrypting
+    client, or a namespace without ``GolemSummary``) and whether ``GolemWaiting`` is set."""
+    summary = text if client.data_converter.payload_codec is None else None
+    return (summary if _has(client, SUMMARY.name) else None), _has(client, WAITING.name)
+
+
 async def start_listed(
     client: Client, start: Callable[[str | None, bool], Awaitable[T]], text: str
 ) -> T:
@@ -38,9 +45,7 @@ async def start_listed(
     it) ``None`` or ``False`` instead. An encrypting client sets no summary: search
     attributes are never encrypted, a prompt must not leak."""
     while True:
-        summary = text if client.data_converter.payload_codec is None else None
-        summary = summary if _has(client, SUMMARY.name) else None
-        waiting = _has(client, WAITING.name)
+        summary, waiting = listed(client, text)
         try:
             return await start(summary, waiting)
         except RPCError as exc:

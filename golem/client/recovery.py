@@ -31,6 +31,7 @@ from temporalio.client import (
     WorkflowUpdateRPCTimeoutOrCancelledError,
     WorkflowUpdateStage,
 )
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from golem.errors import TurnNotTaken
@@ -107,6 +108,7 @@ async def take_turn(
     recovery: TurnRecovery,
     reopen: Callable[[bool], Awaitable[WithStartWorkflowOperation[Any, Any] | bool]],
     accepted: asyncio.Event | None = None,
+    starting: WithStartWorkflowOperation[Any, Any] | None = None,
 ) -> TurnOutput:
     """Send ``turn`` until the conversation takes it, within ``recovery``'s deadline, then
     await its answer (unbounded: the turn's own run). A refusal while the conversation
@@ -115,8 +117,10 @@ async def take_turn(
     ``False`` when it does not rest, and the call's error stands; it raises ``TurnRecorded``,
     to the caller, when the rested run knows the turn). A server that refuses the carried
     start gets a start of its own (``reopen(False)``), whose error stands.
-    ``accepted`` is set once the conversation has taken it."""
-    reopened: WithStartWorkflowOperation[Any, Any] | None = None
+    ``accepted`` is set once the conversation has taken it. ``starting`` is a new
+    conversation's start, carried by the first try: its error stands, as ``start_workflow``'s
+    would (``WorkflowAlreadyStartedError`` for an id in use)."""
+    reopened = starting
     carry = True
     while True:
         carried, reopened = reopened, None  # a start is used once
@@ -133,6 +137,8 @@ async def take_turn(
             # update, sent again, lands on the next workflow run.
             await recovery.again("it was continuing as new", exc)
         except RPCError as exc:
+            if starting is not None and carried is starting:
+                raise  # nothing started: the caller asks what the id is
             if carried is not None and exc.status not in PASSING:
                 carry = False
             start = await recovery.within(reopen(carry))
@@ -167,7 +173,7 @@ async def _send(
             wait_for_stage=WorkflowUpdateStage.ACCEPTED,
             result_type=TurnOutput,
         )
-    except (RPCError, WorkflowUpdateRPCTimeoutOrCancelledError):
+    except (RPCError, WorkflowUpdateRPCTimeoutOrCancelledError, WorkflowAlreadyStartedError):
         # The SDK settled the start with the same error (a cancel's as CancelledError): read
         # it there too, or asyncio logs it as never retrieved. A settled future never waits.
         with contextlib.suppress(BaseException):

@@ -60,7 +60,16 @@ from golem.serve.decisions import DECISION_SCHEMA, Decision
 from golem.serve.errors import SEP, Problem
 from golem.serve.results import check_answers
 from golem.serve.texts import OpenText
-from golem.serve.threads import Served, Thread, TurnEnd, Waiting, prompts_after, turn_events
+from golem.serve.threads import (
+    Served,
+    Thread,
+    TurnEnd,
+    Waiting,
+    found_existing,
+    prompts_after,
+    turn_events,
+)
+from golem.streaming import DurableRunStream
 from golem.tools import ToolFailed
 
 #: An interrupt's reason when a call waits for a person's approval.
@@ -93,6 +102,23 @@ async def _events(
     served: Served, agent: str, given: RunAgentInput, subject: str
 ) -> AsyncIterator[ServerSentEvent]:
     thread_id, run_id = given.thread_id, given.run_id
+    # The run starts once its input is read, before any call to Temporal: the protocol lets
+    # a refusal found there follow as the run's RUN_ERROR.
+    started = RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version=PROTOCOL_VERSION)
+    yield _sse(started)
+    try:
+        first = _first_turn(served, agent, given, subject)
+    except Problem:  # said as the thread is: its prompt may be fewer of those messages
+        first = None
+    if first is not None:  # a new thread's, most likely: its turn starts its conversation
+        items = turn_events(first)
+        item = await anext(items)
+        if not found_existing(item):
+            del given  # an open stream holds what it relays, not the input
+            async for sse in _relayed(Translator(thread_id, run_id), item, items):
+                yield sse
+            return
+        await items.aclose()  # it started nothing: the thread is asked what it is
     try:
         thread = await served.thread(thread_id, subject, agent)
         plan = await _plan(thread, given)
@@ -102,8 +128,6 @@ async def _events(
     # An open stream holds what it relays, not the input (the whole history a client sends
     # back) nor the thread's description.
     del given, thread
-    started = RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version=PROTOCOL_VERSION)
-    yield _sse(started)
     translate = Translator(thread_id, run_id, plan.answered)
     if plan.snapshot is not None:
         snapshot, plan.snapshot = plan.snapshot, None  # sent once: not held while relaying
@@ -113,10 +137,39 @@ async def _events(
         for event in translate.end(TurnEnd(plan.turn, result=None), plan.waiting):
             yield _sse(event)
         return
-    async for item in turn_events(plan.stream):
+    items = turn_events(plan.stream)
+    async for sse in _relayed(translate, await anext(items), items):
+        yield sse
+
+
+async def _relayed(
+    translate: Translator, first: RunEvent | TurnEnd, rest: AsyncIterator[RunEvent | TurnEnd]
+) -> AsyncIterator[ServerSentEvent]:
+    """A turn's items (``first``, then ``rest``) as AG-UI events."""
+    item = first
+    while True:
         events = translate.end(item) if isinstance(item, TurnEnd) else translate.on(item)
         for event in events:
             yield _sse(event)
+        if isinstance(item, TurnEnd):
+            return
+        item = await anext(rest)
+
+
+def _first_turn(
+    served: Served, agent: str, given: RunAgentInput, subject: str
+) -> DurableRunStream[Any] | None:
+    """The turn of an input that holds user messages only (a new thread's, but for a client
+    that kept no answer), sent with its conversation's start: no call to Temporal before it.
+    ``None`` for any other input."""
+    if given.resume or not all(isinstance(m, UserMessage) for m in given.messages):
+        return None
+    prompt = prompts_after([], [("user", _text(m)) for m in given.messages])
+    if not prompt:
+        return None
+    thread = served.new_thread(given.thread_id, subject, agent)
+    _check_tools(thread, given)
+    return thread.send(prompt)
 
 
 class _Plan:

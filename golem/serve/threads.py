@@ -8,14 +8,17 @@ requests: the transcript, what waits and the stream offsets are read from Tempor
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.requests import Request
 from temporalio.client import Client
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
 
 from golem.client import DurableAgent, DurableConversation
+from golem.client.conversations import started_by_first_turn
 from golem.client.decisions import checked_decisions, checked_results
 from golem.client.lookups import (
     RunInfo,
@@ -35,6 +38,7 @@ from golem.serve.decisions import Decision, to_approvals
 from golem.serve.errors import Problem
 from golem.serve.requests import MAX_BODY_BYTES, read_json
 from golem.streaming import DurableRunStream
+from golem.wire import ConversationInput
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,13 @@ class Thread:
     owner: str = ""
     """Who a conversation this request starts belongs to."""
 
+    def __post_init__(self) -> None:
+        self._relayed()
+
+    def _relayed(self) -> None:
+        # A turn's end is relayed by how it ended, never by its messages: none are read.
+        self.conversation.with_messages = False
+
     @property
     def id(self) -> str:
         return self.conversation.id
@@ -130,6 +141,7 @@ class Thread:
         """Start the conversation workflow when this request is its first."""
         if self.info is None:
             self.conversation = await self.agent.conversation(self.id, owner=self.owner)
+            self._relayed()
 
     def send(self, prompt: str, run_id: str = "") -> DurableRunStream[Any]:
         """A new turn's events (the turn starts when iterated); 413 for a prompt over one
@@ -224,7 +236,7 @@ async def _paused(outcome: asyncio.Future[Result[Any]]) -> None:
         await asyncio.Event().wait()
 
 
-async def turn_events(stream: DurableRunStream[Any]) -> AsyncIterator[RunEvent | TurnEnd]:
+async def turn_events(stream: DurableRunStream[Any]) -> AsyncGenerator[RunEvent | TurnEnd, None]:
     """The turn's events, then how it ended (its errors are items too, never raised)."""
     run_id = ""
     try:
@@ -276,12 +288,22 @@ class Served:
             served = ", ".join(sorted(self.agents)) or "none"
             raise Problem(404, f"no agent {name!r} is served here (served: {served})") from None
 
+    def new_thread(self, conversation_id: str, subject: str, agent: str) -> Thread:
+        """Conversation ``conversation_id`` of ``agent`` taken to be new, asking Temporal
+        nothing: its first turn starts it, owned by ``subject`` (one call: update-with-start),
+        or ends at once with ``found_existing`` when the id is in use, having started nothing
+        (then ``thread`` says what it is). Its ``start`` is not called."""
+        _check_id(conversation_id)
+        durable = self.agent(agent)
+        input = ConversationInput(agent=durable.agent_name)
+        conversation = started_by_first_turn(durable, conversation_id, input, subject)
+        return Thread(durable, conversation, None, subject)
+
     async def thread(self, conversation_id: str, subject: str, agent: str | None = None) -> Thread:
         """Conversation ``conversation_id`` as ``subject`` may see it; with ``agent``,
         started on first use (a new thread id, owned by ``subject``), else it must exist.
         404 for a workflow that is not a conversation, or (with auth) not the subject's."""
-        if not conversation_id or len(conversation_id) > 200:
-            raise Problem(400, "a conversation id is 1 to 200 characters")
+        _check_id(conversation_id)
         found = await existing_run(self.client, conversation_id)  # one describe, not two
         info = as_conversation(found)
         if info is None and found is not None:
@@ -304,6 +326,20 @@ class Served:
             return ""
         namespace = self.client.namespace
         return f"{self.ui_url.rstrip('/')}/namespaces/{namespace}/workflows/{workflow_id}"
+
+
+def _check_id(conversation_id: str) -> None:
+    if not conversation_id or len(conversation_id) > 200:
+        raise Problem(400, "a conversation id is 1 to 200 characters")
+
+
+def found_existing(first: RunEvent | TurnEnd) -> bool:
+    """Whether a ``new_thread``'s turn, whose first item is ``first``, found its id in use
+    (or its call failed) before anything was sent: the thread must be asked what it is. A
+    turn that did start and then failed at once is asked too, and read as a reconnect."""
+    return isinstance(first, TurnEnd) and isinstance(
+        first.error, (WorkflowAlreadyStartedError, RPCError)
+    )
 
 
 def prompts_after(

@@ -259,17 +259,18 @@ def decode_outcome(raw: Any) -> Completed | Paused:
 
 
 async def decode_result(
-    raw: Any, sources: Sources, output: Callable[[Any], Any] | None = None
+    raw: Any, sources: Sources, output: Callable[[Any], Any] | None = None, messages: bool = True
 ) -> Result[Any]:
-    """The ``Result`` a run's outcome stands for (``output`` validates the output)."""
+    """The ``Result`` a run's outcome stands for (``output`` validates the output); with
+    ``messages=False`` its ``messages`` are left empty, nothing read for them."""
     outcome = decode_outcome(raw)
-    messages = await outcome.conversation(sources)
+    conversation = await outcome.conversation(sources) if messages else []
     if isinstance(outcome, Paused):
-        return outcome.result(messages)
+        return outcome.result(conversation)
     value = outcome.output
     if output is not None and value is not None:
         value = output(value)
-    return outcome.result(messages, value)
+    return outcome.result(conversation, value)
 
 
 #: Reads a run's history as far as its payloads can be read (a run its worker could not).
