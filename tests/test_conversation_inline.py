@@ -3,6 +3,7 @@ the same transcript, results and evidence as turns run as child runs, with no ch
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -11,15 +12,17 @@ import pytest
 from delegation_agents import caller_agent, calls
 from delegation_agents import echo_agent as echo_agent_of
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
-from test_conversation import contents, echo_agent, paging_agent, serve
+from test_conversation import _until_update_admitted, contents, echo_agent, paging_agent, serve
 from test_conversation_boundaries import budgeted, continued
+from waiting import eventually
 
 from golem import Agent, Message, ToolCall
-from golem.client import PARENT_RUN_ID, DurableAgent
+from golem.client import PARENT_RUN_ID, ConversationClosedError, DurableAgent
 from golem.client.records import history_reader
+from golem.loop import RunLoop
 from golem.models import FunctionModel
 from golem.results import RunError
 from golem.wire import transcript as transcript_module
@@ -159,12 +162,12 @@ async def test_what_inline_turns_cannot_do_yet_is_refused_naming_it(
             await DurableAgent(temporal_client, asking, task_queue=tq).conversation(
                 inline_turns=True
             )
-        # Known by name only, the worker refuses it: the conversation fails, saying why.
+        # Known by name only, the worker refuses its turns, saying why; nothing is recorded.
         by_name = DurableAgent(temporal_client, "asks", task_queue=tq)
         refused = await by_name.conversation(inline_turns=True)
-        with pytest.raises(WorkflowFailureError) as failed:
-            await refused.handle.result()
-        assert "may pause" in str(failed.value.cause)
+        with pytest.raises(ValueError, match="cannot serve agent 'asks' may pause"):
+            await refused.send("pay")
+        assert await refused.messages() == []
         conv = await DurableAgent(temporal_client, plain, task_queue=tq).conversation(
             inline_turns=True, idle_timeout=timedelta(minutes=5)
         )
@@ -223,6 +226,11 @@ async def test_an_inline_turn_delegates_to_a_child_run_of_the_conversation(
     # The delegation is a child workflow of the conversation, its caller the turn's run.
     assert described.parent_id == conv.id
     assert described.typed_search_attributes.get(PARENT_RUN_ID) == result.run_id
+    # Read back from the history, the delegation is no turn of the conversation.
+    reader = history_reader(temporal_client)
+    transcript = await reader.transcript(conv.id)
+    assert await reader.runs(transcript) == [result.run_id]
+    assert await reader.messages(transcript) == result.messages
 
 
 async def test_an_inline_conversation_that_wants_answers_alone_reads_no_transcript(
@@ -239,3 +247,141 @@ async def test_an_inline_conversation_that_wants_answers_alone_reads_no_transcri
     assert [r.output for r in results] == ["read 00000001", "read 00000002"]
     assert [r.messages for r in results] == [[], []]
     assert len(transcript) == 8  # the conversation holds them all the same
+
+
+def gated(name: str) -> tuple[Agent[Any, str], asyncio.Event, list[str]]:
+    """An agent whose model holds each turn's first request until the gate opens; what it
+    was asked, in order."""
+    gate, asked = asyncio.Event(), []
+
+    async def answer(messages: list[Message], tools: Any) -> Message:
+        if messages[-1].role == "user":
+            asked.append(messages[-1].content)
+            await gate.wait()
+            call = ToolCall(id=f"c{len(messages)}", name="fetch", args="{}")
+            return Message.assistant("", [call])
+        return Message.assistant(f"done {messages[-1].content}")
+
+    agent: Agent[Any, str] = Agent(FunctionModel(answer), name=name)
+
+    @agent.tool
+    def fetch() -> str:
+        """Fetch."""
+        return "fetched"
+
+    return agent, gate, asked
+
+
+async def test_sends_queued_behind_an_inline_turn_read_back_as_the_conversation_ran(
+    temporal_client: Client,
+) -> None:
+    """A queued turn's first activity can precede the update that ends the turn before
+    it in the history; a send refused at close answers amid another turn's activities."""
+    agent, gate, asked = gated(f"queued-{uuid.uuid4().hex[:6]}")
+    async with serve(temporal_client, agent) as tq:
+        durable = DurableAgent(temporal_client, agent, task_queue=tq)
+        conv = await durable.conversation(inline_turns=True)
+        first = asyncio.ensure_future(conv.send("one"))
+        await eventually(lambda: asked == ["one"], what="the first turn at the model")
+        second = asyncio.ensure_future(conv.send("two"))
+        await _until_update_admitted(conv.handle, 2)
+        runs_in_flight = await conv.runs()  # read from the history while both wait
+        gate.set()
+        await asyncio.gather(first, second)
+        both = await conv.messages()
+        gate.clear()
+        third = asyncio.ensure_future(conv.send("three"))
+        await eventually(lambda: asked[-1:] == ["three"], what="the third turn at the model")
+        fourth = asyncio.ensure_future(conv.send("four"))
+        await _until_update_admitted(conv.handle, 4)
+        closing = asyncio.ensure_future(conv.close())  # refuses the queued fourth at once
+        with pytest.raises(ConversationClosedError):
+            await fourth
+        gate.set()
+        await asyncio.gather(third, closing)
+        live = await conv.messages()
+    assert len(runs_in_flight) == 2  # an inline turn in flight is listed, as a child run is
+    assert contents(both)[-4:] == [
+        ("user", "two"),
+        ("assistant", ""),
+        ("tool", "fetched"),
+        ("assistant", "done fetched"),
+    ]
+    reader = history_reader(temporal_client)
+    transcript = await reader.transcript(conv.id)
+    assert await reader.messages(transcript) == live
+    assert len(await reader.runs(transcript)) == 3
+
+
+async def test_an_agent_that_can_no_longer_run_inline_is_refused_per_turn_not_by_replay(
+    temporal_client: Client,
+) -> None:
+    name = f"changing-{uuid.uuid4().hex[:6]}"
+    task_queue = f"conv-{uuid.uuid4().hex[:12]}"
+    plain, _ = echo_agent(name)
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(plain)]):
+        durable = DurableAgent(temporal_client, plain, task_queue=task_queue)
+        conv = await durable.conversation(inline_turns=True)
+        assert (await conv.send("hi")).output == "1: hi"
+    asking, _ = echo_agent(name)  # the same agent, deployed again with a tool to approve
+
+    @asking.tool(requires_approval=True)
+    def wire(amount: int) -> str:
+        """Send money."""
+        return "sent"
+
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(asking)]):
+        again = await DurableAgent(temporal_client, name, task_queue=task_queue).conversation(
+            conv.id
+        )
+        with pytest.raises(ValueError, match=r"cannot serve agent .* may pause"):
+            await again.send("again")
+        failed_tasks = [
+            e
+            async for e in conv.handle.fetch_history_events()
+            if e.HasField("workflow_task_failed_event_attributes")
+        ]
+        assert (await again.messages())[-1].content == "1: hi"  # still serving reads
+    assert failed_tasks == []
+
+
+async def test_a_bug_in_an_inline_turn_fails_the_turn_naming_it_and_the_conversation_goes_on(
+    temporal_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent, _ = echo_agent(f"bug-{uuid.uuid4().hex[:6]}")
+
+    async def broken(self: RunLoop) -> None:
+        raise AssertionError("a bug in golem")
+
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation(
+            inline_turns=True
+        )
+        with monkeypatch.context() as patched:
+            patched.setattr(RunLoop, "run", broken)
+            with pytest.raises(RunError, match=r"failed in golem's workflow code.*a bug in golem"):
+                await conv.send("hi")
+        after = await conv.send("again")
+        runs = await conv.runs()
+    assert after.output == "1: again"  # the failed turn left nothing to resume
+    assert len(runs) == 2
+
+
+async def test_a_failed_inline_turn_sent_again_after_a_switch_fails_the_same_way(
+    temporal_client: Client,
+) -> None:
+    agent, model = breaker()
+    async with serve(temporal_client, agent) as tq:
+        conv = await budgeted(temporal_client, agent, tq, turns_per_run=1, inline_turns=True)
+        run_id = str(uuid.uuid4())
+        with pytest.raises(RunError) as first:
+            await conv.send("break", run_id=run_id)
+
+        async def switched() -> bool:  # the failed turn sits in the previous run now
+            return await continued(temporal_client, conv.id) >= 1
+
+        await eventually(switched, what="the conversation continued as new")
+        with pytest.raises(RunError) as again:
+            await conv.send("break", run_id=run_id)
+    assert (again.value.stage, again.value.detail) == (first.value.stage, first.value.detail)
+    assert len(model.requests) == 1  # it ran once

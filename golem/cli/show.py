@@ -44,7 +44,7 @@ from golem.client.lookups import (
 from golem.client.records import inline_turns_of
 from golem.messages import dump_messages
 from golem.wire import Completed, ShippingError, TurnOutput, names
-from golem.wire.transcript import InlineTurn
+from golem.wire.transcript import InlineTurn, ran
 
 
 async def resolve_run_id(client: Client, given: str) -> str:
@@ -226,9 +226,10 @@ async def cmd_conversation(args: argparse.Namespace) -> int:
             f"no runs found for conversation {conversation_id} in namespace "
             f"{client.namespace!r}: check the id (`golem run` and `golem chat` print it)"
         )
-    inline = (
-        {t.run_id: t for t in await inline_turns_of(client, conversation_id)} if workflow else {}
-    )
+    turned = await inline_turns_of(client, conversation_id) if workflow else []
+    # Newest run first: a turn's newest record wins, and one that ran over a refused send.
+    inline = {t.run_id: t for t in reversed(turned)}
+    inline |= {t.run_id: t for t in reversed(turned) if ran(t.outcome)}
     parents = dict(zip(run_ids[1:], run_ids, strict=False))
     listed = [
         inline_entry(inline[run_id], parents.get(run_id, ""))

@@ -68,7 +68,7 @@ from golem.wire import (
 from golem.wire.failures import TurnRecorded
 from golem.wire.lineage import run_search_attributes
 from golem.wire.run_history import decode_result, rebuilt_error, run_pager
-from golem.wire.transcript import CARRY_BYTES, with_segments
+from golem.wire.transcript import CARRY_BYTES, ran, with_segments
 from golem.workflows.conversation import ConversationWorkflow
 
 OutputT = TypeVar("OutputT")
@@ -375,24 +375,23 @@ class DurableConversation(Generic[OutputT]):
         try:
             result = await (await self.agent.attach(run_id)).result()
         except RPCError as exc:
-            out = (
-                await self._inline_outcome(run_id)
-                if exc.status == RPCStatusCode.NOT_FOUND
-                else None
-            )
+            missing = exc.status == RPCStatusCode.NOT_FOUND
+            out = await self._inline_outcome(run_id) if missing else None
             if out is None:
                 raise
+            if isinstance(out, BaseException):  # it failed: the same error as its send's
+                raise await self._turn_failure(out, run_id) from None
             return await self._turn_result(out, run_id)  # a turn run inline: no workflow
         for target in runs[1:]:
             result = handed_over(result, await (await self.agent.attach(target)).result())
         return replace(result, messages=transcript[:end]) if end else result
 
-    async def _inline_outcome(self, run_id: str) -> TurnOutput | None:
-        """What inline turn ``run_id``'s send answered, from the conversation run whose
-        history records it."""
+    async def _inline_outcome(self, run_id: str) -> TurnOutput | BaseException | None:
+        """What inline turn ``run_id``'s send answered (or failed with), from the newest
+        conversation run whose history records it ran (a refusal is no answer)."""
         turns = await inline_turns_of(self.agent.client, self.id)
-        outcomes = [t.outcome for t in turns if t.run_id == run_id]
-        return next((o for o in outcomes if isinstance(o, TurnOutput)), None)
+        outcomes = [t.outcome for t in turns if t.run_id == run_id and ran(t.outcome)]
+        return outcomes[0] if outcomes else None
 
     def _recovery(self, run_id: str) -> TurnRecovery:
         return TurnRecovery(self.id, run_id, self.recovery_timeout)
@@ -597,6 +596,12 @@ class DurableConversation(Generic[OutputT]):
         return await read_pages(self._pager(), 0, upto) if upto else []
 
     async def _turn_error(self, exc: WorkflowUpdateFailedError, run_id: str) -> Exception:
+        """The error a turn's send failed with, as golem's own."""
+        return await self._turn_failure(exc.cause, run_id, str(exc))
+
+    async def _turn_failure(
+        self, cause: BaseException | None, run_id: str, what: str = ""
+    ) -> Exception:
         async def evidence(report: RunReport) -> list[Message]:
             # The conversation appended the evidence before it refused the turn.
             rid = report.run_id or run_id  # a handed-over turn's last run failed
@@ -605,13 +610,12 @@ class DurableConversation(Generic[OutputT]):
             ends = [i + 1 for i, m in enumerate(transcript) if m.run_id == rid]
             return transcript[: ends[-1] if ends else None]
 
-        error = await rebuilt_error(exc.cause, run_id, evidence)
+        error = await rebuilt_error(cause, run_id, evidence)
         if isinstance(error, RunError) and error.partial is None:
             self._messages = None
         if error is not None:
             return error
-        cause = exc.cause
-        message = cause.message if isinstance(cause, FailureError) else str(exc)
+        message = cause.message if isinstance(cause, FailureError) else what or str(cause)
         return ValueError(f"conversation {self.id} refused the turn: {message}")
 
     async def _closed_or(self, exc: Exception) -> Exception:

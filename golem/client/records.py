@@ -19,11 +19,13 @@ from temporalio.client import (
     WorkflowFailureError,
     WorkflowHandle,
 )
+from temporalio.service import RPCError, RPCStatusCode
 
 from golem.messages import Message
 from golem.results import RunError
 from golem.wire import (
     AgentRunInput,
+    ConversationInput,
     chain_all,
     read_pages,
 )
@@ -140,21 +142,37 @@ async def conversation_runs(client: Client, conversation_id: str) -> list[str]:
 async def inline_turns_of(client: Client, conversation_id: str) -> list[InlineTurn]:
     """Every inline turn of conversation ``conversation_id`` (docs/adr/0050), newest
     workflow run first, read from its histories (no worker needed): back along
-    continue-as-new, then any run visibility lists besides (a run a rest closed)."""
+    continue-as-new, then any run visibility lists besides (a run a rest closed). None for
+    a conversation whose turns are child runs (only its latest run is read)."""
     found: list[InlineTurn] = []
     seen: set[str] = set()
 
-    async def read(run_id: str) -> str:
+    async def read(run_id: str) -> str | None:
+        """That run's turns into ``found``; the run it continued (``None``: not inline)."""
         seen.add(run_id)
         handle = client.get_workflow_handle(conversation_id, run_id=run_id)
-        events = [e async for e in handle.fetch_history_events()]
-        found.extend(reversed(await inline_turns(events, client.data_converter)))
+        try:
+            events = [e async for e in handle.fetch_history_events()]
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                raise
+            return ""  # gone past the namespace's retention: what is left is listed
         started = events[0].workflow_execution_started_event_attributes if events else None
-        return started.continued_execution_run_id if started is not None else ""
+        if started is None:
+            return ""
+        [given] = await client.data_converter.decode(
+            list(started.input.payloads), [ConversationInput]
+        )
+        if not given.inline_turns:
+            return None
+        found.extend(reversed(await inline_turns(events, client.data_converter)))
+        return started.continued_execution_run_id
 
-    at = (await client.get_workflow_handle(conversation_id).describe()).run_id or ""
+    at: str | None = (await client.get_workflow_handle(conversation_id).describe()).run_id
     while at:
         at = await read(at)
+    if at is None:
+        return []
     async for execution in client.list_workflows(f"WorkflowId = '{conversation_id}'"):
         if execution.run_id not in seen:
             await read(execution.run_id)

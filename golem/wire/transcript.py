@@ -20,7 +20,7 @@ See docs/adr/0012-transcript-by-reference.md.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -44,10 +44,12 @@ from golem.wire import (
     InTranscript,
     MessagesPage,
     MessagesQuery,
+    ModelCall,
     Pager,
     Segment,
     ShippingError,
     Stamps,
+    ToolCallInput,
     TurnInput,
     TurnOutput,
     chain,
@@ -250,32 +252,19 @@ async def read_transcript(
     the turns before the first payload that cannot be read (a damaged blob, a key not
     held) instead of that payload's error."""
     transcript: Transcript | None = None
-    sends: dict[str, str] = {}  # an inline conversation's accepted turns: update id -> run id
-    activities: list[HistoryEvent] = []  # an inline conversation's, since its last turn ended
+    inline: _InlineTurns | None = None
     try:
         async for event in events:
             if event.HasField("workflow_execution_started_event_attributes"):
                 payloads = event.workflow_execution_started_event_attributes.input.payloads
                 [input] = await converter.decode(list(payloads), [ConversationInput])
                 transcript = Transcript(input)
-                inline = input.inline_turns
+                inline = _InlineTurns(transcript, converter) if input.inline_turns else None
             elif transcript is None:
                 return None
-            elif inline and event.event_type in _ACTIVITY:
-                activities.append(event)
-            elif inline and event.HasField("workflow_execution_update_accepted_event_attributes"):
-                request = event.workflow_execution_update_accepted_event_attributes.accepted_request
-                if request.input.name == names.SEND:
-                    args = list(request.input.args.payloads)
-                    [turn] = await converter.decode(args, [TurnInput])
-                    sends[request.meta.update_id] = turn.run_id
-            elif inline and event.HasField("workflow_execution_update_completed_event_attributes"):
-                completed_update = event.workflow_execution_update_completed_event_attributes
-                run_id = sends.pop(completed_update.meta.update_id, "")
-                if run_id:
-                    outcome = completed_update.outcome
-                    await _inline_turn(transcript, run_id, outcome, activities, converter)
-                    activities = []
+            elif inline is not None:
+                # Its turns are its updates; a child workflow is a turn's delegation.
+                await inline.take(event)
             elif event.HasField("start_child_workflow_execution_initiated_event_attributes"):
                 initiated = event.start_child_workflow_execution_initiated_event_attributes
                 [run] = await converter.decode(list(initiated.input.payloads), [AgentRunInput])
@@ -291,45 +280,95 @@ async def read_transcript(
             elif event.HasField("child_workflow_execution_failed_event_attributes"):
                 failure = event.child_workflow_execution_failed_event_attributes.failure
                 transcript.failed(run_failure(await converter.decode_failure(failure)))
-            elif event.event_type in _CLOSED:
+            if transcript is not None and event.event_type in _CLOSED:
                 transcript.closed = True
     except ApplicationError as exc:
         if not upto_unreadable or exc.type not in UNREADABLE:
             raise
+    if inline is not None:
+        inline.in_flight()
     return transcript
 
 
-async def _inline_turn(
-    transcript: Transcript,
-    run_id: str,
-    outcome: Outcome,
-    activities: list[HistoryEvent],
-    converter: DataConverter,
-) -> None:
-    """An inline turn's update outcome (docs/adr/0050-turns-inline.md) taken as a turn's run
-    would be: its messages (rebuilt from its ``activities`` when the outcome leaves them to
-    the transcript), or its evidence; a refused send is no turn. Inline turns take the
-    transcript by reference (an agent that needs it by value is refused them)."""
-    if outcome.HasField("success"):
-        [out] = await converter.decode(list(outcome.success.payloads), [TurnOutput])
+class _InlineTurns:
+    """An inline conversation's turns (docs/adr/0050-turns-inline.md) as its history records
+    them: each accepted send's run, and each turn's model and tool activities, kept by the
+    run they belong to (a queued turn's first activity can precede the update that ends the
+    turn before it)."""
+
+    def __init__(self, transcript: Transcript, converter: DataConverter) -> None:
+        self.transcript = transcript
+        self.converter = converter
+        self.sends: dict[str, str] = {}  # update id -> run id, until answered
+        self.activities: dict[str, list[HistoryEvent]] = defaultdict(list)
+        self.scheduled: dict[int, str] = {}  # scheduled event id -> run id
+
+    async def take(self, event: HistoryEvent) -> None:
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            attrs = event.activity_task_scheduled_event_attributes
+            kind = _RUN_OF.get(attrs.activity_type.name)
+            if kind is not None:
+                [given] = await self.converter.decode(list(attrs.input.payloads), [kind])
+                run_id = _run_of(given)
+                self.scheduled[event.event_id] = run_id
+                self.activities[run_id].append(event)
+        elif event.HasField("activity_task_completed_event_attributes"):
+            scheduled = event.activity_task_completed_event_attributes.scheduled_event_id
+            if scheduled in self.scheduled:
+                self.activities[self.scheduled[scheduled]].append(event)
+        elif event.HasField("workflow_execution_update_accepted_event_attributes"):
+            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            if request.input.name == names.SEND:
+                args = list(request.input.args.payloads)
+                [turn] = await self.converter.decode(args, [TurnInput])
+                self.sends[request.meta.update_id] = turn.run_id
+        elif event.HasField("workflow_execution_update_completed_event_attributes"):
+            completed = event.workflow_execution_update_completed_event_attributes
+            run_id = self.sends.pop(completed.meta.update_id, "")
+            if run_id:
+                await self._ended(run_id, completed.outcome, self.activities.pop(run_id, []))
+
+    def in_flight(self) -> None:
+        """The turns accepted and not answered yet are the transcript's latest runs."""
+        self.transcript.runs.extend(r for r in self.sends.values() if r not in self.transcript.runs)
+
+    async def _ended(self, run_id: str, outcome: Outcome, activities: list[HistoryEvent]) -> None:
+        """A turn's send answered: its messages join (rebuilt from its ``activities`` when
+        the answer leaves them to the transcript), or its evidence; a refused send is no
+        turn. Inline turns take the transcript by reference (an agent that needs it by
+        value is refused them)."""
+        transcript, converter = self.transcript, self.converter
+        if outcome.HasField("success"):
+            [out] = await converter.decode(list(outcome.success.payloads), [TurnOutput])
+            transcript.begin(run_id, True)
+            held = out.run.messages
+            if isinstance(held, InTranscript):
+                read = await RunHistory.read(_replayed(activities), converter)
+                if len(read.so_far) != held.count:
+                    raise ShippingError(
+                        f"turn {run_id}: its activities hold {len(read.so_far)} messages, "
+                        f"not the {held.count} it added to the conversation"
+                    )
+                transcript.took(read.so_far)
+            elif isinstance(out.run, Completed):
+                transcript.ended(out.run)
+            return
+        error = await converter.decode_failure(outcome.failure)
+        if not ran(error):
+            return
         transcript.begin(run_id, True)
-        held = out.run.messages
-        if isinstance(held, InTranscript):
-            read = await RunHistory.read(_replayed(activities), converter)
-            if len(read.so_far) != held.count:
-                raise ShippingError(
-                    f"turn {run_id}: its activities hold {len(read.so_far)} messages, not the "
-                    f"{held.count} it added to the conversation"
-                )
-            transcript.took(read.so_far)
-        elif isinstance(out.run, Completed):
-            transcript.ended(out.run)
-        return
-    error = await converter.decode_failure(outcome.failure)
-    if isinstance(error, ApplicationError) and error.type in REFUSALS:
-        return
-    transcript.begin(run_id, True)
-    transcript.failed(run_failure(error))
+        transcript.failed(run_failure(error))
+
+
+def _run_of(given: Any) -> str:
+    """The run an inline turn's model or tool activity belongs to."""
+    if isinstance(given, ModelCall):
+        return given.stamps.run_id if given.stamps is not None else ""
+    return str(given.run_id)
+
+
+#: The activities whose inputs name their run, and their input types.
+_RUN_OF: dict[str, type[Any]] = {names.MODEL_REQUEST: ModelCall, names.TOOL: ToolCallInput}
 
 
 @dataclass(frozen=True)
@@ -371,9 +410,12 @@ async def _replayed(events: list[HistoryEvent]) -> AsyncIterator[HistoryEvent]:
         yield event
 
 
-_ACTIVITY = frozenset(
-    {EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED}
-)
+def ran(outcome: TurnOutput | BaseException | None) -> bool:
+    """Whether an inline turn's recorded answer says it ran (not refused, not in flight)."""
+    if isinstance(outcome, ApplicationError):
+        return outcome.type not in REFUSALS
+    return outcome is not None
+
 
 #: The error types of a send refused after its update was accepted: no turn ran.
 REFUSALS = frozenset(
@@ -384,7 +426,6 @@ REFUSALS = frozenset(
         names.TURN_RECORDED,
         names.TURN_DIFFERS,
         names.RUN_ID_IN_USE,
-        names.NOT_INLINE,
     }
 )
 

@@ -72,6 +72,7 @@ with workflow.unsafe.imports_passed_through():
         by_reference,
         child_input,
         inline_turn,
+        loop_failure,
         not_inline,
         paused_output,
         refused,
@@ -111,18 +112,13 @@ def _switch_suggested() -> bool:
 
 def _reference(input: ConversationInput) -> tuple[bool, ApplicationError | None]:
     """Whether turns take the transcript by reference, decided when the conversation
-    starts and carried from then on; or why this worker cannot serve its agent (or run
-    its turns inline, when asked to)."""
+    starts and carried from then on; or why this worker cannot serve its agent."""
+    if input.by_reference is not None:
+        return input.by_reference, None
     try:
         agent = registry.lookup(workflow.info().task_queue, input.agent)
     except LookupError as exc:
-        if input.by_reference is None:
-            return False, ApplicationError(str(exc), type=names.UNKNOWN_AGENT, non_retryable=True)
-        return input.by_reference, None  # a later agent's lookup is its turn's to report
-    if input.inline_turns and (problem := inline_problem(agent)):
-        return False, not_inline(f"serve {problem}")
-    if input.by_reference is not None:
-        return input.by_reference, None
+        return False, ApplicationError(str(exc), type=names.UNKNOWN_AGENT, non_retryable=True)
     return by_reference(agent), None
 
 
@@ -205,6 +201,15 @@ class ConversationWorkflow:
             raise self._unknown
         if turn.stream and self._inline:
             raise not_inline("stream their events")
+        # Checked per send, never at start: a start that failed on worker code would replay
+        # into a failure once the agent changed.
+        if self._inline:
+            try:
+                agent = registry.lookup(workflow.info().task_queue, self._turns.handoffs.current)
+            except LookupError:
+                agent = None  # the turn reports an unknown agent itself
+            if agent is not None and (problem := inline_problem(agent)):
+                raise not_inline(f"serve {problem}")
         if not turn.run_id:
             raise ApplicationError("a turn needs a run id", non_retryable=True)
         refusal = self._turns.check_send(turn.run_id, turn.fingerprint())
@@ -436,9 +441,14 @@ class ConversationWorkflow:
         await self._perform(self._turns.ended(child.id, answer))
 
     async def _run_inline(self, payload: AgentRunInput, start: int) -> None:
-        outcome = await inline_turn(
-            self._transcript, payload, start, self._hosting, self._turn_paused
-        )
+        try:
+            outcome = await inline_turn(
+                self._transcript, payload, start, self._hosting, self._turn_paused
+            )
+        except Exception as exc:
+            # A bug outside the loop: the turn fails naming it, where a spawned task's error
+            # would leave its send unanswered and the conversation stuck.
+            outcome = loop_failure(f"turn {payload.run.run_id} failed in golem's code: {exc!r}")
         answer = self._turns.handoffs.ended(outcome, self._transcript.length)
         await self._perform(self._turns.ended(payload.run.run_id, answer))
 

@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
         PAGE_BYTES,
         AgentRunInput,
         Completed,
+        Failed,
         HistoryBase,
         InTranscript,
         Paused,
@@ -37,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
         TurnOutput,
         names,
     )
-    from golem.wire.failures import run_failure
+    from golem.wire.failures import failure_error, run_failure
     from golem.wire.transcript import Transcript
     from golem.workflows import registry
     from golem.workflows.agent_run import setup
@@ -171,10 +172,10 @@ async def inline_turn(
     except RunError as exc:
         failure, _ = report.failure(exc)
         return _failed(transcript, failure, exc)
-    except (ValueError, TypeError, LookupError, AttributeError, ArithmeticError) as exc:
-        # In a child run these fail the run; here they would fail the conversation's task,
-        # retried for ever: the turn fails instead, naming the culprit.
-        error = ApplicationError(f"turn {run.run_id}: {exc!r}", non_retryable=True)
+    except Exception as exc:
+        # In a child run a bug fails the run or its task; here it would leave the send
+        # unanswered (a spawned task's error): the turn fails instead, naming the culprit.
+        error = loop_failure(f"turn {run.run_id} failed in golem's workflow code: {exc!r}")
         return _failed(transcript, error, exc)
     else:
         output = result.output
@@ -189,6 +190,11 @@ async def inline_turn(
     finally:
         gate.finish(completed)
         hosting(None, None)
+
+
+def loop_failure(message: str) -> ApplicationError:
+    """A turn's failure for a bug (stage ``loop``): its send raises it as a ``RunError``."""
+    return failure_error(RunError("loop", message), Failed(stage="loop", message=message))
 
 
 def _failed(
