@@ -17,6 +17,8 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 from test_conversation import _until_update_admitted, contents, echo_agent, paging_agent, serve
 from test_conversation_boundaries import budgeted, continued
+from test_durable_approvals import serve as serve_approvals
+from test_durable_approvals import transfer_agent
 from waiting import eventually
 
 from golem import Agent, Message, ToolCall
@@ -24,6 +26,7 @@ from golem.client import PARENT_RUN_ID, ConversationClosedError, DurableAgent
 from golem.client.records import history_reader
 from golem.loop import RunLoop
 from golem.models import FunctionModel
+from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT
 from golem.results import RunError
 from golem.wire import transcript as transcript_module
 from golem.worker import GolemPlugin
@@ -149,24 +152,20 @@ async def test_inline_turns_carry_across_continue_as_new_by_reference(
 async def test_what_inline_turns_cannot_do_yet_is_refused_naming_it(
     temporal_client: Client,
 ) -> None:
-    asking, _ = echo_agent("asks")
-
-    @asking.tool(requires_approval=True)
-    def wire(amount: int) -> str:
-        """Send money."""
-        return "sent"
-
+    target, _ = echo_agent("target_inline")
+    handing, _ = echo_agent("hands_off")
+    handing.add_handoffs(target)
     plain, _ = echo_agent("plain-inline")
-    async with serve(temporal_client, asking, plain) as tq:
-        with pytest.raises(ValueError, match="cannot serve agent 'asks' may pause"):
-            await DurableAgent(temporal_client, asking, task_queue=tq).conversation(
+    async with serve(temporal_client, handing, plain) as tq:
+        with pytest.raises(ValueError, match="cannot serve agent 'hands_off' hands off"):
+            await DurableAgent(temporal_client, handing, task_queue=tq).conversation(
                 inline_turns=True
             )
         # Known by name only, the worker refuses its turns, saying why; nothing is recorded.
-        by_name = DurableAgent(temporal_client, "asks", task_queue=tq)
+        by_name = DurableAgent(temporal_client, "hands_off", task_queue=tq)
         refused = await by_name.conversation(inline_turns=True)
-        with pytest.raises(ValueError, match="cannot serve agent 'asks' may pause"):
-            await refused.send("pay")
+        with pytest.raises(ValueError, match="cannot serve agent 'hands_off' hands off"):
+            await refused.send("hi")
         assert await refused.messages() == []
         conv = await DurableAgent(temporal_client, plain, task_queue=tq).conversation(
             inline_turns=True, idle_timeout=timedelta(minutes=5)
@@ -316,25 +315,22 @@ async def test_sends_queued_behind_an_inline_turn_read_back_as_the_conversation_
 async def test_an_agent_that_can_no_longer_run_inline_is_refused_per_turn_not_by_replay(
     temporal_client: Client,
 ) -> None:
-    name = f"changing-{uuid.uuid4().hex[:6]}"
+    name = f"changing_{uuid.uuid4().hex[:6]}"
     task_queue = f"conv-{uuid.uuid4().hex[:12]}"
     plain, _ = echo_agent(name)
     async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(plain)]):
         durable = DurableAgent(temporal_client, plain, task_queue=task_queue)
         conv = await durable.conversation(inline_turns=True)
         assert (await conv.send("hi")).output == "1: hi"
-    asking, _ = echo_agent(name)  # the same agent, deployed again with a tool to approve
-
-    @asking.tool(requires_approval=True)
-    def wire(amount: int) -> str:
-        """Send money."""
-        return "sent"
+    asking, _ = echo_agent(name)  # the same agent, deployed again with a handoff
+    target, _ = echo_agent(f"{name}_target")
+    asking.add_handoffs(target)
 
     async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(asking)]):
         again = await DurableAgent(temporal_client, name, task_queue=task_queue).conversation(
             conv.id
         )
-        with pytest.raises(ValueError, match=r"cannot serve agent .* may pause"):
+        with pytest.raises(ValueError, match=r"cannot serve agent .* hands off"):
             await again.send("again")
         failed_tasks = [
             e
@@ -385,3 +381,45 @@ async def test_a_failed_inline_turn_sent_again_after_a_switch_fails_the_same_way
             await conv.send("break", run_id=run_id)
     assert (again.value.stage, again.value.detail) == (first.value.stage, first.value.detail)
     assert len(model.requests) == 1  # it ran once
+
+
+async def read_back(client: Client, conversation_id: str) -> list[Message]:
+    """The conversation as its histories alone hold it (no worker)."""
+    reader = history_reader(client)
+    return await reader.messages(await reader.transcript(conversation_id))
+
+
+@pytest.mark.parametrize("answer", ["approved", "denied", "timed out", "closed"])
+async def test_an_inline_turn_that_pauses_ends_in_the_transcript_however_it_is_answered(
+    temporal_client: Client, answer: str
+) -> None:
+    """Its send answers the pause; its end comes with an approval, or with no update
+    answering (a timeout, a close): the history records it where the reader finds it."""
+    executed: list[int] = []
+    timeout = timedelta(milliseconds=300) if answer == "timed out" else None
+    agent = transfer_agent(executed, approval_timeout=timeout)
+    agent.name = f"transfer_{answer.replace(' ', '_')}"
+    async with serve_approvals(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation(
+            inline_turns=True
+        )
+        paused = await conv.send("pay")
+        assert paused.paused and [c.id for c in paused.pending_approvals] == ["t1"]
+        if answer in ("approved", "denied"):
+            done = await conv.approve({"t1": answer == "approved"})
+            assert not done.paused and done.run_id == paused.run_id
+        elif answer == "timed out":
+
+            async def settled() -> bool:
+                return len(await conv.messages()) > 2
+
+            await eventually(settled, what="the timeout to end the turn")
+        else:
+            await conv.close()
+        live = await conv.messages()
+        listed = await conv.runs()
+    assert executed == ([5] if answer == "approved" else [])
+    assert await read_back(temporal_client, conv.id) == live
+    assert listed == [paused.run_id]
+    results = {"approved": "moved 5", "denied": DENIED_RESULT, "timed out": NO_DECISION_RESULT}
+    assert live[-1].content == f"{results.get(answer, DENIED_RESULT)} | balance 100"

@@ -22,6 +22,7 @@ from golem.wire.base import Stamps, Tagged, Wire
 from golem.wire.conversations import (
     ConversationInput,
     ConversationSummary,
+    TurnEnded,
     TurnInput,
     TurnOutput,
 )
@@ -111,6 +112,7 @@ __all__ = [
     "StreamEvent",
     "Tagged",
     "ToolCallInput",
+    "TurnEnded",
     "TurnInput",
     "TurnOutput",
     "Wire",

@@ -16,7 +16,7 @@ from golem.messages import Decision, Message, Part
 from golem.policies import StoredRule
 from golem.wire.base import Wire
 from golem.wire.pages import Segment
-from golem.wire.runs import Completed, Paused
+from golem.wire.runs import Completed, Failed, Paused
 
 
 class ConversationInput(Wire):
@@ -89,6 +89,18 @@ class TurnOutput(Wire):
     """Where the run's messages begin in the transcript (its length before the turn)."""
     based: bool = False
     """The run took the transcript by reference: its messages follow ``[0, start)``."""
+
+
+class TurnEnded(Wire):
+    """An inline turn that paused, ended with no update answering (a timeout, a close): what
+    it answered, recorded for the conversation's history reader (docs/adr/0050)."""
+
+    run_id: str
+    output: TurnOutput | None = None
+    failure: Failed | None = None
+    """Its failure's details (``None`` with ``output``: it completed)."""
+    message: str = ""
+    """Its error's message, when it failed."""
 
 
 class ConversationSummary(Wire):

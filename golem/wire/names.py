@@ -82,6 +82,8 @@ WAITING_MEMO: Final = "golemWaiting"
 #: Memo key of a continued conversation's summary: Temporal keeps no static summary across
 #: continue-as-new, and the UI shows a memo with no worker answering.
 SUMMARY_MEMO: Final = "golemSummary"
+#: An inline turn that paused and ended with no update answering: its ``TurnEnded``.
+TURN_ENDED_MEMO: Final = "golemTurnEnded"
 
 # ApplicationError types.
 #: A failed run; its details are a ``Failed``.

@@ -50,6 +50,7 @@ from golem.wire import (
     ShippingError,
     Stamps,
     ToolCallInput,
+    TurnEnded,
     TurnInput,
     TurnOutput,
     chain,
@@ -294,20 +295,25 @@ class _InlineTurns:
     """An inline conversation's turns (docs/adr/0050-turns-inline.md) as its history records
     them: each accepted send's run, and each turn's model and tool activities, kept by the
     run they belong to (a queued turn's first activity can precede the update that ends the
-    turn before it)."""
+    turn before it). A turn ends with its send's answer; one that paused, with the answer of
+    the ``approve`` that ended it, or the memo recording an end no update answered. Without
+    a ``transcript``, only what each turn answered is kept (``records``)."""
 
-    def __init__(self, transcript: Transcript, converter: DataConverter) -> None:
+    def __init__(self, transcript: Transcript | None, converter: DataConverter) -> None:
         self.transcript = transcript
         self.converter = converter
         self.sends: dict[str, str] = {}  # update id -> run id, until answered
+        self.approves: set[str] = set()  # update ids of approvals, until answered
+        self.open = ""  # the turn that paused, until it ends
         self.activities: dict[str, list[HistoryEvent]] = defaultdict(list)
         self.scheduled: dict[int, str] = {}  # scheduled event id -> run id
+        self.records: dict[str, InlineTurn] = {}
 
     async def take(self, event: HistoryEvent) -> None:
         if event.HasField("activity_task_scheduled_event_attributes"):
             attrs = event.activity_task_scheduled_event_attributes
             kind = _RUN_OF.get(attrs.activity_type.name)
-            if kind is not None:
+            if kind is not None and self.transcript is not None:
                 [given] = await self.converter.decode(list(attrs.input.payloads), [kind])
                 run_id = _run_of(given)
                 self.scheduled[event.event_id] = run_id
@@ -318,46 +324,95 @@ class _InlineTurns:
                 self.activities[self.scheduled[scheduled]].append(event)
         elif event.HasField("workflow_execution_update_accepted_event_attributes"):
             request = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            update_id = request.meta.update_id
             if request.input.name == names.SEND:
                 args = list(request.input.args.payloads)
                 [turn] = await self.converter.decode(args, [TurnInput])
-                self.sends[request.meta.update_id] = turn.run_id
+                self.sends[update_id] = turn.run_id
+                started = event.event_time.ToDatetime()
+                self.records.setdefault(turn.run_id, InlineTurn(turn.run_id, started, None))
+            elif request.input.name == names.APPROVE:
+                self.approves.add(update_id)
         elif event.HasField("workflow_execution_update_completed_event_attributes"):
             completed = event.workflow_execution_update_completed_event_attributes
-            run_id = self.sends.pop(completed.meta.update_id, "")
-            if run_id:
-                await self._ended(run_id, completed.outcome, self.activities.pop(run_id, []))
+            update_id, outcome = completed.meta.update_id, completed.outcome
+            if update_id in self.sends:
+                await self._answered(self.sends.pop(update_id), outcome, ended=False)
+            elif update_id in self.approves and self.open:
+                self.approves.discard(update_id)
+                await self._answered(self.open, outcome, ended=True)
+        elif event.HasField("workflow_properties_modified_event_attributes"):
+            fields = event.workflow_properties_modified_event_attributes.upserted_memo.fields
+            if names.TURN_ENDED_MEMO in fields:
+                payload = fields[names.TURN_ENDED_MEMO]
+                [record] = await self.converter.decode([payload], [TurnEnded])
+                if record.output is not None:
+                    await self._took(record.run_id, record.output)
+                else:
+                    error = ApplicationError(record.message, record.failure, type=names.RUN_ERROR)
+                    self._failed(record.run_id, error)
 
     def in_flight(self) -> None:
-        """The turns accepted and not answered yet are the transcript's latest runs."""
-        self.transcript.runs.extend(r for r in self.sends.values() if r not in self.transcript.runs)
+        """The turns accepted and not ended yet are the transcript's latest runs."""
+        assert self.transcript is not None
+        waiting = [*self.sends.values(), *([self.open] if self.open else [])]
+        self.transcript.runs.extend(r for r in waiting if r not in self.transcript.runs)
 
-    async def _ended(self, run_id: str, outcome: Outcome, activities: list[HistoryEvent]) -> None:
-        """A turn's send answered: its messages join (rebuilt from its ``activities`` when
-        the answer leaves them to the transcript), or its evidence; a refused send is no
-        turn. Inline turns take the transcript by reference (an agent that needs it by
-        value is refused them)."""
-        transcript, converter = self.transcript, self.converter
+    async def _answered(self, run_id: str, outcome: Outcome, ended: bool) -> None:
+        """An update answered turn ``run_id``: it ended, or (its send's answer) it paused."""
         if outcome.HasField("success"):
-            [out] = await converter.decode(list(outcome.success.payloads), [TurnOutput])
-            transcript.begin(run_id, True)
-            held = out.run.messages
-            if isinstance(held, InTranscript):
-                read = await RunHistory.read(_replayed(activities), converter)
-                if len(read.so_far) != held.count:
-                    raise ShippingError(
-                        f"turn {run_id}: its activities hold {len(read.so_far)} messages, "
-                        f"not the {held.count} it added to the conversation"
-                    )
-                transcript.took(read.so_far)
-            elif isinstance(out.run, Completed):
-                transcript.ended(out.run)
+            [out] = await self.converter.decode(list(outcome.success.payloads), [TurnOutput])
+            if isinstance(out.run, Completed):
+                await self._took(run_id, out)
+            elif not ended:
+                self.open = run_id
+                self._record(run_id, out)
             return
-        error = await converter.decode_failure(outcome.failure)
-        if not ran(error):
+        error = await self.converter.decode_failure(outcome.failure)
+        if not ended and not ran(error):
+            self._record(run_id, error)  # a refused send: no turn
+        elif not ended or (isinstance(error, ApplicationError) and error.type == names.RUN_ERROR):
+            self._failed(run_id, error)
+
+    async def _took(self, run_id: str, out: TurnOutput) -> None:
+        """Turn ``run_id`` completed: its messages join (rebuilt from its activities when
+        the answer leaves them to the transcript). Inline turns take the transcript by
+        reference (an agent that needs it by value is refused them)."""
+        self._ended(run_id, out)
+        activities = self.activities.pop(run_id, [])
+        transcript = self.transcript
+        if transcript is None:
             return
         transcript.begin(run_id, True)
-        transcript.failed(run_failure(error))
+        held = out.run.messages
+        if isinstance(held, InTranscript):
+            read = await RunHistory.read(_replayed(activities), self.converter)
+            if len(read.so_far) != held.count:
+                raise ShippingError(
+                    f"turn {run_id}: its activities hold {len(read.so_far)} messages, "
+                    f"not the {held.count} it added to the conversation"
+                )
+            transcript.took(read.so_far)
+        elif isinstance(out.run, Completed):
+            transcript.ended(out.run)
+
+    def _failed(self, run_id: str, error: BaseException) -> None:
+        """Turn ``run_id`` failed: its evidence joins."""
+        self._ended(run_id, error)
+        self.activities.pop(run_id, None)
+        if self.transcript is not None:
+            self.transcript.begin(run_id, True)
+            self.transcript.failed(run_failure(error))
+
+    def _ended(self, run_id: str, outcome: TurnOutput | BaseException) -> None:
+        if self.open == run_id:
+            self.open = ""
+        self._record(run_id, outcome)
+
+    def _record(self, run_id: str, outcome: TurnOutput | BaseException) -> None:
+        known = self.records.get(run_id)
+        if known is not None:
+            self.records[run_id] = InlineTurn(run_id, known.started, outcome)
 
 
 def _run_of(given: Any) -> str:
@@ -378,31 +433,17 @@ class InlineTurn:
     run_id: str
     started: datetime
     outcome: TurnOutput | BaseException | None
-    """What its send answered, the error it failed with (a refusal too), ``None``: in flight."""
+    """What it answered in the end (paused: while it waits), the error it failed with (a
+    refused send's too), ``None``: in flight."""
 
 
 async def inline_turns(events: list[HistoryEvent], converter: DataConverter) -> list[InlineTurn]:
-    """The inline turns this conversation run's history records, in the order sent."""
-    sent: dict[str, tuple[str, datetime]] = {}
-    outcomes: dict[str, TurnOutput | BaseException] = {}
+    """The inline turns this conversation run's history records, in the order sent: what
+    each answered in the end (a paused one's latest answer while it waits)."""
+    turns = _InlineTurns(None, converter)
     for event in events:
-        if event.HasField("workflow_execution_update_accepted_event_attributes"):
-            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
-            if request.input.name == names.SEND:
-                [turn] = await converter.decode(list(request.input.args.payloads), [TurnInput])
-                sent[request.meta.update_id] = (turn.run_id, event.event_time.ToDatetime())
-        elif event.HasField("workflow_execution_update_completed_event_attributes"):
-            completed = event.workflow_execution_update_completed_event_attributes
-            if completed.meta.update_id in sent:
-                outcome = completed.outcome
-                if outcome.HasField("success"):
-                    payloads = list(outcome.success.payloads)
-                    [out] = await converter.decode(payloads, [TurnOutput])
-                    outcomes[completed.meta.update_id] = TurnOutput.model_validate(out)
-                else:
-                    error = await converter.decode_failure(outcome.failure)
-                    outcomes[completed.meta.update_id] = error
-    return [InlineTurn(r, at, outcomes.get(u)) for u, (r, at) in sent.items()]
+        await turns.take(event)
+    return list(turns.records.values())
 
 
 async def _replayed(events: list[HistoryEvent]) -> AsyncIterator[HistoryEvent]:

@@ -158,6 +158,11 @@ class ApprovalGate:
         self._told_evaluating = False  # the conversation last heard of evaluations running
 
     @property
+    def paused(self) -> bool:
+        """The run (or one below it) has waited for a person at least once."""
+        return self._pauses > 0
+
+    @property
     def pending(self) -> list[ToolCall]:
         """This run's own calls still waiting for a decision."""
         remaining = set(self.pause.remaining) if self.pause else set()

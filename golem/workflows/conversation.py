@@ -77,6 +77,7 @@ with workflow.unsafe.imports_passed_through():
         paused_output,
         refused,
         start_refusal,
+        turn_ended,
         turn_outcome,
     )
     from golem.workflows.turns import (
@@ -450,7 +451,12 @@ class ConversationWorkflow:
             # would leave its send unanswered and the conversation stuck.
             outcome = loop_failure(f"turn {payload.run.run_id} failed in golem's code: {exc!r}")
         answer = self._turns.handoffs.ended(outcome, self._transcript.length)
-        await self._perform(self._turns.ended(payload.run.run_id, answer))
+        effects = self._turns.ended(payload.run.run_id, answer)
+        if not any(isinstance(e, Answer) and isinstance(e.outcome, Ended) for e in effects):
+            # It paused, and no update answers its end (a timeout, a close ended it): its
+            # history records the end where the conversation's reader finds it.
+            workflow.upsert_memo({names.TURN_ENDED_MEMO: turn_ended(payload.run.run_id, answer)})
+        await self._perform(effects)
 
     def _hosting(self, executor: TemporalExecutor | None, gate: ApprovalGate | None) -> None:
         self._executor, self._gate = executor, gate

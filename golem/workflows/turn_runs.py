@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         HistoryBase,
         InTranscript,
         Paused,
+        TurnEnded,
         TurnInput,
         TurnOutput,
         names,
@@ -186,10 +187,20 @@ async def inline_turn(
         completed = report.completed(result, output, shipper.recorded, logged)
         # When the turn's activities hold every request's messages, its history reader
         # rebuilds them there (golem.wire.transcript): the outcome need not record them.
-        return _taken(transcript, completed, start, run.run_id, keep=not shipper.logged)
+        # A turn that paused keeps them too: an update other than its send may answer its
+        # end, or none (a memo records it), and the reader reads them from that answer.
+        keep = not shipper.logged or gate.paused
+        return _taken(transcript, completed, start, run.run_id, keep=keep)
     finally:
         gate.finish(completed)
         hosting(None, None)
+
+
+def turn_ended(run_id: str, answer: TurnOutput | Exception | None) -> TurnEnded:
+    """The record of a paused inline turn's end that no update answers."""
+    if isinstance(answer, TurnOutput):
+        return TurnEnded(run_id=run_id, output=answer)
+    return TurnEnded(run_id=run_id, failure=run_failure(answer), message=str(answer or ""))
 
 
 def loop_failure(message: str) -> ApplicationError:
