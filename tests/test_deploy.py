@@ -16,13 +16,14 @@ import pytest
 from pydantic import BaseModel
 from temporalio.client import Client
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker, WorkerDeploymentConfig
 
 from golem import Agent, Message, ToolCall
 from golem import cli as golem_cli
 from golem.cli.deploy import describe_versions
 from golem.client import DurableAgent
-from golem.client.deployments import VersionStatus, WorkerDeployment
+from golem.client.deployments import VersionStatus, WorkerDeployment, _settling
 from golem.models import FunctionModel
 from golem.worker import GolemPlugin
 from golem.worker.deployment import deployment_version
@@ -245,3 +246,22 @@ def test_deploy_status_reads_one_line_per_version_then_a_few_ids_of_each_kind() 
         "v1                   current        7 runs, 0 conversations, 1 other workflows",
         "    runs: r0, r1, r2, r3, r4 and 2 more",
     ]
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "again"),
+    [
+        (RPCStatusCode.NOT_FOUND, "no such version", True),
+        (RPCStatusCode.FAILED_PRECONDITION, "task queue missing", True),
+        # A loaded server cancels a request it could not answer in time: asked again.
+        (RPCStatusCode.CANCELLED, "operation was canceled", True),
+        (RPCStatusCode.DEADLINE_EXCEEDED, "context deadline exceeded", True),
+        (RPCStatusCode.UNAVAILABLE, "connection refused", True),
+        (RPCStatusCode.PERMISSION_DENIED, "not allowed", False),
+        (RPCStatusCode.FAILED_PRECONDITION, "conflict token stale", False),
+    ],
+)
+def test_a_deployment_change_is_asked_again_while_the_server_settles_or_is_busy(
+    status: RPCStatusCode, message: str, again: bool
+) -> None:
+    assert _settling(RPCError(message, status, b"")) is again

@@ -71,11 +71,18 @@ class VersionStatus:
     """Open workflows of other types (yours) on this version."""
 
 
+#: What a busy server answers a request it could not serve in time: the same one, asked
+#: again (with a conflict token read anew), is safe.
+_BUSY = frozenset(
+    {RPCStatusCode.CANCELLED, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNAVAILABLE}
+)
+
+
 def _settling(exc: RPCError) -> bool:
     """The server learns of a version and its task queues from its workers' first polls:
     until then it answers that it has no such version, or that the version lacks one of the
-    current version's task queues."""
-    if exc.status == RPCStatusCode.NOT_FOUND:
+    current version's task queues; a busy one may cancel the request meanwhile."""
+    if exc.status == RPCStatusCode.NOT_FOUND or exc.status in _BUSY:
         return True
     return exc.status == RPCStatusCode.FAILED_PRECONDITION and "missing" in exc.message
 
@@ -266,9 +273,14 @@ class WorkerDeployment:
                     ) from exc
             await asyncio.sleep(0.1)
         completed = RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED
-        while (
-            await self._describe()
-        ).worker_deployment_info.routing_config_update_state != completed:
+        while True:
+            try:
+                info = (await self._describe()).worker_deployment_info
+                if info.routing_config_update_state == completed:
+                    break
+            except RPCError as exc:
+                if exc.status not in _BUSY or time.monotonic() > deadline:
+                    raise
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{what}: the task queues did not take it in {timeout:g} s")
             await asyncio.sleep(0.05)
