@@ -202,6 +202,7 @@ async def main(wanted: set[str]) -> None:
             runs |= await record_handoffs(env.client, tq)
             runs |= await record_rested(env.client, tq)
             runs |= await record_inline(env.client, tq)
+            runs |= await record_inline_paused(env.client, tq)
             runs["ticket_child_and_inline"] = await record_ticket(env.client, tq)
             runs["conversation_fork"] = await record_fork(env.client, tq)
             runs["responses_run"] = await record_responses(env.client, tq)
@@ -341,6 +342,21 @@ async def record_inline(client: Client, tq: str) -> dict[str, str | tuple[str, s
         "conversation_inline_continued": (handle.id, first_run),
         "conversation_inline": handle.id,
     }
+
+
+async def record_inline_paused(client: Client, tq: str) -> dict[str, str | tuple[str, str]]:
+    """Conversations whose turns run inline and wait for an approval: one approved (its
+    approve answers its end), one ended by the close (no update answers it: the
+    conversation records its end in its memo)."""
+    durable = DurableAgent(client, approval_agent, task_queue=tq)
+    approved = await durable.conversation(inline_turns=True)
+    assert (await approved.send("pay 5")).paused
+    assert (await approved.approve({"t1": True})).output == "transfer: sent 5"
+    await approved.close()
+    closed = await durable.conversation(inline_turns=True)
+    assert (await closed.send("pay 5")).paused
+    await closed.close()  # denies the waiting call: the turn ends, no update answering it
+    return {"conversation_inline_approved": approved.id, "conversation_inline_closed": closed.id}
 
 
 async def record_fork(client: Client, tq: str) -> str:

@@ -423,3 +423,27 @@ async def test_an_inline_turn_that_pauses_ends_in_the_transcript_however_it_is_a
     assert listed == [paused.run_id]
     results = {"approved": "moved 5", "denied": DENIED_RESULT, "timed out": NO_DECISION_RESULT}
     assert live[-1].content == f"{results.get(answer, DENIED_RESULT)} | balance 100"
+
+
+async def test_an_inline_turn_waits_for_what_its_delegation_asks_and_the_conversation_answers(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    bank = transfer_agent(executed)
+    bank.name = "bank_below"
+    front = caller_agent(
+        "front_desk", lambda p: calls(("d1", "bank_below", {"prompt": "pay"})), delegates=[bank]
+    )
+    async with serve_approvals(temporal_client, front) as tq:
+        conv = await DurableAgent(temporal_client, front, task_queue=tq).conversation(
+            inline_turns=True
+        )
+        paused = await conv.send("settle my bill")
+        [child] = paused.pending_runs.values()
+        done = await conv.approve({"t1": True})
+        live = await conv.messages()
+    assert paused.paused and [c.id for c in paused.pending_approvals] == ["t1"]
+    assert child != paused.run_id  # the call waits in the delegated run
+    assert executed == [5] and not done.paused
+    assert done.output == "moved 5 | balance 100"
+    assert await read_back(temporal_client, conv.id) == live

@@ -91,6 +91,8 @@ def test_histories_are_checked_in() -> None:
         "delegate_evaluation_child",
         "conversation_inline_continued",
         "conversation_inline",
+        "conversation_inline_approved",
+        "conversation_inline_closed",
     }
 
 
@@ -254,6 +256,24 @@ def test_the_inline_conversation_histories_hold_what_they_were_recorded_for() ->
     after = history("conversation_inline").events[0].workflow_execution_started_event_attributes
     assert b'"earlier"' in after.input.payloads[0].data  # its transcript starts by reference
     assert b'"inlineTurns":true' in after.input.payloads[0].data
+
+
+def test_the_paused_inline_histories_hold_what_they_were_recorded_for() -> None:
+    """``conversation_inline_approved``: a turn waited for t1 in the conversation itself
+    (no child run), its approve answered its end; ``conversation_inline_closed``: the close
+    denied the waiting call, and the conversation recorded the turn's end in its memo."""
+    for stem in ("conversation_inline_approved", "conversation_inline_closed"):
+        assert not events(stem, EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)
+        assert activity_names(stem)[:1] == ["golem.model_request"]
+    memos = [
+        e.workflow_properties_modified_event_attributes.upserted_memo.fields  # type: ignore[attr-defined]
+        for e in events(
+            "conversation_inline_closed", EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED
+        )
+    ]
+    assert any("golemTurnEnded" in fields for fields in memos)
+    assert activity_names("conversation_inline_approved").count("golem.tool") == 1
+    assert "golem.tool" not in activity_names("conversation_inline_closed")  # denied
 
 
 def test_the_delegation_and_handoff_histories_hold_what_they_were_recorded_for() -> None:
