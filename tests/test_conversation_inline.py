@@ -17,17 +17,20 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 from test_conversation import _until_update_admitted, contents, echo_agent, paging_agent, serve
 from test_conversation_boundaries import budgeted, continued
+from test_durable_approvals import asks_two, transfer_agent
 from test_durable_approvals import serve as serve_approvals
-from test_durable_approvals import transfer_agent
 from waiting import eventually
 
 from golem import Agent, Message, ToolCall
+from golem.cli.show import inline_entry
 from golem.client import PARENT_RUN_ID, ConversationClosedError, DurableAgent
-from golem.client.records import history_reader
+from golem.client.lookups import awaiting_approval
+from golem.client.records import history_reader, inline_turns_of
 from golem.loop import RunLoop
 from golem.models import FunctionModel
 from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT
 from golem.results import RunError
+from golem.wire import Paused, TurnOutput
 from golem.wire import transcript as transcript_module
 from golem.worker import GolemPlugin
 
@@ -446,4 +449,55 @@ async def test_an_inline_turn_waits_for_what_its_delegation_asks_and_the_convers
     assert child != paused.run_id  # the call waits in the delegated run
     assert executed == [5] and not done.paused
     assert done.output == "moved 5 | balance 100"
+    assert await read_back(temporal_client, conv.id) == live
+
+
+async def test_what_an_inline_turn_waits_for_is_read_as_a_child_turns_is(
+    temporal_client: Client,
+) -> None:
+    """The lookups behind `golem approve CONV`, `golem show` and golem serve read the turn's
+    waiting calls from the conversation; `golem conversation` lists the turn as waiting,
+    then (after a partial approval) with what still waits."""
+    executed: list[int] = []
+    agent = asks_two(executed)
+    agent.name = f"asks_two_{uuid.uuid4().hex[:6]}"
+    async with serve_approvals(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation(
+            inline_turns=True
+        )
+        paused = await conv.send("pay")
+        waiting = await awaiting_approval(temporal_client, conv.id)
+        partly = await conv.approve({"t1": True})
+        turned = await inline_turns_of(temporal_client, conv.id)
+        done = await conv.approve({"t2": False})
+    assert (waiting.run_id, waiting.conversation_id) == (paused.run_id, conv.id)
+    assert [c.id for c in waiting.calls] == ["t1", "t2"]
+    assert [c.id for c in partly.pending_approvals] == ["t2"]
+    [record] = turned
+    assert isinstance(record.outcome, TurnOutput) and isinstance(record.outcome.run, Paused)
+    assert [c.id for c in record.outcome.run.pending_approvals] == ["t2"]  # its latest answer
+    entry = inline_entry(record, "")
+    assert (entry["status"], entry["outcome"]) == ("running", "waiting for approval: t2")
+    assert not done.paused and executed == [1]
+
+
+async def test_a_recorded_turn_end_stays_with_its_run_across_continue_as_new(
+    temporal_client: Client,
+) -> None:
+    executed: list[int] = []
+    agent = transfer_agent(executed, approval_timeout=timedelta(milliseconds=300))
+    agent.name = f"timing_out_{uuid.uuid4().hex[:6]}"
+    async with serve_approvals(temporal_client, agent) as tq:
+        conv = await budgeted(temporal_client, agent, tq, turns_per_run=1, inline_turns=True)
+        assert (await conv.send("pay")).paused
+
+        async def switched() -> bool:  # the timeout ended the turn: the budget moves it on
+            return await continued(temporal_client, conv.id) >= 1
+
+        await eventually(switched, what="the conversation continued as new")
+        following = await conv.send("next")
+        memo = (await conv.handle.describe()).memo
+        live = await conv.messages()
+    assert "golemTurnEnded" not in await memo()
+    assert following.output.startswith(NO_DECISION_RESULT)
     assert await read_back(temporal_client, conv.id) == live

@@ -43,7 +43,7 @@ from golem.client.lookups import (
 )
 from golem.client.records import inline_turns_of
 from golem.messages import dump_messages
-from golem.wire import Completed, ShippingError, TurnOutput, names
+from golem.wire import Completed, Paused, ShippingError, TurnOutput, names
 from golem.wire.transcript import InlineTurn, ran
 
 
@@ -265,6 +265,9 @@ def inline_entry(turn: InlineTurn, parent: str) -> dict[str, Any]:
         answer = " ".join(str(output if output is not None else "").split())[:80]
     elif outcome is None:
         status = "running"
+    elif isinstance(outcome, TurnOutput) and isinstance(outcome.run, Paused):  # it waits
+        calls = ", ".join(c.id for c in outcome.run.pending_approvals)
+        status, stop = "running", f"waiting for approval: {calls}"
     else:
         status, stop = "failed", " ".join(str(outcome).split())[:80]
     return {

@@ -21,7 +21,7 @@ from typing import Any
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-from temporalio.client import Client, WorkflowExecutionDescription
+from temporalio.client import Client, WorkflowExecutionDescription, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from golem.client.records import RunRecord, fetch_run, history_reader
@@ -214,6 +214,10 @@ async def awaiting_approval(
     conversation = ""
     if info.workflow_type == ConversationWorkflow.__name__:
         conversation = run_id
+        inline = await _inline_pending(client, run_id, patience)
+        if inline is not None:  # its turn runs in it (ADR 0050): it answers for the turn
+            turn, calls = inline
+            return Approvals(turn or run_id, conversation, info, calls)
         children = info.description.raw_description.pending_children
         turn = next((c.workflow_id for c in children), "")
         if not turn:
@@ -227,6 +231,23 @@ async def awaiting_approval(
         AgentRunWorkflow.pending, rpc_timeout=patience
     )
     return Approvals(run_id, conversation, info, list(calls))
+
+
+async def _inline_pending(
+    client: Client, conversation_id: str, patience: timedelta | None
+) -> tuple[str, list[ToolCall]] | None:
+    """The turn in flight and its waiting calls, when conversation ``conversation_id`` runs
+    its turns inline; ``None`` when they are child runs (or its worker predates inline
+    turns: it knows no such query)."""
+    handle = client.get_workflow_handle(conversation_id)
+    try:
+        calls = await handle.query(ConversationWorkflow.pending, rpc_timeout=patience)
+    except WorkflowQueryFailedError:
+        return None
+    if calls is None:
+        return None
+    runs = await handle.query(ConversationWorkflow.runs, rpc_timeout=patience) if calls else []
+    return (runs[-1] if runs else ""), list(calls)
 
 
 async def has_worker(client: Client, task_queue: str) -> bool:

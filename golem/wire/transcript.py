@@ -349,7 +349,8 @@ class _InlineTurns:
                 if record.output is not None:
                     await self._took(record.run_id, record.output)
                 else:
-                    error = ApplicationError(record.message, record.failure, type=names.RUN_ERROR)
+                    details = [record.failure] if record.failure is not None else []
+                    error = ApplicationError(record.message, *details, type=names.RUN_ERROR)
                     self._failed(record.run_id, error)
 
     def in_flight(self) -> None:
@@ -364,15 +365,15 @@ class _InlineTurns:
             [out] = await self.converter.decode(list(outcome.success.payloads), [TurnOutput])
             if isinstance(out.run, Completed):
                 await self._took(run_id, out)
-            elif not ended:
+            else:  # it waits for a person (again, after a partial approval)
                 self.open = run_id
                 self._record(run_id, out)
             return
         error = await self.converter.decode_failure(outcome.failure)
-        if not ended and not ran(error):
-            self._record(run_id, error)  # a refused send: no turn
-        elif not ended or (isinstance(error, ApplicationError) and error.type == names.RUN_ERROR):
+        if ran(error):
             self._failed(run_id, error)
+        elif not ended:
+            self._record(run_id, error)  # a refused send: no turn
 
     async def _took(self, run_id: str, out: TurnOutput) -> None:
         """Turn ``run_id`` completed: its messages join (rebuilt from its activities when

@@ -46,7 +46,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from golem.delegation import inline_problem
-    from golem.messages import Decision, HistoryError, Message, validate_history
+    from golem.messages import Decision, HistoryError, Message, ToolCall, validate_history
     from golem.policies import StoredRule
     from golem.wire import (
         AgentRunInput,
@@ -467,7 +467,9 @@ class ConversationWorkflow:
         if not patched(CONTINUED_SUMMARY):
             return None
         text = f"{self._agent}: conversation (continued as new)"
-        return {**workflow.memo(), names.SUMMARY_MEMO: text}
+        # A paused inline turn's recorded end is this run's history's, not the next run's.
+        kept = {k: v for k, v in workflow.memo().items() if k != names.TURN_ENDED_MEMO}
+        return {**kept, names.SUMMARY_MEMO: text}
 
     def _details(self) -> None:
         rested = self._idle.seconds if self._turns.phase == "resting" else None
@@ -491,6 +493,14 @@ class ConversationWorkflow:
         if self._executor is None:
             return MessagesPage.of([], query)
         return self._executor.shipper.page(query)
+
+    @workflow.query(name=names.PENDING)
+    def pending(self) -> list[ToolCall] | None:
+        """An inline turn's calls waiting for a person now (its delegations' included);
+        ``None``: this conversation's turns are child runs, each asked itself."""
+        if not self._inline:
+            return None
+        return list(self._gate.waiting) if self._gate is not None else []
 
     @workflow.query(name=names.CURRENT_AGENT)
     def current_agent(self) -> str:
