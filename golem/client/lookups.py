@@ -27,7 +27,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from golem.client.records import RunRecord, fetch_run, history_reader
 from golem.messages import Message, ToolCall
 from golem.wire import names
-from golem.wire.lineage import AGENT, CONVERSATION_ID, OWNER, PARENT_RUN_ID
+from golem.wire.lineage import AGENT, CONVERSATION_ID, OWNER, PARENT_RUN_ID, WAITING
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.conversation import ConversationWorkflow
 
@@ -214,8 +214,11 @@ async def awaiting_approval(
     conversation = ""
     if info.workflow_type == ConversationWorkflow.__name__:
         conversation = run_id
-        inline = await _inline_pending(client, run_id, patience)
-        if inline is not None:  # its turn runs in it (ADR 0050): it answers for the turn
+        # An inline turn (ADR 0050) lists its conversation as waiting (GolemWaiting, as a
+        # child turn lists its own run): only then is the conversation asked for it.
+        listed = info.description.typed_search_attributes.get(WAITING)
+        inline = await _inline_pending(client, run_id, patience) if listed else None
+        if inline is not None:
             turn, calls = inline
             return Approvals(turn or run_id, conversation, info, calls)
         children = info.description.raw_description.pending_children
@@ -242,7 +245,7 @@ async def _inline_pending(
     handle = client.get_workflow_handle(conversation_id)
     try:
         calls = await handle.query(ConversationWorkflow.pending, rpc_timeout=patience)
-    except WorkflowQueryFailedError:
+    except (WorkflowQueryFailedError, RPCError):  # no worker answers: asked as before
         return None
     if calls is None:
         return None
