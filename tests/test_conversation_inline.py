@@ -23,7 +23,7 @@ from waiting import eventually
 
 from golem import Agent, Message, ToolCall
 from golem.cli.show import inline_entry
-from golem.client import PARENT_RUN_ID, ConversationClosedError, DurableAgent
+from golem.client import PARENT_RUN_ID, ConversationClosedError, DurableAgent, DurableConversation
 from golem.client.lookups import awaiting_approval
 from golem.client.records import history_reader, inline_turns_of
 from golem.loop import RunLoop
@@ -33,6 +33,13 @@ from golem.results import RunError
 from golem.wire import Paused, TurnOutput
 from golem.wire import transcript as transcript_module
 from golem.worker import GolemPlugin
+
+
+async def inline(
+    client: Client, agent: Agent[Any, Any], task_queue: str
+) -> DurableConversation[Any]:
+    """A new conversation of ``agent`` whose turns run inline."""
+    return await DurableAgent(client, agent, task_queue=task_queue).conversation(inline_turns=True)
 
 
 async def event_types(client: Client, workflow_id: str) -> list[int]:
@@ -161,9 +168,7 @@ async def test_what_inline_turns_cannot_do_yet_is_refused_naming_it(
     plain, _ = echo_agent("plain-inline")
     async with serve(temporal_client, handing, plain) as tq:
         with pytest.raises(ValueError, match="cannot serve agent 'hands_off' hands off"):
-            await DurableAgent(temporal_client, handing, task_queue=tq).conversation(
-                inline_turns=True
-            )
+            await inline(temporal_client, handing, tq)
         # Known by name only, the worker refuses its turns, saying why; nothing is recorded.
         by_name = DurableAgent(temporal_client, "hands_off", task_queue=tq)
         refused = await by_name.conversation(inline_turns=True)
@@ -218,9 +223,7 @@ async def test_an_inline_turn_delegates_to_a_child_run_of_the_conversation(
         "triage", lambda p: calls(("c1", "billing", {"prompt": "order 42"})), delegates=[billing]
     )
     async with serve(temporal_client, triage) as tq:
-        conv = await DurableAgent(temporal_client, triage, task_queue=tq).conversation(
-            inline_turns=True
-        )
+        conv = await inline(temporal_client, triage, tq)
         result = await conv.send("I was charged twice")
         [child] = result.sub_runs
         described = await temporal_client.get_workflow_handle(child).describe()
@@ -240,9 +243,7 @@ async def test_an_inline_conversation_that_wants_answers_alone_reads_no_transcri
 ) -> None:
     agent, _ = paging_agent("answers-alone")
     async with serve(temporal_client, agent) as tq:
-        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation(
-            inline_turns=True
-        )
+        conv = await inline(temporal_client, agent, tq)
         conv.with_messages = False
         results = [await conv.send(f"page {n}") for n in range(2)]
         transcript = await conv.messages()
@@ -353,9 +354,7 @@ async def test_a_bug_in_an_inline_turn_fails_the_turn_naming_it_and_the_conversa
         raise AssertionError("a bug in golem")
 
     async with serve(temporal_client, agent) as tq:
-        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation(
-            inline_turns=True
-        )
+        conv = await inline(temporal_client, agent, tq)
         with monkeypatch.context() as patched:
             patched.setattr(RunLoop, "run", broken)
             with pytest.raises(RunError, match=r"failed in golem's workflow code.*a bug in golem"):
@@ -403,9 +402,7 @@ async def test_an_inline_turn_that_pauses_ends_in_the_transcript_however_it_is_a
     agent = transfer_agent(executed, approval_timeout=timeout)
     agent.name = f"transfer_{answer.replace(' ', '_')}"
     async with serve_approvals(temporal_client, agent) as tq:
-        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation(
-            inline_turns=True
-        )
+        conv = await inline(temporal_client, agent, tq)
         paused = await conv.send("pay")
         assert paused.paused and [c.id for c in paused.pending_approvals] == ["t1"]
         if answer in ("approved", "denied"):
@@ -438,9 +435,7 @@ async def test_an_inline_turn_waits_for_what_its_delegation_asks_and_the_convers
         "front_desk", lambda p: calls(("d1", "bank_below", {"prompt": "pay"})), delegates=[bank]
     )
     async with serve_approvals(temporal_client, front) as tq:
-        conv = await DurableAgent(temporal_client, front, task_queue=tq).conversation(
-            inline_turns=True
-        )
+        conv = await inline(temporal_client, front, tq)
         paused = await conv.send("settle my bill")
         [child] = paused.pending_runs.values()
         done = await conv.approve({"t1": True})
@@ -462,9 +457,7 @@ async def test_what_an_inline_turn_waits_for_is_read_as_a_child_turns_is(
     agent = asks_two(executed)
     agent.name = f"asks_two_{uuid.uuid4().hex[:6]}"
     async with serve_approvals(temporal_client, agent) as tq:
-        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation(
-            inline_turns=True
-        )
+        conv = await inline(temporal_client, agent, tq)
         paused = await conv.send("pay")
         waiting = await awaiting_approval(temporal_client, conv.id)
         partly = await conv.approve({"t1": True})

@@ -99,6 +99,47 @@ def setup(input: AgentRunInput) -> tuple[Agent[Any, Any], RunInput]:
     return agent, run
 
 
+def run_gate(
+    agent: Agent[Any, Any],
+    report: Reporter,
+    loop: Callable[[], RunLoop | None],
+    *,
+    notify_parent: bool = False,
+    on_change: Callable[[], None] = lambda: None,
+    caller: str = "",
+    tell: Callable[[Paused], Awaitable[None]] | None = None,
+) -> ApprovalGate:
+    """A run's approval gate: its own workflow's, or an inline conversation turn's (``tell``:
+    how the conversation hears its pauses). ``loop`` gives the run's loop once it is made."""
+
+    def paused(pending: list[ToolCall]) -> Paused:
+        current = loop()
+        assert current is not None
+        external = current.external_ids(pending)
+        return report.paused(finish.result(current.state, None, pending=pending, external=external))
+
+    def validators() -> dict[str, Callable[[str], object]]:
+        """How each of the run's tools (its toolsets' too, once listed) checks arguments."""
+        current = loop()
+        return {n: t.validate_args for n, t in current.agent.tools.items()} if current else {}
+
+    def external(calls: list[ToolCall]) -> set[str]:
+        current = loop()
+        return current.external_ids(calls) if current is not None else set()
+
+    return ApprovalGate(
+        paused,
+        agent.approval_timeout,
+        notify_parent=notify_parent,
+        on_change=on_change,
+        caller=caller,
+        validators=validators,
+        external=external,
+        external_timeout=agent.external_timeout,
+        tell=tell,
+    )
+
+
 @workflow.defn(name=names.AGENT_RUN_WORKFLOW, failure_exception_types=FAILURE_TYPES)
 class AgentRunWorkflow:
     """One agent run. Workflow id = run id; fails with ``GolemRunError`` details on failure."""
@@ -122,15 +163,13 @@ class AgentRunWorkflow:
         # With external storage an outcome of any size is one payload: none is paged.
         stored = settings.stored_bytes is not None
         report = Reporter(run.history, readable=workflow.info().parent is None, stored=stored)
-        self._gate = ApprovalGate(
-            lambda pending: report.paused(self._paused_result(pending)),
-            agent.approval_timeout,
+        self._gate = run_gate(
+            agent,
+            report,
+            lambda: self._loop,
             notify_parent=input.notify_parent,
             on_change=self._show_details,
             caller=input.caller,
-            validators=self._validators,
-            external=lambda calls: self._loop.external_ids(calls) if self._loop else set(),
-            external_timeout=agent.external_timeout,
         )
         self._executor = TemporalExecutor(
             agent,
@@ -175,16 +214,6 @@ class AgentRunWorkflow:
         if handoff is None or self._loop.follow_handoffs:  # only a turn's run hands back
             return completed
         return completed.model_copy(update={"handoff": handoff})
-
-    def _paused_result(self, pending: list[ToolCall]) -> Any:
-        assert self._loop is not None
-        external = self._loop.external_ids(pending)
-        return finish.result(self._state(), None, pending=pending, external=external)
-
-    def _validators(self) -> dict[str, Callable[[str], object]]:
-        """How each of the run's tools (its toolsets' too, once listed) checks arguments."""
-        agent = self._loop.agent if self._loop is not None else None
-        return {n: t.validate_args for n, t in agent.tools.items()} if agent else {}
 
     def _state(self) -> RunState:
         assert self._loop is not None

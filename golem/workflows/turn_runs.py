@@ -21,8 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.agent import Agent
     from golem.delegation import inline_refusal, reachable
     from golem.loop import RunLoop
-    from golem.messages import Decision, Message, ToolCall
-    from golem.phases import finish
+    from golem.messages import Decision, Message
     from golem.policies import StoredRule
     from golem.results import RunError
     from golem.run_state import RunInput
@@ -42,7 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.wire.failures import failure_error, run_failure
     from golem.wire.transcript import Transcript
     from golem.workflows import registry
-    from golem.workflows.agent_run import setup
+    from golem.workflows.agent_run import run_gate, setup
     from golem.workflows.approvals import ApprovalGate
     from golem.workflows.executor import TemporalExecutor
     from golem.workflows.report import Reporter
@@ -140,20 +139,7 @@ async def inline_turn(
     settings = registry.settings(workflow.info().task_queue)
     report = Reporter(run.history, readable=False, stored=settings.stored_bytes is not None)
     loops: list[RunLoop] = []  # the gate's callbacks read the loop, made after it
-
-    def paused(pending: list[ToolCall]) -> Paused:
-        loop = loops[0]
-        external = loop.external_ids(pending)
-        return report.paused(finish.result(loop.state, None, pending=pending, external=external))
-
-    gate = ApprovalGate(
-        paused,
-        agent.approval_timeout,
-        validators=lambda: {n: t.validate_args for n, t in loops[0].agent.tools.items()},
-        external=lambda calls: loops[0].external_ids(calls) if loops else set(),
-        external_timeout=agent.external_timeout,
-        tell=tell,
-    )
+    gate = run_gate(agent, report, lambda: loops[0] if loops else None, tell=tell)
     # Its activities share the conversation's page in the UI: each summary names the turn.
     label = f" · conversation turn {transcript.turns}, run {run.run_id}"
     executor = TemporalExecutor(
