@@ -464,6 +464,7 @@ async def test_what_an_inline_turn_waits_for_is_read_as_a_child_turns_is(
         turned = await inline_turns_of(temporal_client, conv.id)
         done = await conv.approve({"t2": False})
     assert (waiting.run_id, waiting.conversation_id) == (paused.run_id, conv.id)
+    assert waiting.answers == conv.id  # `golem approve` reaches the calls through it
     assert [c.id for c in waiting.calls] == ["t1", "t2"]
     assert [c.id for c in partly.pending_approvals] == ["t2"]
     [record] = turned

@@ -204,7 +204,7 @@ def print_approvals(waiting: Approvals | None, shown: str) -> None:
     for call in waiting.calls:
         print(f"waiting for approval of {describe_call(call)}{turn}")
     calls = " ".join(c.id for c in waiting.calls)
-    print(f"approve with: golem approve {waiting.run_id} {calls}  (or --deny)")
+    print(f"approve with: golem approve {waiting.answers} {calls}  (or --deny)")
 
 
 async def cmd_conversation(args: argparse.Namespace) -> int:

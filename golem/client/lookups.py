@@ -202,6 +202,13 @@ class Approvals:
     calls: list[ToolCall]
     """The calls waiting now; empty when the run does not wait (or has ended)."""
 
+    @property
+    def answers(self) -> str:
+        """The id ``golem approve`` reaches the calls through: the run's, or an inline
+        turn's conversation (no workflow bears an inline turn's id)."""
+        inline = self.info.workflow_type == ConversationWorkflow.__name__ and self.conversation_id
+        return self.conversation_id if inline else self.run_id
+
 
 async def awaiting_approval(
     client: Client, run_id: str, patience: timedelta | None = None, info: RunInfo | None = None
