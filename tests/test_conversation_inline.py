@@ -12,7 +12,8 @@ import pytest
 from delegation_agents import caller_agent, calls
 from delegation_agents import echo_agent as echo_agent_of
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 from test_conversation import _until_update_admitted, contents, echo_agent, paging_agent, serve
@@ -495,3 +496,55 @@ async def test_a_recorded_turn_end_stays_with_its_run_across_continue_as_new(
     assert "golemTurnEnded" not in await memo()
     assert following.output.startswith(NO_DECISION_RESULT)
     assert await read_back(temporal_client, conv.id) == live
+
+
+@pytest.mark.parametrize("when", ["waiting", "running"])
+async def test_a_cancelled_inline_conversation_keeps_its_turns_evidence(
+    temporal_client: Client, when: str
+) -> None:
+    """A workflow cancel (not ``close()``) stops the turn in flight as a child run's
+    parent-close policy would: the turn ends at stage ``canceled`` and its evidence stays
+    in the conversation's history, read back with no worker."""
+    executed: list[int] = []
+    started, release = asyncio.Event(), asyncio.Event()
+    if when == "waiting":
+        agent = transfer_agent(executed)
+    else:
+        audits = ToolCall(id="a1", name="audit", args="{}")
+        agent = Agent(FunctionModel(lambda messages, tools: Message.assistant("", [audits])))
+
+        @agent.tool
+        async def audit() -> str:
+            """Blocks until the test lets it go (the turn is in flight meanwhile)."""
+            started.set()
+            await release.wait()
+            return "audited"
+
+    agent.name = f"cancelled_{when}_{uuid.uuid4().hex[:6]}"
+    try:
+        async with serve_approvals(temporal_client, agent) as tq:
+            conv = await inline(temporal_client, agent, tq)
+            sending = asyncio.ensure_future(conv.send("pay"))
+            if when == "waiting":
+                assert (await sending).paused
+            else:
+                await started.wait()
+            await conv.handle.cancel()
+            if when == "running":
+                with pytest.raises(RunError) as raised:
+                    await sending
+                assert raised.value.stage == "canceled"
+            with pytest.raises(WorkflowFailureError) as ended:
+                await conv.handle.result()
+            assert isinstance(ended.value.cause, CancelledError)
+            release.set()
+    finally:
+        release.set()
+    reader = history_reader(temporal_client)
+    evidence = await reader.messages(await reader.transcript(conv.id))
+    assert [m.role for m in evidence[:2]] == ["user", "assistant"]
+    called = [c.id for c in evidence[1].tool_calls]
+    assert called == (["t1", "b1"] if when == "waiting" else ["a1"])
+    [record] = await inline_turns_of(temporal_client, conv.id)
+    assert isinstance(record.outcome, Exception) and "cancel" in str(record.outcome)
+    assert executed == []

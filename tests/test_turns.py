@@ -288,6 +288,16 @@ def test_close_while_a_turn_waits_denies_its_calls_and_answers_when_it_ends() ->
     assert turns.phase == "closed" and turns.over
 
 
+def test_a_close_that_stops_the_waiting_turn_itself_decides_nothing() -> None:
+    """A cancelled conversation stops its inline turn (``settle=False``): no call is denied
+    on its behalf, and the close is answered once the stopped turn ends."""
+    turns = waiting_turn()
+    assert turns.close(3, settle=False) == []
+    assert turns.check_approve({"c1": True}, now=101.0) is not None  # closed to answers
+    assert turns.ended("r1") == [Answer(3, Closed())]
+    assert turns.phase == "closed"
+
+
 def test_close_refuses_turns_that_have_not_started() -> None:
     turns = Turns()
     turns.send(1, "r1", "a")

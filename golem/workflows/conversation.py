@@ -138,6 +138,7 @@ class ConversationWorkflow:
         self._inline = input.inline_turns
         self._executor: TemporalExecutor | None = None  # an inline turn's, while it runs
         self._gate: ApprovalGate | None = None  # likewise
+        self._inline_task: asyncio.Task[None] | None = None  # the inline turn's, the latest
         self._tickets = 0
         self._answers: dict[int, TurnOutput | ConversationSummary | ApplicationError] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # held: the loop keeps weak references
@@ -151,14 +152,18 @@ class ConversationWorkflow:
             raise self._unknown
         turns = self._turns
         self._details()  # a run continued as new (a version move) has them from its start
-        while not turns.over:
-            # Without the machine's due flag, sends from several clients, each arriving while
-            # another's turn runs, would put the switch off forever.
-            due = lambda: turns.over or (not turns.due and _switch_suggested())  # noqa: E731
-            if await self._idle.wait(turns, due):
-                await self._perform(turns.rest())
-            elif not turns.over and not turns.due and _switch_suggested():
-                await self._perform(turns.suggest())
+        try:
+            while not turns.over:
+                # Without the machine's due flag, sends from several clients, each arriving
+                # while another's turn runs, would put the switch off forever.
+                due = lambda: turns.over or (not turns.due and _switch_suggested())  # noqa: E731
+                if await self._idle.wait(turns, due):
+                    await self._perform(turns.rest())
+                elif not turns.over and not turns.due and _switch_suggested():
+                    await self._perform(turns.suggest())
+        except asyncio.CancelledError:
+            await self._stop_inline_turn()
+            raise
         # Every update admitted before the switch is answered in this run.
         await workflow.wait_condition(workflow.all_handlers_finished)
         if turns.phase == "closed":
@@ -371,10 +376,11 @@ class ConversationWorkflow:
         assert isinstance(outcome, Paused) and report is not None
         return paused_output(report, outcome.pending, self._turns.run_start, self._transcript.based)
 
-    def _spawn(self, work: Any) -> None:
+    def _spawn(self, work: Any) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def _expire_after(self, arm: ArmTimer) -> None:
         turns = self._turns
@@ -400,7 +406,7 @@ class ConversationWorkflow:
         self._turns.run_begins(start)
         self._turns.handoffs.begin(turn, start)
         if self._inline:
-            self._spawn(self._run_inline(payload, start))
+            self._inline_task = self._spawn(self._run_inline(payload, start))
             return
         title = lineage.summary(agent, turn.prompt or "(handed over)")
         try:
@@ -440,6 +446,19 @@ class ConversationWorkflow:
             return
         answer = self._turns.handoffs.ended(outcome, self._transcript.length)
         await self._perform(self._turns.ended(child.id, answer))
+
+    async def _stop_inline_turn(self) -> None:
+        """The conversation is cancelled: an inline turn in flight stops at stage
+        ``canceled`` with its evidence recorded, as a child run would in its own history,
+        and the sends queued behind it are refused as at a close."""
+        task = self._inline_task
+        if task is None or task.done():
+            return
+        self._tickets += 1
+        await self._perform(self._turns.close(self._tickets, settle=False))
+        task.cancel()
+        await workflow.wait_condition(task.done)
+        await workflow.wait_condition(workflow.all_handlers_finished)
 
     async def _run_inline(self, payload: AgentRunInput, start: int) -> None:
         try:

@@ -157,8 +157,8 @@ async def inline_turn(
     try:
         result = await loops[0].run()
     except RunError as exc:
-        failure, _ = report.failure(exc)
-        return _failed(transcript, failure, exc)
+        # A cancelled turn's failure carries its evidence too (a run's memo would hold it).
+        return _failed(transcript, failure_error(exc, report.failed(exc)), exc)
     except Exception as exc:
         # In a child run a bug fails the run or its task; here it would leave the send
         # unanswered (a spawned task's error): the turn fails instead, naming the culprit.

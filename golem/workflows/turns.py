@@ -551,9 +551,10 @@ class Turns:
 
     # -- close and continue-as-new -------------------------------------------------------
 
-    def close(self, ticket: int) -> list[Effect]:
+    def close(self, ticket: int, settle: bool = True) -> list[Effect]:
         """Close: at once when no turn is in flight, else once it ends (a waiting turn's
-        calls are denied, so it ends); turns not started yet are refused."""
+        calls are denied, so it ends; without ``settle`` its caller stops it instead);
+        turns not started yet are refused."""
         if self.phase in ("closed", "idle", "continuing", "resting"):
             self.phase = "closed"
             return [Answer(ticket, Closed())]
@@ -562,7 +563,8 @@ class Turns:
         refused = Refusal("closed", "the conversation was closed before this turn started")
         effects: list[Effect] = [Answer(t, refused) for t, _ in self.queue]
         self._drop_queue()
-        if self.phase == "waiting" and self.pause is not None and self.current is not None:
+        waiting = self.phase == "waiting" and self.pause is not None
+        if settle and waiting and self.pause is not None and self.current is not None:
             denied = dict.fromkeys(self.pause.remaining, False)
             self.pause.decide(denied)
             self.phase = "settling"
