@@ -159,6 +159,8 @@ class DurableRunStream(StreamResult[OutputT]):
         """The run's own events, from ``offset`` on, each with the offset after it; the
         runs it names are followed."""
         events = _Events(run.run_id, run.conversation_id, run.agent, tree.follow)
+        # A turn run inline streams on its conversation's stream, among its other turns'.
+        events.scoped = run.handle.id != run.run_id
         items = _subscribe(run.handle, self._read)
         async with aclosing(items):
             async for event in events.read(self._up_to_pause(items), self._read_up_to):
@@ -258,6 +260,8 @@ class _Events:
         self.attempts: dict[int, tuple[int, int]] = {}  # turn -> its newest (model, attempt)
         self.ended = False
         """The run's ``end`` was read."""
+        self.scoped = False
+        """The stream is a conversation's: only the items naming this run (``of_run``)."""
 
     async def read(
         self,
@@ -268,6 +272,8 @@ class _Events:
         async for item in items:
             on_item(item)
             wire = _decode(item)
+            if self.scoped and wire.of_run != self.run_id:
+                continue  # another turn's
             if wire.kind == "end":
                 self.ended = True
                 return

@@ -337,9 +337,9 @@ def _oversized_turn() -> Attempt:
 
 
 def _inline_refused(stream: bool) -> Attempt:
-    """A conversation whose turns run inline (ADR 0050) asked what they cannot do yet: a
-    streamed turn, or an agent (known to the client by name only) that hands off. Refused
-    by the send's validator: nothing is recorded."""
+    """A conversation whose turns run inline (ADR 0050) asked what they cannot do yet: an
+    agent (known to the client by name only) that hands off, in a turn streamed or not.
+    Refused by the send's validator: nothing is recorded."""
 
     async def attempt(env: Env) -> str:
         target = answers(Message.assistant("hi"), name="inline_target")
@@ -349,8 +349,7 @@ def _inline_refused(stream: bool) -> Attempt:
         task_queue = f"inline-{uuid.uuid4().hex[:8]}"
         plugin = GolemPlugin(plain, handing)
         async with Worker(env.client, task_queue=task_queue, plugins=[plugin]):
-            name = "inline_plain" if stream else "inline_hands_off"
-            durable = DurableAgent(env.client, name, task_queue=task_queue)
+            durable = DurableAgent(env.client, "inline_hands_off", task_queue=task_queue)
             conversation = await durable.conversation(inline_turns=True)
             if stream:
                 async for _ in conversation.send_stream("go"):
@@ -527,7 +526,7 @@ def kinds() -> list[Kind]:
         Kind("deps nested 400 deep", "client", start(answers(), deps=_deep_value(400)), "ValueError", "deps cannot be sent to Temporal", durable=True),
         Kind("a prompt with a lone surrogate", "client", start(answers(), prompt="\ud800"), "ValueError", "prompt cannot be sent to Temporal", durable=True),
         Kind("an agent no worker serves", "durable", _unknown_agent(), "UnknownAgentError", "no-such-agent", durable=True),
-        Kind("a streamed turn of a conversation whose turns run inline", "client", _inline_refused(stream=True), "ValueError", "cannot stream their events", durable=True),
+        Kind("a streamed turn of an inline conversation of an agent that hands off, known by name", "client", _inline_refused(stream=True), "ValueError", "cannot serve agent 'inline_hands_off' hands off", durable=True),
         Kind("an inline conversation of an agent that hands off, known by name", "client", _inline_refused(stream=False), "ValueError", "cannot serve agent 'inline_hands_off' hands off", durable=True),
         Kind("a run id already used", "durable", _reused_run_id(), "RunIdInUseError", "reuse-", durable=True),
         Kind("2,100 tool calls in one turn (in process)", "in process", run(_at_once(2100)), "completed", "done"),

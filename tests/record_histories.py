@@ -10,6 +10,7 @@ tests/histories/release-VERSION/, which no later run may write again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import os
 import re
@@ -55,7 +56,7 @@ from replay_agents import (
     stop_agent,
     tools_agent,
 )
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.worker import Worker
 from test_conversation_boundaries import budgeted
 from test_durable_approvals import timer_fired
@@ -66,6 +67,7 @@ from golem.client import DurableAgent, DurableConversation, pending
 from golem.messages import Message, ToolCall
 from golem.results import RunError
 from golem.testing import dev_server
+from golem.wire import names
 from golem.wire import transcript as transcript_module
 from golem.wire.transcript import CARRY_BYTES
 from golem.worker import GolemPlugin
@@ -203,6 +205,7 @@ async def main(wanted: set[str]) -> None:
             runs |= await record_rested(env.client, tq)
             runs |= await record_inline(env.client, tq)
             runs |= await record_inline_paused(env.client, tq)
+            runs |= await record_inline_streamed(env.client, tq)
             runs["ticket_child_and_inline"] = await record_ticket(env.client, tq)
             runs["conversation_fork"] = await record_fork(env.client, tq)
             runs["responses_run"] = await record_responses(env.client, tq)
@@ -357,6 +360,42 @@ async def record_inline_paused(client: Client, tq: str) -> dict[str, str | tuple
     assert (await closed.send("pay 5")).paused
     await closed.close()  # denies the waiting call: the turn ends, no update answering it
     return {"conversation_inline_approved": approved.id, "conversation_inline_closed": closed.id}
+
+
+async def record_inline_streamed(client: Client, tq: str) -> dict[str, str | tuple[str, str]]:
+    """Streamed inline turns: the conversation hosts their stream and continues as new after
+    two, carrying the latest turn's items; the next run streams the third. And an inline
+    conversation cancelled while its turn waits: the turn ends at stage canceled."""
+    handle = await client.start_workflow(
+        ConversationWorkflow.run,
+        ConversationInput(agent=inline_agent.name, turns_per_run=2, inline_turns=True),
+        id=f"replay-inline-streamed-{uuid.uuid4().hex[:8]}",
+        task_queue=tq,
+        memo={names.INLINE_MEMO: True},
+    )
+    conv = DurableConversation(DurableAgent(client, inline_agent, task_queue=tq), handle)
+    outputs = []
+    for city in ("Paris", "Oslo", "Paris"):
+        stream = conv.send_stream(city)
+        kinds = [event.kind async for event in stream]
+        assert "tool_end" in kinds, kinds
+        outputs.append(stream.result.output)
+    assert outputs == ["sunny there", "cold there", "sunny there"], outputs
+    await conv.close()
+    first_run, given = await continued_from(client, handle.id)
+    assert b'"stream"' in given
+    cancelled = await DurableAgent(client, approval_agent, task_queue=tq).conversation(
+        inline_turns=True
+    )
+    assert (await cancelled.send("pay 5")).paused
+    await cancelled.handle.cancel()
+    with contextlib.suppress(WorkflowFailureError):
+        await cancelled.handle.result()
+    return {
+        "conversation_inline_streamed_continued": (handle.id, first_run),
+        "conversation_inline_streamed": handle.id,
+        "conversation_inline_cancelled": cancelled.id,
+    }
 
 
 async def record_fork(client: Client, tq: str) -> str:

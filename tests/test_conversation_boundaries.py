@@ -15,6 +15,7 @@ from waiting import eventually
 from golem import Agent, Message
 from golem.client import DurableAgent, DurableConversation
 from golem.models import FunctionModel
+from golem.wire import names
 from golem.workflows.conversation import ConversationInput, ConversationWorkflow
 
 
@@ -31,6 +32,7 @@ async def budgeted(
         ConversationInput(agent=agent.name, turns_per_run=turns_per_run, inline_turns=inline_turns),
         id=f"conv-{uuid.uuid4()}",
         task_queue=task_queue,
+        memo={names.INLINE_MEMO: True} if inline_turns else None,  # as durable.conversation()
     )
     return DurableConversation(DurableAgent(client, agent, task_queue=task_queue), handle)
 

@@ -13,11 +13,14 @@ from delegation_agents import caller_agent, calls
 from delegation_agents import echo_agent as echo_agent_of
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError
+from temporalio.common import RawValue
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.exceptions import CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 from test_conversation import _until_update_admitted, contents, echo_agent, paging_agent, serve
 from test_conversation_boundaries import budgeted, continued
+from test_conversation_stream import talker, texts
 from test_durable_approvals import asks_two, transfer_agent
 from test_durable_approvals import serve as serve_approvals
 from waiting import eventually
@@ -31,8 +34,9 @@ from golem.loop import RunLoop
 from golem.models import FunctionModel
 from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT
 from golem.results import RunError
-from golem.wire import Paused, TurnOutput
+from golem.wire import Paused, StreamEvent, TurnOutput, names
 from golem.wire import transcript as transcript_module
+from golem.wire.converter import golem_data_converter
 from golem.worker import GolemPlugin
 
 
@@ -179,10 +183,10 @@ async def test_what_inline_turns_cannot_do_yet_is_refused_naming_it(
         conv = await DurableAgent(temporal_client, plain, task_queue=tq).conversation(
             inline_turns=True, idle_timeout=timedelta(minutes=5)
         )
-        with pytest.raises(ValueError, match="cannot stream their events"):
-            async for _ in conv.send_stream("hi"):
+        with pytest.raises(ValueError, match="cannot serve agent 'hands_off' hands off"):
+            async for _ in refused.send_stream("hi"):
                 pass
-        assert await conv.messages() == []  # nothing recorded
+        assert await refused.messages() == []
         assert (await conv.send("hi")).output == "1: hi"
 
 
@@ -237,6 +241,26 @@ async def test_an_inline_turn_delegates_to_a_child_run_of_the_conversation(
     transcript = await reader.transcript(conv.id)
     assert await reader.runs(transcript) == [result.run_id]
     assert await reader.messages(transcript) == result.messages
+
+
+async def test_a_streamed_inline_turn_follows_its_delegations_streams(
+    temporal_client: Client,
+) -> None:
+    """A delegation started by a streamed inline turn is named on the conversation's stream
+    as the turn's: its own events reach the turn's reader, as a child turn's would."""
+    billing = echo_agent_of("billing", lambda p: f"refunded ({p})", description="Refunds.")
+    triage = caller_agent(
+        "triage", lambda p: calls(("c1", "billing", {"prompt": "order 42"})), delegates=[billing]
+    )
+    async with serve(temporal_client, triage) as tq:
+        conv = await inline(temporal_client, triage, tq)
+        stream = conv.send_stream("I was charged twice")
+        events = [event async for event in stream]
+    [child] = stream.result.sub_runs
+    assert stream.result.output == "refunded (order 42)"
+    runs = {event.run_id for event in events}
+    assert runs == {stream.result.run_id, child}
+    assert [e.kind for e in events if e.run_id == child][-1] == "model_end"
 
 
 async def test_an_inline_conversation_that_wants_answers_alone_reads_no_transcript(
@@ -548,3 +572,49 @@ async def test_a_cancelled_inline_conversation_keeps_its_turns_evidence(
     [record] = await inline_turns_of(temporal_client, conv.id)
     assert isinstance(record.outcome, Exception) and "cancel" in str(record.outcome)
     assert executed == []
+
+
+async def test_streamed_inline_turns_go_on_across_continue_as_new_and_from_any_client(
+    temporal_client: Client,
+) -> None:
+    """The conversation's stream keeps its offsets across continue-as-new (a reader's stay
+    valid) and only the latest two streamed turns' items; a client attached by id learns
+    from the conversation's memo where its turns stream."""
+    agent = talker()
+    agent.name = f"talker_{uuid.uuid4().hex[:6]}"
+    async with serve(temporal_client, agent) as tq:
+        conv = await budgeted(temporal_client, agent, tq, turns_per_run=2, inline_turns=True)
+        said: list[str] = []
+        runs: list[str] = []
+        ends: list[int] = []
+        attached = DurableConversation(
+            DurableAgent(temporal_client, agent, task_queue=tq), conv.handle
+        )
+        for n in range(5):
+            sender = conv if n < 4 else attached
+            assert n < 4 or sender.inline is None  # attached: not known yet
+            stream = sender.send_stream(f"turn {n}")
+            said.append(texts([e async for e in stream]))
+            runs.append(stream.result.run_id)
+            ends.append(await WorkflowStreamClient(conv.handle).get_offset())
+        assert attached.inline is True
+        retained = await _retained(conv.handle, ends[-1])
+        switched = await continued(temporal_client, conv.id)
+    assert said == [f"{n + 1}: turn {n}" for n in range(5)]
+    assert switched == 2  # after turns 2 and 4: the last turn ran alone in the third run
+    assert ends == sorted(set(ends))  # offsets only grow, across both switches
+    # The third run holds the turn before its own too: the switch carried its items.
+    assert retained == runs[-2:]
+
+
+async def _retained(handle: Any, end: int) -> list[str]:
+    """The turns whose items a conversation's stream still holds, in order."""
+    seen: list[str] = []
+    items = WorkflowStreamClient(handle).subscribe([names.TOPIC], 0, result_type=RawValue)
+    async for item in items:
+        wire = golem_data_converter.payload_converter.from_payload(item.data.payload, StreamEvent)
+        if wire.of_run not in seen:
+            seen.append(wire.of_run)
+        if item.offset + 1 >= end:
+            break
+    return seen

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from temporalio.client import Client
+from temporalio.service import RPCError
 from temporalio.worker import Worker
 from test_conversation import _until_update_admitted
 from test_durable_approvals import transfer_agent
@@ -26,6 +27,21 @@ from golem.results import Result, RunError
 from golem.worker import GolemPlugin
 
 DEADLINE = 60.0
+
+
+@pytest.fixture(autouse=True, params=["child runs", "inline"])
+def turns(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here twice: turns as child runs, and run inline in the conversation's
+    workflow (docs/adr/0050-turns-inline.md), whose stream carries them."""
+    if request.param == "inline":
+        original = DurableAgent.conversation
+
+        async def inline(self: DurableAgent[Any], *args: Any, **kwargs: Any) -> Any:
+            kwargs.setdefault("inline_turns", True)
+            return await original(self, *args, **kwargs)
+
+        monkeypatch.setattr(DurableAgent, "conversation", inline)
+    return str(request.param)
 
 
 def talker(gate: asyncio.Event | None = None) -> Agent[Any, Any]:
@@ -93,7 +109,7 @@ def shared(result: Result[Any]) -> tuple[Any, ...]:
 
 
 async def test_a_streamed_turn_yields_deltas_before_it_ends_then_what_send_returns(
-    temporal_client: Client,
+    temporal_client: Client, turns: str
 ) -> None:
     gate = asyncio.Event()  # the model finishes only after the test has seen a delta
     async with serving(temporal_client, talker(gate)) as durable:
@@ -125,6 +141,11 @@ async def test_a_streamed_turn_yields_deltas_before_it_ends_then_what_send_retur
     assert result.messages == transcript  # the whole conversation, as send gives it
     assert shared(result) == shared(sent)
     assert result.usage == Usage(output_tokens=2)  # what the streamed response reported
+    try:
+        parent = (await temporal_client.get_workflow_handle(result.run_id).describe()).parent_id
+    except RPCError as exc:
+        parent = exc.status.name
+    assert parent == ("NOT_FOUND" if turns == "inline" else conv.id)  # inline: no child run
 
 
 async def test_a_failing_streamed_turn_raises_the_run_error_send_raises(

@@ -93,6 +93,9 @@ def test_histories_are_checked_in() -> None:
         "conversation_inline",
         "conversation_inline_approved",
         "conversation_inline_closed",
+        "conversation_inline_streamed_continued",
+        "conversation_inline_streamed",
+        "conversation_inline_cancelled",
     }
 
 
@@ -274,6 +277,39 @@ def test_the_paused_inline_histories_hold_what_they_were_recorded_for() -> None:
     assert any("golemTurnEnded" in fields for fields in memos)
     assert activity_names("conversation_inline_approved").count("golem.tool") == 1
     assert "golem.tool" not in activity_names("conversation_inline_closed")  # denied
+
+
+def test_the_streamed_and_cancelled_inline_histories_hold_what_they_were_recorded_for() -> None:
+    """``conversation_inline_streamed_continued``: two streamed inline turns (their stream
+    the conversation's: polls and deltas in its own history), then continue-as-new carrying
+    the stream; ``conversation_inline_streamed`` streamed the third turn from there.
+    ``conversation_inline_cancelled``: cancelled while its turn waited, the turn's end (stage
+    canceled, with its evidence) recorded in the memo before the workflow closed."""
+    for stem, turns in (
+        ("conversation_inline_streamed_continued", 2),
+        ("conversation_inline_streamed", 1),
+    ):
+        assert activity_names(stem).count("golem.model_request") == 2 * turns
+        accepted = events(stem, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED)
+        updates = [
+            e.workflow_execution_update_accepted_event_attributes.accepted_request.input.name
+            for e in accepted
+        ]  # type: ignore[attr-defined]
+        assert updates.count("golem.send") == turns and "__temporal_workflow_stream_poll" in updates
+    after = (
+        history("conversation_inline_streamed")
+        .events[0]
+        .workflow_execution_started_event_attributes
+    )
+    assert b'"stream":{' in after.input.payloads[0].data  # the stream's state, carried
+    stem = "conversation_inline_cancelled"
+    memos = [
+        e.workflow_properties_modified_event_attributes.upserted_memo.fields  # type: ignore[attr-defined]
+        for e in events(stem, EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED)
+    ]
+    [ended] = [fields["golemTurnEnded"] for fields in memos if "golemTurnEnded" in fields]
+    assert b"canceled" in ended.data and b"pay 5" in ended.data  # the stage, the evidence
+    assert events(stem, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED)
 
 
 def test_the_delegation_and_handoff_histories_hold_what_they_were_recorded_for() -> None:

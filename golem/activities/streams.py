@@ -65,6 +65,8 @@ class DeltaPublisher:
     model: str = ""
     model_index: int = 0
     """Which model of a fallback answers: past the first, the turn restarts on it."""
+    of_run: str = ""
+    """The inline turn whose deltas these are, on its conversation's stream ("" on a run's)."""
     _pending: list[StreamDelta] = field(default_factory=list, init=False)
     _wake: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     _task: asyncio.Task[None] | None = field(default=None, init=False)
@@ -82,6 +84,7 @@ class DeltaPublisher:
                 attempt=self.attempt,
                 model=self.model,
                 model_index=self.model_index,
+                of_run=self.of_run,
             )
             self._topic.publish(event)
             self._wake.set()
@@ -111,7 +114,7 @@ class DeltaPublisher:
         pieces, self._pending = coalesce(self._pending), []
         for piece in pieces:
             self._topic.publish(
-                StreamEvent.of_delta(piece, self.turn, self.attempt, self.model_index)
+                StreamEvent.of_delta(piece, self.turn, self.attempt, self.model_index, self.of_run)
             )
 
     async def __aexit__(
@@ -136,12 +139,16 @@ class DeltaPublisher:
 
 
 async def stream_request(
-    model: Model, request: ModelRequest, turn: int, model_index: int = 0
+    model: Model, request: ModelRequest, turn: int, model_index: int = 0, of_run: str = ""
 ) -> ModelResponse:
     """``model.request_stream``, its deltas published live; the complete response."""
     response: ModelResponse | None = None
     publisher = DeltaPublisher(
-        turn, activity.info().attempt, model=model.model_name, model_index=model_index
+        turn,
+        activity.info().attempt,
+        model=model.model_name,
+        model_index=model_index,
+        of_run=of_run,
     )
     async with publisher:
         async for item in model.request_stream(request):
@@ -159,5 +166,8 @@ def request_or_stream(
 ) -> Awaitable[ModelResponse]:
     """The model call ``call`` asks for: streamed live when its run is (``run_stream``)."""
     if call.stream:
-        return stream_request(model, request, call.turn, call.model_index)
+        run_id = call.stamps.run_id if call.stamps is not None else ""
+        # A turn run inline streams onto its conversation's stream: its items name it.
+        of_run = run_id if run_id and run_id != activity.info().workflow_id else ""
+        return stream_request(model, request, call.turn, call.model_index, of_run)
     return model.request(request)

@@ -43,7 +43,7 @@ from golem.client.recovery import (
     turn_runs,
     turn_started,
 )
-from golem.client.runs import DurableRun
+from golem.client.runs import DurableRun, InlineTurnRun
 from golem.delegation import handed_over
 from golem.errors import ConversationClosedError
 from golem.ids import new_id
@@ -100,6 +100,7 @@ async def start_conversation(
     title = f"{agent.agent_name}: conversation"
     # A new conversation costs one RPC: only a workflow already there is described (a
     # running one or a closed one, readable only unless it rests: its next send reopens it).
+    inline: bool | None = input.inline_turns
     try:
         await start_listed(
             agent.client,
@@ -111,12 +112,15 @@ async def start_conversation(
             title,
         )
     except WorkflowAlreadyStartedError:
+        inline = None  # attached: its own start said, read once a stream needs it
         existing = await existing_run(agent.client, conversation_id)
         if existing is not None and existing.workflow_type != ConversationWorkflow.__name__:
             raise ValueError(not_a_conversation(existing)) from None
     # Bound to no run chain, so it follows the conversation across a rest and a reopen.
     handle = agent.client.get_workflow_handle(conversation_id)
-    return DurableConversation(agent, handle, recovery_timeout)
+    conversation = DurableConversation(agent, handle, recovery_timeout)
+    conversation.inline = inline
+    return conversation
 
 
 def started_by_first_turn(
@@ -130,7 +134,9 @@ def started_by_first_turn(
     options = _new_options(agent, conversation_id, input, owner, summary, waiting)
     start = WithStartWorkflowOperation(ConversationWorkflow.run, input, **options)
     handle = agent.client.get_workflow_handle(conversation_id)
-    return DurableConversation(agent, handle, starting=start)
+    conversation = DurableConversation(agent, handle, starting=start)
+    conversation.inline = input.inline_turns
+    return conversation
 
 
 def _new_options(
@@ -153,7 +159,14 @@ def _new_options(
         "static_summary": f"{agent.agent_name}: conversation",
         "id_reuse_policy": WorkflowIDReusePolicy.REJECT_DUPLICATE,
         "id_conflict_policy": WorkflowIDConflictPolicy.FAIL,
+        **_inline_memo(input),
     }
+
+
+def _inline_memo(input: ConversationInput) -> dict[str, Any]:
+    """A conversation whose turns run inline says so in its memo: a client attached to it
+    later reads its turns' streams from it (continue-as-new keeps the memo)."""
+    return {"memo": {names.INLINE_MEMO: True}} if input.inline_turns else {}
 
 
 async def reopen(client: Client, conversation_id: str, turn: TurnInput | None = None) -> bool:
@@ -208,6 +221,7 @@ async def _reopening(
         # Only a rested run is followed so: a conversation closed for good stays closed.
         "id_reuse_policy": WorkflowIDReusePolicy.ALLOW_DUPLICATE,
         "id_conflict_policy": WorkflowIDConflictPolicy.USE_EXISTING,
+        **_inline_memo(following),
     }
 
 
@@ -275,6 +289,9 @@ class DurableConversation(Generic[OutputT]):
         through continue-as-new, a reopen, no worker up (golem.client.recovery)."""
         self._messages: list[Message] | None = None  # what this handle has seen of the transcript
         self._histories = history_reader(agent.client)
+        self.inline: bool | None = None
+        """Its turns run inline in its workflow (``None``: not known yet, read from its memo
+        when a streamed turn needs it)."""
 
     async def send(
         self,
@@ -311,14 +328,19 @@ class DurableConversation(Generic[OutputT]):
         sent: list[asyncio.Task[TurnOutput]] = []
         recoveries: list[TurnRecovery] = []  # made once iterated: its deadline starts then
 
+        inline: list[bool] = []
+
         async def start() -> DurableRun[OutputT]:
             recoveries.append(self._recovery(run_id))
+            inline.append(await self._inline_turns())
             accepted = asyncio.Event()
             sent.append(asyncio.ensure_future(self._update(turn, recoveries[0], accepted)))
+            agent = self.agent
+            if inline[0]:
+                return await self._inline_turn(run_id, sent[0], recoveries[0], accepted)
             child = self.agent.client.get_workflow_handle(run_id)
             if not await turn_started(child, sent[0], self.id, accepted):
                 await self._finish(sent[0], recoveries[0])  # raises the refusal, as send would
-            agent = self.agent
             return DurableRun(
                 run_id, self.id, child, [], agent.output_adapter, agent.may_pause, based=True
             )
@@ -330,12 +352,59 @@ class DurableConversation(Generic[OutputT]):
             try:  # shielded: a stream that stops waiting must not cancel the turn's update
                 out: TurnOutput | None = await asyncio.shield(sent[0])
             except Exception:
+                if inline[0]:
+                    return  # failed or refused: its items so far are all it publishes
                 out = None  # the turn failed: its run has ended, and so does its stream
             if out is None or out.run.kind != "paused":
                 await asyncio.Event().wait()  # the run ended: its stream ends by itself
 
         return DurableRunStream(
             start, outcome=outcome, on_close=lambda: sent and sent[0].cancel(), paused=paused
+        )
+
+    async def _inline_turns(self) -> bool:
+        """Whether this conversation's turns run inline (its memo says so, read once)."""
+        if self.inline is None:
+            try:
+                memo = await (await self.handle.describe()).memo()
+            except RPCError as exc:
+                if exc.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                memo = {}  # none yet: the send says what it is
+            self.inline = bool(memo.get(names.INLINE_MEMO))
+        return self.inline
+
+    async def _inline_turn(
+        self,
+        run_id: str,
+        sent: asyncio.Future[TurnOutput],
+        recovery: TurnRecovery,
+        accepted: asyncio.Event,
+    ) -> DurableRun[OutputT]:
+        """Inline turn ``run_id`` once its conversation took it (its events are on the
+        conversation's stream); a send refused before that raises, as ``send`` would."""
+        taken: asyncio.Future[Any] = asyncio.ensure_future(accepted.wait())
+        try:
+            await asyncio.wait([sent, taken], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            taken.cancel()
+        if not accepted.is_set() and sent.done() and sent.exception() is not None:
+            await self._finish(sent, recovery)  # raises the refusal
+        agent = self.agent
+
+        async def answer() -> Result[OutputT]:
+            return await self._finish(sent, recovery)
+
+        return InlineTurnRun(
+            run_id,
+            self.id,
+            self.handle,
+            [],
+            agent.output_adapter,
+            agent.may_pause,
+            based=True,
+            agent=agent.agent_name,
+            answer=answer,
         )
 
     def _update(

@@ -10,7 +10,7 @@ The same run goes on after an approval: no new run, no new workflow.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -165,3 +165,36 @@ class DurableRun(Generic[OutputT]):
     def stream(self, from_offset: int = 0) -> DurableRunStream[OutputT]:
         """The run's events from ``from_offset`` (live, or replayed once it has ended)."""
         return DurableRunStream(self, from_offset)
+
+
+@dataclass
+class InlineTurnRun(DurableRun[OutputT]):
+    """A conversation turn run inline (docs/adr/0050-turns-inline.md): no workflow of its
+    own, so ``handle`` is its conversation's, whose stream carries its events among the
+    other turns'. Its ``Result`` is its send's; its calls are answered, and it is stopped,
+    through the conversation."""
+
+    answer: Callable[[], Awaitable[Result[OutputT]]] | None = field(default=None, repr=False)
+    """Reads the turn's answer from its conversation (a stream's own ``result`` is its send's)."""
+
+    async def result(self, *, final: bool = False) -> Result[OutputT]:
+        if self.answer is None or final:
+            raise TypeError(self._not_a_workflow("wait for its result with final=True"))
+        return await self.answer()
+
+    async def approve(
+        self, decisions: Mapping[str, DecisionInput], *, by: str = ""
+    ) -> Result[OutputT]:
+        raise TypeError(self._not_a_workflow("approve its calls (conv.approve does)"))
+
+    async def complete(self, results: Mapping[str, object], *, by: str = "") -> Result[OutputT]:
+        raise TypeError(self._not_a_workflow("complete its calls (conv.complete does)"))
+
+    async def cancel(self) -> None:
+        raise TypeError(self._not_a_workflow("be cancelled alone (close the conversation)"))
+
+    def _not_a_workflow(self, what: str) -> str:
+        return (
+            f"turn {self.run_id} runs inline in conversation {self.conversation_id}, not as a "
+            f"workflow of its own: it cannot {what}"
+        )

@@ -11,6 +11,7 @@ import hashlib
 from typing import Annotated, Any
 
 from pydantic import Field
+from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from golem.messages import Decision, Message, Part
 from golem.policies import StoredRule
@@ -57,6 +58,10 @@ class ConversationInput(Wire):
     inline_turns: bool = False
     """Turns run in this workflow, not as child runs (docs/adr/0050-turns-inline.md),
     chosen when the conversation starts and carried from then on."""
+    stream: WorkflowStreamState | None = None
+    """An inline conversation's stream (its streamed turns' events) as the last workflow
+    run left it: its offsets go on, and the latest streamed turn's items (a reader may not
+    have read them all yet) are still there."""
 
 
 class TurnInput(Wire):

@@ -84,6 +84,9 @@ WAITING_MEMO: Final = "golemWaiting"
 SUMMARY_MEMO: Final = "golemSummary"
 #: An inline turn that paused and ended with no update answering: its ``TurnEnded``.
 TURN_ENDED_MEMO: Final = "golemTurnEnded"
+#: Memo key of a conversation whose turns run inline (set at its start): its turns'
+#: streams are its own stream's, not child runs' (docs/adr/0050-turns-inline.md).
+INLINE_MEMO: Final = "golemInlineTurns"
 
 # ApplicationError types.
 #: A failed run; its details are a ``Failed``.

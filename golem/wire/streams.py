@@ -40,10 +40,13 @@ class StreamEvent(Wire):
     """The run's agent (on the items its workflow publishes; a delta's is its run's)."""
     run_id: str = ""
     """For ``child``: the run that started (its agent is ``agent``)."""
+    of_run: str = ""
+    """On a conversation's stream: the inline turn the item belongs to (docs/adr/0050);
+    empty on a run's own stream, whose items are all its own."""
 
     @classmethod
-    def of(cls, event: RunEvent) -> StreamEvent:
-        """The wire form of a loop event."""
+    def of(cls, event: RunEvent, of_run: str = "") -> StreamEvent:
+        """The wire form of a loop event (``of_run``: an inline turn's, on its conversation's)."""
         return cls(
             kind=event.kind,
             turn=event.turn,
@@ -58,16 +61,24 @@ class StreamEvent(Wire):
             attempt=event.attempt,
             model=event.model,
             agent=event.agent,
+            of_run=of_run,
         )
 
     @classmethod
     def of_delta(
-        cls, delta: StreamDelta, turn: int, attempt: int, model_index: int = 0
+        cls, delta: StreamDelta, turn: int, attempt: int, model_index: int = 0, of_run: str = ""
     ) -> StreamEvent:
         """A model call's piece; ``attempt`` is Temporal's (1 for the first)."""
         kind: EventKind = _DELTA_KINDS[delta.kind]  # type: ignore[assignment]
         attempt = attempt if attempt > 1 else 0
-        return cls(kind=kind, turn=turn, delta=delta, attempt=attempt, model_index=model_index)
+        return cls(
+            kind=kind,
+            turn=turn,
+            delta=delta,
+            attempt=attempt,
+            model_index=model_index,
+            of_run=of_run,
+        )
 
     @property
     def attempt_order(self) -> tuple[int, int]:

@@ -68,6 +68,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows.conversation_run import IdleTimeout, carried_input, details, summary
     from golem.workflows.executor import TemporalExecutor
     from golem.workflows.patches import CONTINUED_SUMMARY, EXTERNAL_TIMEOUT, patched
+    from golem.workflows.streams import TurnStreams
     from golem.workflows.turn_runs import (
         by_reference,
         child_input,
@@ -139,6 +140,8 @@ class ConversationWorkflow:
         self._executor: TemporalExecutor | None = None  # an inline turn's, while it runs
         self._gate: ApprovalGate | None = None  # likewise
         self._inline_task: asyncio.Task[None] | None = None  # the inline turn's, the latest
+        # Only inline conversations host a stream: a child turn's run hosts its own.
+        self._streams = TurnStreams(input.stream) if input.inline_turns else None
         self._tickets = 0
         self._answers: dict[int, TurnOutput | ConversationSummary | ApplicationError] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # held: the loop keeps weak references
@@ -164,6 +167,8 @@ class ConversationWorkflow:
         except asyncio.CancelledError:
             await self._stop_inline_turn()
             raise
+        if self._streams is not None:
+            self._streams.detach()  # its readers' polls go on in the next run
         # Every update admitted before the switch is answered in this run.
         await workflow.wait_condition(workflow.all_handlers_finished)
         if turns.phase == "closed":
@@ -177,6 +182,7 @@ class ConversationWorkflow:
             standing=self._standing,
             rules=self._rules,
             inline_turns=self._inline,
+            stream=self._streams.carried() if self._streams is not None else None,
         )
         following = carried_input(following, self._transcript, turns.known)
         if turns.phase == "resting":  # closed until its next send reopens it from here
@@ -205,8 +211,6 @@ class ConversationWorkflow:
     def _validate_send(self, turn: TurnInput) -> None:
         if self._unknown:
             raise self._unknown
-        if turn.stream and self._inline:
-            raise not_inline("stream their events")
         # Checked per send, never at start: a start that failed on worker code would replay
         # into a failure once the agent changed.
         if self._inline:
@@ -458,12 +462,14 @@ class ConversationWorkflow:
         await self._perform(self._turns.close(self._tickets, settle=False))
         task.cancel()
         await workflow.wait_condition(task.done)
+        if self._streams is not None:
+            self._streams.detach()
         await workflow.wait_condition(workflow.all_handlers_finished)
 
     async def _run_inline(self, payload: AgentRunInput, start: int) -> None:
         try:
             outcome = await inline_turn(
-                self._transcript, payload, start, self._hosting, self._turn_paused
+                self._transcript, payload, start, self._hosting, self._turn_paused, self._streams
             )
         except Exception as exc:
             # A bug outside the loop: the turn fails naming it, where a spawned task's error

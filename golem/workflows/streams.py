@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import TypeVar
 
 from temporalio import workflow
-from temporalio.contrib.workflow_streams import WorkflowStream
+from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
 from golem.events import RunEvent
 from golem.wire import StreamEvent, names
+from golem.wire.transcript import CARRY_BYTES
 
 T = TypeVar("T")
 
@@ -81,3 +82,66 @@ class RunStreamHost:
         # Answer waiting polls now, so a subscriber gets `end` without a query replay.
         self.stream.detach_pollers()
         await workflow.wait_condition(workflow.all_handlers_finished)
+
+
+class TurnStreams:
+    """An inline conversation's one stream (docs/adr/0050-turns-inline.md): each streamed
+    turn's events, each item naming its turn (``of_run``), its ``end`` last. Create it in the
+    workflow's ``__init__``. The items of the turns before the previous streamed one are
+    dropped as a turn begins (a reader of the turn just ended still finds its items); offsets go
+    on from ``offset`` (carried across continue-as-new and a rest)."""
+
+    def __init__(self, prior: WorkflowStreamState | None = None) -> None:
+        self.stream = WorkflowStream(prior)
+        self._topic = self.stream.topic(names.TOPIC, type=StreamEvent)
+        # Where the latest streamed turn's items begin: a carried log holds only its.
+        self._current = prior.base_offset if prior is not None else 0
+
+    @property
+    def offset(self) -> int:
+        """Where the next item goes: the next workflow run's stream starts there."""
+        # The contrib's own offset query, asked in-process (get_state would copy the log).
+        return self.stream._on_offset()
+
+    def begin(self) -> None:
+        """A streamed turn begins: of the turns before, only the latest's items are kept."""
+        self.stream.truncate(self._current)
+        self._current = self.offset
+
+    def publisher(self, run_id: str) -> Callable[[RunEvent], None]:
+        """Publishes turn ``run_id``'s loop events."""
+
+        def publish(event: RunEvent) -> None:
+            self._topic.publish(StreamEvent.of(event, run_id))
+
+        return publish
+
+    def children(self, of_run: str) -> Callable[[str, str], None]:
+        """Names each run turn ``of_run`` delegates to as it starts: a reader follows it."""
+
+        def child(run_id: str, agent: str) -> None:
+            item = StreamEvent(kind="child", run_id=run_id, agent=agent, of_run=of_run)
+            self._topic.publish(item)
+
+        return child
+
+    def end(self, run_id: str) -> None:
+        """Turn ``run_id`` has ended (it no longer waits for anyone)."""
+        self._topic.publish(StreamEvent(kind="end", of_run=run_id))
+
+    def detach(self) -> None:
+        """The workflow run ends: polls are answered now (they go on in the next run)."""
+        self.stream.detach_pollers()
+
+    def carried(self) -> WorkflowStreamState:
+        """What the next workflow run's stream starts from: the latest streamed turn's items
+        (its reader may be between two polls), or only the last (its ``end``: a reader that
+        missed the rest still stops) when they are too big to carry."""
+        self.stream.truncate(self._current)
+        state = self.stream.get_state()
+        if sum(len(item.data) for item in state.log) > CARRY_BYTES:
+            kept = state.log[-1:]
+            return WorkflowStreamState(
+                log=kept, base_offset=self.offset - len(kept), publishers=state.publishers
+            )
+        return state

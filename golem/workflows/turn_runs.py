@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows.approvals import ApprovalGate
     from golem.workflows.executor import TemporalExecutor
     from golem.workflows.report import Reporter
+    from golem.workflows.streams import TurnStreams
     from golem.workflows.turns import Refusal
 
 _TYPES: dict[str, str | None] = {
@@ -126,12 +127,14 @@ async def inline_turn(
     start: int,
     hosting: Callable[[TemporalExecutor | None, ApprovalGate | None], None],
     tell: Callable[[Paused], Awaitable[None]],
+    streams: TurnStreams | None = None,
 ) -> TurnOutput | ApplicationError:
     """The turn's loop run here, in the conversation's own workflow (ADR 0050), on the
     same activities as a turn's run; its messages join the transcript as that run's
     would. ``hosting`` learns the turn's executor and approval gate while it runs (the
     ``golem.messages`` query reads its shipper; decisions and the reports of its
-    delegations reach its gate); ``tell`` hears each pause, as a turn's run's signal."""
+    delegations reach its gate); ``tell`` hears each pause, as a turn's run's signal; a
+    streamed turn's events go to the conversation's ``streams``."""
     try:
         agent, run = setup(payload)
     except ApplicationError as exc:
@@ -142,6 +145,9 @@ async def inline_turn(
     gate = run_gate(agent, report, lambda: loops[0] if loops else None, tell=tell)
     # Its activities share the conversation's page in the UI: each summary names the turn.
     label = f" · conversation turn {transcript.turns}, run {run.run_id}"
+    streamed = streams if payload.stream else None
+    if streamed is not None:
+        streamed.begin()
     executor = TemporalExecutor(
         agent,
         settings,
@@ -150,8 +156,11 @@ async def inline_turn(
         offered=run.external_tools,
         label=label,
         caller=workflow.info().workflow_id,
+        stream=streamed is not None,
+        on_child=streamed.children(run.run_id) if streamed is not None else _unstreamed,
     )
-    loops.append(RunLoop(agent, executor, run, follow_handoffs=False))
+    emit = streamed.publisher(run.run_id) if streamed is not None else None
+    loops.append(RunLoop(agent, executor, run, emit=emit, follow_handoffs=False))
     hosting(executor, gate)
     completed: Completed | None = None
     try:
@@ -180,6 +189,12 @@ async def inline_turn(
     finally:
         gate.finish(completed)
         hosting(None, None)
+        if streamed is not None:
+            streamed.end(run.run_id)
+
+
+def _unstreamed(run_id: str, agent: str) -> None:
+    """A delegation of a turn that does not stream: no reader follows it."""
 
 
 def turn_ended(run_id: str, answer: TurnOutput | Exception | None) -> TurnEnded:
