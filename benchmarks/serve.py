@@ -282,7 +282,8 @@ async def main(n: int, rounds: int, profiled: bool = False, raw: bool = False) -
     verdict("serve RSS per open stream, 1st burst (KB)", stream_kb, 100)
     steady = bursts[-1]
     verdict("serve RSS per open stream, steady (KB)", steady.per_stream("rss_kb", n), 100)
-    verdict("serve memory per open stream, steady (KB)", steady.per_stream("live", n), 100)
+    if not profiled:  # its probes are RSS only
+        verdict("serve memory per open stream, steady (KB)", steady.per_stream("live", n), 100)
     if heap is not None:
         print(f"{'  of which Python heap, burst 3 (KB)':44}{heap.per_stream('traced', n):10.1f}")
     print_memory(n, stream_kb, bursts, heap)
@@ -303,7 +304,7 @@ class Probes:
 
     async def ask(self, command: str = "sample") -> dict[str, Any]:
         if self.profiled:
-            return {"rss_kb": rss_kb(self.pid), "malloc_in_use": 0, "pymalloc": 0, "traced": 0}
+            return {"rss_kb": rss_kb(self.pid)}
         before = len(self._answers())
         self.command.write_text(command)
         os.kill(self.pid, signal.SIGUSR1)
@@ -397,7 +398,8 @@ def print_memory(n: int, first: float, bursts: list[Burst], heap: Burst | None) 
     """The memory figures, per open stream: every burst's, the first one's too."""
     print(f"serve memory per open stream ({n} at once), KB")
     print(f"  timed rounds (the process's 1st burst), RSS peak over idle {first:10.1f}")
-    print(f"{'  held, all open, over settled':44}" + "".join(f"{f:>9}" for f in COLUMNS))
+    names = columns(bursts[0])
+    print(f"{'  held, all open, over settled':44}" + "".join(f"{c:>9}" for c in names))
     for index, burst in enumerate(bursts, 1):
         print(f"{'    burst ' + str(index):44}" + row(burst, n, "held"))
     for index, burst in enumerate(bursts, 1):
@@ -413,8 +415,13 @@ def print_memory(n: int, first: float, bursts: list[Burst], heap: Burst | None) 
         print(f"{stat['size'] / n:9.0f} B {stat['count'] / n:5.1f}  {stat['where']}")
 
 
+def columns(burst: Burst) -> dict[str, str]:
+    """The figures the burst's probes gave (RSS only, under ``--profile``), by column."""
+    return COLUMNS if "pymalloc" in burst.held else {"RSS": "rss_kb"}
+
+
 def row(burst: Burst, n: int, at: str) -> str:
-    return "".join(f"{burst.per_stream(f, n, at=at):9.1f}" for f in COLUMNS.values())
+    return "".join(f"{burst.per_stream(f, n, at=at):9.1f}" for f in columns(burst).values())
 
 
 def verdict(name: str, measured: float, target: float) -> None:
