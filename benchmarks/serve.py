@@ -5,21 +5,40 @@ N conversations at once (default 100) each run one streamed turn, first through
 (AG-UI: ``POST /agents/bench_stream/agui``); the worker runs in a process of its own.
 Printed: time to the first event each path's reader receives (direct: the turn's first
 ``RunEvent``; golem serve: the first SSE event, ``RUN_STARTED``) and to the first text
-event (median, p99), and the differences; CPU per turn of
-the worker, of the readers (this process) and of the serve process; resident memory of
-the serve process per open stream (and the direct readers', for scale); then each figure
-beside its goal, with a verdict. Goals (issue 32): added first-event time <= 20 ms median,
-<= 100 ms p99; serve CPU <= 30% of the worker's; <= 100 KB per open stream.
+event (median, p99), and the differences; CPU per turn of the worker, of the readers
+(this process) and of the serve process; the serve process's memory per open stream (and
+the direct readers' RSS growth, for scale); then each figure beside its goal, with a
+verdict. Goals (issue 32): added first-event time <= 20 ms median, <= 100 ms p99; serve
+CPU <= 30% of the worker's; <= 100 KB per open stream.
 
-Run: .venv/bin/python benchmarks/serve.py [N [ROUNDS]] [--tracemalloc | --profile] [--raw-client]
+Memory per open stream, every figure printed:
+
+- the timed rounds are the serve process's first burst: its peak RSS over its idle RSS
+  (after a 5-stream warm-up), per stream. This is what a fresh process's RSS does the
+  first time it sees N streams: arenas grow, native buffers are made, caches fill.
+- then, untimed, bursts of N streams held open at once (the model waits after its first
+  delta until a gate file exists, benchmarks/_serve_agents.py): before each the serve
+  process settles (garbage collected, RSS still), then all N are opened, sampled once
+  all are open, and let go. Sampled through benchmarks/_traced_serve.py: RSS, and the
+  live bytes (malloc's bytes in use, native and Python's large objects, plus pymalloc's
+  allocated blocks, Python's small objects). Burst 3 traces the Python heap the open
+  streams hold (tracemalloc from the settled level on), and where it was allocated.
+
+The target names the steady-state figure, burst 2's: a server process lives through many
+bursts, and what one more open stream costs it is what that stream holds once the
+process has warmed up, not the first burst's one-off growth. Its RSS growth, though,
+depends on what the allocators kept from the bursts before (freed memory they reuse, or
+give back: it can come out below zero), so the verdict on the target is the live bytes
+an open stream holds in burst 2, with the RSS growth of every burst printed beside it.
+
+Run: .venv/bin/python benchmarks/serve.py [N [ROUNDS]] [--profile] [--raw-client]
 (ROUNDS, default 1: rounds of N conversations through each path, alternated, pooled; on a
 busy machine a small N with many rounds gives latencies that mean something.)
-(``--tracemalloc`` runs the serve process under tracemalloc and prints its Python heap per
-open stream and where it grew, to tell Python objects from native memory; it slows the
-serve process, so its other figures are not comparable. ``--profile`` runs it under
-cProfile over the measured rounds and prints where its CPU went, likewise.
-``--raw-client`` reads the served streams with a minimal HTTP/1.1 reader instead of httpx:
-the load generator's own CPU per turn shares the machine's cores with golem serve's.)
+(``--profile`` runs the serve process under cProfile over the timed rounds and prints
+where its CPU went; its other figures are not comparable then, and its memory figures
+are RSS only. ``--raw-client`` reads the served streams with a minimal HTTP/1.1 reader
+instead of httpx: the load generator's own CPU per turn shares the machine's cores with
+golem serve's.)
 """
 
 from __future__ import annotations
@@ -34,17 +53,20 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from benchmarks._serve_agents import agent
+from benchmarks._serve_agents import HOLD, agent
 from golem.client import DurableAgent
 from golem.testing import dev_server
 
 TICKS = os.sysconf("SC_CLK_TCK")
+#: Between two samples of a serve process that settles after a burst (seconds).
+SETTLE = 0.5
 
 
 def cpu_seconds(pid: int, thread: int | None = None) -> float:
@@ -81,13 +103,11 @@ async def at_once(n: int, one: Callable[[int], Awaitable[float]]) -> list[float]
     return list(await asyncio.gather(*(one(i) for i in range(n))))
 
 
-async def main(
-    n: int, rounds: int, traced: bool, profiled: bool = False, raw: bool = False
-) -> None:
+async def main(n: int, rounds: int, profiled: bool = False, raw: bool = False) -> None:
     trace = Path(f"/tmp/golem-bench-serve-{os.getpid()}.trace")
     trace.unlink(missing_ok=True)
-    module = "benchmarks._traced_serve" if traced else "golem.cli"
-    module = "benchmarks._profiled_serve" if profiled else module
+    # The probes answer only when asked (a signal): the timed rounds run golem serve as is.
+    module = "benchmarks._profiled_serve" if profiled else "benchmarks._traced_serve"
     async with dev_server() as env:
         queue = f"bench-{uuid.uuid4().hex[:8]}"
         durable: DurableAgent[Any] = DurableAgent(env.client, agent, task_queue=queue)
@@ -113,7 +133,7 @@ async def main(
                     except httpx.TransportError:
                         await asyncio.sleep(0.1)
 
-                peak, texted, peak_here = [0], [0], [0]
+                peak, peak_here = [0], [0]
                 # Time to the first event of any kind, by path (the first-text time is returned).
                 direct_any: list[float] = []
                 served_any: list[float] = []
@@ -143,9 +163,6 @@ async def main(
                             any_ = time.perf_counter() - start
                         if not first and "TEXT_MESSAGE_CONTENT" in line:
                             first = time.perf_counter() - start
-                            texted[0] += 1
-                            if traced and texted[0] == n:  # all streaming: where it grew
-                                serve.send_signal(signal.SIGUSR2)
                             peak[0] = max(peak[0], rss_kb(serve.pid))
                     served_any.append(any_)
                     return first
@@ -181,7 +198,7 @@ async def main(
                 idle_here, peak_here[0] = rss_kb(os.getpid()), 0
                 direct_any.clear(), served_any.clear()  # the warm-up's are not measured
                 idle_rss = rss_kb(serve.pid)
-                if traced or profiled:
+                if profiled:
                     serve.send_signal(signal.SIGUSR1)
                 direct_first: list[float] = []
                 served_first: list[float] = []
@@ -199,12 +216,17 @@ async def main(
                     cpu["serve_loop"] += cpu_seconds(serve.pid, serve.pid) - loop0
                     cpu["worker_served"] += cpu_seconds(worker.pid) - worker0
                     cpu["here_served"] += time.process_time() - here0
+                profile = ""
                 if profiled:
                     serve.send_signal(signal.SIGUSR2)
-                while (
-                    traced or profiled
-                ) and not trace.exists():  # until the serve process wrote it
-                    await asyncio.sleep(0.1)
+                    while not trace.exists():  # until the serve process wrote it
+                        await asyncio.sleep(0.1)
+                    profile = trace.read_text()
+                    trace.unlink()
+                # Then memory: bursts of n streams held open at once (not timed).
+                probes = Probes(serve.pid, trace, profiled)
+                bursts = [await held(n, probes, lines, trace, i) for i in (1, 2)]
+                heap = None if profiled else await held(n, probes, lines, trace, 3, traced=True)
         finally:
             for process in (serve, worker):
                 process.terminate()
@@ -256,13 +278,150 @@ async def main(
     # What a direct reader spends (polling the run's stream) moves into the serve process.
     added = (serve_cpu - here_direct) / worker_served * 100
     verdict("serve CPU less direct readers' / worker (%)", added, 30)
-    verdict("serve memory per open stream (KB)", stream_kb, 100)
+    # Every memory figure beside the target; the steady live bytes are the one it names.
+    verdict("serve RSS per open stream, 1st burst (KB)", stream_kb, 100)
+    steady = bursts[-1]
+    verdict("serve RSS per open stream, steady (KB)", steady.per_stream("rss_kb", n), 100)
+    if not profiled:  # its probes are RSS only
+        verdict("serve memory per open stream, steady (KB)", steady.per_stream("live", n), 100)
+    if heap is not None:
+        print(f"{'  of which Python heap, burst 3 (KB)':44}{heap.per_stream('traced', n):10.1f}")
+    print_memory(n, stream_kb, bursts, heap)
     if profiled:
-        print(trace.read_text())
+        print(profile)
+
+
+class Probes:
+    """The serve process's memory, asked of benchmarks/_traced_serve.py (under ``--profile``,
+    its RSS from /proc only)."""
+
+    def __init__(self, pid: int, trace: Path, profiled: bool) -> None:
+        self.pid, self.out, self.profiled = pid, trace, profiled
+        self.command = Path(f"{trace}.cmd")
+
+    def _answers(self) -> list[str]:
+        return self.out.read_text().splitlines() if self.out.exists() else []
+
+    async def ask(self, command: str = "sample") -> dict[str, Any]:
+        if self.profiled:
+            return {"rss_kb": rss_kb(self.pid)}
+        before = len(self._answers())
+        self.command.write_text(command)
+        os.kill(self.pid, signal.SIGUSR1)
+        async with asyncio.timeout(60):
+            while len(answers := self._answers()) <= before:  # until the serve process answers
+                await asyncio.sleep(0.05)
+        answer: dict[str, Any] = json.loads(answers[-1])
+        if "error" in answer:
+            raise RuntimeError(f"the serve process's probe {command!r}: {answer['error']}")
+        return answer
+
+    async def settled(self) -> dict[str, Any]:
+        """A sample once the RSS stops moving (two samples SETTLE apart within 256 KB)."""
+        last = await self.ask()
+        for _ in range(20):
+            await asyncio.sleep(SETTLE)
+            now = await self.ask()
+            if abs(now["rss_kb"] - last["rss_kb"]) < 256:
+                return now
+            last = now
+        return last
+
+
+@dataclass
+class Burst:
+    """The serve process's memory before a burst of held streams, with all open, after."""
+
+    before: dict[str, Any]
+    held: dict[str, Any]
+    after: dict[str, Any]
+    top: list[dict[str, Any]]
+    """With tracing: the Python heap the open streams hold, grouped by traceback."""
+
+    def per_stream(self, figure: str, n: int, since: str = "before", at: str = "held") -> float:
+        """``figure``'s growth per stream in KB, from ``since`` to ``at`` (``live``: malloc's
+        bytes in use and pymalloc's, what the process holds whatever its allocators keep)."""
+        if figure == "live":
+            return sum(self.per_stream(f, n, since, at) for f in ("malloc_in_use", "pymalloc"))
+        grown = getattr(self, at)[figure] - getattr(self, since)[figure]
+        return float(grown / n / (1 if figure == "rss_kb" else 1024))
+
+
+Lines = Callable[[dict[str, Any]], AsyncIterator[str]]
+
+
+async def held(
+    n: int, probes: Probes, lines: Lines, trace: Path, index: int, traced: bool = False
+) -> Burst:
+    """N streams open at once, each held after its first text until all are open (the
+    model waits for a gate file), sampled then, and let go; ``traced``: the Python heap
+    allocated from the settled level on is traced, and its snapshot taken while held."""
+    gate = Path(f"{trace}.gate{index}")
+    before = await probes.settled()
     if traced:
-        grown, *top = trace.read_text().splitlines()
-        print(f"of which Python heap per open stream: {int(grown) / n / 1024:.1f} KB; it grew at:")
-        print("\n".join(top))
+        await probes.ask("trace")
+    opened, all_open = [0], asyncio.Event()
+
+    async def one(i: int) -> None:
+        body = {
+            "threadId": str(uuid.uuid4()),
+            "runId": "r",
+            "messages": [{"id": "u", "role": "user", "content": f"{HOLD}{gate}"}],
+        }
+        seen = False
+        async for line in lines(body):
+            if not seen and "TEXT_MESSAGE_CONTENT" in line:
+                seen, opened[0] = True, opened[0] + 1
+                if opened[0] == n:
+                    all_open.set()
+
+    streams = asyncio.ensure_future(asyncio.gather(*(one(i) for i in range(n))))
+    waiting = asyncio.ensure_future(all_open.wait())
+    await asyncio.wait([streams, waiting], return_when=asyncio.FIRST_COMPLETED)
+    if not all_open.is_set():
+        await streams  # raises what ended a stream early
+        raise RuntimeError(f"{n - opened[0]} held streams ended before the first text")
+    at = await probes.ask()
+    top = (await probes.ask("snapshot"))["top"] if traced else []
+    gate.touch()
+    await streams
+    after = await probes.settled()
+    gate.unlink()
+    return Burst(before, at, after, top)
+
+
+#: The memory figures of a burst, by column.
+COLUMNS = {"RSS": "rss_kb", "live": "live", "malloc": "malloc_in_use", "pymalloc": "pymalloc"}
+
+
+def print_memory(n: int, first: float, bursts: list[Burst], heap: Burst | None) -> None:
+    """The memory figures, per open stream: every burst's, the first one's too."""
+    print(f"serve memory per open stream ({n} at once), KB")
+    print(f"  timed rounds (the process's 1st burst), RSS peak over idle {first:10.1f}")
+    names = columns(bursts[0])
+    print(f"{'  held, all open, over settled':44}" + "".join(f"{c:>9}" for c in names))
+    for index, burst in enumerate(bursts, 1):
+        print(f"{'    burst ' + str(index):44}" + row(burst, n, "held"))
+    for index, burst in enumerate(bursts, 1):
+        print(f"{'    kept once burst ' + str(index) + ' settled':44}" + row(burst, n, "after"))
+    print(f"  serve RSS (KB) settled before each burst: {[b.before['rss_kb'] for b in bursts]}")
+    if heap is None:
+        return
+    print(
+        f"  burst 3 (traced): Python heap held per open stream {heap.per_stream('traced', n):.1f}"
+    )
+    print("  where (per stream: bytes, blocks; the newest frames of golem and its libraries):")
+    for stat in heap.top:
+        print(f"{stat['size'] / n:9.0f} B {stat['count'] / n:5.1f}  {stat['where']}")
+
+
+def columns(burst: Burst) -> dict[str, str]:
+    """The figures the burst's probes gave (RSS only, under ``--profile``), by column."""
+    return COLUMNS if "pymalloc" in burst.held else {"RSS": "rss_kb"}
+
+
+def row(burst: Burst, n: int, at: str) -> str:
+    return "".join(f"{burst.per_stream(f, n, at=at):9.1f}" for f in columns(burst).values())
 
 
 def verdict(name: str, measured: float, target: float) -> None:
@@ -275,7 +434,7 @@ if __name__ == "__main__":
     numbers = [int(arg) for arg in sys.argv[1:] if arg.isdigit()]
     n = numbers[0] if numbers else 100
     rounds = numbers[1] if len(numbers) > 1 else 1
-    flags = [flag in sys.argv for flag in ("--tracemalloc", "--profile", "--raw-client")]
+    flags = [flag in sys.argv for flag in ("--profile", "--raw-client")]
     asyncio.run(main(n, rounds, *flags))
     sys.stdout.flush()
     os._exit(0)  # the Temporal core runtime can abort at interpreter teardown

@@ -94,18 +94,21 @@ def agui_routes(served: Served) -> list[Route]:
     return [Route("/agents/{agent}/agui", run, methods=["POST"])]
 
 
-def _sse(event: BaseEvent) -> ServerSentEvent:
-    return ServerSentEvent(sep=SEP, data=event.model_dump_json(by_alias=True, exclude_none=True))
+def _sse(event: BaseEvent) -> bytes:
+    """The event as it goes out: encoded here, so an open stream holds bytes, not objects."""
+    data = event.model_dump_json(by_alias=True, exclude_none=True)
+    return ServerSentEvent(sep=SEP, data=data).encode()
 
 
 async def _events(
     served: Served, agent: str, given: RunAgentInput, subject: str
-) -> AsyncIterator[ServerSentEvent]:
+) -> AsyncIterator[bytes]:
     thread_id, run_id = given.thread_id, given.run_id
     # The run starts once its input is read, before any call to Temporal: the protocol lets
     # a refusal found there follow as the run's RUN_ERROR.
-    started = RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version=PROTOCOL_VERSION)
-    yield _sse(started)
+    yield _sse(
+        RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version=PROTOCOL_VERSION)
+    )
     try:
         first = _first_turn(served, agent, given, subject)
     except Problem:  # said as the thread is: its prompt may be fewer of those messages
@@ -114,8 +117,9 @@ async def _events(
         items = turn_events(first)
         item = await anext(items)
         if not found_existing(item):
-            del given  # an open stream holds what it relays, not the input
-            async for sse in _relayed(Translator(thread_id, run_id), item, items):
+            relayed = _relayed(Translator(thread_id, run_id), item, items)
+            del given, item  # an open stream holds what it relays, not the input
+            async for sse in relayed:
                 yield sse
             return
         await items.aclose()  # it started nothing: the thread is asked what it is
@@ -144,16 +148,25 @@ async def _events(
 
 async def _relayed(
     translate: Translator, first: RunEvent | TurnEnd, rest: AsyncIterator[RunEvent | TurnEnd]
-) -> AsyncIterator[ServerSentEvent]:
+) -> AsyncIterator[bytes]:
     """A turn's items (``first``, then ``rest``) as AG-UI events."""
-    item = first
+    # Each item is let go once encoded: an open stream waits most of its life, and holds
+    # the bytes it last sent then, not the objects they were made of.
+    chunks, ended = _encoded(translate, first), isinstance(first, TurnEnd)
+    del first
     while True:
-        events = translate.end(item) if isinstance(item, TurnEnd) else translate.on(item)
-        for event in events:
-            yield _sse(event)
-        if isinstance(item, TurnEnd):
+        for chunk in chunks:
+            yield chunk
+        if ended:
             return
         item = await anext(rest)
+        chunks, ended = _encoded(translate, item), isinstance(item, TurnEnd)
+        del item
+
+
+def _encoded(translate: Translator, item: RunEvent | TurnEnd) -> list[bytes]:
+    events = translate.end(item) if isinstance(item, TurnEnd) else translate.on(item)
+    return [_sse(event) for event in events]
 
 
 def _first_turn(

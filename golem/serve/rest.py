@@ -258,14 +258,18 @@ def rest_routes(served: Served) -> list[Route]:
 
 async def relay(
     stream: DurableRunStream[Any], run_id: str, served: Served, tools: Tools = NO_TOOLS
-) -> AsyncIterator[ServerSentEvent]:
-    """A turn's events as SSE (id ``<run id>:<offset>``), then its last event."""
+) -> AsyncIterator[bytes]:
+    """A turn's events as SSE (id ``<run id>:<offset>``), then its last event; encoded
+    here, so an open stream holds the bytes it last sent, not the objects they came from."""
     async for item in turn_events(stream):
         if isinstance(item, TurnEnd):
-            yield end_event(item, run_id, served, tools)
+            yield end_event(item, run_id, served, tools).encode()
             return
         data = _EVENT.dump_json(item, by_alias=True, exclude_defaults=True).decode()
-        yield ServerSentEvent(sep=SEP, data=data, event=item.kind, id=f"{run_id}:{stream.offset}")
+        ident = f"{run_id}:{stream.offset}"
+        sse = ServerSentEvent(sep=SEP, data=data, event=item.kind, id=ident).encode()
+        del item  # not held while the next is awaited: an open stream waits most of its life
+        yield sse
 
 
 def end_event(

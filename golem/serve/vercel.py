@@ -99,10 +99,13 @@ def _text(message: Mapping[str, Any]) -> str:
     )
 
 
-async def _sse(chunks: AsyncIterator[Chunk]) -> AsyncIterator[ServerSentEvent]:
+async def _sse(chunks: AsyncIterator[Chunk]) -> AsyncIterator[bytes]:
+    """The chunks as they go out: encoded here, so an open stream holds bytes, not objects."""
     async for chunk in chunks:
-        yield ServerSentEvent(sep=SEP, data=json.dumps(chunk))
-    yield ServerSentEvent(sep=SEP, data="[DONE]")
+        data = json.dumps(chunk)
+        del chunk  # not held while the next is awaited: an open stream waits most of its life
+        yield ServerSentEvent(sep=SEP, data=data).encode()
+    yield ServerSentEvent(sep=SEP, data="[DONE]").encode()
 
 
 async def _chunks(
@@ -111,8 +114,10 @@ async def _chunks(
     translate = Translator(denied)
     yield {"type": "start", "messageId": message_id}
     async for item in turn_events(stream):
-        for chunk in translate.end(item) if isinstance(item, TurnEnd) else translate.on(item):
-            yield chunk
+        chunks = translate.end(item) if isinstance(item, TurnEnd) else translate.on(item)
+        del item  # not held while the next is awaited
+        while chunks:
+            yield chunks.pop(0)
 
 
 class Translator:
