@@ -28,6 +28,12 @@ from temporalio.bridge.proto.workflow_activation import (
 )
 from temporalio.bridge.proto.workflow_completion import WorkflowActivationCompletion
 from temporalio.client import Client
+from temporalio.converter import (
+    ActivitySerializationContext,
+    DataConverter,
+    StorageDriverStoreContext,
+    WorkflowSerializationContext,
+)
 from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails, WorkflowRunner
 from temporalio.workflow import _Definition
 
@@ -44,6 +50,9 @@ class GolemRunner(WorkflowRunner):
         self.inner = inner
         self.client: Client | None = None
         """The worker's client (set by ``GolemPlugin.configure_worker``; a replayer has none)."""
+        self.contexts_unused = False
+        """Whether the worker's converter reads no payload's context (``contexts_unused``):
+        then its instances compute none, where the sandbox is entered twice per payload."""
         self._ending: set[str] = set()  # run ids whose termination was sent
         self._tasks: set[asyncio.Task[None]] = set()
         #: Run id -> its instance, until evicted (weak: the SDK's cache owns the instance).
@@ -94,6 +103,29 @@ class GolemRunner(WorkflowRunner):
         task.add_done_callback(self._tasks.discard)
 
 
+_NO_STORE = StorageDriverStoreContext(target=None)
+
+
+def contexts_unused(converter: DataConverter) -> bool:
+    """Whether ``converter`` gives every payload the same treatment whatever its serialization
+    or storage context (no component reads one: ``with_context`` gives the converter back)."""
+    samples = (
+        WorkflowSerializationContext(namespace="", workflow_id=""),
+        ActivitySerializationContext(
+            namespace="",
+            activity_id=None,
+            activity_type=None,
+            activity_task_queue=None,
+            workflow_id=None,
+            workflow_type=None,
+            is_local=False,
+        ),
+    )
+    return converter.external_storage is None and all(
+        converter.with_context(context) is converter for context in samples
+    )
+
+
 def _evict(instances: list[tuple[str, _Instance]]) -> None:
     for run_id, instance in instances:
         job = WorkflowActivationJob(remove_from_cache=RemoveFromCache(message="worker stopped"))
@@ -128,9 +160,13 @@ class _Instance(WorkflowInstance):
         return failed_task(completion, message, kind)
 
     def get_serialization_context(self, command_info: Any) -> Any:
+        if self._runner.contexts_unused:
+            return None  # the context-free converter: the same one the context would give
         return self._inner.get_serialization_context(command_info)
 
     def get_external_store_context(self, command_info: Any) -> Any:
+        if self._runner.contexts_unused:
+            return _NO_STORE  # no external storage reads it
         return self._inner.get_external_store_context(command_info)
 
     def get_info(self) -> Any:
