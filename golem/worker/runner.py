@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 from temporalio.bridge.proto.workflow_activation import (
@@ -50,9 +51,9 @@ class GolemRunner(WorkflowRunner):
         self.inner = inner
         self.client: Client | None = None
         """The worker's client (set by ``GolemPlugin.configure_worker``; a replayer has none)."""
-        self.contexts_unused = False
-        """Whether the worker's converter reads no payload's context (``contexts_unused``):
-        then its instances compute none, where the sandbox is entered twice per payload."""
+        self.reads = ContextsRead()
+        """The payload contexts the worker's converter reads (set with ``client``): its
+        instances compute only those, each of which enters the sandbox once per payload."""
         self._ending: set[str] = set()  # run ids whose termination was sent
         self._tasks: set[asyncio.Task[None]] = set()
         #: Run id -> its instance, until evicted (weak: the SDK's cache owns the instance).
@@ -106,24 +107,34 @@ class GolemRunner(WorkflowRunner):
 _NO_STORE = StorageDriverStoreContext(target=None)
 
 
-def contexts_unused(converter: DataConverter) -> bool:
-    """Whether ``converter`` gives every payload the same treatment whatever its serialization
-    or storage context (no component reads one: ``with_context`` gives the converter back)."""
-    samples = (
-        WorkflowSerializationContext(namespace="", workflow_id=""),
-        ActivitySerializationContext(
-            namespace="",
-            activity_id=None,
-            activity_type=None,
-            activity_task_queue=None,
-            workflow_id=None,
-            workflow_type=None,
-            is_local=False,
-        ),
-    )
-    return converter.external_storage is None and all(
-        converter.with_context(context) is converter for context in samples
-    )
+@dataclass(frozen=True)
+class ContextsRead:
+    """Which contexts a data converter reads: the SDK computes a payload's serialization
+    and storage contexts inside the sandbox, per payload of every activation."""
+
+    serialization: bool = True
+    store: bool = True
+
+    @classmethod
+    def of(cls, converter: DataConverter) -> ContextsRead:
+        """Serialization contexts are read when ``with_context`` gives another converter
+        (a component reads them); storage contexts when the converter stores externally."""
+        samples = (
+            WorkflowSerializationContext(namespace="", workflow_id=""),
+            ActivitySerializationContext(
+                namespace="",
+                activity_id=None,
+                activity_type=None,
+                activity_task_queue=None,
+                workflow_id=None,
+                workflow_type=None,
+                is_local=False,
+            ),
+        )
+        return cls(
+            serialization=any(converter.with_context(c) is not converter for c in samples),
+            store=converter.external_storage is not None,
+        )
 
 
 def _evict(instances: list[tuple[str, _Instance]]) -> None:
@@ -160,13 +171,13 @@ class _Instance(WorkflowInstance):
         return failed_task(completion, message, kind)
 
     def get_serialization_context(self, command_info: Any) -> Any:
-        if self._runner.contexts_unused:
-            return None  # the context-free converter: the same one the context would give
+        if not self._runner.reads.serialization:
+            return None  # the context-free converter: the one the context would give
         return self._inner.get_serialization_context(command_info)
 
     def get_external_store_context(self, command_info: Any) -> Any:
-        if self._runner.contexts_unused:
-            return _NO_STORE  # no external storage reads it
+        if not self._runner.reads.store:
+            return _NO_STORE  # no external storage to read it
         return self._inner.get_external_store_context(command_info)
 
     def get_info(self) -> Any:
