@@ -1,7 +1,8 @@
-"""golem's workflow runner: the SDK's (sandboxed) runner with two duties added.
+"""golem's workflow runner: the SDK's (sandboxed) runner with three duties added.
 
     runner = GolemRunner(SandboxedWorkflowRunner(...))   # GolemPlugin does this
     runner.client = client                               # its worker's client
+    runner.reads = ContextsRead.of(client.data_converter)
     await runner.evict_remaining()                       # once its worker has stopped
 
 - A run this worker cannot read ends at once, named, even mid-replay
@@ -12,6 +13,9 @@
   collected them, so a run's ``finally`` (a waiting run clears its inbox listing there)
   issued its commands inside another workflow's activation, a nondeterminism error on that
   workflow's next replay (docs/adr/0036-evicted-at-shutdown.md).
+- A payload's serialization or storage context is computed in the sandbox only when the
+  worker's converter reads it: the SDK asks for both per payload of every activation, each
+  an entry into the sandbox (docs/adr/0038-the-sandbox-off.md).
 """
 
 from __future__ import annotations
