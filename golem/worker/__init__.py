@@ -42,7 +42,7 @@ from golem.wire.cache import MessageCache
 from golem.wire.converter import GolemEncodedFailureConverter, golem_data_converter
 from golem.worker import deployment as deployments
 from golem.worker.logs import RunLogInterceptor, install_activity_failure_filter
-from golem.worker.runner import GolemRunner
+from golem.worker.runner import ContextsRead, GolemRunner
 from golem.worker.watchdog import worker_watchdog
 from golem.workflows import registry
 from golem.workflows.agent_run import AgentRunWorkflow
@@ -224,6 +224,7 @@ class GolemPlugin(SimplePlugin):
             )
         if isinstance(runner := config.get("workflow_runner"), GolemRunner):
             runner.client = config["client"]
+            runner.reads = ContextsRead.of(config["client"].data_converter)
         config = deployments.configure(config, self.deployment)
         registry.register(config["task_queue"], self.agents, _stored(self.settings, config))
         config["sticky_queue_schedule_to_start_timeout"] = self.sticky_schedule_to_start_timeout
@@ -249,6 +250,8 @@ class GolemPlugin(SimplePlugin):
 
     def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
         config = super().configure_replayer(config)
+        if isinstance(runner := config.get("workflow_runner"), GolemRunner):
+            runner.reads = ContextsRead.of(config["data_converter"])
         registry.register(registry.ANY_TASK_QUEUE, self.agents, _stored(self.settings, config))
         return self.mcp.configure_replayer(config) if self.mcp else config
 

@@ -1,7 +1,8 @@
-"""golem's workflow runner: the SDK's (sandboxed) runner with two duties added.
+"""golem's workflow runner: the SDK's (sandboxed) runner with three duties added.
 
     runner = GolemRunner(SandboxedWorkflowRunner(...))   # GolemPlugin does this
     runner.client = client                               # its worker's client
+    runner.reads = ContextsRead.of(client.data_converter)
     await runner.evict_remaining()                       # once its worker has stopped
 
 - A run this worker cannot read ends at once, named, even mid-replay
@@ -12,6 +13,9 @@
   collected them, so a run's ``finally`` (a waiting run clears its inbox listing there)
   issued its commands inside another workflow's activation, a nondeterminism error on that
   workflow's next replay (docs/adr/0036-evicted-at-shutdown.md).
+- A payload's serialization or storage context is computed in the sandbox only when the
+  worker's converter reads it: the SDK asks for both per payload of every activation, each
+  an entry into the sandbox (docs/adr/0038-the-sandbox-off.md).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 from temporalio.bridge.proto.workflow_activation import (
@@ -28,6 +33,12 @@ from temporalio.bridge.proto.workflow_activation import (
 )
 from temporalio.bridge.proto.workflow_completion import WorkflowActivationCompletion
 from temporalio.client import Client
+from temporalio.converter import (
+    ActivitySerializationContext,
+    DataConverter,
+    StorageDriverStoreContext,
+    WorkflowSerializationContext,
+)
 from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails, WorkflowRunner
 from temporalio.workflow import _Definition
 
@@ -44,6 +55,9 @@ class GolemRunner(WorkflowRunner):
         self.inner = inner
         self.client: Client | None = None
         """The worker's client (set by ``GolemPlugin.configure_worker``; a replayer has none)."""
+        self.reads = ContextsRead()
+        """The payload contexts the worker's converter reads (set with ``client``): its
+        instances compute only those, each of which enters the sandbox once per payload."""
         self._ending: set[str] = set()  # run ids whose termination was sent
         self._tasks: set[asyncio.Task[None]] = set()
         #: Run id -> its instance, until evicted (weak: the SDK's cache owns the instance).
@@ -94,6 +108,39 @@ class GolemRunner(WorkflowRunner):
         task.add_done_callback(self._tasks.discard)
 
 
+_NO_STORE = StorageDriverStoreContext(target=None)
+
+
+@dataclass(frozen=True)
+class ContextsRead:
+    """Which contexts a data converter reads: the SDK computes a payload's serialization
+    and storage contexts inside the sandbox, per payload of every activation."""
+
+    serialization: bool = True
+    store: bool = True
+
+    @classmethod
+    def of(cls, converter: DataConverter) -> ContextsRead:
+        """Serialization contexts are read when ``with_context`` gives another converter
+        (a component reads them); storage contexts when the converter stores externally."""
+        samples = (
+            WorkflowSerializationContext(namespace="", workflow_id=""),
+            ActivitySerializationContext(
+                namespace="",
+                activity_id=None,
+                activity_type=None,
+                activity_task_queue=None,
+                workflow_id=None,
+                workflow_type=None,
+                is_local=False,
+            ),
+        )
+        return cls(
+            serialization=any(converter.with_context(c) is not converter for c in samples),
+            store=converter.external_storage is not None,
+        )
+
+
 def _evict(instances: list[tuple[str, _Instance]]) -> None:
     for run_id, instance in instances:
         job = WorkflowActivationJob(remove_from_cache=RemoveFromCache(message="worker stopped"))
@@ -128,9 +175,13 @@ class _Instance(WorkflowInstance):
         return failed_task(completion, message, kind)
 
     def get_serialization_context(self, command_info: Any) -> Any:
+        if not self._runner.reads.serialization:
+            return None  # the context-free converter: the one the context would give
         return self._inner.get_serialization_context(command_info)
 
     def get_external_store_context(self, command_info: Any) -> Any:
+        if not self._runner.reads.store:
+            return _NO_STORE  # no external storage to read it
         return self._inner.get_external_store_context(command_info)
 
     def get_info(self) -> Any:
