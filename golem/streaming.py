@@ -101,6 +101,7 @@ class DurableRunStream(StreamResult[OutputT]):
         self._on_close = on_close
         # Returns once the run waits for approvals (a turn's update says so); never otherwise.
         self._paused = paused
+        self._begun = asyncio.Event()  # the run is known (a turn: its conversation took it)
 
     @property
     def run(self) -> DurableRun[OutputT]:
@@ -131,10 +132,22 @@ class DurableRunStream(StreamResult[OutputT]):
             if self._on_close is not None:
                 self._on_close()
 
+    @property
+    def started(self) -> bool:
+        """Iterating it has started the run (``begun`` has returned)."""
+        return self._begun.is_set()
+
+    async def begun(self) -> DurableRun[OutputT]:
+        """The run, once iterating the stream has started it (a conversation's turn: once
+        the conversation took it)."""
+        await self._begun.wait()
+        return self.run
+
     async def _events(self) -> AsyncGenerator[RunEvent, None]:
         if self._run is None:
             assert self._start is not None
             self._run = await self._start()
+        self._begun.set()
         run = self._run
         self._end_at = None  # a pause seen by an earlier iteration bounds nothing now
         tree = _Tree(run.handle, run.conversation_id, run.run_id)

@@ -67,3 +67,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for kind, where, outcome, seconds in sorted(_bad_inputs):
         write(f"{kind.ljust(width)}  {where:<12}  {outcome:<24}  {seconds:7.3f}")
     write(f"{len(_bad_inputs)} kinds of bad input")
+
+
+@pytest.fixture(params=["child runs", "inline"])
+def both_shapes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test twice: the ``golem serve`` app of tests/serve_support.py starts
+    conversations whose turns run as child runs, then inline (``inline_turns=True``)."""
+    import serve_support
+
+    monkeypatch.setattr(serve_support, "INLINE", request.param == "inline")
+    return str(request.param)

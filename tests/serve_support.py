@@ -40,6 +40,9 @@ NODE_MODULES = CLIENTS / "node_modules"
 
 __all__ = ["DEADLINE", "Server", "golem_serve", "node_client", "refunds", "serving"]
 
+#: Whether ``serving`` apps start conversations whose turns run inline (docs/adr/0050).
+INLINE = False
+
 
 @dataclass
 class Server:
@@ -66,6 +69,7 @@ async def serving(
     task_queue = f"serve-{uuid.uuid4().hex[:8]}"
     options: dict[str, Any] = {} if max_body_bytes is None else {"max_body_bytes": max_body_bytes}
     served = [a.name for a in agents] if by_name else agents
+    options["inline_turns"] = INLINE
     app = create_app(client, served, task_queue=task_queue, auth=auth, origins=origins, **options)
     plugin = GolemPlugin(*agents, heartbeat_timeout=timedelta(seconds=5))
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None)

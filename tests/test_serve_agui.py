@@ -36,6 +36,7 @@ def kinds(events: list[Any]) -> list[str]:
     return [e.type.value for e in events]
 
 
+@pytest.mark.usefixtures("both_shapes")
 async def test_an_interrupt_per_waiting_call_then_a_resume_continues_the_same_run(
     temporal_env: WorkflowEnvironment,
 ) -> None:
@@ -135,6 +136,7 @@ async def test_refusals_are_run_errors_with_a_code_or_a_400_and_change_nothing(
     )
 
 
+@pytest.mark.usefixtures("both_shapes")
 async def test_the_real_http_agent_reads_an_interrupt_and_resumes_it(
     temporal_env: WorkflowEnvironment,
 ) -> None:

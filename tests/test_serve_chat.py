@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 import httpx
+import pytest
 from serve_support import DEADLINE, node_client, serving
 from temporalio.testing import WorkflowEnvironment
 
@@ -19,6 +20,7 @@ def chunks(body: str) -> list[Any]:
     return [d if d == "[DONE]" else json.loads(d) for d in data]
 
 
+@pytest.mark.usefixtures("both_shapes")
 async def test_the_real_chat_asks_for_approval_and_the_follow_up_finishes_the_same_turn(
     temporal_env: WorkflowEnvironment,
 ) -> None:
@@ -62,6 +64,7 @@ async def test_the_real_chat_asks_for_approval_and_the_follow_up_finishes_the_sa
     assert [m["role"] for m in transcript] == ["user", "assistant", "tool", "assistant"]
 
 
+@pytest.mark.usefixtures("both_shapes")
 async def test_the_wire_carries_the_header_start_approval_requests_finish_and_done(
     temporal_env: WorkflowEnvironment,
 ) -> None:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 
 import httpx
+import pytest
 from serve_support import DEADLINE, serving
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from golem.client import DurableAgent
@@ -25,7 +27,7 @@ def parse(body: str) -> list[dict[str, str]]:
 
 
 async def test_a_turn_waits_for_approval_streams_resumes_and_finishes_after_a_decision(
-    temporal_env: WorkflowEnvironment,
+    temporal_env: WorkflowEnvironment, both_shapes: str
 ) -> None:
     async with (
         serving(temporal_env) as server,
@@ -55,6 +57,12 @@ async def test_a_turn_waits_for_approval_streams_resumes_and_finishes_after_a_de
         )
         listed = (await http.get("/conversations")).json()["conversations"]
         after = (await http.get(f"/conversations/{conversation}")).json()
+        try:
+            parent = (await temporal_env.client.get_workflow_handle(run_id).describe()).parent_id
+        except RPCError as exc:
+            parent = exc.status.name
+    # Inline, the turn is no workflow of its own: it ran in its conversation's.
+    assert parent == ("NOT_FOUND" if both_shapes == "inline" else conversation)
 
     assert (created.status_code, sent.status_code) == (201, 202)
     assert [e["event"] for e in events] == [
@@ -154,6 +162,7 @@ async def test_bad_requests_get_a_status_and_one_line_never_a_500(
     }
 
 
+@pytest.mark.usefixtures("both_shapes")
 async def test_decisions_carry_edits_and_reasons_and_bad_ones_change_nothing(
     temporal_env: WorkflowEnvironment,
 ) -> None:

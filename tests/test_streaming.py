@@ -616,7 +616,9 @@ async def test_a_pause_watch_that_cannot_read_the_offset_raises_its_error_to_the
     """The watch's error is the reader's (its own poll's would be), not an unretrieved task
     error left behind while the reader waits for ever."""
     monkeypatch.setattr(streaming, "WorkflowStreamClient", _OffsetUnreadable)
-    run = SimpleNamespace(run_id="r1", conversation_id="c1", agent="a", handle=SimpleNamespace(id="r1"))
+    run = SimpleNamespace(
+        run_id="r1", conversation_id="c1", agent="a", handle=SimpleNamespace(id="r1")
+    )
     run.handle._client = None  # what a stream's tree takes from its run's handle
 
     async def paused() -> None:  # the run waits for a person at once

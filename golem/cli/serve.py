@@ -50,6 +50,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--max-body-bytes", type=int, help="larger requests get 413")
     parser.add_argument(
+        "--inline-turns",
+        action="store_true",
+        help="new conversations run their turns in their own workflow, not as child runs "
+        "(about half the worker CPU per turn; docs/adr/0050-turns-inline.md)",
+    )
+    parser.add_argument(
         "--insecure",
         action="store_true",
         help="serve a non-loopback address without auth (anyone reaching it acts for everyone)",
@@ -86,15 +92,19 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         )
     client = await connect_args(args)
     ui = ui_base(client.service_client.config.target_host, getattr(args, "ui_url", None)) or ""
-    app = create_app(
-        client,
-        agents,
-        task_queue=args.task_queue,
-        auth=auth,
-        origins=args.origin,
-        max_body_bytes=args.max_body_bytes or MAX_BODY_BYTES,
-        ui_url=ui,
-    )
+    try:
+        app = create_app(
+            client,
+            agents,
+            task_queue=args.task_queue,
+            auth=auth,
+            origins=args.origin,
+            max_body_bytes=args.max_body_bytes or MAX_BODY_BYTES,
+            ui_url=ui,
+            inline_turns=args.inline_turns,
+        )
+    except ValueError as exc:
+        raise SystemExit(f"golem serve: {exc}") from None
     names = ", ".join(a.name for a in agents)
     print(
         f"golem serve: http://{args.host}:{args.port}/ for {names} on task queue "

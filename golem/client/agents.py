@@ -65,7 +65,9 @@ class DurableAgent(Generic[OutputT]):
         checked against them before anything is sent."""
         # Only a run that may wait for approvals needs the outcome update's round trip.
         self.may_pause = isinstance(agent, str) or agent.may_pause
-        self._inline_problem = "" if isinstance(agent, str) else inline_problem(agent)
+        self.inline_problem = "" if isinstance(agent, str) else inline_problem(agent)
+        """Why its conversations' turns cannot run inline ("": they can, or it is known by
+        name only and each send asks its worker)."""
 
     def _never_pauses(self) -> None:
         """The worker says this agent has no tool that needs approval: later runs skip the
@@ -273,8 +275,8 @@ class DurableAgent(Generic[OutputT]):
         idle = idle_timeout.total_seconds() if idle_timeout is not None else None
         if idle is not None and idle <= 0:
             raise ValueError(f"idle_timeout must be positive, not {idle_timeout}")
-        if inline_turns and self._inline_problem:
-            raise ValueError(inline_refusal(f"serve {self._inline_problem}"))
+        if inline_turns and self.inline_problem:
+            raise ValueError(inline_refusal(f"serve {self.inline_problem}"))
         input = ConversationInput(
             agent=self.agent_name,
             messages=seed,

@@ -332,7 +332,7 @@ class DurableConversation(Generic[OutputT]):
 
         async def start() -> DurableRun[OutputT]:
             recoveries.append(self._recovery(run_id))
-            inline.append(await self._inline_turns())
+            inline.append(await self.runs_inline())
             accepted = asyncio.Event()
             sent.append(asyncio.ensure_future(self._update(turn, recoveries[0], accepted)))
             agent = self.agent
@@ -362,8 +362,9 @@ class DurableConversation(Generic[OutputT]):
             start, outcome=outcome, on_close=lambda: sent and sent[0].cancel(), paused=paused
         )
 
-    async def _inline_turns(self) -> bool:
-        """Whether this conversation's turns run inline (its memo says so, read once)."""
+    async def runs_inline(self) -> bool:
+        """Whether this conversation's turns run inline in its workflow (docs/adr/0050):
+        known to the client that started it, else read once from its memo."""
         if self.inline is None:
             try:
                 memo = await (await self.handle.describe()).memo()
@@ -390,10 +391,21 @@ class DurableConversation(Generic[OutputT]):
             taken.cancel()
         if not accepted.is_set() and sent.done() and sent.exception() is not None:
             await self._finish(sent, recovery)  # raises the refusal
+        run = await self.turn(run_id)
+        assert isinstance(run, InlineTurnRun)
+        return replace(run, answer=lambda: self._finish(sent, recovery))
+
+    async def turn(self, run_id: str) -> DurableRun[OutputT]:
+        """Turn ``run_id``'s run, to read its stream or wait for its result: its own
+        workflow's (a child run), or, when the turns run inline, one on the conversation's
+        stream whose ``result()`` is the turn's latest answer (its pause, or its end), read
+        from the conversation's history once the turn has one."""
+        if not await self.runs_inline():
+            return await self.agent.attach(run_id)
         agent = self.agent
 
         async def answer() -> Result[OutputT]:
-            return await self._finish(sent, recovery)
+            return await self._answered(run_id)
 
         return InlineTurnRun(
             run_id,
@@ -406,6 +418,17 @@ class DurableConversation(Generic[OutputT]):
             agent=agent.agent_name,
             answer=answer,
         )
+
+    async def _answered(self, run_id: str) -> Result[OutputT]:
+        """Inline turn ``run_id``'s latest answer once its history records one (a reader
+        that came back after its send: a pause, or its end), asked again until then."""
+        pause = 0.05
+        while (out := await self._inline_outcome(run_id)) is None:
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 1.0)
+        if isinstance(out, BaseException):
+            raise await self._turn_failure(out, run_id) from None
+        return await self._turn_result(out, run_id)
 
     def _update(
         self, turn: TurnInput, recovery: TurnRecovery, accepted: asyncio.Event | None = None

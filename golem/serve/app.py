@@ -40,13 +40,16 @@ def create_app(
     origins: Sequence[str] = (),
     max_body_bytes: int = MAX_BODY_BYTES,
     ui_url: str = "",
+    inline_turns: bool = False,
 ) -> Starlette:
     """An ASGI app serving ``agents`` (``Agent``s, their names, or ``DurableAgent``s) over
     AG-UI, the Vercel AI SDK's UI message stream and REST, with the console at ``/``.
 
     ``auth`` names who calls (without it anyone who reaches the app may do anything: serve
     it on loopback only); ``origins`` are the pages on other origins that may call it;
-    bodies over ``max_body_bytes`` get 413; ``ui_url`` is the Temporal UI to link turns to.
+    bodies over ``max_body_bytes`` get 413; ``ui_url`` is the Temporal UI to link turns to;
+    ``inline_turns`` runs new conversations' turns in their own workflow (about half the
+    worker CPU per turn; docs/adr/0050-turns-inline.md), for agents that do not hand off.
     """
     if "*" in origins:
         raise ValueError("origins must be listed explicitly: '*' would let any page call it")
@@ -60,7 +63,10 @@ def create_app(
         durable[served.agent_name] = served
     if not durable:
         raise ValueError("create_app needs at least one agent to serve")
-    state = Served(client, durable, ui_url, auth, max_body_bytes)
+    for name, served in durable.items():
+        if inline_turns and (problem := served.inline_problem):
+            raise ValueError(f"inline_turns: agent {name!r} cannot run inline: {problem}")
+    state = Served(client, durable, ui_url, auth, max_body_bytes, inline_turns=inline_turns)
 
     async def document(request: Request) -> Response:
         return JSONResponse(openapi(sorted(durable)))

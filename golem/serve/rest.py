@@ -105,7 +105,9 @@ def rest_routes(served: Served) -> list[Route]:
                     raise
             else:
                 raise Problem(409, f"conversation {given!r} exists already")
-        conversation = await durable.conversation(given or None, owner=subject)
+        conversation = await durable.conversation(
+            given or None, owner=subject, inline_turns=served.inline_turns
+        )
         return JSONResponse({"id": conversation.id, "agent": agent}, status_code=201)
 
     async def listing(request: Request) -> Response:
@@ -158,7 +160,8 @@ def rest_routes(served: Served) -> list[Route]:
         run_id = await found.begin(text, served.in_flight)
         events = f"/conversations/{found.id}/events"
         return JSONResponse(
-            {"runId": run_id, "events": events, "link": served.link(run_id)}, status_code=202
+            {"runId": run_id, "events": events, "link": served.turn_link(run_id, found.id)},
+            status_code=202,
         )
 
     async def events(request: Request) -> Response:
@@ -295,5 +298,6 @@ def end_event(
         json.dumps(output)
     except TypeError:
         output = str(output)
-    data = {"status": "done", "runId": rid, "output": output, "link": served.link(rid)}
+    link = served.turn_link(rid, result.conversation_id)
+    data = {"status": "done", "runId": rid, "output": output, "link": link}
     return ServerSentEvent(sep=SEP, data=json.dumps(data), event="result", id=ident)

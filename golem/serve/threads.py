@@ -27,7 +27,6 @@ from golem.client.lookups import (
     conversation_messages,
     existing_run,
 )
-from golem.client.recovery import turn_started
 from golem.events import RunEvent
 from golem.external import ExternalTool
 from golem.ids import new_id
@@ -38,7 +37,7 @@ from golem.serve.decisions import Decision, to_approvals
 from golem.serve.errors import Problem
 from golem.serve.requests import MAX_BODY_BYTES, read_json
 from golem.streaming import DurableRunStream
-from golem.wire import ConversationInput
+from golem.wire import ConversationInput, names
 
 
 @dataclass(frozen=True)
@@ -91,6 +90,8 @@ class Thread:
     """Temporal's description; ``None`` for a conversation this request starts."""
     owner: str = ""
     """Who a conversation this request starts belongs to."""
+    inline_turns: bool = False
+    """A conversation this request starts runs its turns inline (docs/adr/0050)."""
 
     def __post_init__(self) -> None:
         self._relayed()
@@ -134,13 +135,15 @@ class Thread:
             return frozenset()
         if tools:
             return frozenset(c.id for c in calls if isinstance(tools.get(c.name), ExternalTool))
-        paused = await (await self.agent.attach(run_id)).result()
+        paused = await (await self.conversation.turn(run_id)).result()
         return frozenset(c.id for c in paused.pending_calls)
 
     async def start(self) -> None:
         """Start the conversation workflow when this request is its first."""
         if self.info is None:
-            self.conversation = await self.agent.conversation(self.id, owner=self.owner)
+            self.conversation = await self.agent.conversation(
+                self.id, owner=self.owner, inline_turns=self.inline_turns
+            )
             self._relayed()
 
     def send(self, prompt: str, run_id: str = "") -> DurableRunStream[Any]:
@@ -166,8 +169,12 @@ class Thread:
         sent = asyncio.ensure_future(drain())
         keep.add(sent)
         sent.add_done_callback(keep.discard)
-        child = self.client.get_workflow_handle(run_id)
-        if not await turn_started(child, sent, self.id):
+        begun = asyncio.ensure_future(stream.begun())
+        try:  # its run exists (a child run), or the conversation took it (inline)
+            await asyncio.wait([sent, begun], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            begun.cancel()
+        if sent.done() and not stream.started:
             await sent  # raises the refusal
         return run_id
 
@@ -195,7 +202,7 @@ class Thread:
             answers |= await checked_results(results or {}, self.owner, tools, calls)
         except ValueError as exc:
             raise Problem(422, str(exc), "invalid_result") from None
-        run = await self.agent.attach(run_id)
+        run = await self.conversation.turn(run_id)
         start = await run.stream_end()
         answered = asyncio.ensure_future(self.conversation.approve(answers, by=self.owner))
 
@@ -210,7 +217,7 @@ class Thread:
     async def follow(self, run_id: str, offset: int) -> DurableRunStream[Any]:
         """The events of turn ``run_id`` from ``offset``: they end when it ends or waits;
         400 for an offset past the end of its stream (it would wait for events never sent)."""
-        run = await self.agent.attach(run_id)
+        run = await self.conversation.turn(run_id)
         if offset and offset > await run.stream_end():
             raise Problem(
                 400, f"Last-Event-ID {run_id}:{offset} is past the end of run {run_id}'s stream"
@@ -266,6 +273,8 @@ class Served:
     max_body_bytes: int = MAX_BODY_BYTES
     in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
     """Waits on turns sent by REST (their turns live in Temporal, not here)."""
+    inline_turns: bool = False
+    """New conversations run their turns inline in their workflow (docs/adr/0050)."""
 
     async def body(self, request: Request) -> dict[str, Any]:
         """The request's JSON object, bounded by ``max_body_bytes``."""
@@ -295,9 +304,9 @@ class Served:
         (then ``thread`` says what it is). Its ``start`` is not called."""
         _check_id(conversation_id)
         durable = self.agent(agent)
-        input = ConversationInput(agent=durable.agent_name)
+        input = ConversationInput(agent=durable.agent_name, inline_turns=self.inline_turns)
         conversation = started_by_first_turn(durable, conversation_id, input, subject)
-        return Thread(durable, conversation, None, subject)
+        return Thread(durable, conversation, None, subject, self.inline_turns)
 
     async def thread(self, conversation_id: str, subject: str, agent: str | None = None) -> Thread:
         """Conversation ``conversation_id`` as ``subject`` may see it; with ``agent``,
@@ -318,7 +327,15 @@ class Served:
             raise Problem(409, f"conversation {conversation_id!r} is {name!r}'s, not {agent!r}'s")
         durable = self.agent(name)
         handle = self.client.get_workflow_handle(conversation_id)
-        return Thread(durable, DurableConversation(durable, handle), info, subject)
+        conversation = DurableConversation(durable, handle)
+        if info is not None:  # its description says already: no describe per streamed turn
+            conversation.inline = bool(await info.description.memo_value(names.INLINE_MEMO, False))
+        return Thread(durable, conversation, info, subject, self.inline_turns)
+
+    def turn_link(self, run_id: str, conversation_id: str) -> str:
+        """The Temporal UI's page of a turn: its own workflow's, or, for a turn run inline
+        (this app's new conversations, with ``inline_turns``), its conversation's."""
+        return self.link(conversation_id if self.inline_turns else run_id)
 
     def link(self, workflow_id: str) -> str:
         """The Temporal UI's page of workflow ``workflow_id`` ("" without a UI address)."""
