@@ -31,7 +31,8 @@ depends on what the allocators kept from the bursts before (freed memory they re
 give back: it can come out below zero), so the verdict on the target is the live bytes
 an open stream holds in burst 2, with the RSS growth of every burst printed beside it.
 
-Run: .venv/bin/python benchmarks/serve.py [N [ROUNDS]] [--profile] [--raw-client]
+Run: .venv/bin/python benchmarks/serve.py [N [ROUNDS]] [--profile] [--raw-client] [--inline-turns]
+(``--inline-turns``: both paths' conversations run their turns inline, docs/adr/0050.)
 (ROUNDS, default 1: rounds of N conversations through each path, alternated, pooled; on a
 busy machine a small N with many rounds gives latencies that mean something.)
 (``--profile`` runs the serve process under cProfile over the timed rounds and prints
@@ -103,7 +104,9 @@ async def at_once(n: int, one: Callable[[int], Awaitable[float]]) -> list[float]
     return list(await asyncio.gather(*(one(i) for i in range(n))))
 
 
-async def main(n: int, rounds: int, profiled: bool = False, raw: bool = False) -> None:
+async def main(
+    n: int, rounds: int, profiled: bool = False, raw: bool = False, inline: bool = False
+) -> None:
     trace = Path(f"/tmp/golem-bench-serve-{os.getpid()}.trace")
     trace.unlink(missing_ok=True)
     # The probes answer only when asked (a signal): the timed rounds run golem serve as is.
@@ -121,8 +124,8 @@ async def main(n: int, rounds: int, profiled: bool = False, raw: bool = False) -
         )  # fmt: skip
         serve = await asyncio.create_subprocess_exec(
             sys.executable, "-m", module, "serve", "--agent", "benchmarks._serve_agents:agent",
-            "--port", str(port), "--task-queue", queue, env=environ,
-            stdout=asyncio.subprocess.DEVNULL,
+            "--port", str(port), "--task-queue", queue, *(["--inline-turns"] if inline else []),
+            env=environ, stdout=asyncio.subprocess.DEVNULL,
         )  # fmt: skip
         try:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
@@ -142,7 +145,7 @@ async def main(n: int, rounds: int, profiled: bool = False, raw: bool = False) -
                     # Timed from before the conversation starts, as an AG-UI request for a
                     # new thread starts it: both paths time the same work.
                     start, first, any_ = time.perf_counter(), 0.0, 0.0
-                    conversation = await durable.conversation()
+                    conversation = await durable.conversation(inline_turns=inline)
                     async for event in conversation.send_stream("go"):
                         any_ = any_ or time.perf_counter() - start
                         if event.kind == "text_delta" and not first:
@@ -434,7 +437,7 @@ if __name__ == "__main__":
     numbers = [int(arg) for arg in sys.argv[1:] if arg.isdigit()]
     n = numbers[0] if numbers else 100
     rounds = numbers[1] if len(numbers) > 1 else 1
-    flags = [flag in sys.argv for flag in ("--profile", "--raw-client")]
+    flags = [flag in sys.argv for flag in ("--profile", "--raw-client", "--inline-turns")]
     asyncio.run(main(n, rounds, *flags))
     sys.stdout.flush()
     os._exit(0)  # the Temporal core runtime can abort at interpreter teardown
