@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from cli_agents import broken, counter, echo
 from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 from waiting import eventually
@@ -323,11 +324,23 @@ async def test_chat_leaves_a_conversation_that_rests_when_idle_and_reopens_on_it
     assert "counter> 2: two" in again.out and running == WorkflowExecutionStatus.RUNNING
 
 
-async def test_chat_asks_for_the_approvals_a_turn_waits_for(address: str) -> None:
+@pytest.mark.parametrize("shape", [[], ["--inline-turns"]], ids=["child runs", "inline"])
+async def test_chat_asks_for_the_approvals_a_turn_waits_for(
+    address: str, temporal_client: Client, shape: list[str]
+) -> None:
     tq = queue()
     async with golem_worker(tq, "bank"):
-        done = await golem("chat", "--agent", "bank", "--task-queue", tq, stdin="pay\ny\npay\nn\n")
+        done = await golem(
+            "chat", "--agent", "bank", "--task-queue", tq, *shape, stdin="pay\ny\npay\nn\n"
+        )
     assert done.code == 0, done.err
+    first_run = done.out.splitlines()[5].split()[-1]
+    try:
+        parent = (await temporal_client.get_workflow_handle(first_run).describe()).parent_id
+    except RPCError as exc:
+        parent = exc.status.name
+    conversation = done.out.splitlines()[-1].split()[-1]
+    assert parent == ("NOT_FOUND" if shape else conversation)  # inline: no workflow of its own
     lines = done.out.splitlines()
     question = 'approve transfer({"amount": 5})? [y/N]'
     assert lines[1:5] == [

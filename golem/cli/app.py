@@ -196,6 +196,12 @@ def parser() -> argparse.ArgumentParser:
         help="a new conversation rests (its workflow closes) after this long without a turn; "
         "its next turn, from any client, reopens it (0: it stays open until closed)",
     )
+    chat.add_argument(
+        "--inline-turns",
+        action="store_true",
+        help="a new conversation runs its turns in its own workflow, not as child runs "
+        "(about half the worker CPU per turn; docs/adr/0050-turns-inline.md)",
+    )
     approve = command(
         "approve", "approve (or deny) the calls a waiting run asks about", server, links
     )

@@ -79,7 +79,10 @@ async def open_conversation(
         return await durable.conversation(args.conversation_id)
     seed = await starting_history(client, args)
     idle = timedelta(seconds=args.idle_timeout) if args.idle_timeout > 0 else None
-    return await durable.conversation(args.conversation_id, history=seed, idle_timeout=idle)
+    inline = getattr(args, "inline_turns", False)
+    return await durable.conversation(
+        args.conversation_id, history=seed, idle_timeout=idle, inline_turns=inline
+    )
 
 
 async def starting_history(client: Client, args: argparse.Namespace) -> list[Message] | None:
@@ -254,7 +257,8 @@ async def run_turn(
     run_id = run_id or new_id()
     streamed = False
     try:
-        async with watching(client, await queue_of(conversation), run_id, args.worker_timeout):
+        watched = await watched_for(conversation, run_id)
+        async with watching(client, await queue_of(conversation), watched, args.worker_timeout):
             if not live_output(args):
                 result = await conversation.send(args.prompt, run_id=run_id)
             else:
@@ -279,6 +283,12 @@ async def run_turn(
         return print_waiting(client, result, run_id, conversation.id, args.json)
     print_result(client, result, args.json, streamed=streamed)
     return 0
+
+
+async def watched_for(conversation: DurableConversation[Any], run_id: str) -> str:
+    """The workflow whose start says a worker took turn ``run_id``: its own run's, or its
+    conversation's when its turns run inline (a worker took the send, or it is refused)."""
+    return conversation.id if await conversation.runs_inline() else run_id
 
 
 async def queue_of(conversation: DurableConversation[Any]) -> str:
@@ -383,7 +393,7 @@ async def cmd_chat(args: argparse.Namespace) -> int:
         stream = conversation.send_stream(prompt, run_id=run_id)
         try:
             echo(f"{name}> ")
-            async with watching(client, task_queue, run_id):
+            async with watching(client, task_queue, await watched_for(conversation, run_id)):
                 if not await write_text(stream, echo):  # it ends the line it wrote
                     paused = stream.result.paused
                     print(
