@@ -16,6 +16,7 @@ import os
 
 from golem.cli.connect import DEFAULT_TASK_QUEUE, connect_args, load_agent, ui_base
 from golem.codec_server import is_loopback
+from golem.delegation import inline_problem
 
 HS_KEY_VARIABLE = "GOLEM_SERVE_HS_KEY"
 
@@ -72,6 +73,11 @@ async def cmd_serve(args: argparse.Namespace) -> int:
             f"golem serve needs: pip install 'golem-temporal[serve]' ({exc})"
         ) from None
     agents = [load_agent(spec) for spec in args.agent]
+    for agent in agents if args.inline_turns else []:  # said before any connection
+        if problem := inline_problem(agent):
+            raise SystemExit(
+                f"golem serve: --inline-turns: agent {agent.name!r} cannot run inline: {problem}"
+            )
     auth: Auth | None = None
     if args.auth == "header":
         auth = TrustedHeaderAuth(args.auth_header)
