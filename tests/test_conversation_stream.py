@@ -246,3 +246,30 @@ async def test_a_streamed_turn_that_waits_for_approvals_ends_with_its_paused_res
     assert [name for name in calls if name] == ["transfer", "balance"]
     assert {e.run_id for e in events} == {paused.run_id}
     assert done.run_id == paused.run_id and done.output == "moved 5 | balance 100"
+
+
+async def test_a_streamed_turn_read_on_after_its_approval_ends_with_its_final_result(
+    temporal_client: Client,
+) -> None:
+    """Reading the rest of a paused turn's events after ``conv.approve`` (as ``stream.run``
+    and ``stream.offset`` allow) ends with the turn's final ``Result``, not the pause."""
+    executed: list[int] = []
+    async with serving(temporal_client, transfer_agent(executed)) as durable:
+        conv = await durable.conversation()
+        stream = conv.send_stream("move 5")
+        async with asyncio.timeout(DEADLINE):
+            before = [event async for event in stream]
+        assert stream.result.paused
+        done = await conv.approve({"t1": True})
+        rest = stream.run.stream(from_offset=stream.offset)
+        async with asyncio.timeout(DEADLINE):
+            after = [event async for event in rest]
+
+    assert [e.kind for e in before if not e.kind.endswith("_delta")] == [
+        "model_start",
+        "model_end",
+    ]
+    kinds = [e.kind for e in after if not e.kind.endswith("_delta")]
+    assert kinds.count("tool_end") == 2 and kinds[-2:] == ["model_start", "model_end"]
+    assert done.output == "moved 5 | balance 100" and executed == [5]
+    assert not rest.result.paused and rest.result.output == done.output
