@@ -175,7 +175,8 @@ class InlineTurnRun(DurableRun[OutputT]):
     through the conversation."""
 
     answer: Callable[[], Awaitable[Result[OutputT]]] | None = field(default=None, repr=False)
-    """Reads the turn's answer from its conversation (a stream's own ``result`` is its send's)."""
+    """Reads the turn's answer from its conversation: its send's, or once that was a pause,
+    the latest its conversation recorded (a decision since may have ended it)."""
 
     async def result(self, *, final: bool = False) -> Result[OutputT]:
         if self.answer is None or final:
