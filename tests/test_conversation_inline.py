@@ -618,3 +618,28 @@ async def _retained(handle: Any, end: int) -> list[str]:
         if item.offset + 1 >= end:
             break
     return seen
+
+
+async def test_a_streamed_inline_turn_read_after_its_items_were_dropped_ends_with_its_result(
+    temporal_client: Client,
+) -> None:
+    """The conversation's stream keeps only the latest two streamed turns' items: a reader of
+    an older one (attached late, or resumed from a saved offset) misses its events but stops
+    with its ``Result``, where it would wait among later turns' items for ever."""
+    agent = talker()
+    agent.name = f"talker_{uuid.uuid4().hex[:6]}"
+    async with serve(temporal_client, agent) as tq:
+        conv = await inline(temporal_client, agent, tq)
+        first = conv.send_stream("one")
+        async with asyncio.timeout(60):
+            said = texts([e async for e in first])
+            for n in range(2):
+                _ = [e async for e in conv.send_stream(f"turn {n}")]
+        saved = first.offset
+        late, resumed = first.run.stream(), first.run.stream(from_offset=saved - 1)
+        async with asyncio.timeout(60):
+            missed = [e async for e in late] + [e async for e in resumed]
+        retained = await _retained(conv.handle, await first.run.stream_end())
+    assert said == "1: one" and first.run.run_id not in retained
+    assert missed == []
+    assert late.result.output == resumed.result.output == "1: one"
