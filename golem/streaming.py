@@ -173,7 +173,8 @@ class DurableRunStream(StreamResult[OutputT]):
         runs it names are followed."""
         events = _Events(run.run_id, run.conversation_id, run.agent, tree.follow)
         # A turn run inline streams on its conversation's stream, among its other turns'.
-        events.scoped = run.handle.id != run.run_id
+        if run.handle.id != run.run_id:
+            events.held = lambda: _held(run.handle, run.run_id)
         items = _subscribe(run.handle, self._read)
         async with aclosing(items):
             async for event in events.read(self._up_to_pause(items), self._read_up_to):
@@ -215,6 +216,15 @@ class DurableRunStream(StreamResult[OutputT]):
             return
         if self._read >= self._end_at:
             own.cancel()  # waiting in a poll for items the pause will not publish
+
+
+async def _held(handle: WorkflowHandle[Any, Any], run_id: str) -> bool:
+    """Whether inline turn ``run_id``'s conversation holds its stream's items, or will."""
+    try:
+        held: bool = await handle.query(names.TURN_STREAM_HELD, run_id, result_type=bool)
+    except (WorkflowQueryFailedError, RPCError):
+        return True  # a worker that does not know the query: read on, as it did
+    return held
 
 
 async def _running(run: DurableRun[OutputT]) -> bool:
@@ -273,8 +283,9 @@ class _Events:
         self.attempts: dict[int, tuple[int, int]] = {}  # turn -> its newest (model, attempt)
         self.ended = False
         """The run's ``end`` was read."""
-        self.scoped = False
-        """The stream is a conversation's: only the items naming this run (``of_run``)."""
+        self.held: Callable[[], Awaitable[bool]] | None = None
+        """Set when the stream is a conversation's, whose items name their turn (``of_run``):
+        whether it still holds this run's items (asked as another turn ends)."""
 
     async def read(
         self,
@@ -285,7 +296,10 @@ class _Events:
         async for item in items:
             on_item(item)
             wire = _decode(item)
-            if self.scoped and wire.of_run != self.run_id:
+            if self.held is not None and wire.of_run != self.run_id:
+                if wire.kind == "end" and not await self.held():
+                    self.ended = True  # its items were dropped: none of them will come
+                    return
                 continue  # another turn's
             if wire.kind == "end":
                 self.ended = True

@@ -532,6 +532,16 @@ class ConversationWorkflow:
         """The agent serving the next turn (a handoff moves the conversation to another)."""
         return self._turns.handoffs.current
 
+    @workflow.query(name=names.TURN_STREAM_HELD)
+    def turn_stream_held(self, run_id: str) -> bool:
+        """Whether this conversation's stream holds turn ``run_id``'s items, or will once it
+        runs: ``False`` once they were dropped (two streamed turns ran since) or it ran
+        unstreamed, so its reader stops rather than wait among later turns' items."""
+        if self._streams is None or run_id in self._streams.held:
+            return True
+        queued = {r for _, r in self._turns.queue}
+        return run_id not in self._turns.known or run_id in queued
+
     @workflow.query(name=names.RUNS)
     def runs(self) -> list[str]:
         """Run ids of the turns this workflow run holds (all of them until the transcript
