@@ -12,7 +12,7 @@ import pytest
 from delegation_agents import caller_agent, calls
 from delegation_agents import echo_agent as echo_agent_of
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.common import RawValue
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.exceptions import CancelledError
@@ -643,3 +643,83 @@ async def test_a_streamed_inline_turn_read_after_its_items_were_dropped_ends_wit
     assert said == "1: one" and first.run.run_id not in retained
     assert missed == []
     assert late.result.output == resumed.result.output == "1: one"
+
+
+async def _sends_admitted(handle: Any, count: int) -> None:
+    """Until ``count`` sends (not stream polls, also updates) reached the conversation."""
+
+    async def admitted() -> bool:
+        accepted = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+        events = [e async for e in handle.fetch_history_events() if e.event_type == accepted]
+        updates = [
+            e.workflow_execution_update_accepted_event_attributes.accepted_request.input.name
+            for e in events
+        ]
+        return updates.count(names.SEND) >= count
+
+    await eventually(admitted, what=f"{count} sends accepted by the conversation")
+
+
+async def test_a_conversation_cancelled_mid_stream_ends_every_turns_reader(
+    temporal_client: Client,
+) -> None:
+    """A workflow cancel while a streamed turn runs, another queued behind it: the running
+    turn's reader ends with its send's ``RunError`` (stage ``canceled``), the queued one's
+    with its refusal; neither waits for ever."""
+    gate = asyncio.Event()
+    agent = talker(gate)
+    agent.name = f"talker_{uuid.uuid4().hex[:6]}"
+    async with serve(temporal_client, agent) as tq:
+        conv = await inline(temporal_client, agent, tq)
+        running, queued = conv.send_stream("one"), conv.send_stream("two")
+        seen: list[Any] = []
+
+        async def read(stream: Any, into: list[Any]) -> None:
+            async for event in stream:
+                into.append(event)
+
+        first = asyncio.ensure_future(read(running, seen))
+        await eventually(lambda: bool(texts(seen)), what="the first turn's first piece")
+        second = asyncio.ensure_future(read(queued, []))
+        await _sends_admitted(conv.handle, 2)
+        await conv.handle.cancel()
+        try:
+            async with asyncio.timeout(60):
+                with pytest.raises(RunError) as cancelled:
+                    await first
+                with pytest.raises(ConversationClosedError):
+                    await second
+        finally:
+            gate.set()
+    assert cancelled.value.stage == "canceled"
+    assert texts(seen) == "1: "
+
+
+async def test_a_rested_inline_conversation_streams_on_when_a_streamed_send_reopens_it(
+    temporal_client: Client,
+) -> None:
+    """A streamed turn read back after its conversation rested, then an attached client's
+    streamed send reopening it: the reopened run says in its memo that its turns run inline."""
+    agent = talker()
+    agent.name = f"talker_{uuid.uuid4().hex[:6]}"
+    async with serve(temporal_client, agent) as tq:
+        durable = DurableAgent(temporal_client, agent, task_queue=tq)
+        conv = await durable.conversation(inline_turns=True, idle_timeout=timedelta(seconds=1))
+        first = conv.send_stream("one")
+        async with asyncio.timeout(60):
+            said = texts([e async for e in first])
+
+        async def rested() -> bool:
+            return (await conv.handle.describe()).status != WorkflowExecutionStatus.RUNNING
+
+        await eventually(rested, what="the conversation to rest", timeout=30)
+        late = first.run.stream()
+        attached = DurableConversation(durable, conv.handle)
+        second = attached.send_stream("two")
+        async with asyncio.timeout(60):
+            again = texts([e async for e in late])
+            then = texts([e async for e in second])
+        memo = await (await conv.handle.describe()).memo()
+    assert said == again == "1: one" and late.result.output == "1: one"
+    assert then == "2: two" and attached.inline is True
+    assert memo.get(names.INLINE_MEMO) is True

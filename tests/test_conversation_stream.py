@@ -19,6 +19,7 @@ from test_durable_approvals import transfer_agent
 
 from golem.agent import Agent
 from golem.client import ConversationClosedError, DurableAgent
+from golem.errors import ModelConnectionError
 from golem.events import RunEvent
 from golem.messages import Message, ToolCall, Usage
 from golem.models.base import ModelResponse, StreamDelta, ToolDefinition
@@ -273,3 +274,38 @@ async def test_a_streamed_turn_read_on_after_its_approval_ends_with_its_final_re
     assert kinds.count("tool_end") == 2 and kinds[-2:] == ["model_start", "model_end"]
     assert done.output == "moved 5 | balance 100" and executed == [5]
     assert not rest.result.paused and rest.result.output == done.output
+
+
+async def test_a_streamed_turn_whose_model_call_is_retried_marks_the_restart(
+    temporal_client: Client,
+) -> None:
+    """A model call that fails mid-answer is retried (attempt 2): the reader sees the turn
+    restart, then only the retried answer's text."""
+    calls: list[int] = []
+
+    async def stream(
+        messages: list[Message], tools: list[ToolDefinition]
+    ) -> AsyncIterator[StreamDelta | ModelResponse]:
+        calls.append(len(calls) + 1)
+        if len(calls) == 1:
+            yield StreamDelta(kind="text", text="a partial ")
+            raise ModelConnectionError("the connection dropped mid-answer")
+        yield StreamDelta(kind="text", text="the retried answer")
+        yield ModelResponse(message=Message.assistant("the retried answer"), usage=Usage())
+
+    def whole(messages: list[Message], tools: Any) -> Message:
+        return Message.assistant("the retried answer")
+
+    agent = Agent(FunctionModel(whole, stream_fn=stream), name=f"flaky_{uuid.uuid4().hex[:6]}")
+    async with serving(temporal_client, agent) as durable:
+        conv = await durable.conversation()
+        turn = conv.send_stream("go")
+        async with asyncio.timeout(DEADLINE):
+            events = [event async for event in turn]
+
+    kinds = [(e.kind, e.attempt) for e in events if e.kind != "text_delta"]
+    assert kinds == [("model_start", 0), ("turn_restarted", 2), ("model_end", 0)]
+    restart = [e.kind for e in events].index("turn_restarted")
+    assert texts(events[restart:]) == "the retried answer"
+    assert {e.run_id for e in events} == {turn.result.run_id}
+    assert turn.result.output == "the retried answer" and calls == [1, 2]
