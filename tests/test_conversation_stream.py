@@ -309,3 +309,18 @@ async def test_a_streamed_turn_whose_model_call_is_retried_marks_the_restart(
     assert texts(events[restart:]) == "the retried answer"
     assert {e.run_id for e in events} == {turn.result.run_id}
     assert turn.result.output == "the retried answer" and calls == [1, 2]
+
+
+async def test_a_streamed_turn_cannot_take_its_conversations_id_as_its_run_id(
+    temporal_client: Client,
+) -> None:
+    """A turn's run id names its events on the stream: the conversation's own id is taken
+    (by the conversation), as a child run finds it, and no turn runs under it."""
+    async with serving(temporal_client, talker()) as durable:
+        conv = await durable.conversation()
+        async with asyncio.timeout(DEADLINE):
+            said = texts([e async for e in conv.send_stream("one")])
+            with pytest.raises(ValueError, match=rf"run id '{conv.id}' is taken"):
+                _ = [e async for e in conv.send_stream("two", run_id=conv.id)]
+        runs = await conv.runs()
+    assert said == "1: one" and conv.id not in runs and len(runs) == 1
