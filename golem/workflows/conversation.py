@@ -222,6 +222,10 @@ class ConversationWorkflow:
                 raise not_inline(f"serve {problem}")
         if not turn.run_id:
             raise ApplicationError("a turn needs a run id", non_retryable=True)
+        if self._inline and turn.run_id == workflow.info().workflow_id:
+            # A child turn's start finds it taken; an inline turn's items would name no turn.
+            why = "it is this conversation's own id; pass a new run id, or none to get one"
+            raise refused(Refusal("taken", f"run id {turn.run_id!r} is taken: {why}"))
         refusal = self._turns.check_send(turn.run_id, turn.fingerprint())
         if refusal is not None:
             raise refused(refusal)
