@@ -73,6 +73,8 @@ class DurableRun(Protocol[OutputT]):
 
     async def stream_end(self) -> int: ...
 
+    async def stream_held(self) -> bool: ...
+
     def stream(self, from_offset: int = 0) -> DurableRunStream[OutputT]: ...
 
 
@@ -174,7 +176,7 @@ class DurableRunStream(StreamResult[OutputT]):
         events = _Events(run.run_id, run.conversation_id, run.agent, tree.follow)
         # A turn run inline streams on its conversation's stream, among its other turns'.
         if run.handle.id != run.run_id:
-            events.held = lambda: _held(run.handle, run.run_id)
+            events.held = run.stream_held
         items = _subscribe(run.handle, self._read)
         async with aclosing(items):
             async for event in events.read(self._up_to_pause(items), self._read_up_to):
@@ -216,15 +218,6 @@ class DurableRunStream(StreamResult[OutputT]):
             return
         if self._read >= self._end_at:
             own.cancel()  # waiting in a poll for items the pause will not publish
-
-
-async def _held(handle: WorkflowHandle[Any, Any], run_id: str) -> bool:
-    """Whether inline turn ``run_id``'s conversation holds its stream's items, or will."""
-    try:
-        held: bool = await handle.query(names.TURN_STREAM_HELD, run_id, result_type=bool)
-    except (WorkflowQueryFailedError, RPCError):
-        return True  # a worker that does not know the query: read on, as it did
-    return held
 
 
 async def _running(run: DurableRun[OutputT]) -> bool:

@@ -400,7 +400,7 @@ class DurableConversation(Generic[OutputT]):
             # it again), which only the conversation's history records.
             return await self._answered(run_id) if result.paused else result
 
-        return replace(run, answer=answer)
+        return replace(run, answer=answer, unanswered=lambda: not sent.done())
 
     async def turn(self, run_id: str) -> DurableRun[OutputT]:
         """Turn ``run_id``'s run, to read its stream or wait for its result: its own

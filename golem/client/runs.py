@@ -19,6 +19,7 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
+    WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
@@ -162,6 +163,11 @@ class DurableRun(Generic[OutputT]):
         what the run publishes next (e.g. once an approval lets it go on)."""
         return await WorkflowStreamClient(self.handle).get_offset()
 
+    async def stream_held(self) -> bool:
+        """Whether its stream still holds its items, or will (a run's own stream keeps them
+        all; a conversation's drops older turns')."""
+        return True
+
     def stream(self, from_offset: int = 0) -> DurableRunStream[OutputT]:
         """The run's events from ``from_offset`` (live, or replayed once it has ended)."""
         return DurableRunStream(self, from_offset)
@@ -177,6 +183,20 @@ class InlineTurnRun(DurableRun[OutputT]):
     answer: Callable[[], Awaitable[Result[OutputT]]] | None = field(default=None, repr=False)
     """Reads the turn's answer from its conversation: its send's, or once that was a pause,
     the latest its conversation recorded (a decision since may have ended it)."""
+
+    unanswered: Callable[[], bool] = field(default=lambda: False, repr=False)
+    """Its send waits for its answer: it is queued or runs (its items are, or will be, held)."""
+
+    async def stream_held(self) -> bool:
+        if self.unanswered():
+            return True  # no query needed: a turn in flight or queued keeps its items
+        try:
+            held: bool = await self.handle.query(
+                names.TURN_STREAM_HELD, self.run_id, result_type=bool
+            )
+        except (WorkflowQueryFailedError, RPCError):
+            return True  # a worker that does not know the query: read on, as it did
+        return held
 
     async def result(self, *, final: bool = False) -> Result[OutputT]:
         if self.answer is None or final:
