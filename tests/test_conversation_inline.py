@@ -723,3 +723,26 @@ async def test_a_rested_inline_conversation_streams_on_when_a_streamed_send_reop
     assert said == again == "1: one" and late.result.output == "1: one"
     assert then == "2: two" and attached.inline is True
     assert memo.get(names.INLINE_MEMO) is True
+
+
+async def test_a_streamed_inline_turn_read_on_after_a_close_denied_its_calls_ends_with_its_end(
+    temporal_client: Client,
+) -> None:
+    """A streamed turn that waits, ended by ``close()`` (its calls denied, no update of it
+    answering its end): the rest of its events read after, then the end its conversation
+    recorded, not the pause."""
+    executed: list[int] = []
+    agent = transfer_agent(executed)
+    agent.name = f"bank_{uuid.uuid4().hex[:6]}"
+    async with serve_approvals(temporal_client, agent) as tq:
+        conv = await inline(temporal_client, agent, tq)
+        stream = conv.send_stream("move 5")
+        async with asyncio.timeout(60):
+            _ = [e async for e in stream]
+            assert stream.result.paused
+            await conv.close()
+            rest = stream.run.stream(from_offset=stream.offset)
+            after = [e.kind async for e in rest]
+    kinds = [kind for kind in after if not kind.endswith("_delta")]
+    assert kinds[-2:] == ["model_start", "model_end"] and executed == []
+    assert not rest.result.paused and DENIED_RESULT in str(rest.result.output)
