@@ -746,3 +746,21 @@ async def test_a_streamed_inline_turn_read_on_after_a_close_denied_its_calls_end
     kinds = [kind for kind in after if not kind.endswith("_delta")]
     assert kinds[-2:] == ["model_start", "model_end"] and executed == []
     assert not rest.result.paused and DENIED_RESULT in str(rest.result.output)
+
+
+async def test_an_inline_turns_run_says_what_stops_it(temporal_client: Client) -> None:
+    """``stream.run.cancel()`` of an inline turn cannot stop it alone: its error names what
+    does (a cancel of the conversation's workflow), not ``close()``, which lets a turn in
+    flight run to its end."""
+    agent = talker()
+    agent.name = f"talker_{uuid.uuid4().hex[:6]}"
+    async with serve(temporal_client, agent) as tq:
+        conv = await inline(temporal_client, agent, tq)
+        stream = conv.send_stream("one")
+        async with asyncio.timeout(60):
+            _ = [e async for e in stream]
+        with pytest.raises(TypeError) as refused:
+            await stream.run.cancel()
+    message = str(refused.value)
+    assert "close the conversation" not in message
+    assert "conv.handle.cancel()" in message and "close()" in message
