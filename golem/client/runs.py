@@ -177,8 +177,8 @@ class DurableRun(Generic[OutputT]):
 class InlineTurnRun(DurableRun[OutputT]):
     """A conversation turn run inline (docs/adr/0050-turns-inline.md): no workflow of its
     own, so ``handle`` is its conversation's, whose stream carries its events among the
-    other turns'. Its ``Result`` is its send's; its calls are answered, and it is stopped,
-    through the conversation."""
+    other turns'. Its ``Result`` is its latest answer; its calls are answered, and it is
+    stopped (the conversation's cancel), through the conversation."""
 
     answer: Callable[[], Awaitable[Result[OutputT]]] | None = field(default=None, repr=False)
     """Reads the turn's answer from its conversation: its send's, or once that was a pause,
@@ -212,7 +212,14 @@ class InlineTurnRun(DurableRun[OutputT]):
         raise TypeError(self._not_a_workflow("complete its calls (conv.complete does)"))
 
     async def cancel(self) -> None:
-        raise TypeError(self._not_a_workflow("be cancelled alone (close the conversation)"))
+        # close() would let a turn in flight run to its end: only the conversation's cancel
+        # stops it (at stage canceled, its evidence kept), ending the conversation too.
+        raise TypeError(
+            self._not_a_workflow(
+                "be cancelled alone; conv.handle.cancel() stops it and ends the conversation "
+                "(close() lets it run to its end)"
+            )
+        )
 
     def _not_a_workflow(self, what: str) -> str:
         return (
