@@ -31,7 +31,9 @@ from golem.client import PARENT_RUN_ID, ConversationClosedError, DurableAgent, D
 from golem.client.lookups import awaiting_approval
 from golem.client.records import history_reader, inline_turns_of
 from golem.loop import RunLoop
+from golem.messages import Usage
 from golem.models import FunctionModel
+from golem.models.base import ModelResponse, StreamDelta
 from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT
 from golem.results import RunError
 from golem.wire import Paused, StreamEvent, TurnOutput, names
@@ -764,3 +766,46 @@ async def test_an_inline_turns_run_says_what_stops_it(temporal_client: Client) -
     message = str(refused.value)
     assert "close the conversation" not in message
     assert "conv.handle.cancel()" in message and "close()" in message
+
+
+async def test_a_streamed_inline_turn_too_big_to_carry_still_ends_its_readers_after_a_switch(
+    temporal_client: Client,
+) -> None:
+    """A streamed turn whose items exceed CARRY_BYTES, the conversation continuing as new
+    right after it: only its end crosses, so a reader resumed mid-turn misses the rest of
+    its events but stops with its Result, and the next streamed turn reads whole."""
+    piece = "x" * 4_000
+
+    async def stream(messages: list[Message], tools: Any) -> Any:
+        users = [m for m in messages if m.role == "user"]
+        if len(users) == 1:
+            for _ in range(100):  # 400 kB of text, past CARRY_BYTES
+                yield StreamDelta(kind="text", text=piece)
+            yield ModelResponse(message=Message.assistant("big"), usage=Usage())
+            return
+        yield StreamDelta(kind="text", text="small")
+        yield ModelResponse(message=Message.assistant("small"), usage=Usage())
+
+    agent: Agent[Any, str] = Agent(
+        FunctionModel(lambda m, t: Message.assistant("unused"), stream_fn=stream),
+        name=f"big_{uuid.uuid4().hex[:6]}",
+    )
+    async with serve(temporal_client, agent) as tq:
+        conv = await budgeted(temporal_client, agent, tq, turns_per_run=1, inline_turns=True)
+        first = conv.send_stream("big")
+        async with asyncio.timeout(60):
+            whole = texts([e async for e in first])
+        await eventually(lambda: _switched(temporal_client, conv.id), what="the switch")
+        resumed = first.run.stream(from_offset=1)
+        second = conv.send_stream("small")
+        async with asyncio.timeout(60):
+            missed = [e async for e in resumed]
+            then = texts([e async for e in second])
+    # Its live reader may have missed the items too, when the switch came before its next
+    # poll (only the end crosses): it ends all the same.
+    assert len(whole) in (0, 400_000) and first.result.output == "big"
+    assert missed == [] and resumed.result.output == "big" and then == "small"
+
+
+async def _switched(client: Client, conversation_id: str) -> bool:
+    return await continued(client, conversation_id) >= 1
