@@ -36,10 +36,11 @@ from golem.models import FunctionModel
 from golem.models.base import ModelResponse, StreamDelta
 from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT
 from golem.results import RunError
-from golem.wire import Paused, StreamEvent, TurnOutput, names
+from golem.wire import ConversationInput, Paused, StreamEvent, TurnOutput, names
 from golem.wire import transcript as transcript_module
 from golem.wire.converter import golem_data_converter
 from golem.worker import GolemPlugin
+from golem.workflows.conversation import ConversationWorkflow
 
 
 async def inline(
@@ -809,3 +810,32 @@ async def test_a_streamed_inline_turn_too_big_to_carry_still_ends_its_readers_af
 
 async def _switched(client: Client, conversation_id: str) -> bool:
     return await continued(client, conversation_id) >= 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=RPCError,
+    reason="a client attached to an inline conversation started without the golemInlineTurns "
+    "memo takes its turns for child runs: turn_started counts the ended send as a started child "
+    "and the reader's subscribe finds no workflow by the turn's run id (RPCError NOT_FOUND)",
+)
+async def test_an_inline_conversation_started_without_its_memo_streams_to_an_attached_client(
+    temporal_client: Client,
+) -> None:
+    """A conversation whose turns run inline started with no ``golemInlineTurns`` memo (by a
+    golem before it set one, or by hand): a client attached by id still reads its streamed
+    turn's events."""
+    agent = talker()
+    agent.name = f"talker_{uuid.uuid4().hex[:6]}"
+    async with serve(temporal_client, agent) as tq:
+        handle = await temporal_client.start_workflow(
+            ConversationWorkflow.run,
+            ConversationInput(agent=agent.name, inline_turns=True),
+            id=f"conv-{uuid.uuid4()}",
+            task_queue=tq,
+        )
+        conv = DurableConversation(DurableAgent(temporal_client, agent, task_queue=tq), handle)
+        stream = conv.send_stream("one")
+        async with asyncio.timeout(60):
+            said = texts([e async for e in stream])
+    assert said == "1: one" and stream.result.output == "1: one"
