@@ -73,6 +73,8 @@ class DurableRun(Protocol[OutputT]):
 
     async def stream_end(self) -> int: ...
 
+    async def stream_held(self) -> bool: ...
+
     def stream(self, from_offset: int = 0) -> DurableRunStream[OutputT]: ...
 
 
@@ -173,7 +175,8 @@ class DurableRunStream(StreamResult[OutputT]):
         runs it names are followed."""
         events = _Events(run.run_id, run.conversation_id, run.agent, tree.follow)
         # A turn run inline streams on its conversation's stream, among its other turns'.
-        events.scoped = run.handle.id != run.run_id
+        if run.handle.id != run.run_id:
+            events.held = run.stream_held
         items = _subscribe(run.handle, self._read)
         async with aclosing(items):
             async for event in events.read(self._up_to_pause(items), self._read_up_to):
@@ -273,8 +276,9 @@ class _Events:
         self.attempts: dict[int, tuple[int, int]] = {}  # turn -> its newest (model, attempt)
         self.ended = False
         """The run's ``end`` was read."""
-        self.scoped = False
-        """The stream is a conversation's: only the items naming this run (``of_run``)."""
+        self.held: Callable[[], Awaitable[bool]] | None = None
+        """Set when the stream is a conversation's, whose items name their turn (``of_run``):
+        whether it still holds this run's items (asked as another turn ends)."""
 
     async def read(
         self,
@@ -285,7 +289,10 @@ class _Events:
         async for item in items:
             on_item(item)
             wire = _decode(item)
-            if self.scoped and wire.of_run != self.run_id:
+            if self.held is not None and wire.of_run != self.run_id:
+                if wire.kind == "end" and not await self.held():
+                    self.ended = True  # its items were dropped: none of them will come
+                    return
                 continue  # another turn's
             if wire.kind == "end":
                 self.ended = True

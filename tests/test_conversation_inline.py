@@ -12,7 +12,7 @@ import pytest
 from delegation_agents import caller_agent, calls
 from delegation_agents import echo_agent as echo_agent_of
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.common import RawValue
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.exceptions import CancelledError
@@ -31,13 +31,16 @@ from golem.client import PARENT_RUN_ID, ConversationClosedError, DurableAgent, D
 from golem.client.lookups import awaiting_approval
 from golem.client.records import history_reader, inline_turns_of
 from golem.loop import RunLoop
+from golem.messages import Usage
 from golem.models import FunctionModel
+from golem.models.base import ModelResponse, StreamDelta
 from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT
 from golem.results import RunError
-from golem.wire import Paused, StreamEvent, TurnOutput, names
+from golem.wire import ConversationInput, Paused, StreamEvent, TurnOutput, names
 from golem.wire import transcript as transcript_module
 from golem.wire.converter import golem_data_converter
 from golem.worker import GolemPlugin
+from golem.workflows.conversation import ConversationWorkflow
 
 
 async def inline(
@@ -618,3 +621,221 @@ async def _retained(handle: Any, end: int) -> list[str]:
         if item.offset + 1 >= end:
             break
     return seen
+
+
+async def test_a_streamed_inline_turn_read_after_its_items_were_dropped_ends_with_its_result(
+    temporal_client: Client,
+) -> None:
+    """The conversation's stream keeps only the latest two streamed turns' items: a reader of
+    an older one (attached late, or resumed from a saved offset) misses its events but stops
+    with its ``Result``, where it would wait among later turns' items for ever."""
+    agent = talker()
+    agent.name = f"talker_{uuid.uuid4().hex[:6]}"
+    async with serve(temporal_client, agent) as tq:
+        conv = await inline(temporal_client, agent, tq)
+        first = conv.send_stream("one")
+        async with asyncio.timeout(60):
+            said = texts([e async for e in first])
+            for n in range(2):
+                _ = [e async for e in conv.send_stream(f"turn {n}")]
+        saved = first.offset
+        late, resumed = first.run.stream(), first.run.stream(from_offset=saved - 1)
+        async with asyncio.timeout(60):
+            missed = [e async for e in late] + [e async for e in resumed]
+        retained = await _retained(conv.handle, await first.run.stream_end())
+    assert said == "1: one" and first.run.run_id not in retained
+    assert missed == []
+    assert late.result.output == resumed.result.output == "1: one"
+
+
+async def _sends_admitted(handle: Any, count: int) -> None:
+    """Until ``count`` sends (not stream polls, also updates) reached the conversation."""
+
+    async def admitted() -> bool:
+        accepted = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+        events = [e async for e in handle.fetch_history_events() if e.event_type == accepted]
+        updates = [
+            e.workflow_execution_update_accepted_event_attributes.accepted_request.input.name
+            for e in events
+        ]
+        return updates.count(names.SEND) >= count
+
+    await eventually(admitted, what=f"{count} sends accepted by the conversation")
+
+
+async def test_a_conversation_cancelled_mid_stream_ends_every_turns_reader(
+    temporal_client: Client,
+) -> None:
+    """A workflow cancel while a streamed turn runs, another queued behind it: the running
+    turn's reader ends with its send's ``RunError`` (stage ``canceled``), the queued one's
+    with its refusal; neither waits for ever."""
+    gate = asyncio.Event()
+    agent = talker(gate)
+    agent.name = f"talker_{uuid.uuid4().hex[:6]}"
+    async with serve(temporal_client, agent) as tq:
+        conv = await inline(temporal_client, agent, tq)
+        running, queued = conv.send_stream("one"), conv.send_stream("two")
+        seen: list[Any] = []
+
+        async def read(stream: Any, into: list[Any]) -> None:
+            async for event in stream:
+                into.append(event)
+
+        first = asyncio.ensure_future(read(running, seen))
+        await eventually(lambda: bool(texts(seen)), what="the first turn's first piece")
+        second = asyncio.ensure_future(read(queued, []))
+        await _sends_admitted(conv.handle, 2)
+        await conv.handle.cancel()
+        try:
+            async with asyncio.timeout(60):
+                with pytest.raises(RunError) as cancelled:
+                    await first
+                with pytest.raises(ConversationClosedError):
+                    await second
+        finally:
+            gate.set()
+    assert cancelled.value.stage == "canceled"
+    assert texts(seen) == "1: "
+
+
+async def test_a_rested_inline_conversation_streams_on_when_a_streamed_send_reopens_it(
+    temporal_client: Client,
+) -> None:
+    """A streamed turn read back after its conversation rested, then an attached client's
+    streamed send reopening it: the reopened run says in its memo that its turns run inline."""
+    agent = talker()
+    agent.name = f"talker_{uuid.uuid4().hex[:6]}"
+    async with serve(temporal_client, agent) as tq:
+        durable = DurableAgent(temporal_client, agent, task_queue=tq)
+        conv = await durable.conversation(inline_turns=True, idle_timeout=timedelta(seconds=1))
+        first = conv.send_stream("one")
+        async with asyncio.timeout(60):
+            said = texts([e async for e in first])
+
+        async def rested() -> bool:
+            return (await conv.handle.describe()).status != WorkflowExecutionStatus.RUNNING
+
+        await eventually(rested, what="the conversation to rest", timeout=30)
+        late = first.run.stream()
+        attached = DurableConversation(durable, conv.handle)
+        second = attached.send_stream("two")
+        async with asyncio.timeout(60):
+            again = texts([e async for e in late])
+            then = texts([e async for e in second])
+        memo = await (await conv.handle.describe()).memo()
+    assert said == again == "1: one" and late.result.output == "1: one"
+    assert then == "2: two" and attached.inline is True
+    assert memo.get(names.INLINE_MEMO) is True
+
+
+async def test_a_streamed_inline_turn_read_on_after_a_close_denied_its_calls_ends_with_its_end(
+    temporal_client: Client,
+) -> None:
+    """A streamed turn that waits, ended by ``close()`` (its calls denied, no update of it
+    answering its end): the rest of its events read after, then the end its conversation
+    recorded, not the pause."""
+    executed: list[int] = []
+    agent = transfer_agent(executed)
+    agent.name = f"bank_{uuid.uuid4().hex[:6]}"
+    async with serve_approvals(temporal_client, agent) as tq:
+        conv = await inline(temporal_client, agent, tq)
+        stream = conv.send_stream("move 5")
+        async with asyncio.timeout(60):
+            _ = [e async for e in stream]
+            assert stream.result.paused
+            await conv.close()
+            rest = stream.run.stream(from_offset=stream.offset)
+            after = [e.kind async for e in rest]
+    kinds = [kind for kind in after if not kind.endswith("_delta")]
+    assert kinds[-2:] == ["model_start", "model_end"] and executed == []
+    assert not rest.result.paused and DENIED_RESULT in str(rest.result.output)
+
+
+async def test_an_inline_turns_run_says_what_stops_it(temporal_client: Client) -> None:
+    """``stream.run.cancel()`` of an inline turn cannot stop it alone: its error names what
+    does (a cancel of the conversation's workflow), not ``close()``, which lets a turn in
+    flight run to its end."""
+    agent = talker()
+    agent.name = f"talker_{uuid.uuid4().hex[:6]}"
+    async with serve(temporal_client, agent) as tq:
+        conv = await inline(temporal_client, agent, tq)
+        stream = conv.send_stream("one")
+        async with asyncio.timeout(60):
+            _ = [e async for e in stream]
+        with pytest.raises(TypeError) as refused:
+            await stream.run.cancel()
+    message = str(refused.value)
+    assert "close the conversation" not in message
+    assert "conv.handle.cancel()" in message and "close()" in message
+
+
+async def test_a_streamed_inline_turn_too_big_to_carry_still_ends_its_readers_after_a_switch(
+    temporal_client: Client,
+) -> None:
+    """A streamed turn whose items exceed CARRY_BYTES, the conversation continuing as new
+    right after it: only its end crosses, so a reader resumed mid-turn misses the rest of
+    its events but stops with its Result, and the next streamed turn reads whole."""
+    piece = "x" * 4_000
+
+    async def stream(messages: list[Message], tools: Any) -> Any:
+        users = [m for m in messages if m.role == "user"]
+        if len(users) == 1:
+            for _ in range(100):  # 400 kB of text, past CARRY_BYTES
+                yield StreamDelta(kind="text", text=piece)
+            yield ModelResponse(message=Message.assistant("big"), usage=Usage())
+            return
+        yield StreamDelta(kind="text", text="small")
+        yield ModelResponse(message=Message.assistant("small"), usage=Usage())
+
+    agent: Agent[Any, str] = Agent(
+        FunctionModel(lambda m, t: Message.assistant("unused"), stream_fn=stream),
+        name=f"big_{uuid.uuid4().hex[:6]}",
+    )
+    async with serve(temporal_client, agent) as tq:
+        conv = await budgeted(temporal_client, agent, tq, turns_per_run=1, inline_turns=True)
+        first = conv.send_stream("big")
+        async with asyncio.timeout(60):
+            whole = texts([e async for e in first])
+        await eventually(lambda: _switched(temporal_client, conv.id), what="the switch")
+        resumed = first.run.stream(from_offset=1)
+        second = conv.send_stream("small")
+        async with asyncio.timeout(60):
+            missed = [e async for e in resumed]
+            then = texts([e async for e in second])
+    # Its live reader may have missed the items too, when the switch came before its next
+    # poll (only the end crosses): it ends all the same.
+    assert len(whole) in (0, 400_000) and first.result.output == "big"
+    assert missed == [] and resumed.result.output == "big" and then == "small"
+
+
+async def _switched(client: Client, conversation_id: str) -> bool:
+    return await continued(client, conversation_id) >= 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=RPCError,
+    reason="a client attached to an inline conversation started without the golemInlineTurns "
+    "memo takes its turns for child runs: turn_started counts the ended send as a started child "
+    "and the reader's subscribe finds no workflow by the turn's run id (RPCError NOT_FOUND)",
+)
+async def test_an_inline_conversation_started_without_its_memo_streams_to_an_attached_client(
+    temporal_client: Client,
+) -> None:
+    """A conversation whose turns run inline started with no ``golemInlineTurns`` memo (by a
+    golem before it set one, or by hand): a client attached by id still reads its streamed
+    turn's events."""
+    agent = talker()
+    agent.name = f"talker_{uuid.uuid4().hex[:6]}"
+    async with serve(temporal_client, agent) as tq:
+        handle = await temporal_client.start_workflow(
+            ConversationWorkflow.run,
+            ConversationInput(agent=agent.name, inline_turns=True),
+            id=f"conv-{uuid.uuid4()}",
+            task_queue=tq,
+        )
+        conv = DurableConversation(DurableAgent(temporal_client, agent, task_queue=tq), handle)
+        stream = conv.send_stream("one")
+        async with asyncio.timeout(60):
+            said = texts([e async for e in stream])
+    assert said == "1: one" and stream.result.output == "1: one"

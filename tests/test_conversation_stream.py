@@ -19,6 +19,7 @@ from test_durable_approvals import transfer_agent
 
 from golem.agent import Agent
 from golem.client import ConversationClosedError, DurableAgent
+from golem.errors import ModelConnectionError
 from golem.events import RunEvent
 from golem.messages import Message, ToolCall, Usage
 from golem.models.base import ModelResponse, StreamDelta, ToolDefinition
@@ -246,3 +247,80 @@ async def test_a_streamed_turn_that_waits_for_approvals_ends_with_its_paused_res
     assert [name for name in calls if name] == ["transfer", "balance"]
     assert {e.run_id for e in events} == {paused.run_id}
     assert done.run_id == paused.run_id and done.output == "moved 5 | balance 100"
+
+
+async def test_a_streamed_turn_read_on_after_its_approval_ends_with_its_final_result(
+    temporal_client: Client,
+) -> None:
+    """Reading the rest of a paused turn's events after ``conv.approve`` (as ``stream.run``
+    and ``stream.offset`` allow) ends with the turn's final ``Result``, not the pause."""
+    executed: list[int] = []
+    async with serving(temporal_client, transfer_agent(executed)) as durable:
+        conv = await durable.conversation()
+        stream = conv.send_stream("move 5")
+        async with asyncio.timeout(DEADLINE):
+            before = [event async for event in stream]
+        assert stream.result.paused
+        done = await conv.approve({"t1": True})
+        rest = stream.run.stream(from_offset=stream.offset)
+        async with asyncio.timeout(DEADLINE):
+            after = [event async for event in rest]
+
+    assert [e.kind for e in before if not e.kind.endswith("_delta")] == [
+        "model_start",
+        "model_end",
+    ]
+    kinds = [e.kind for e in after if not e.kind.endswith("_delta")]
+    assert kinds.count("tool_end") == 2 and kinds[-2:] == ["model_start", "model_end"]
+    assert done.output == "moved 5 | balance 100" and executed == [5]
+    assert not rest.result.paused and rest.result.output == done.output
+
+
+async def test_a_streamed_turn_whose_model_call_is_retried_marks_the_restart(
+    temporal_client: Client,
+) -> None:
+    """A model call that fails mid-answer is retried (attempt 2): the reader sees the turn
+    restart, then only the retried answer's text."""
+    calls: list[int] = []
+
+    async def stream(
+        messages: list[Message], tools: list[ToolDefinition]
+    ) -> AsyncIterator[StreamDelta | ModelResponse]:
+        calls.append(len(calls) + 1)
+        if len(calls) == 1:
+            yield StreamDelta(kind="text", text="a partial ")
+            raise ModelConnectionError("the connection dropped mid-answer")
+        yield StreamDelta(kind="text", text="the retried answer")
+        yield ModelResponse(message=Message.assistant("the retried answer"), usage=Usage())
+
+    def whole(messages: list[Message], tools: Any) -> Message:
+        return Message.assistant("the retried answer")
+
+    agent = Agent(FunctionModel(whole, stream_fn=stream), name=f"flaky_{uuid.uuid4().hex[:6]}")
+    async with serving(temporal_client, agent) as durable:
+        conv = await durable.conversation()
+        turn = conv.send_stream("go")
+        async with asyncio.timeout(DEADLINE):
+            events = [event async for event in turn]
+
+    kinds = [(e.kind, e.attempt) for e in events if e.kind != "text_delta"]
+    assert kinds == [("model_start", 0), ("turn_restarted", 2), ("model_end", 0)]
+    restart = [e.kind for e in events].index("turn_restarted")
+    assert texts(events[restart:]) == "the retried answer"
+    assert {e.run_id for e in events} == {turn.result.run_id}
+    assert turn.result.output == "the retried answer" and calls == [1, 2]
+
+
+async def test_a_streamed_turn_cannot_take_its_conversations_id_as_its_run_id(
+    temporal_client: Client,
+) -> None:
+    """A turn's run id names its events on the stream: the conversation's own id is taken
+    (by the conversation), as a child run finds it, and no turn runs under it."""
+    async with serving(temporal_client, talker()) as durable:
+        conv = await durable.conversation()
+        async with asyncio.timeout(DEADLINE):
+            said = texts([e async for e in conv.send_stream("one")])
+            with pytest.raises(ValueError, match=rf"run id '{conv.id}' is taken"):
+                _ = [e async for e in conv.send_stream("two", run_id=conv.id)]
+        runs = await conv.runs()
+    assert said == "1: one" and conv.id not in runs and len(runs) == 1

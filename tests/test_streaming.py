@@ -515,6 +515,38 @@ async def test_a_worker_killed_mid_stream_yields_a_marked_restart_and_the_retrie
     assert (crash_dir / "executions").read_text().split() == ["stream", "stream"]
 
 
+async def test_an_inline_turn_streams_through_a_worker_killed_mid_answer(
+    temporal_env: WorkflowEnvironment, crash_dir: Path
+) -> None:
+    """The same marked restart for a turn run inline: its conversation's stream carries the
+    retried call's items after the takeover, each naming the turn."""
+    task_queue = f"crash-{uuid.uuid4().hex[:12]}"
+    durable: DurableAgent[str] = DurableAgent(
+        temporal_env.client, stream_crash.name, task_queue=task_queue
+    )
+    seen: list[RunEvent] = []
+    async with doomed_worker(temporal_env, task_queue, crash_dir) as process:
+        conv = await durable.conversation(inline_turns=True)
+        stream = conv.send_stream("go")
+        events = aiter(stream)
+        async with asyncio.timeout(DEADLINE):
+            while not seen or seen[-1].kind != "text_delta":
+                seen.append(await anext(events))
+        process.send_signal(signal.SIGKILL)  # mid-answer: its first piece is out
+        await process.wait()
+    plugin = GolemPlugin(*CRASH_AGENTS, heartbeat_timeout=timedelta(seconds=2))
+    async with Worker(temporal_env.client, task_queue=task_queue, plugins=[plugin]):
+        seen += await collect(events)
+
+    shape = [(e.kind, e.attempt) for e in seen if e.kind != "text_delta"]
+    assert shape == [("model_start", 0), ("turn_restarted", 2), ("model_end", 0)]
+    restart = [e.kind for e in seen].index("turn_restarted")
+    assert texts(seen[:restart]) == "a partial "
+    assert texts(seen[restart:]) == "the retried answer"
+    assert {e.run_id for e in seen} == {stream.result.run_id}
+    assert stream.result.output == "the retried answer"
+
+
 async def test_write_text_prints_each_turn_on_its_line_and_marks_a_restart() -> None:
     def event(kind: str, text: str = "", attempt: int = 0) -> RunEvent:
         delta = StreamDelta(kind="text", text=text) if text else None

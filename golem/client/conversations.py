@@ -393,7 +393,14 @@ class DurableConversation(Generic[OutputT]):
             await self._finish(sent, recovery)  # raises the refusal
         run = await self.turn(run_id)
         assert isinstance(run, InlineTurnRun)
-        return replace(run, answer=lambda: self._finish(sent, recovery))
+
+        async def answer() -> Result[OutputT]:
+            result = await self._finish(sent, recovery)
+            # The send answered a pause: a decision since may have ended the turn (or paused
+            # it again), which only the conversation's history records.
+            return await self._answered(run_id) if result.paused else result
+
+        return replace(run, answer=answer, unanswered=lambda: not sent.done())
 
     async def turn(self, run_id: str) -> DurableRun[OutputT]:
         """Turn ``run_id``'s run, to read its stream or wait for its result: its own

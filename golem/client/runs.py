@@ -19,6 +19,7 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
+    WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
@@ -162,6 +163,11 @@ class DurableRun(Generic[OutputT]):
         what the run publishes next (e.g. once an approval lets it go on)."""
         return await WorkflowStreamClient(self.handle).get_offset()
 
+    async def stream_held(self) -> bool:
+        """Whether its stream still holds its items, or will (a run's own stream keeps them
+        all; a conversation's drops older turns')."""
+        return True
+
     def stream(self, from_offset: int = 0) -> DurableRunStream[OutputT]:
         """The run's events from ``from_offset`` (live, or replayed once it has ended)."""
         return DurableRunStream(self, from_offset)
@@ -171,11 +177,26 @@ class DurableRun(Generic[OutputT]):
 class InlineTurnRun(DurableRun[OutputT]):
     """A conversation turn run inline (docs/adr/0050-turns-inline.md): no workflow of its
     own, so ``handle`` is its conversation's, whose stream carries its events among the
-    other turns'. Its ``Result`` is its send's; its calls are answered, and it is stopped,
-    through the conversation."""
+    other turns'. Its ``Result`` is its latest answer; its calls are answered, and it is
+    stopped (the conversation's cancel), through the conversation."""
 
     answer: Callable[[], Awaitable[Result[OutputT]]] | None = field(default=None, repr=False)
-    """Reads the turn's answer from its conversation (a stream's own ``result`` is its send's)."""
+    """Reads the turn's answer from its conversation: its send's, or once that was a pause,
+    the latest its conversation recorded (a decision since may have ended it)."""
+
+    unanswered: Callable[[], bool] = field(default=lambda: False, repr=False)
+    """Its send waits for its answer: it is queued or runs (its items are, or will be, held)."""
+
+    async def stream_held(self) -> bool:
+        if self.unanswered():
+            return True  # no query needed: a turn in flight or queued keeps its items
+        try:
+            held: bool = await self.handle.query(
+                names.TURN_STREAM_HELD, self.run_id, result_type=bool
+            )
+        except (WorkflowQueryFailedError, RPCError):
+            return True  # a worker that does not know the query: read on, as it did
+        return held
 
     async def result(self, *, final: bool = False) -> Result[OutputT]:
         if self.answer is None or final:
@@ -191,7 +212,14 @@ class InlineTurnRun(DurableRun[OutputT]):
         raise TypeError(self._not_a_workflow("complete its calls (conv.complete does)"))
 
     async def cancel(self) -> None:
-        raise TypeError(self._not_a_workflow("be cancelled alone (close the conversation)"))
+        # close() would let a turn in flight run to its end: only the conversation's cancel
+        # stops it (at stage canceled, its evidence kept), ending the conversation too.
+        raise TypeError(
+            self._not_a_workflow(
+                "be cancelled alone; conv.handle.cancel() stops it and ends the conversation "
+                "(close() lets it run to its end)"
+            )
+        )
 
     def _not_a_workflow(self, what: str) -> str:
         return (

@@ -45,6 +45,8 @@ CONVERSATION: Final = "golem.conversation"
 APPROVALS_POLICY: Final = "golem.approvals_policy"
 CURRENT_AGENT: Final = "golem.current_agent"
 RUNS: Final = "golem.runs"
+#: Whether an inline conversation's stream holds a turn's items, or will (docs/adr/0050).
+TURN_STREAM_HELD: Final = "golem.turn_stream_held"
 #: The MCP and per-run external tool definitions a run holds (its activities read them back).
 TOOLS: Final = "golem.tools"
 

@@ -222,6 +222,10 @@ class ConversationWorkflow:
                 raise not_inline(f"serve {problem}")
         if not turn.run_id:
             raise ApplicationError("a turn needs a run id", non_retryable=True)
+        if self._inline and turn.run_id == workflow.info().workflow_id:
+            # A child turn's start finds it taken; an inline turn's items would name no turn.
+            why = "it is this conversation's own id; pass a new run id, or none to get one"
+            raise refused(Refusal("taken", f"run id {turn.run_id!r} is taken: {why}"))
         refusal = self._turns.check_send(turn.run_id, turn.fingerprint())
         if refusal is not None:
             raise refused(refusal)
@@ -531,6 +535,16 @@ class ConversationWorkflow:
     def current_agent(self) -> str:
         """The agent serving the next turn (a handoff moves the conversation to another)."""
         return self._turns.handoffs.current
+
+    @workflow.query(name=names.TURN_STREAM_HELD)
+    def turn_stream_held(self, run_id: str) -> bool:
+        """Whether this conversation's stream holds turn ``run_id``'s items, or will once it
+        runs: ``False`` once they were dropped (two streamed turns ran since) or it ran
+        unstreamed, so its reader stops rather than wait among later turns' items."""
+        if self._streams is None or run_id in self._streams.held:
+            return True
+        queued = {r for _, r in self._turns.queue}
+        return run_id not in self._turns.known or run_id in queued
 
     @workflow.query(name=names.RUNS)
     def runs(self) -> list[str]:

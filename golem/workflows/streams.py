@@ -96,6 +96,8 @@ class TurnStreams:
         self._topic = self.stream.topic(names.TOPIC, type=StreamEvent)
         # Where the latest streamed turn's items begin: a carried log holds only its.
         self._current = prior.base_offset if prior is not None else 0
+        # The streamed turns whose items the log holds, oldest first (its readers ask).
+        self.held: list[str] = _latest_turn(self.stream)
 
     @property
     def offset(self) -> int:
@@ -103,10 +105,12 @@ class TurnStreams:
         # The contrib's own offset query, asked in-process (get_state would copy the log).
         return self.stream._on_offset()
 
-    def begin(self) -> None:
-        """A streamed turn begins: of the turns before, only the latest's items are kept."""
+    def begin(self, run_id: str) -> None:
+        """Streamed turn ``run_id`` begins: of the turns before, only the latest's items are
+        kept."""
         self.stream.truncate(self._current)
         self._current = self.offset
+        self.held = [*self.held[-1:], run_id]
 
     def publisher(self, run_id: str) -> Callable[[RunEvent], None]:
         """Publishes turn ``run_id``'s loop events."""
@@ -138,6 +142,7 @@ class TurnStreams:
         (its reader may be between two polls), or only the last (its ``end``: a reader that
         missed the rest still stops) when they are too big to carry."""
         self.stream.truncate(self._current)
+        self.held = self.held[-1:]
         state = self.stream.get_state()
         if sum(len(item.data) for item in state.log) > CARRY_BYTES:
             kept = state.log[-1:]
@@ -145,3 +150,12 @@ class TurnStreams:
                 log=kept, base_offset=self.offset - len(kept), publishers=state.publishers
             )
         return state
+
+
+def _latest_turn(stream: WorkflowStream) -> list[str]:
+    """The turn a carried log holds (only the latest streamed turn's items are carried)."""
+    log = stream._log  # the contrib's own log: its public state would copy it
+    if not log:
+        return []
+    wire = workflow.payload_converter().from_payload(log[-1].data, StreamEvent)
+    return [wire.of_run] if wire.of_run else []

@@ -147,7 +147,7 @@ async def inline_turn(
     label = f" · conversation turn {transcript.turns}, run {run.run_id}"
     streamed = streams if payload.stream else None
     if streamed is not None:
-        streamed.begin()
+        streamed.begin(run.run_id)
     executor = TemporalExecutor(
         agent,
         settings,
