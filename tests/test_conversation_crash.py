@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from crash_agents import AGENTS, conversation_answer, conversation_lookup
 from temporalio.api.enums.v1 import EventType, PendingWorkflowTaskState
-from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 from test_crash import TAKEN_OVER, crash_dir, doomed_worker, executions
@@ -35,21 +35,28 @@ async def worker_identities(handle: WorkflowHandle[object, object]) -> list[str]
     ]
 
 
+def on_a_queue_of_its_own(client: Client, agent: str) -> DurableAgent[str]:
+    return DurableAgent(client, agent, task_queue=f"conv-crash-{uuid.uuid4().hex[:12]}")
+
+
+async def call_started(crash_dir: Path, what: str) -> None:
+    """The doomed worker's call has started (and hangs)."""
+    started = crash_dir / "started"
+    await eventually(started.exists, what=f"{what} to start", timeout=30, interval=0.02)
+
+
 @pytest.mark.parametrize("inline", [False, True], ids=["child-runs", "inline-turns"])
 async def test_a_worker_killed_mid_turn_leaves_the_turn_to_another_worker_once(
     temporal_env: WorkflowEnvironment, crash_dir: Path, inline: bool
 ) -> None:
     client = temporal_env.client
-    task_queue = f"conv-crash-{uuid.uuid4().hex[:12]}"
-    durable: DurableAgent[str] = DurableAgent(
-        client, conversation_lookup.name, task_queue=task_queue
-    )
+    durable = on_a_queue_of_its_own(client, conversation_lookup.name)
+    task_queue = durable.task_queue
     async with doomed_worker(temporal_env, task_queue, crash_dir) as process:
         conv = await durable.conversation(inline_turns=inline)
         first = await conv.send("hello")  # a whole turn on the doomed worker
         turn = asyncio.ensure_future(conv.send("please look it up"))
-        started = crash_dir / "started"
-        await eventually(started.exists, what="the lookup to start", timeout=30, interval=0.02)
+        await call_started(crash_dir, "the lookup")
         process.send_signal(signal.SIGKILL)
         await process.wait()
     doomed = f"{process.pid}@"
@@ -116,15 +123,11 @@ async def test_a_model_call_retried_after_its_worker_died_holding_a_workflow_tas
     # turn's messages by query (the new worker's cache has none) meanwhile: unless it
     # heartbeats while it waits, its 2 s heartbeat timeout spends every attempt left.
     client = temporal_env.client
-    task_queue = f"conv-crash-{uuid.uuid4().hex[:12]}"
-    durable: DurableAgent[str] = DurableAgent(
-        client, conversation_answer.name, task_queue=task_queue
-    )
-    async with doomed_worker(temporal_env, task_queue, crash_dir) as process:
+    durable = on_a_queue_of_its_own(client, conversation_answer.name)
+    async with doomed_worker(temporal_env, durable.task_queue, crash_dir) as process:
         conv = await durable.conversation(inline_turns=True)
         turn = asyncio.ensure_future(conv.send("note it"))
-        started = crash_dir / "started"
-        await eventually(started.exists, what="the answer to start", timeout=30, interval=0.02)
+        await call_started(crash_dir, "the answer")
         process.send_signal(signal.SIGSTOP)
         # An update the frozen worker takes the workflow task of, and never answers.
         nudge = asyncio.ensure_future(conv.handle.execute_update(names.REVOKE, "nothing"))
@@ -136,7 +139,7 @@ async def test_a_model_call_retried_after_its_worker_died_holding_a_workflow_tas
         process.send_signal(signal.SIGKILL)
         await process.wait()
     plugin = GolemPlugin(*AGENTS, heartbeat_timeout=timedelta(seconds=2))
-    async with Worker(client, task_queue=task_queue, plugins=[plugin]):
+    async with Worker(client, task_queue=durable.task_queue, plugins=[plugin]):
         result = await within(turn, what=TAKEN_OVER, timeout=60)
         with pytest.raises(WorkflowUpdateFailedError):
             await within(nudge, what="the nudge to be refused", timeout=60)
