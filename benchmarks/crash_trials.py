@@ -190,6 +190,8 @@ class Trial:
     mismatched: list[str] = field(default_factory=list)  # a turn's outcome vs the transcript
     stream_faults: list[str] = field(default_factory=list)
     restarts: int = 0  # streamed model calls a reader saw restart (retried after the kill)
+    late_model_calls: int = 0  # model calls that needed more than the one retry
+    other_failures: list[str] = field(default_factory=list)  # turns failed but by a cut charge
     rebuild_differs: bool = False
     runs_differ: bool = False
 
@@ -198,19 +200,28 @@ class Trial:
         return bool(
             self.error or self.lost or self.repeated or self.never_started_lie
             or self.unanswered or self.mismatched or self.stream_faults
-            or self.rebuild_differs or self.runs_differ
+            or self.rebuild_differs or self.runs_differ or self.late_model_calls
+            or self.other_failures
         )  # fmt: skip
 
 
-async def completed_tool_calls(handle: WorkflowHandle[Any, Any]) -> set[str]:
-    """Call ids whose tool activity completed, read from the workflow's history."""
+async def completed_tool_calls(handle: WorkflowHandle[Any, Any], outcome: Trial) -> set[str]:
+    """Call ids whose tool activity completed, read from the workflow's history; counted on
+    ``outcome``: model calls that started past their first retry (one kill costs one)."""
     scheduled: dict[int, str] = {}
+    models: set[int] = set()
     done: set[str] = set()
     async for event in handle.fetch_history_events():
         attrs = event.activity_task_scheduled_event_attributes
         if event.HasField("activity_task_scheduled_event_attributes"):
             if attrs.activity_type.name == "golem.tool":
                 scheduled[event.event_id] = json.loads(attrs.input.payloads[0].data)["call"]["id"]
+            elif attrs.activity_type.name == "golem.model_request":
+                models.add(event.event_id)
+        elif event.HasField("activity_task_started_event_attributes"):
+            started = event.activity_task_started_event_attributes
+            if started.scheduled_event_id in models and started.attempt > 2:
+                outcome.late_model_calls += 1
         elif event.HasField("activity_task_completed_event_attributes"):
             call = scheduled.get(event.activity_task_completed_event_attributes.scheduled_event_id)
             if call:
@@ -273,7 +284,7 @@ async def trial(client: Client, log_dir: Path, rng: random.Random, index: int) -
                 outcome.kind = "resumed"
             finished = set()
             for handle in handles:
-                finished |= await completed_tool_calls(handle)
+                finished |= await completed_tool_calls(handle, outcome)
         check(outcome, result.messages, finished, log_dir / f"{run.conversation_id}.log")
         if result.output != "done":
             outcome.kind, outcome.error = "failed", f"output {result.output!r}"
@@ -423,7 +434,7 @@ async def conversation_trial(
             reader = history_reader(client)
             rebuilt = await reader.messages(await reader.transcript(conversation.id))
             runs = await conversation.runs()
-            finished = await finished_calls(client, conversation, talk.turns, inline)
+            finished = await finished_calls(client, conversation, talk.turns, inline, outcome)
         check(outcome, transcript, finished, log)
         check_turns(outcome, talk.turns, transcript)
         outcome.rebuild_differs = rebuilt != transcript
@@ -442,16 +453,21 @@ async def conversation_trial(
 
 
 async def finished_calls(
-    client: Client, conversation: DurableConversation[str], turns: list[Turn], inline: bool
+    client: Client,
+    conversation: DurableConversation[str],
+    turns: list[Turn],
+    inline: bool,
+    outcome: Trial,
 ) -> set[str]:
     """The calls whose tool activity completed: in the conversation's history (inline), or
     in each turn's run's."""
     if inline:
-        return await completed_tool_calls(conversation.handle)
+        return await completed_tool_calls(conversation.handle, outcome)
     finished: set[str] = set()
     for turn in turns:
         try:
-            finished |= await completed_tool_calls(client.get_workflow_handle(turn.run_id))
+            run = client.get_workflow_handle(turn.run_id)
+            finished |= await completed_tool_calls(run, outcome)
         except RPCError:  # a send that never started its run
             continue
     return finished
@@ -473,6 +489,8 @@ def check_turns(outcome: Trial, turns: list[Turn], transcript: list[Message]) ->
             following = turns[number + 1] if number + 1 < len(turns) else None
             resumed = following is not None and following.result is not None
             outcome.turns["failed, then resumed" if resumed else "failed, not resumed"] += 1
+            if turn.error.stage != "tool":  # a kill fails a turn only by a charge it cut
+                outcome.other_failures.append(f"{turn.run_id}: {turn.error}")
             partial = turn.error.partial
             if partial is None or answered or not same_evidence(partial.messages, transcript[:end]):
                 outcome.mismatched.append(
@@ -583,6 +601,11 @@ def evidence_rows(results: list[Trial]) -> list[Row]:
             "must be 0",
         ),
         ("calls without exactly one result", sum(len(r.unanswered) for r in results), "must be 0"),
+        (
+            "model calls that took more than one retry",
+            sum(r.late_model_calls for r in results),
+            "must be 0",
+        ),
     ]
 
 
@@ -599,9 +622,10 @@ def print_rows(title: str, rows: list[Row], results: list[Trial], wall: float) -
         if r.faulty:
             print(
                 f"  problem: {r.kind} {r.error} lost={r.lost} repeated={r.repeated} "
-                f"lie={r.never_started_lie} unanswered={r.unanswered}"
+                f"lie={r.never_started_lie} unanswered={r.unanswered} "
+                f"late model calls={r.late_model_calls}"
             )
-            for fault in r.mismatched + r.stream_faults:
+            for fault in r.mismatched + r.stream_faults + r.other_failures:
                 print(f"    {fault}")
             if r.rebuild_differs or r.runs_differ:
                 print(f"    rebuild differs={r.rebuild_differs} runs differ={r.runs_differ}")
@@ -642,6 +666,11 @@ def conversation_report(results: list[Trial], seed: int, wall: float, shape: str
         ("turns completed", turns["completed"], ""),
         ("turns failed, then resumed by the next send", turns["failed, then resumed"], ""),
         ("turns failed, not resumed", turns["failed, not resumed"], "must be 0"),
+        (
+            "turns failed by anything but a cut charge",
+            sum(len(r.other_failures) for r in results),
+            "must be 0",
+        ),
         ("sends that raised another error or hung", turns["other error or hung"], "must be 0"),
         ("streamed turns read to their end", streams["read to its end"], ""),
         ("streamed turns that raised the turn's RunError", streams["raised the RunError"], ""),
