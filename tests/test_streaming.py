@@ -382,6 +382,39 @@ async def test_a_late_piece_of_a_superseded_attempt_is_dropped(
     assert seen[-1].kind == "model_end"
 
 
+async def test_a_superseded_attempts_late_restart_is_dropped_with_its_pieces(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    gate = asyncio.Event()
+    agent = piece_agent(["first ", "second"], gate)
+    async with serving(temporal_env, agent) as durable:
+        stream = durable.run_stream("go")
+        events = aiter(stream)
+        seen: list[RunEvent] = []
+        async with asyncio.timeout(DEADLINE):
+            while not seen or seen[-1].kind != "text_delta":
+                seen.append(await anext(events))
+        # Attempt 2 timed out before it called the model (reading its request), attempt 3
+        # answered, then the zombie attempt 2 went on: its restart comes after attempt 3's
+        # (crash_trials.py --shape inline saw a turn's text come out empty so).
+        publisher = WorkflowStreamClient(stream.run.handle, client=temporal_env.client)
+        topic = publisher.topic(names.TOPIC, type=StreamEvent)
+        text = StreamDelta(kind="text", text="fresh ")
+        topic.publish(StreamEvent(kind="turn_restarted", turn=1, attempt=3))
+        topic.publish(StreamEvent.of_delta(text, turn=1, attempt=3))
+        topic.publish(StreamEvent(kind="turn_restarted", turn=1, attempt=2))
+        topic.publish(StreamEvent.of_delta(text.model_copy(update={"text": "stale"}), 1, 2))
+        await publisher.flush()
+        gate.set()
+        seen += await collect(events)
+
+    assert [(e.kind, e.attempt) for e in seen if e.kind == "turn_restarted"] == [
+        ("turn_restarted", 3)
+    ]
+    assert texts(seen) == "first fresh "
+    assert seen[-1].kind == "model_end"
+
+
 async def test_cancelling_a_streamed_run_ends_the_stream_with_run_error_canceled(
     temporal_env: WorkflowEnvironment,
 ) -> None:
@@ -616,7 +649,9 @@ async def test_a_pause_watch_that_cannot_read_the_offset_raises_its_error_to_the
     """The watch's error is the reader's (its own poll's would be), not an unretrieved task
     error left behind while the reader waits for ever."""
     monkeypatch.setattr(streaming, "WorkflowStreamClient", _OffsetUnreadable)
-    run = SimpleNamespace(run_id="r1", conversation_id="c1", agent="a", handle=SimpleNamespace(id="r1"))
+    run = SimpleNamespace(
+        run_id="r1", conversation_id="c1", agent="a", handle=SimpleNamespace(id="r1")
+    )
     run.handle._client = None  # what a stream's tree takes from its run's handle
 
     async def paused() -> None:  # the run waits for a person at once
