@@ -32,6 +32,7 @@ import statistics
 import sys
 import tempfile
 import time
+import traceback
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Coroutine
@@ -442,8 +443,10 @@ async def conversation_trial(
         outcome.runs_differ = runs != sent
         outcome.kind = "failed" if any(t.other for t in talk.turns) else "completed"
         outcome.error = "; ".join(t.other for t in talk.turns if t.other)
-    except Exception as exc:  # a trial that breaks is reported, not hidden
-        outcome.kind, outcome.error = "failed", f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # a trial that breaks is reported, not hidden, with its line
+        ours = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == __file__]
+        at = f" (at {ours[-1].name}: {ours[-1].line})" if ours else ""
+        outcome.kind, outcome.error = "failed", f"{type(exc).__name__}: {exc}{at}"
     finally:
         talking.cancel()
         if process.returncode is None:
