@@ -7,12 +7,23 @@ at a random moment, lets a fresh worker take over, and resumes the run if it fai
 Every tool execution is logged (start/end, per call id) and checked against the final
 conversation and the workflow histories.
 
-Run: .venv/bin/python benchmarks/crash_trials.py [TRIALS] [SEED]   (not part of the tests)
+``--shape conversation`` (turns as child runs) and ``--shape inline`` (turns inline in the
+conversation's workflow, ADR 0050) make each trial a conversation of several such turns,
+some streamed (``send_stream``), some not; the kill lands in a model call, a tool call,
+golem's workflow code, between turns or after the last. Each turn's ``Result`` or
+``RunError`` is checked against the final transcript, a failed turn's next send must go
+on from its repaired evidence, a streamed reader must yield each item once, in order, and
+end, and ``conv.messages()`` must equal the history reader's rebuild.
+
+Run: .venv/bin/python benchmarks/crash_trials.py [TRIALS] [SEED] [--shape run|conversation|inline]
+(not part of the tests)
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import itertools
 import json
 import os
 import random
@@ -21,35 +32,49 @@ import statistics
 import sys
 import tempfile
 import time
+import traceback
 import uuid
 from collections import Counter
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
+from temporalio.service import RPCError
 from temporalio.worker import Worker
 
 from golem import INTERRUPTED_RESULT, OUTCOME_UNKNOWN_RESULT, Agent, Message, ToolCall
-from golem.client import DurableAgent
+from golem.client import DurableAgent, DurableConversation
+from golem.client.records import history_reader
+from golem.events import RunEvent
+from golem.ids import new_id
 from golem.models import FunctionModel
-from golem.results import RunError
+from golem.models.base import ModelResponse, StreamDelta
+from golem.results import Result, RunError
 from golem.testing import dev_server
 from golem.tools import RunContext
 from golem.wire.converter import golem_data_converter
 from golem.worker import GolemPlugin
 
-TURNS = 4
+TURNS = 4  # model calls of a run, or of a conversation's turn
+CONVERSATION_TURNS = 4  # turns of a conversation (one more when its last failed)
 CONCURRENT_TRIALS = 3
-TRIAL_BOUND = timedelta(seconds=120)
+TRIAL_BOUND = {"run": timedelta(seconds=120), "conversation": timedelta(seconds=300)}
+# A send or a streamed reader still going after this hangs (the trial says so).
+TURN_BOUND = timedelta(seconds=120)
 HEARTBEAT = timedelta(seconds=2)
+# When the kill lands, in seconds from the start: a run takes about 1.3 s, a conversation
+# about 8 (some kills land after its last turn, where they must change nothing).
+KILL_WINDOW = {"run": (0.1, 1.6), "conversation": (0.2, 8.5)}
+SHAPES = {"run": "standalone runs", "conversation": "child runs", "inline": "inline turns"}
 
 
-def _log(ctx: RunContext[Any], event: str) -> None:
-    path = Path(os.environ["GOLEM_TRIAL_DIR"]) / f"{ctx.conversation_id}.log"
+def _log(conversation_id: str, event: str, key: str) -> None:
+    path = Path(os.environ["GOLEM_TRIAL_DIR"]) / f"{conversation_id}.log"
     with path.open("a") as log:
-        log.write(f"{event} {ctx.tool_call_id} {os.getpid()}\n")
+        log.write(f"{event} {key} {os.getpid()}\n")
 
 
 async def _answer(messages: list[Message], tools: Any) -> Message:
@@ -68,9 +93,9 @@ agent: Agent[Any, str] = Agent(FunctionModel(_answer, model_name="trial-model"),
 
 
 async def _work(ctx: RunContext[Any], what: str) -> str:
-    _log(ctx, "start")
+    _log(ctx.conversation_id, "start", ctx.tool_call_id)
     await asyncio.sleep(random.uniform(0.05, 0.4))
-    _log(ctx, "end")
+    _log(ctx.conversation_id, "end", ctx.tool_call_id)
     return f"{what} {ctx.tool_call_id}"
 
 
@@ -86,8 +111,57 @@ async def charge(ctx: RunContext[Any]) -> str:
     return await _work(ctx, "charged")
 
 
+def _turn_answer(messages: list[Message]) -> tuple[str, str, Message]:
+    """A conversation turn's next answer (TURNS - 1 batches after its prompt, then "done"),
+    the conversation's id and the answer's key in its log; call ids name the turn by its
+    prompt's number, so they are unique in the conversation."""
+    prompts = [i for i, m in enumerate(messages) if m.role == "user"]
+    batch = sum(1 for m in messages[prompts[-1] :] if m.role == "assistant" and m.tool_calls)
+    key = f"u{len(prompts)}-b{batch + 1}"
+    conversation = next((m.conversation_id for m in messages if m.conversation_id), "unknown")
+    if batch + 1 >= TURNS:
+        return key, conversation, Message.assistant("done")
+    calls = [
+        ToolCall(id=f"{key}-lookup", name="lookup", args="{}"),
+        ToolCall(id=f"{key}-charge", name="charge", args="{}"),
+    ]
+    return key, conversation, Message.assistant(f"batch {batch + 1}", calls)
+
+
+async def _converse(messages: list[Message], tools: Any) -> Message:
+    key, conversation, answer = _turn_answer(messages)
+    _log(conversation, "mstart", key)
+    await asyncio.sleep(random.uniform(0.05, 0.3))  # as long as a tool call, about
+    _log(conversation, "mend", key)
+    return answer
+
+
+async def _converse_streamed(
+    messages: list[Message], tools: Any
+) -> AsyncIterator[StreamDelta | ModelResponse]:
+    """The same answer, its text in two deltas with a pause before each (a kill can land
+    between them: the retried call restarts the turn's text)."""
+    key, conversation, answer = _turn_answer(messages)
+    _log(conversation, "mstart", key)
+    text = answer.content
+    for piece in (text[:3], text[3:]):
+        await asyncio.sleep(random.uniform(0.02, 0.15))
+        yield StreamDelta(kind="text", text=piece)
+    _log(conversation, "mend", key)
+    reason = "tool_calls" if answer.tool_calls else "stop"
+    yield ModelResponse(message=answer, finish_reason=reason, model_name="trial-model")
+
+
+talker: Agent[Any, str] = Agent(
+    FunctionModel(_converse, _converse_streamed, model_name="trial-model"),
+    name="trial-conversation",
+)
+talker.tool(lookup)
+talker.tool(at_most_once=True)(charge)
+
+
 def plugin() -> GolemPlugin:
-    return GolemPlugin(agent, heartbeat_timeout=HEARTBEAT)
+    return GolemPlugin(agent, talker, heartbeat_timeout=HEARTBEAT)
 
 
 async def serve_until_killed(address: str, task_queue: str) -> None:
@@ -109,17 +183,46 @@ class Trial:
     cut_charges: int = 0
     closures: Counter[str] = field(default_factory=Counter)
     error: str = ""
+    # A conversation's trial only:
+    moment: str = ""  # where the kill landed
+    streamed_kill: bool = False  # inside a streamed turn: its reader was polling
+    turns: Counter[str] = field(default_factory=Counter)  # how each turn ended
+    streams: Counter[str] = field(default_factory=Counter)  # how each streamed reader ended
+    mismatched: list[str] = field(default_factory=list)  # a turn's outcome vs the transcript
+    stream_faults: list[str] = field(default_factory=list)
+    restarts: int = 0  # streamed model calls a reader saw restart (retried after the kill)
+    late_model_calls: int = 0  # model calls that needed more than the one retry
+    other_failures: list[str] = field(default_factory=list)  # turns failed but by a cut charge
+    rebuild_differs: bool = False
+    runs_differ: bool = False
+
+    @property
+    def faulty(self) -> bool:
+        return bool(
+            self.error or self.lost or self.repeated or self.never_started_lie
+            or self.unanswered or self.mismatched or self.stream_faults
+            or self.rebuild_differs or self.runs_differ or self.late_model_calls
+            or self.other_failures
+        )  # fmt: skip
 
 
-async def completed_tool_calls(handle: WorkflowHandle[Any, Any]) -> set[str]:
-    """Call ids whose tool activity completed, read from the workflow's history."""
+async def completed_tool_calls(handle: WorkflowHandle[Any, Any], outcome: Trial) -> set[str]:
+    """Call ids whose tool activity completed, read from the workflow's history; counted on
+    ``outcome``: model calls that started past their first retry (one kill costs one)."""
     scheduled: dict[int, str] = {}
+    models: set[int] = set()
     done: set[str] = set()
     async for event in handle.fetch_history_events():
         attrs = event.activity_task_scheduled_event_attributes
         if event.HasField("activity_task_scheduled_event_attributes"):
             if attrs.activity_type.name == "golem.tool":
                 scheduled[event.event_id] = json.loads(attrs.input.payloads[0].data)["call"]["id"]
+            elif attrs.activity_type.name == "golem.model_request":
+                models.add(event.event_id)
+        elif event.HasField("activity_task_started_event_attributes"):
+            started = event.activity_task_started_event_attributes
+            if started.scheduled_event_id in models and started.attempt > 2:
+                outcome.late_model_calls += 1
         elif event.HasField("activity_task_completed_event_attributes"):
             call = scheduled.get(event.activity_task_completed_event_attributes.scheduled_event_id)
             if call:
@@ -127,10 +230,10 @@ async def completed_tool_calls(handle: WorkflowHandle[Any, Any]) -> set[str]:
     return done
 
 
-async def trial(client: Client, log_dir: Path, rng: random.Random, index: int) -> Trial:
-    outcome = Trial()
-    task_queue = f"trial-{index}-{uuid.uuid4().hex[:8]}"
-    started = time.perf_counter()
+async def doomed_worker(
+    client: Client, task_queue: str, log_dir: Path
+) -> asyncio.subprocess.Process:
+    """A worker subprocess serving ``task_queue``, once it polls."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         __file__,
@@ -140,17 +243,31 @@ async def trial(client: Client, log_dir: Path, rng: random.Random, index: int) -
         env={**os.environ, "GOLEM_TRIAL_DIR": str(log_dir)},
         stdout=asyncio.subprocess.PIPE,
     )
+    assert process.stdout is not None
+    if (await process.stdout.readline()).strip() != b"ready":
+        process.kill()
+        raise RuntimeError("the worker subprocess did not start")
+    return process
+
+
+async def kill(process: asyncio.subprocess.Process) -> None:
+    process.send_signal(signal.SIGKILL)
+    await process.wait()
+
+
+async def trial(client: Client, log_dir: Path, rng: random.Random, index: int) -> Trial:
+    outcome = Trial()
+    task_queue = f"trial-{index}-{uuid.uuid4().hex[:8]}"
+    started = time.perf_counter()
+    process = await doomed_worker(client, task_queue, log_dir)
     durable: DurableAgent[str] = DurableAgent(client, agent, task_queue=task_queue)
     try:
-        assert process.stdout is not None
-        assert (await process.stdout.readline()).strip() == b"ready"
         run = await durable.start("go")
         # The fault: a SIGKILL at a random moment of the run.
-        await asyncio.sleep(rng.uniform(0.1, 1.6))
+        await asyncio.sleep(rng.uniform(*KILL_WINDOW["run"]))
         status = (await run.handle.describe()).status
         outcome.killed_mid_run = status is not None and status.name == "RUNNING"
-        process.send_signal(signal.SIGKILL)
-        await process.wait()
+        await kill(process)
         async with Worker(client, task_queue=task_queue, plugins=[plugin()]):
             handles = [run.handle]
             try:
@@ -168,7 +285,7 @@ async def trial(client: Client, log_dir: Path, rng: random.Random, index: int) -
                 outcome.kind = "resumed"
             finished = set()
             for handle in handles:
-                finished |= await completed_tool_calls(handle)
+                finished |= await completed_tool_calls(handle, outcome)
         check(outcome, result.messages, finished, log_dir / f"{run.conversation_id}.log")
         if result.output != "done":
             outcome.kind, outcome.error = "failed", f"output {result.output!r}"
@@ -176,18 +293,21 @@ async def trial(client: Client, log_dir: Path, rng: random.Random, index: int) -
         outcome.kind, outcome.error = "failed", f"{type(exc).__name__}: {exc}"
     finally:
         if process.returncode is None:
-            process.kill()
-            await process.wait()
+            await kill(process)
     outcome.seconds = time.perf_counter() - started
     return outcome
 
 
+def read_log(log: Path) -> list[tuple[str, str]]:
+    """(event, key) per line of a conversation's log: tool start/end, model mstart/mend."""
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [(line.split()[0], line.split()[1]) for line in lines]
+
+
 def check(outcome: Trial, messages: list[Message], finished: set[str], log: Path) -> None:
-    starts: Counter[str] = Counter()
-    ends: Counter[str] = Counter()
-    for line in log.read_text().splitlines() if log.exists() else []:
-        event, call, _ = line.split()
-        (starts if event == "start" else ends)[call] += 1
+    logged = Counter(read_log(log))
+    starts = Counter({key: n for (event, key), n in logged.items() if event == "start"})
+    ends = Counter({key: n for (event, key), n in logged.items() if event == "end"})
     calls = [c.id for m in messages for c in m.tool_calls]
     results: dict[str, list[str]] = {}
     for m in messages:
@@ -214,37 +334,265 @@ def check(outcome: Trial, messages: list[Message], finished: set[str], log: Path
                 outcome.cut_charges += 1
 
 
-async def main(trials: int, seed: int) -> None:
-    rng = random.Random(seed)
+@dataclass
+class Turn:
+    """One send of a conversation's trial, and how it ended."""
+
+    run_id: str
+    streamed: bool
+    result: Result[str] | None = None
+    error: RunError | None = None
+    other: str = ""  # any other exception, or a hang
+    events: list[tuple[RunEvent, int]] = field(default_factory=list)  # each, the offset after
+
+
+@dataclass
+class Talk:
+    """A conversation's trial as its client drives it: where it stands when the kill lands."""
+
+    conversation: DurableConversation[str] | None = None
+    turns: list[Turn] = field(default_factory=list)
+    between: bool = True  # not inside a send (before the first, between two)
+    over: bool = False
+
+
+async def converse(
+    durable: DurableAgent[str], inline: bool, rng: random.Random, talk: Talk
+) -> None:
+    """The conversation's turns, each streamed or not at random; a failed turn's next send
+    goes on from its evidence (one more turn when the last one failed)."""
+    talk.conversation = conversation = await durable.conversation(inline_turns=inline)
+    prompt = "go"
+    while len(talk.turns) < CONVERSATION_TURNS or (
+        talk.turns[-1].error is not None and len(talk.turns) < CONVERSATION_TURNS + 2
+    ):
+        turn = Turn(new_id(), streamed=rng.random() < 0.5)
+        talk.turns.append(turn)
+        talk.between = False
+        try:
+            async with asyncio.timeout(TURN_BOUND.total_seconds()):
+                if turn.streamed:
+                    stream = conversation.send_stream(prompt, run_id=turn.run_id)
+                    async for event in stream:
+                        turn.events.append((event, stream.offset))
+                    turn.result = stream.result
+                else:
+                    turn.result = await conversation.send(prompt, run_id=turn.run_id)
+        except RunError as error:
+            turn.error = error
+        except TimeoutError:
+            turn.other = f"hung past {TURN_BOUND.total_seconds():.0f} s"
+            break
+        except Exception as exc:
+            turn.other = f"{type(exc).__name__}: {exc}"
+            break
+        finally:
+            talk.between = True
+        prompt = "continue" if turn.error is not None else "again"
+        await asyncio.sleep(rng.uniform(0, 0.5))  # room for a kill between two turns
+    talk.over = True
+
+
+def kill_moment(talk: Talk, log: Path) -> str:
+    """Where the kill landed, from the client's state and the doomed worker's log."""
+    if talk.over:
+        return "after the last turn"
+    if talk.between:
+        return "between turns"
+    open_calls: Counter[tuple[str, str]] = Counter()
+    for event, key in read_log(log):
+        kind = "model" if event.startswith("m") else "tool"
+        open_calls[(kind, key)] += 1 if event in ("start", "mstart") else -1
+    if any(n > 0 for (kind, _), n in open_calls.items() if kind == "tool"):
+        return "in a tool call"
+    if any(n > 0 for (kind, _), n in open_calls.items() if kind == "model"):
+        return "in a model call"
+    return "in golem's code between calls"
+
+
+async def conversation_trial(
+    client: Client, log_dir: Path, rng: random.Random, index: int, inline: bool
+) -> Trial:
+    outcome = Trial()
+    task_queue = f"trial-{index}-{uuid.uuid4().hex[:8]}"
+    started = time.perf_counter()
+    process = await doomed_worker(client, task_queue, log_dir)
+    durable: DurableAgent[str] = DurableAgent(client, talker, task_queue=task_queue)
+    talk = Talk()
+    talking = asyncio.ensure_future(converse(durable, inline, rng, talk))
+    try:
+        await asyncio.wait([talking], timeout=rng.uniform(*KILL_WINDOW["conversation"]))
+        await kill(process)
+        conversation = talk.conversation
+        if conversation is None:
+            raise RuntimeError("the conversation did not start before the kill")
+        log = log_dir / f"{conversation.id}.log"
+        outcome.moment = kill_moment(talk, log)
+        outcome.streamed_kill = not talk.between and talk.turns[-1].streamed
+        async with Worker(client, task_queue=task_queue, plugins=[plugin()]):
+            await talking
+            transcript = await conversation.messages()
+            reader = history_reader(client)
+            rebuilt = await reader.messages(await reader.transcript(conversation.id))
+            runs = await conversation.runs()
+            finished = await finished_calls(client, conversation, talk.turns, inline, outcome)
+        check(outcome, transcript, finished, log)
+        check_turns(outcome, talk.turns, transcript)
+        outcome.rebuild_differs = rebuilt != transcript
+        sent = [t.run_id for t in talk.turns if t.result is not None or t.error is not None]
+        outcome.runs_differ = runs != sent
+        outcome.kind = "failed" if any(t.other for t in talk.turns) else "completed"
+        outcome.error = "; ".join(t.other for t in talk.turns if t.other)
+    except Exception as exc:  # a trial that breaks is reported, not hidden, with its line
+        ours = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == __file__]
+        at = f" (at {ours[-1].name}: {ours[-1].line})" if ours else ""
+        outcome.kind, outcome.error = "failed", f"{type(exc).__name__}: {exc}{at}"
+    finally:
+        talking.cancel()
+        if process.returncode is None:
+            await kill(process)
+    outcome.seconds = time.perf_counter() - started
+    return outcome
+
+
+async def finished_calls(
+    client: Client,
+    conversation: DurableConversation[str],
+    turns: list[Turn],
+    inline: bool,
+    outcome: Trial,
+) -> set[str]:
+    """The calls whose tool activity completed: in the conversation's history (inline), or
+    in each turn's run's."""
+    if inline:
+        return await completed_tool_calls(conversation.handle, outcome)
+    finished: set[str] = set()
+    for turn in turns:
+        try:
+            run = client.get_workflow_handle(turn.run_id)
+            finished |= await completed_tool_calls(run, outcome)
+        except RPCError:  # a send that never started its run
+            continue
+    return finished
+
+
+def check_turns(outcome: Trial, turns: list[Turn], transcript: list[Message]) -> None:
+    """Each turn's outcome is what the transcript says; a failed turn's next send went on."""
+    for number, turn in enumerate(turns):
+        own = [i for i, m in enumerate(transcript) if m.run_id == turn.run_id]
+        end = own[-1] + 1 if own else 0
+        answered = bool(own) and transcript[end - 1].content == "done"
+        if turn.other:
+            outcome.turns["other error or hung"] += 1
+        elif turn.result is not None:
+            outcome.turns["completed"] += 1
+            if turn.result.messages != transcript[:end] or not answered:
+                outcome.mismatched.append(f"{turn.run_id}: its Result is not the transcript's")
+        elif turn.error is not None:
+            following = turns[number + 1] if number + 1 < len(turns) else None
+            resumed = following is not None and following.result is not None
+            outcome.turns["failed, then resumed" if resumed else "failed, not resumed"] += 1
+            if turn.error.stage != "tool":  # a kill fails a turn only by a charge it cut
+                outcome.other_failures.append(f"{turn.run_id}: {turn.error}")
+            partial = turn.error.partial
+            if partial is None or answered or not same_evidence(partial.messages, transcript[:end]):
+                outcome.mismatched.append(
+                    f"{turn.run_id}: its RunError ({turn.error.stage}) is not the transcript's"
+                )
+        if turn.streamed:
+            check_stream(outcome, turn, [transcript[i] for i in own])
+
+
+def same_evidence(partial: list[Message], transcript: list[Message]) -> bool:
+    """A failed turn's evidence, as the transcript holds it once the next turn repaired it:
+    the same messages, each open call closed by one more tool message."""
+    repairs = [m for m in transcript if m not in partial]
+    kept = [m for m in transcript if m in partial]
+    answered = {m.tool_call_id for m in partial if m.role == "tool"}
+    closes = all(m.role == "tool" and m.tool_call_id not in answered for m in repairs)
+    return kept == partial and closes
+
+
+def check_stream(outcome: Trial, turn: Turn, own: list[Message]) -> None:
+    """A streamed reader yields each item at most once, in order (its offsets rise), its
+    loop events once each, in order, and each model turn's text as the transcript has it
+    (the deltas after its last restart); it ends with the turn."""
+    if turn.other:
+        outcome.streams["raised another error or hung"] += 1
+        return
+    outcome.streams["read to its end" if turn.result is not None else "raised the RunError"] += 1
+    faults: list[str] = []
+    offsets = [offset for _, offset in turn.events]
+    if any(later <= earlier for earlier, later in itertools.pairwise(offsets)):
+        faults.append(f"offsets not rising: {offsets}")
+    seen: set[tuple[str, Any]] = set()
+    texts: dict[int, str] = {}
+    model_turn = 0
+    for event, _ in turn.events:
+        which: Any = event.call.id if event.call is not None else event.turn
+        if event.kind in ("model_start", "model_end", "tool_start", "tool_end"):
+            if (event.kind, which) in seen:
+                faults.append(f"{event.kind} {which} twice")
+            seen.add((event.kind, which))
+            opening = {"model_end": "model_start", "tool_end": "tool_start"}.get(event.kind)
+            if opening is not None and (opening, which) not in seen:
+                faults.append(f"{event.kind} {which} before its start")
+        if event.kind == "model_start":
+            if event.turn < model_turn:
+                faults.append(f"model turn {event.turn} after {model_turn}")
+            model_turn = event.turn
+        elif event.kind == "turn_restarted":
+            texts[event.turn] = ""
+            outcome.restarts += 1
+        elif event.kind == "text_delta" and event.delta is not None:
+            texts[event.turn] = texts.get(event.turn, "") + event.delta.text
+    answers = [m.content for m in own if m.role == "assistant"]
+    streamed = [texts.get(n, "") for n in range(1, len(answers) + 1)]
+    if streamed != answers:
+        faults.append(f"texts {streamed} where the transcript has {answers}")
+    ended = {event.call.id for event, _ in turn.events if event.kind == "tool_end" and event.call}
+    results = {m.tool_call_id for m in own if m.role == "tool"}
+    if (turn.result is not None and ended != results) or not ended <= results:
+        faults.append(f"tool_end for {sorted(ended)}, results for {sorted(results)}")
+    outcome.stream_faults += [f"{turn.run_id}: {fault}" for fault in faults]
+
+
+async def main(trials: int, seed: int, shape: str) -> None:
+    kind = "run" if shape == "run" else "conversation"
     with tempfile.TemporaryDirectory() as tmp:
         log_dir = Path(tmp)
         os.environ["GOLEM_TRIAL_DIR"] = str(log_dir)  # the takeover worker logs here too
         async with dev_server() as env:
             gate = asyncio.Semaphore(CONCURRENT_TRIALS)
 
+            def one(index: int) -> Coroutine[Any, Any, Trial]:
+                rng = random.Random(f"{seed}-{index}")  # each trial's own choices
+                if shape == "run":
+                    return trial(env.client, log_dir, rng, index)
+                return conversation_trial(env.client, log_dir, rng, index, shape == "inline")
+
             async def bounded(index: int) -> Trial:
                 async with gate:
+                    bound = TRIAL_BOUND[kind].total_seconds()
                     try:
-                        async with asyncio.timeout(TRIAL_BOUND.total_seconds()):
-                            return await trial(env.client, log_dir, rng, index)
+                        async with asyncio.timeout(bound):
+                            return await one(index)
                     except TimeoutError:
-                        return Trial(kind="timed out", seconds=TRIAL_BOUND.total_seconds())
+                        return Trial(kind="timed out", seconds=bound, error="timed out")
 
             start = time.perf_counter()
             results = await asyncio.gather(*(bounded(i) for i in range(trials)))
             wall = time.perf_counter() - start
-    report(results, seed, wall)
+    (report if shape == "run" else conversation_report)(results, seed, wall, shape)
 
 
-def report(results: list[Trial], seed: int, wall: float) -> None:
-    kinds = Counter(r.kind for r in results)
+Row = tuple[str, int, str]
+
+
+def evidence_rows(results: list[Trial]) -> list[Row]:
+    """What every shape checks of the tools' executions against the final messages."""
     closures: Counter[str] = sum((r.closures for r in results), Counter())
-    rows = [
-        ("trials", len(results), ""),
-        ("killed while the run was running", sum(r.killed_mid_run for r in results), ""),
-        ("completed after takeover (no resume)", kinds["completed"], ""),
-        ("failed, then resumed to completion", kinds["resumed"], ""),
-        ("failed otherwise / timed out", kinds["failed"] + kinds["timed out"], "must be 0"),
+    return [
         ("at-most-once calls cut mid-call by the kill", sum(r.cut_charges for r in results), ""),
         ("calls closed as outcome unknown", closures["outcome unknown"], ""),
         ("calls closed as never started", closures["interrupted"], ""),
@@ -256,8 +604,16 @@ def report(results: list[Trial], seed: int, wall: float) -> None:
             "must be 0",
         ),
         ("calls without exactly one result", sum(len(r.unanswered) for r in results), "must be 0"),
+        (
+            "model calls that took more than one retry",
+            sum(r.late_model_calls for r in results),
+            "must be 0",
+        ),
     ]
-    print(f"crash trials: {TURNS}-turn run, SIGKILL at a random moment, seed {seed}")
+
+
+def print_rows(title: str, rows: list[Row], results: list[Trial], wall: float) -> None:
+    print(title)
     for label, value, goal in rows:
         print(f"{label:<48}{value:>6}  {goal}")
     seconds = [r.seconds for r in results]
@@ -266,16 +622,95 @@ def report(results: list[Trial], seed: int, wall: float) -> None:
     )
     print(f"{'wall seconds (' + str(CONCURRENT_TRIALS) + ' trials at a time)':<48}{wall:>6.1f}")
     for r in results:
-        if r.error or r.lost or r.repeated or r.never_started_lie or r.unanswered:
+        if r.faulty:
             print(
                 f"  problem: {r.kind} {r.error} lost={r.lost} repeated={r.repeated} "
-                f"lie={r.never_started_lie} unanswered={r.unanswered}"
+                f"lie={r.never_started_lie} unanswered={r.unanswered} "
+                f"late model calls={r.late_model_calls}"
             )
+            for fault in r.mismatched + r.stream_faults + r.other_failures:
+                print(f"    {fault}")
+            if r.rebuild_differs or r.runs_differ:
+                print(f"    rebuild differs={r.rebuild_differs} runs differ={r.runs_differ}")
+
+
+def report(results: list[Trial], seed: int, wall: float, shape: str = "run") -> None:
+    kinds = Counter(r.kind for r in results)
+    rows: list[Row] = [
+        ("trials", len(results), ""),
+        ("killed while the run was running", sum(r.killed_mid_run for r in results), ""),
+        ("completed after takeover (no resume)", kinds["completed"], ""),
+        ("failed, then resumed to completion", kinds["resumed"], ""),
+        ("failed otherwise / timed out", kinds["failed"] + kinds["timed out"], "must be 0"),
+        *evidence_rows(results),
+    ]
+    title = f"crash trials: {TURNS}-turn run, SIGKILL at a random moment, seed {seed}"
+    print_rows(title, rows, results, wall)
+
+
+def conversation_report(results: list[Trial], seed: int, wall: float, shape: str) -> None:
+    moments = Counter(r.moment for r in results)
+    turns: Counter[str] = sum((r.turns for r in results), Counter())
+    streams: Counter[str] = sum((r.streams for r in results), Counter())
+    kinds = Counter(r.kind for r in results)
+    rows: list[Row] = [
+        ("trials", len(results), ""),
+        ("killed in a model call", moments["in a model call"], ""),
+        ("killed in a tool call", moments["in a tool call"], ""),
+        ("killed in golem's code between calls", moments["in golem's code between calls"], ""),
+        ("killed between turns", moments["between turns"], ""),
+        ("killed after the last turn", moments["after the last turn"], ""),
+        (
+            "  of those inside a turn, its reader streaming",
+            sum(r.streamed_kill for r in results),
+            "",
+        ),
+        ("turns sent", sum(turns.values()), ""),
+        ("turns completed", turns["completed"], ""),
+        ("turns failed, then resumed by the next send", turns["failed, then resumed"], ""),
+        ("turns failed, not resumed", turns["failed, not resumed"], "must be 0"),
+        (
+            "turns failed by anything but a cut charge",
+            sum(len(r.other_failures) for r in results),
+            "must be 0",
+        ),
+        ("sends that raised another error or hung", turns["other error or hung"], "must be 0"),
+        ("streamed turns read to their end", streams["read to its end"], ""),
+        ("streamed turns that raised the turn's RunError", streams["raised the RunError"], ""),
+        ("streamed model calls restarted (turn_restarted)", sum(r.restarts for r in results), ""),
+        ("trials failed otherwise / timed out", kinds["failed"] + kinds["timed out"], "must be 0"),
+        *evidence_rows(results),
+        (
+            "turn outcomes unlike the transcript",
+            sum(len(r.mismatched) for r in results),
+            "must be 0",
+        ),
+        (
+            "stream faults (repeats, order, text, tools)",
+            sum(len(r.stream_faults) for r in results),
+            "must be 0",
+        ),
+        (
+            "conv.messages() unlike the history's rebuild",
+            sum(r.rebuild_differs for r in results),
+            "must be 0",
+        ),
+        ("run lists unlike the turns sent", sum(r.runs_differ for r in results), "must be 0"),
+    ]
+    title = (
+        f"crash trials: conversations of {CONVERSATION_TURNS} turns ({SHAPES[shape]}), each "
+        f"{TURNS} model calls, SIGKILL at a random moment, seed {seed}"
+    )
+    print_rows(title, rows, results, wall)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--worker"]:
         asyncio.run(serve_until_killed(sys.argv[2], sys.argv[3]))
     else:
-        count = int(sys.argv[1]) if len(sys.argv) > 1 else 50
-        asyncio.run(main(count, int(sys.argv[2]) if len(sys.argv) > 2 else 1))
+        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+        parser.add_argument("trials", nargs="?", type=int, default=50)
+        parser.add_argument("seed", nargs="?", type=int, default=1)
+        parser.add_argument("--shape", choices=sorted(SHAPES), default="run")
+        args = parser.parse_args()
+        asyncio.run(main(args.trials, args.seed, args.shape))

@@ -307,6 +307,8 @@ class _Events:
             return None
         self.agent = wire.agent or self.agent  # deltas leave it to the loop's events
         if wire.kind == "turn_restarted":
+            if wire.attempt_order <= self.attempts.get(wire.turn, (0, 1)):
+                return None  # an attempt given up on that went on: its restart comes late
             self.attempts[wire.turn] = wire.attempt_order
         elif wire.delta is not None and wire.attempt_order < self.attempts.get(wire.turn, (0, 1)):
             return None  # a late piece of an attempt that was already given up on

@@ -211,6 +211,33 @@ conversation_lookup.tool(lookup)
 AGENTS.append(conversation_lookup)
 
 
+async def _answer_after_note(messages: list[Message], tools: Any) -> Message:
+    """A conversation's agent whose turn notes something, then answers: the answer (the
+    turn's second model call, its messages read anew by a worker that did not serve the
+    first) records itself and hangs in a worker that will be killed."""
+    last = messages[-1]
+    if last.role == "user":
+        return Message.assistant("", [ToolCall(id=f"note-{len(messages)}", name="note", args="{}")])
+    await _record_and_maybe_hang("model")
+    return Message.assistant(f"answered after {last.content}")
+
+
+conversation_answer = Agent(
+    FunctionModel(_answer_after_note, model_name="crash-model"),
+    name="conversation_answer",
+    model_retry=Retry(initial_interval=0.1),
+)
+
+
+@conversation_answer.tool
+def note() -> str:
+    """Note something (quick, never hangs)."""
+    return "noted"
+
+
+AGENTS.append(conversation_answer)
+
+
 def _delegate_then_answer(tool: str, args: dict[str, str]) -> FunctionModel:
     """A caller that asks ``tool`` once (its model call logged) and answers with its result."""
 

@@ -348,8 +348,33 @@ async def test_a_reconnect_from_an_offset_gets_the_rest_exactly_once(
     assert resumed.result.output == "one two three"
 
 
-async def test_a_late_piece_of_a_superseded_attempt_is_dropped(
-    temporal_env: WorkflowEnvironment,
+FRESH = StreamDelta(kind="text", text="fresh ")
+STALE = StreamDelta(kind="text", text="stale")
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        # What a zombie first attempt and a retry would publish, interleaved.
+        [
+            StreamEvent(kind="turn_restarted", turn=1, attempt=3),
+            StreamEvent.of_delta(STALE, turn=1, attempt=2),
+            StreamEvent.of_delta(FRESH, turn=1, attempt=3),
+        ],
+        # Attempt 2 timed out before it called the model (reading its request), attempt 3
+        # answered, then the zombie attempt 2 went on: its restart comes after attempt 3's
+        # (crash_trials.py --shape inline saw a turn's text come out empty so).
+        [
+            StreamEvent(kind="turn_restarted", turn=1, attempt=3),
+            StreamEvent.of_delta(FRESH, turn=1, attempt=3),
+            StreamEvent(kind="turn_restarted", turn=1, attempt=2),
+            StreamEvent.of_delta(STALE, turn=1, attempt=2),
+        ],
+    ],
+    ids=["late-piece", "late-restart"],
+)
+async def test_the_late_items_of_a_superseded_attempt_are_dropped(
+    temporal_env: WorkflowEnvironment, items: list[StreamEvent]
 ) -> None:
     gate = asyncio.Event()
     agent = piece_agent(["first ", "second"], gate)
@@ -360,13 +385,10 @@ async def test_a_late_piece_of_a_superseded_attempt_is_dropped(
         async with asyncio.timeout(DEADLINE):
             while not seen or seen[-1].kind != "text_delta":
                 seen.append(await anext(events))
-        # What a zombie first attempt and a retry would publish, interleaved.
         publisher = WorkflowStreamClient(stream.run.handle, client=temporal_env.client)
         topic = publisher.topic(names.TOPIC, type=StreamEvent)
-        text = StreamDelta(kind="text", text="stale")
-        topic.publish(StreamEvent(kind="turn_restarted", turn=1, attempt=3))
-        topic.publish(StreamEvent.of_delta(text, turn=1, attempt=2))
-        topic.publish(StreamEvent.of_delta(text.model_copy(update={"text": "fresh "}), 1, 3))
+        for item in items:
+            topic.publish(item)
         await publisher.flush()
         gate.set()
         seen += await collect(events)
@@ -377,7 +399,8 @@ async def test_a_late_piece_of_a_superseded_attempt_is_dropped(
         ("turn_restarted", 3),
         ("text_delta", 0),
     ]
-    # The real call, attempt 1, is the zombie here: its later "second" is dropped too.
+    assert [e.attempt for e in seen if e.kind == "turn_restarted"] == [3]
+    # The real call, attempt 1, is a zombie here too: its later "second" is dropped.
     assert texts(seen) == "first fresh "
     assert seen[-1].kind == "model_end"
 

@@ -185,14 +185,16 @@ class ModelActivity:
                 non_retryable=True,
             )
         model, policy = links[input.model_index]
-        messages = await self._messages(input)
+        what = f"model {model.model_name}"
+        # Heartbeating: a query waits out a dead worker's workflow task (up to 10 s), longer
+        # than a short heartbeat timeout, which would time the retry out and call again.
+        messages, tools = await _heartbeating(self._request_parts(input), what)
         request = ModelRequest.model_construct(
             messages=messages,
-            tools=[*agent.tool_definitions, *await self._toolset_tools(input)],
+            tools=[*agent.tool_definitions, *tools],
             output_schema=agent.output_schema,
             settings=agent.model_settings,
         )
-        what = f"model {model.model_name}"
         try:
             response = await _heartbeating(request_or_stream(model, request, input), what)
         except asyncio.CancelledError:
@@ -224,6 +226,10 @@ class ModelActivity:
         outcome = await _call_tool(input)
         self.cache.called(_run_key(), input.call, outcome)
         return outcome
+
+    async def _request_parts(self, input: ModelCall) -> tuple[list[Message], list[ToolDefinition]]:
+        """The request's messages and its toolsets' tools (each may be read by query)."""
+        return await self._messages(input), await self._toolset_tools(input)
 
     async def _toolset_tools(self, input: ModelCall) -> list[ToolDefinition]:
         """The tools the run's toolsets offer (golem.workflows.mcp), known by digest."""
