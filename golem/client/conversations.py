@@ -88,6 +88,16 @@ class ServedAgent(Protocol[OutputT]):
     async def attach(self, run_id: str) -> DurableRun[OutputT]: ...
 
 
+async def _exists(handle: WorkflowHandle[Any, Any]) -> bool:
+    try:
+        await handle.describe()
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+        return False
+    return True
+
+
 async def start_conversation(
     agent: ServedAgent[OutputT],
     conversation_id: str,
@@ -341,6 +351,11 @@ class DurableConversation(Generic[OutputT]):
             child = self.agent.client.get_workflow_handle(run_id)
             if not await turn_started(child, sent[0], self.id, accepted):
                 await self._finish(sent[0], recoveries[0])  # raises the refusal, as send would
+            if sent[0].done() and not await _exists(child):
+                # It ran with no child: inline, in a conversation started without its memo
+                # (its stream still holds the turn's items, read once it has ended).
+                self.inline = inline[0] = True
+                return await self._inline_turn(run_id, sent[0], recoveries[0], accepted)
             return DurableRun(
                 run_id, self.id, child, [], agent.output_adapter, agent.may_pause, based=True
             )
