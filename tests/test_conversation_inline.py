@@ -577,14 +577,20 @@ async def test_a_cancelled_inline_conversation_keeps_its_turns_evidence(
     assert executed == []
 
 
+def named_talker(gate: asyncio.Event | None = None) -> Agent[Any, Any]:
+    """The streaming ``talker`` under a name of its own (each test's worker serves its own)."""
+    agent = talker(gate)
+    agent.name = f"talker_{uuid.uuid4().hex[:6]}"
+    return agent
+
+
 async def test_streamed_inline_turns_go_on_across_continue_as_new_and_from_any_client(
     temporal_client: Client,
 ) -> None:
     """The conversation's stream keeps its offsets across continue-as-new (a reader's stay
     valid) and only the latest two streamed turns' items; a client attached by id learns
     from the conversation's memo where its turns stream."""
-    agent = talker()
-    agent.name = f"talker_{uuid.uuid4().hex[:6]}"
+    agent = named_talker()
     async with serve(temporal_client, agent) as tq:
         conv = await budgeted(temporal_client, agent, tq, turns_per_run=2, inline_turns=True)
         said: list[str] = []
@@ -629,8 +635,7 @@ async def test_a_streamed_inline_turn_read_after_its_items_were_dropped_ends_wit
     """The conversation's stream keeps only the latest two streamed turns' items: a reader of
     an older one (attached late, or resumed from a saved offset) misses its events but stops
     with its ``Result``, where it would wait among later turns' items for ever."""
-    agent = talker()
-    agent.name = f"talker_{uuid.uuid4().hex[:6]}"
+    agent = named_talker()
     async with serve(temporal_client, agent) as tq:
         conv = await inline(temporal_client, agent, tq)
         first = conv.send_stream("one")
@@ -670,8 +675,7 @@ async def test_a_conversation_cancelled_mid_stream_ends_every_turns_reader(
     turn's reader ends with its send's ``RunError`` (stage ``canceled``), the queued one's
     with its refusal; neither waits for ever."""
     gate = asyncio.Event()
-    agent = talker(gate)
-    agent.name = f"talker_{uuid.uuid4().hex[:6]}"
+    agent = named_talker(gate)
     async with serve(temporal_client, agent) as tq:
         conv = await inline(temporal_client, agent, tq)
         running, queued = conv.send_stream("one"), conv.send_stream("two")
@@ -703,8 +707,7 @@ async def test_a_rested_inline_conversation_streams_on_when_a_streamed_send_reop
 ) -> None:
     """A streamed turn read back after its conversation rested, then an attached client's
     streamed send reopening it: the reopened run says in its memo that its turns run inline."""
-    agent = talker()
-    agent.name = f"talker_{uuid.uuid4().hex[:6]}"
+    agent = named_talker()
     async with serve(temporal_client, agent) as tq:
         durable = DurableAgent(temporal_client, agent, task_queue=tq)
         conv = await durable.conversation(inline_turns=True, idle_timeout=timedelta(seconds=1))
@@ -755,8 +758,7 @@ async def test_an_inline_turns_run_says_what_stops_it(temporal_client: Client) -
     """``stream.run.cancel()`` of an inline turn cannot stop it alone: its error names what
     does (a cancel of the conversation's workflow), not ``close()``, which lets a turn in
     flight run to its end."""
-    agent = talker()
-    agent.name = f"talker_{uuid.uuid4().hex[:6]}"
+    agent = named_talker()
     async with serve(temporal_client, agent) as tq:
         conv = await inline(temporal_client, agent, tq)
         stream = conv.send_stream("one")
@@ -818,8 +820,7 @@ async def test_an_inline_conversation_started_without_its_memo_streams_to_an_att
     """A conversation whose turns run inline started with no ``golemInlineTurns`` memo (by a
     golem before it set one, or by hand): a client attached by id still reads its streamed
     turn's events, once the turn has ended with no child run (the memo would have said)."""
-    agent = talker()
-    agent.name = f"talker_{uuid.uuid4().hex[:6]}"
+    agent = named_talker()
     async with serve(temporal_client, agent) as tq:
         handle = await temporal_client.start_workflow(
             ConversationWorkflow.run,

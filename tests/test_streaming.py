@@ -12,7 +12,7 @@ import os
 import pty
 import signal
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -503,6 +503,28 @@ def test_a_negative_offset_is_refused_by_name() -> None:
         DurableRunStream(lambda: None, from_offset=-1)  # type: ignore[arg-type,return-value]
 
 
+async def killed_mid_answer(
+    env: WorkflowEnvironment,
+    task_queue: str,
+    crash_dir: Path,
+    stream: Callable[[], Awaitable[DurableRunStream[Any]]],
+) -> list[RunEvent]:
+    """Every event of ``stream()`` (made once a doomed worker is up): its worker SIGKILLed
+    after the first text piece, the rest read once a fresh worker took over."""
+    seen: list[RunEvent] = []
+    async with doomed_worker(env, task_queue, crash_dir) as process:
+        events = aiter(await stream())
+        async with asyncio.timeout(DEADLINE):
+            while not seen or seen[-1].kind != "text_delta":
+                seen.append(await anext(events))
+        process.send_signal(signal.SIGKILL)  # mid-answer: its first piece is out
+        await process.wait()
+    plugin = GolemPlugin(*CRASH_AGENTS, heartbeat_timeout=timedelta(seconds=2))
+    async with Worker(env.client, task_queue=task_queue, plugins=[plugin]):
+        seen += await collect(events)
+    return seen
+
+
 async def test_a_worker_killed_mid_stream_yields_a_marked_restart_and_the_retried_answer(
     temporal_env: WorkflowEnvironment, crash_dir: Path
 ) -> None:
@@ -511,17 +533,11 @@ async def test_a_worker_killed_mid_stream_yields_a_marked_restart_and_the_retrie
         temporal_env.client, stream_crash.name, task_queue=task_queue
     )
     stream = durable.run_stream("go")
-    events = aiter(stream)
-    seen: list[RunEvent] = []
-    async with doomed_worker(temporal_env, task_queue, crash_dir) as process:
-        async with asyncio.timeout(DEADLINE):
-            while not seen or seen[-1].kind != "text_delta":
-                seen.append(await anext(events))
-        process.send_signal(signal.SIGKILL)  # mid-answer: its first piece is out
-        await process.wait()
-    plugin = GolemPlugin(*CRASH_AGENTS, heartbeat_timeout=timedelta(seconds=2))
-    async with Worker(temporal_env.client, task_queue=task_queue, plugins=[plugin]):
-        seen += await collect(events)
+
+    async def started() -> DurableRunStream[str]:
+        return stream
+
+    seen = await killed_mid_answer(temporal_env, task_queue, crash_dir, started)
 
     assert [(e.kind, e.turn, e.attempt) for e in seen] == [
         ("model_start", 1, 0),
@@ -547,19 +563,15 @@ async def test_an_inline_turn_streams_through_a_worker_killed_mid_answer(
     durable: DurableAgent[str] = DurableAgent(
         temporal_env.client, stream_crash.name, task_queue=task_queue
     )
-    seen: list[RunEvent] = []
-    async with doomed_worker(temporal_env, task_queue, crash_dir) as process:
-        conv = await durable.conversation(inline_turns=True)
-        stream = conv.send_stream("go")
-        events = aiter(stream)
-        async with asyncio.timeout(DEADLINE):
-            while not seen or seen[-1].kind != "text_delta":
-                seen.append(await anext(events))
-        process.send_signal(signal.SIGKILL)  # mid-answer: its first piece is out
-        await process.wait()
-    plugin = GolemPlugin(*CRASH_AGENTS, heartbeat_timeout=timedelta(seconds=2))
-    async with Worker(temporal_env.client, task_queue=task_queue, plugins=[plugin]):
-        seen += await collect(events)
+    streams: list[DurableRunStream[Any]] = []
+
+    async def sent() -> DurableRunStream[Any]:
+        conv = await durable.conversation(inline_turns=True)  # a worker is up to take it
+        streams.append(conv.send_stream("go"))
+        return streams[0]
+
+    seen = await killed_mid_answer(temporal_env, task_queue, crash_dir, sent)
+    stream = streams[0]
 
     shape = [(e.kind, e.attempt) for e in seen if e.kind != "text_delta"]
     assert shape == [("model_start", 0), ("turn_restarted", 2), ("model_end", 0)]

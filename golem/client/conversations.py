@@ -88,16 +88,6 @@ class ServedAgent(Protocol[OutputT]):
     async def attach(self, run_id: str) -> DurableRun[OutputT]: ...
 
 
-async def _exists(handle: WorkflowHandle[Any, Any]) -> bool:
-    try:
-        await handle.describe()
-    except RPCError as exc:
-        if exc.status != RPCStatusCode.NOT_FOUND:
-            raise
-        return False
-    return True
-
-
 async def start_conversation(
     agent: ServedAgent[OutputT],
     conversation_id: str,
@@ -351,7 +341,7 @@ class DurableConversation(Generic[OutputT]):
             child = self.agent.client.get_workflow_handle(run_id)
             if not await turn_started(child, sent[0], self.id, accepted):
                 await self._finish(sent[0], recoveries[0])  # raises the refusal, as send would
-            if sent[0].done() and not await _exists(child):
+            if sent[0].done() and await existing_run(self.agent.client, run_id) is None:
                 # It ran with no child: inline, in a conversation started without its memo
                 # (its stream still holds the turn's items, read once it has ended).
                 self.inline = inline[0] = True
