@@ -384,6 +384,23 @@ def _reused_run_id() -> Attempt:
     return attempt
 
 
+def _turn_under_its_conversations_id() -> Attempt:
+    """An inline conversation's streamed turn given the conversation's own id as its run id:
+    refused by the send's validator (its stream's items would name no turn), nothing recorded."""
+
+    async def attempt(env: Env) -> str:
+        agent = answers(Message.assistant("hi"), name="inline_own_id")
+        task_queue = f"inline-{uuid.uuid4().hex[:8]}"
+        async with Worker(env.client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
+            durable = DurableAgent(env.client, agent, task_queue=task_queue)
+            conversation = await durable.conversation(inline_turns=True)
+            async for _ in conversation.send_stream("go", run_id=conversation.id):
+                pass
+        return "sent"
+
+    return attempt
+
+
 def _codec_for(spec: str) -> Attempt:
     return sync(lambda: EncryptionCodec.parse(spec))
 
@@ -528,6 +545,7 @@ def kinds() -> list[Kind]:
         Kind("an agent no worker serves", "durable", _unknown_agent(), "UnknownAgentError", "no-such-agent", durable=True),
         Kind("a streamed turn of an inline conversation of an agent that hands off, known by name", "client", _inline_refused(stream=True), "ValueError", "cannot serve agent 'inline_hands_off' hands off", durable=True),
         Kind("an inline conversation of an agent that hands off, known by name", "client", _inline_refused(stream=False), "ValueError", "cannot serve agent 'inline_hands_off' hands off", durable=True),
+        Kind("an inline turn under its conversation's own id", "client", _turn_under_its_conversations_id(), "RunIdInUseError", "this conversation's own id", durable=True),
         Kind("a run id already used", "durable", _reused_run_id(), "RunIdInUseError", "reuse-", durable=True),
         Kind("2,100 tool calls in one turn (in process)", "in process", run(_at_once(2100)), "completed", "done"),
         Kind("the model answers with output nested 400 deep", "in process", run(_deep_output()), "RunError(decode)", "recursion limit exceeded"),
