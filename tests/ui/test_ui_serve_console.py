@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 from serve_support import serving
 from uicheck import Page, TemporalUI, snap
 
@@ -51,6 +52,7 @@ def asking(
     )
 
 
+@pytest.mark.usefixtures("both_shapes")
 async def test_the_console_asks_approves_denies_and_lists_conversations(
     temporal_ui: TemporalUI,
 ) -> None:
@@ -58,6 +60,8 @@ async def test_the_console_asks_approves_denies_and_lists_conversations(
         serving(temporal_ui.client) as server,
         httpx.AsyncClient(base_url=server.url, timeout=60) as http,
     ):
+        # The namespace's earlier conversations (another test's) are listed too.
+        before = len((await http.get("/conversations")).json()["conversations"])
         # A turn that waits, asked elsewhere: the page opened on it (a reload) shows the call.
         elsewhere = (await http.post("/conversations", json={"agent": "refunds"})).json()["id"]
         await http.post(f"/conversations/{elsewhere}/messages", json={"text": "Refund order 5"})
@@ -114,6 +118,7 @@ async def test_the_console_asks_approves_denies_and_lists_conversations(
                 Page("list", f"{server.url}/", wait=["refunds · running"]),
             ],
         )
+        listed = len((await http.get("/conversations")).json()["conversations"])
 
     approved = pages["approve_1"]
     assert approved.missing == [] and approved.error is None, approved.text
@@ -141,7 +146,8 @@ async def test_the_console_asks_approves_denies_and_lists_conversations(
     # asked before the page had loaded: the answer streams once, under the question
     assert reasoned.text.count("No refund: over the limit; offer store credit.") == 1
     assert "Refund order 46" in reasoned.text
-    assert pages["list"].text.count("refunds · running") == 7
+    assert listed - before == 7  # this test's seven conversations
+    assert pages["list"].text.count("refunds · running") == listed
 
 
 #: Ask, then (once the call shows) set its fields: ``{selector: value}`` in the waiting box.
