@@ -183,15 +183,16 @@ def failure_text(name: str, error: RunError) -> str:
 
 
 def inline_problem(agent: Any) -> str:
-    """Why ``agent``'s conversation turns cannot run inline yet ("" when they can):
-    handoffs and a history by value need a turn's run of their own until
-    docs/adr/0050-turns-inline.md's next steps."""
+    """Why ``agent``'s conversation turns cannot run inline yet ("" when they can): a
+    history by value (its own, or that of an agent it hands off to) needs a turn's run of
+    its own until docs/adr/0050-turns-inline.md's next steps."""
     for reached in reachable([agent]):
-        if reached.handoffs:
-            return f"agent {reached.name!r} hands off (to {', '.join(sorted(reached.handoffs))})"
-    if agent.history_processor is not None or agent.usage_limits.request_input_tokens_limit:
-        # The conversation's history reader takes inline turns to continue it by reference.
-        return f"agent {agent.name!r} needs the whole history in its loop (a history processor)"
+        if reached.history_processor is not None or reached.usage_limits.request_input_tokens_limit:
+            # The conversation's history reader takes inline turns to continue it by reference.
+            return (
+                f"agent {reached.name!r} needs the whole history in its loop (a history "
+                "processor or a per-request token limit)"
+            )
     return ""
 
 

@@ -271,9 +271,12 @@ class _Events:
     def __init__(
         self, run_id: str, conversation_id: str, agent: str, follow: Callable[[str, str], None]
     ) -> None:
-        self.run_id, self.conversation_id, self.agent = run_id, conversation_id, agent
+        self.run_id, self.conversation_id = run_id, conversation_id
+        self.agents = {run_id: agent}
+        """The runs whose items are this run's (an inline turn's run and those it handed
+        over to: ``handed``), each with its agent."""
         self.follow = follow
-        self.attempts: dict[int, tuple[int, int]] = {}  # turn -> its newest (model, attempt)
+        self.attempts: dict[tuple[str, int], tuple[int, int]] = {}  # turn -> newest attempt
         self.ended = False
         """The run's ``end`` was read."""
         self.held: Callable[[], Awaitable[bool]] | None = None
@@ -289,7 +292,7 @@ class _Events:
         async for item in items:
             on_item(item)
             wire = _decode(item)
-            if self.held is not None and wire.of_run != self.run_id:
+            if self.held is not None and wire.of_run not in self.agents:
                 if wire.kind == "end" and not await self.held():
                     self.ended = True  # its items were dropped: none of them will come
                     return
@@ -297,6 +300,9 @@ class _Events:
             if wire.kind == "end":
                 self.ended = True
                 return
+            if wire.kind == "handed":  # the turn goes on as that run, on this stream
+                self.agents[wire.run_id] = wire.agent
+                continue
             event = self.convert(wire)
             if event is not None:
                 yield event
@@ -305,14 +311,17 @@ class _Events:
         if wire.kind == "child":
             self.follow(wire.run_id, wire.agent)
             return None
-        self.agent = wire.agent or self.agent  # deltas leave it to the loop's events
+        run_id = wire.of_run or self.run_id
+        # Deltas leave the agent to the loop's events.
+        agent = self.agents[run_id] = wire.agent or self.agents.get(run_id, "")
+        turn = (run_id, wire.turn)
         if wire.kind == "turn_restarted":
-            if wire.attempt_order <= self.attempts.get(wire.turn, (0, 1)):
+            if wire.attempt_order <= self.attempts.get(turn, (0, 1)):
                 return None  # an attempt given up on that went on: its restart comes late
-            self.attempts[wire.turn] = wire.attempt_order
-        elif wire.delta is not None and wire.attempt_order < self.attempts.get(wire.turn, (0, 1)):
+            self.attempts[turn] = wire.attempt_order
+        elif wire.delta is not None and wire.attempt_order < self.attempts.get(turn, (0, 1)):
             return None  # a late piece of an attempt that was already given up on
-        return wire.to_event(self.run_id, self.conversation_id, self.agent)
+        return wire.to_event(run_id, self.conversation_id, agent)
 
 
 #: An event and, for one of the run's own, the stream offset after it (-1 for a child's).

@@ -338,11 +338,13 @@ def _oversized_turn() -> Attempt:
 
 def _inline_refused(stream: bool) -> Attempt:
     """A conversation whose turns run inline (ADR 0050) asked what they cannot do yet: an
-    agent (known to the client by name only) that hands off, in a turn streamed or not.
-    Refused by the send's validator: nothing is recorded."""
+    agent (known to the client by name only) that hands off to one with a history
+    processor, in a turn streamed or not. Refused by the send's validator: nothing is
+    recorded."""
 
     async def attempt(env: Env) -> str:
         target = answers(Message.assistant("hi"), name="inline_target")
+        target.history_processor = list  # its loop needs the whole history
         plain = answers(Message.assistant("hi"), name="inline_plain")
         handing = answers(Message.assistant("hi"), name="inline_hands_off")
         handing.add_handoffs(target)
@@ -543,8 +545,8 @@ def kinds() -> list[Kind]:
         Kind("deps nested 400 deep", "client", start(answers(), deps=_deep_value(400)), "ValueError", "deps cannot be sent to Temporal", durable=True),
         Kind("a prompt with a lone surrogate", "client", start(answers(), prompt="\ud800"), "ValueError", "prompt cannot be sent to Temporal", durable=True),
         Kind("an agent no worker serves", "durable", _unknown_agent(), "UnknownAgentError", "no-such-agent", durable=True),
-        Kind("a streamed turn of an inline conversation of an agent that hands off, known by name", "client", _inline_refused(stream=True), "ValueError", "cannot serve agent 'inline_hands_off' hands off", durable=True),
-        Kind("an inline conversation of an agent that hands off, known by name", "client", _inline_refused(stream=False), "ValueError", "cannot serve agent 'inline_hands_off' hands off", durable=True),
+        Kind("a streamed turn of an inline conversation of an agent handing off to one with a history processor, known by name", "client", _inline_refused(stream=True), "ValueError", "cannot serve agent 'inline_target' needs the whole history", durable=True),
+        Kind("an inline conversation of an agent handing off to one with a history processor, known by name", "client", _inline_refused(stream=False), "ValueError", "cannot serve agent 'inline_target' needs the whole history", durable=True),
         Kind("an inline turn under its conversation's own id", "client", _turn_under_its_conversations_id(), "RunIdInUseError", "this conversation's own id", durable=True),
         Kind("a run id already used", "durable", _reused_run_id(), "RunIdInUseError", "reuse-", durable=True),
         Kind("2,100 tool calls in one turn (in process)", "in process", run(_at_once(2100)), "completed", "done"),

@@ -8,6 +8,7 @@ of loop behaviour written against it passes through both.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 # Imported up front: hypothesis' pytest plugin imports it at the session's end otherwise, and
 # CPython 3.11.7 cannot parse a module (SystemError) after a test hit the recursion limit.
@@ -17,6 +18,7 @@ from runners import DurableRunner, LocalRunner, Runner
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
+from golem.client import DurableAgent
 from golem.testing import dev_server
 
 
@@ -45,6 +47,21 @@ def runner(request: pytest.FixtureRequest) -> Runner:
 def local_runner() -> Runner:
     """For behaviour only an in-process run has (streaming, the caller's task)."""
     return LocalRunner()
+
+
+@pytest.fixture(params=["child runs", "inline"])
+def conversation_shapes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test twice: its conversations' turns as child runs, then run inline in the
+    conversation's workflow (``inline_turns=True``, docs/adr/0050-turns-inline.md)."""
+    if request.param == "inline":
+        original = DurableAgent.conversation
+
+        async def inline(self: DurableAgent[Any], *args: Any, **kwargs: Any) -> Any:
+            kwargs.setdefault("inline_turns", True)
+            return await original(self, *args, **kwargs)
+
+        monkeypatch.setattr(DurableAgent, "conversation", inline)
+    return str(request.param)
 
 
 _bad_inputs: list[tuple[str, str, str, float]] = []

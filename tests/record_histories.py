@@ -457,10 +457,23 @@ async def record_handoffs(client: Client, tq: str) -> dict[str, str | tuple[str,
     assert after.agent == "replay_desk" and await conv.current_agent() == "replay_desk"
     await conv.close()
     first_run, _ = await continued_from(client, handle.id)
+    # Inline (docs/adr/0050): the handed-over turn streamed, its target's run in the same
+    # workflow, which continues as new with the target serving.
+    inline = await budgeted(client, front_agent, tq, turns_per_run=2, inline_turns=True)
+    await inline.send("hello")
+    stream = inline.send_stream("the desk, please")
+    agents = {event.agent async for event in stream}
+    assert stream.result.agent == "replay_desk" and "replay_desk" in agents, agents
+    after = await inline.send("still there?")
+    assert after.agent == "replay_desk", after
+    await inline.close()
+    inline_first, _ = await continued_from(client, inline.id)
     return {
         "handoff_standalone": alone.run_id,
         "handoff_conversation": (handle.id, first_run),
         "handoff_conversation_after": handle.id,
+        "conversation_inline_handed_continued": (inline.id, inline_first),
+        "conversation_inline_handed": inline.id,
     }
 
 

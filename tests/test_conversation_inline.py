@@ -36,6 +36,7 @@ from golem.models import FunctionModel
 from golem.models.base import ModelResponse, StreamDelta
 from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT
 from golem.results import RunError
+from golem.usage import UsageLimits
 from golem.wire import ConversationInput, Paused, StreamEvent, TurnOutput, names
 from golem.wire import transcript as transcript_module
 from golem.wire.converter import golem_data_converter
@@ -167,26 +168,33 @@ async def test_inline_turns_carry_across_continue_as_new_by_reference(
     assert [r.messages[1:] for r in model.requests] == [transcript[:end] for end in answers]
 
 
+def _whole(history: list[Message]) -> list[Message]:
+    """A history processor: its agent needs the whole history in its loop."""
+    return history
+
+
 async def test_what_inline_turns_cannot_do_yet_is_refused_naming_it(
     temporal_client: Client,
 ) -> None:
     target, _ = echo_agent("target_inline")
+    target.history_processor = _whole  # reached by a handoff: it would serve turns too
     handing, _ = echo_agent("hands_off")
     handing.add_handoffs(target)
     plain, _ = echo_agent("plain-inline")
+    refusal = "cannot serve agent 'target_inline' needs the whole history"
     async with serve(temporal_client, handing, plain) as tq:
-        with pytest.raises(ValueError, match="cannot serve agent 'hands_off' hands off"):
+        with pytest.raises(ValueError, match=refusal):
             await inline(temporal_client, handing, tq)
         # Known by name only, the worker refuses its turns, saying why; nothing is recorded.
         by_name = DurableAgent(temporal_client, "hands_off", task_queue=tq)
         refused = await by_name.conversation(inline_turns=True)
-        with pytest.raises(ValueError, match="cannot serve agent 'hands_off' hands off"):
+        with pytest.raises(ValueError, match=refusal):
             await refused.send("hi")
         assert await refused.messages() == []
         conv = await DurableAgent(temporal_client, plain, task_queue=tq).conversation(
             inline_turns=True, idle_timeout=timedelta(minutes=5)
         )
-        with pytest.raises(ValueError, match="cannot serve agent 'hands_off' hands off"):
+        with pytest.raises(ValueError, match=refusal):
             async for _ in refused.send_stream("hi"):
                 pass
         assert await refused.messages() == []
@@ -354,15 +362,16 @@ async def test_an_agent_that_can_no_longer_run_inline_is_refused_per_turn_not_by
         durable = DurableAgent(temporal_client, plain, task_queue=task_queue)
         conv = await durable.conversation(inline_turns=True)
         assert (await conv.send("hi")).output == "1: hi"
-    asking, _ = echo_agent(name)  # the same agent, deployed again with a handoff
-    target, _ = echo_agent(f"{name}_target")
-    asking.add_handoffs(target)
+    # The same agent, deployed again with a per-request token limit (its loop needs the
+    # whole history; it changes no command of the turn already taken, a processor would).
+    asking, _ = echo_agent(name)
+    asking.usage_limits = UsageLimits(request_input_tokens_limit=1_000_000)
 
     async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(asking)]):
         again = await DurableAgent(temporal_client, name, task_queue=task_queue).conversation(
             conv.id
         )
-        with pytest.raises(ValueError, match=r"cannot serve agent .* hands off"):
+        with pytest.raises(ValueError, match=r"cannot serve agent .* needs the whole history"):
             await again.send("again")
         failed_tasks = [
             e

@@ -30,19 +30,9 @@ from golem.worker import GolemPlugin
 DEADLINE = 60.0
 
 
-@pytest.fixture(autouse=True, params=["child runs", "inline"])
-def turns(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test here twice: turns as child runs, and run inline in the conversation's
-    workflow (docs/adr/0050-turns-inline.md), whose stream carries them."""
-    if request.param == "inline":
-        original = DurableAgent.conversation
-
-        async def inline(self: DurableAgent[Any], *args: Any, **kwargs: Any) -> Any:
-            kwargs.setdefault("inline_turns", True)
-            return await original(self, *args, **kwargs)
-
-        monkeypatch.setattr(DurableAgent, "conversation", inline)
-    return str(request.param)
+# Every test here twice: turns as child runs, and run inline in the conversation's workflow
+# (docs/adr/0050-turns-inline.md), whose stream carries them.
+pytestmark = pytest.mark.usefixtures("conversation_shapes")
 
 
 def talker(gate: asyncio.Event | None = None) -> Agent[Any, Any]:
@@ -110,7 +100,7 @@ def shared(result: Result[Any]) -> tuple[Any, ...]:
 
 
 async def test_a_streamed_turn_yields_deltas_before_it_ends_then_what_send_returns(
-    temporal_client: Client, turns: str
+    temporal_client: Client, conversation_shapes: str
 ) -> None:
     gate = asyncio.Event()  # the model finishes only after the test has seen a delta
     async with serving(temporal_client, talker(gate)) as durable:
@@ -146,7 +136,9 @@ async def test_a_streamed_turn_yields_deltas_before_it_ends_then_what_send_retur
         parent = (await temporal_client.get_workflow_handle(result.run_id).describe()).parent_id
     except RPCError as exc:
         parent = exc.status.name
-    assert parent == ("NOT_FOUND" if turns == "inline" else conv.id)  # inline: no child run
+    assert parent == (
+        "NOT_FOUND" if conversation_shapes == "inline" else conv.id
+    )  # inline: no child run
 
 
 async def test_a_failing_streamed_turn_raises_the_run_error_send_raises(

@@ -3,16 +3,24 @@ which serves the turns after it (across continue-as-new) until it hands over aga
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
+import pytest
 from delegation_agents import answer, calls, refund_agent
 from temporalio.client import Client
+from temporalio.worker import Worker
 from test_conversation import serve
 from test_conversation_boundaries import budgeted, continued
 
 from golem import Agent, Message, handoff_target
 from golem.client import DurableAgent
+from golem.client.records import history_reader
 from golem.models import FunctionModel, ModelResponse
+from golem.worker import GolemPlugin
+
+# Every test here twice: turns as child runs, and run inline (docs/adr/0050-turns-inline.md).
+pytestmark = pytest.mark.usefixtures("conversation_shapes")
 
 
 def desk(name: str, hands_to: str = "", **options: Any) -> tuple[Agent[Any, Any], list[str]]:
@@ -67,13 +75,14 @@ async def test_a_conversation_follows_a_handoff_for_the_turns_after_it(
 
 
 async def test_the_current_agent_crosses_continue_as_new_and_can_hand_back(
-    temporal_client: Client,
+    temporal_client: Client, conversation_shapes: str
 ) -> None:
     billing, billing_answered = desk("billing", hands_to="triage")
     triage, triage_answered = desk("triage", hands_to="billing", handoffs=[billing])
     billing.add_handoffs(triage)  # a specialist hands back to the agent that handed to it
     async with serve(temporal_client, triage) as tq:
-        conv = await budgeted(temporal_client, triage, tq, turns_per_run=1)
+        inline = conversation_shapes == "inline"
+        conv = await budgeted(temporal_client, triage, tq, turns_per_run=1, inline_turns=inline)
         await conv.send("to billing")
         second = await conv.send("still billing?")
         third = await conv.send("back to triage")
@@ -86,6 +95,31 @@ async def test_the_current_agent_crosses_continue_as_new_and_can_hand_back(
     assert third.agent == "triage" and fourth.agent == "triage" and current == "triage"
     assert billing_answered == ["to billing", "still billing?"]
     assert triage_answered == ["back to triage", "who is here?"]
+
+
+@pytest.mark.parametrize("inline_bytes", [64 * 1024, 1], ids=["shipped", "read-by-query"])
+async def test_a_conversation_that_handed_over_reads_back_whole_from_its_history_alone(
+    temporal_client: Client, inline_bytes: int
+) -> None:
+    """Inline, the runs of a handed-over turn are rebuilt from their activities, or from the
+    records that keep their messages when a request was read by query."""
+    billing, _ = desk(f"billing-back-{uuid.uuid4().hex[:6]}")
+    triage, _ = desk(f"triage-back-{uuid.uuid4().hex[:6]}", billing.name, handoffs=[billing])
+    task_queue = f"conv-{uuid.uuid4().hex[:12]}"
+    plugin = GolemPlugin(triage, inline_messages_bytes=inline_bytes)
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[plugin]):
+        conv = await DurableAgent(temporal_client, triage, task_queue=task_queue).conversation()
+        first = await conv.send("hello")
+        handed = await conv.send(f"{billing.name} please")
+        after = await conv.send("and then?")
+        await conv.close()
+    # The worker is gone: everything below reads histories only.
+    reader = history_reader(temporal_client)
+    transcript = await reader.transcript(conv.id)
+    [target] = handed.sub_runs
+    assert await reader.messages(transcript) == after.messages
+    assert await reader.runs(transcript) == [first.run_id, handed.run_id, target, after.run_id]
+    assert after.agent == billing.name and handed.output == f"{billing.name}: {billing.name} please"
 
 
 async def test_a_handed_over_turn_streams_the_targets_events_too(temporal_client: Client) -> None:
@@ -121,9 +155,13 @@ async def test_the_run_a_turn_was_handed_to_waits_for_approvals_as_the_turn(
         assert refunds == []
         done = await conv.approve({call.id: True})
         await conv.close()
+        read_back = history_reader(temporal_client)
+        transcript = await read_back.transcript(conv.id)
     assert refunds == [5]
     assert done.run_id == "turn-1" and done.agent == "billing"
     assert done.output == "refunded 5"
+    assert await read_back.messages(transcript) == done.messages
+    assert await read_back.runs(transcript) == ["turn-1", *done.sub_runs]
 
 
 async def test_a_delegates_approval_surfaces_in_the_conversation(temporal_client: Client) -> None:

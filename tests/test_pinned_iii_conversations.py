@@ -153,7 +153,7 @@ async def test_a_turns_history_read_back_is_refused_when_it_does_not_match_its_d
 
 
 async def test_a_handed_over_turn_records_the_callers_messages_then_the_targets(
-    temporal_client: Client,
+    temporal_client: Client, conversation_shapes: str
 ) -> None:
     billing, _ = desk("billing-records")
     triage, _ = desk("triage-records", hands_to="billing-records", handoffs=[billing])
@@ -173,19 +173,21 @@ async def test_a_handed_over_turn_records_the_callers_messages_then_the_targets(
         ("tool", HANDED_TURN, "Transferred to billing-records."),
         ("assistant", target, "billing-records: billing-records please"),
     ]
-    assert (await fetch_run(temporal_client, target)).messages == handed.messages
+    if conversation_shapes == "child runs":  # inline, the target's run is no workflow
+        assert (await fetch_run(temporal_client, target)).messages == handed.messages
 
 
 @asynccontextmanager
 async def handed_over_then_continued(
-    client: Client, name: str, run_id: str
+    client: Client, name: str, run_id: str, shape: str = "child runs"
 ) -> AsyncIterator[tuple[DurableConversation[Any], Result[Any], list[str]]]:
     """A conversation (one turn per workflow run) whose turn ``run_id`` triage hands over
     to billing, once it has continued as new; billing's answered prompts."""
     billing, answered = desk(f"billing-{name}")
     triage, _ = desk(f"triage-{name}", hands_to=f"billing-{name}", handoffs=[billing])
     async with serve(client, triage) as tq:
-        conv = await budgeted(client, triage, tq, turns_per_run=1)
+        inline = shape == "inline"
+        conv = await budgeted(client, triage, tq, turns_per_run=1, inline_turns=inline)
         handed = await conv.send(f"billing-{name}, please", run_id=run_id)
 
         async def switched() -> bool:
@@ -196,9 +198,10 @@ async def handed_over_then_continued(
 
 
 async def test_after_a_handoff_and_continue_as_new_the_conversation_is_whole_and_goes_on(
-    temporal_client: Client,
+    temporal_client: Client, conversation_shapes: str
 ) -> None:
-    async with handed_over_then_continued(temporal_client, "switch", HANDED_SWITCH) as (
+    turn = f"{HANDED_SWITCH}-{conversation_shapes[0]}"
+    async with handed_over_then_continued(temporal_client, "switch", turn, conversation_shapes) as (
         conv,
         handed,
         billing_answered,
@@ -207,30 +210,34 @@ async def test_after_a_handoff_and_continue_as_new_the_conversation_is_whole_and
         transcript = await conv.messages()
         runs = await conv.runs()
     [target] = handed.sub_runs
-    assert runs == [HANDED_SWITCH, target, after.run_id]
+    assert runs == [turn, target, after.run_id]
     assert after.agent == "billing-switch" and after.output == "billing-switch: and then?"
     assert transcript == after.messages and after.messages[:4] == handed.messages
     assert billing_answered == ["billing-switch, please", "and then?"]
 
 
 async def test_a_handed_over_send_retried_after_continue_as_new_returns_the_targets_answer(
-    temporal_client: Client,
+    temporal_client: Client, conversation_shapes: str
 ) -> None:
-    async with handed_over_then_continued(temporal_client, "retried", HANDED_RETRIED) as (
+    turn = f"{HANDED_RETRIED}-{conversation_shapes[0]}"
+    async with handed_over_then_continued(
+        temporal_client, "retried", turn, conversation_shapes
+    ) as (
         conv,
         handed,
         _,
     ):
         # The client that sent the handed-over turn retries it, across the switch.
-        again = await conv.send("billing-retried, please", run_id=HANDED_RETRIED)
+        again = await conv.send("billing-retried, please", run_id=turn)
     assert (again.run_id, again.agent, again.output) == (
-        HANDED_RETRIED,
+        turn,
         "billing-retried",
         "billing-retried: billing-retried, please",
     )
     assert again.messages == handed.messages
 
 
+@pytest.mark.usefixtures("conversation_shapes")
 async def test_a_conversation_turn_handed_over_runs_the_target_with_the_turns_deps(
     temporal_client: Client,
 ) -> None:

@@ -96,6 +96,8 @@ def test_histories_are_checked_in() -> None:
         "conversation_inline_streamed_continued",
         "conversation_inline_streamed",
         "conversation_inline_cancelled",
+        "conversation_inline_handed_continued",
+        "conversation_inline_handed",
     }
 
 

@@ -54,14 +54,16 @@ async def test_golem_serve_refuses_a_public_address_without_auth() -> None:
     )
 
 
-async def test_golem_serve_inline_turns_refuses_an_agent_that_hands_off() -> None:
-    """Inline turns cannot hand off yet: said at start, naming the agent, nothing served."""
+async def test_golem_serve_inline_turns_refuses_an_agent_that_needs_the_whole_history() -> None:
+    """Inline turns cannot run a history processor yet: said at start, naming the agent,
+    nothing served."""
     process = await asyncio.create_subprocess_exec(
-        *GOLEM, "serve", "--agent", "examples.triage:triage", "--inline-turns",
+        *GOLEM, "serve", "--agent", "examples.demo_agent:agent", "--inline-turns",
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     _, err = await asyncio.wait_for(process.communicate(), DEADLINE)
     assert process.returncode == 2
     assert err.decode().startswith(
-        "golem serve: --inline-turns: agent 'triage' cannot run inline: agent 'triage' hands off"
+        "golem serve: --inline-turns: agent 'travel' cannot run inline: agent 'travel' needs the "
+        "whole history"
     )

@@ -267,7 +267,7 @@ class DurableAgent(Generic[OutputT]):
         conversation and the turn; the turn's own run is not bounded. ``inline_turns`` runs a
         new conversation's turns in its own workflow, not as child runs (about half the
         worker CPU and history per turn; docs/adr/0050-turns-inline.md): for now only for
-        agents that do not hand off."""
+        agents whose loop does not need the whole history (a history processor)."""
         seed = checked(history=history).history
         await check_not_waiting(self.client, seed)
         conversation_id = conversation_id or resolve_conversation_id(seed, None) or new_id()

@@ -49,7 +49,8 @@ def create_app(
     it on loopback only); ``origins`` are the pages on other origins that may call it;
     bodies over ``max_body_bytes`` get 413; ``ui_url`` is the Temporal UI to link turns to;
     ``inline_turns`` runs new conversations' turns in their own workflow (about half the
-    worker CPU per turn; docs/adr/0050-turns-inline.md), for agents that do not hand off.
+    worker CPU per turn; docs/adr/0050-turns-inline.md), for agents whose loop does not need
+    the whole history (a history processor).
     """
     if "*" in origins:
         raise ValueError("origins must be listed explicitly: '*' would let any page call it")

@@ -86,6 +86,9 @@ WAITING_MEMO: Final = "golemWaiting"
 SUMMARY_MEMO: Final = "golemSummary"
 #: An inline turn that paused and ended with no update answering: its ``TurnEnded``.
 TURN_ENDED_MEMO: Final = "golemTurnEnded"
+#: An inline turn's run that handed over (or a handed-over run whose messages its history
+#: cannot rebuild) ended: its messages, by value, for the conversation's history reader.
+HANDED_RUN_MEMO: Final = "golemHandedRun"
 #: Memo key of a conversation whose turns run inline (set at its start): its turns'
 #: streams are its own stream's, not child runs' (docs/adr/0050-turns-inline.md).
 INLINE_MEMO: Final = "golemInlineTurns"

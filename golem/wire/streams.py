@@ -18,9 +18,11 @@ _DELTA_KINDS = {"text": "text_delta", "thinking": "thinking_delta", "tool_call":
 
 class StreamEvent(Wire):
     """One stream item: a ``RunEvent`` without the run's ids (the subscriber knows them)
-    and without its stamps and duplicates, or ``end``, the run's last item."""
+    and without its stamps and duplicates, or ``end``, the run's last item. On a
+    conversation's stream, ``handed``: an inline turn's run handed over to run ``run_id``,
+    whose items are the turn's from then on."""
 
-    kind: EventKind | Literal["end", "child"]
+    kind: EventKind | Literal["end", "child", "handed"]
     turn: int = 0
     attempt: int = 0
     """For a delta: the model call attempt that produced it (0 for the first); for
@@ -39,7 +41,7 @@ class StreamEvent(Wire):
     agent: str = ""
     """The run's agent (on the items its workflow publishes; a delta's is its run's)."""
     run_id: str = ""
-    """For ``child``: the run that started (its agent is ``agent``)."""
+    """For ``child`` and ``handed``: the run that started (its agent is ``agent``)."""
     of_run: str = ""
     """On a conversation's stream: the inline turn the item belongs to (docs/adr/0050);
     empty on a run's own stream, whose items are all its own."""
@@ -88,7 +90,7 @@ class StreamEvent(Wire):
     def to_event(self, run_id: str, conversation_id: str, agent: str = "") -> RunEvent:
         """The ``RunEvent`` in-process ``run_stream`` would have yielded."""
         kind = self.kind
-        if kind == "end" or kind == "child":
+        if kind == "end" or kind == "child" or kind == "handed":
             raise ValueError(f"a stream's {kind!r} item is not a run event")
         message = self.message
         if self.kind == "model_end" and self.response is not None:

@@ -308,6 +308,10 @@ class _InlineTurns:
         self.activities: dict[str, list[HistoryEvent]] = defaultdict(list)
         self.scheduled: dict[int, str] = {}  # scheduled event id -> run id
         self.records: dict[str, InlineTurn] = {}
+        # A turn whose run handed over goes on as the target's run (ADR 0050's handoffs).
+        self.turn_of: dict[str, str] = {}  # a handed-to run -> its turn (the send's run)
+        self.current: dict[str, str] = {}  # a turn -> the run it goes on as
+        self.taken: set[str] = set()  # runs whose messages a memo recorded
 
     async def take(self, event: HistoryEvent) -> None:
         if event.HasField("activity_task_scheduled_event_attributes"):
@@ -343,6 +347,11 @@ class _InlineTurns:
                 await self._answered(self.open, outcome, ended=True)
         elif event.HasField("workflow_properties_modified_event_attributes"):
             fields = event.workflow_properties_modified_event_attributes.upserted_memo.fields
+            if names.HANDED_RUN_MEMO in fields:
+                payload = fields[names.HANDED_RUN_MEMO]
+                [record] = await self.converter.decode([payload], [TurnEnded])
+                assert record.output is not None
+                self._handed(record.run_id, record.output, event.event_time.ToDatetime())
             if names.TURN_ENDED_MEMO in fields:
                 payload = fields[names.TURN_ENDED_MEMO]
                 [record] = await self.converter.decode([payload], [TurnEnded])
@@ -357,7 +366,10 @@ class _InlineTurns:
         """The turns accepted and not ended yet are the transcript's latest runs."""
         assert self.transcript is not None
         waiting = [*self.sends.values(), *([self.open] if self.open else [])]
-        self.transcript.runs.extend(r for r in waiting if r not in self.transcript.runs)
+        waiting = [r for turn in waiting for r in (turn, self.current.get(turn, turn))]
+        self.transcript.runs.extend(
+            dict.fromkeys(r for r in waiting if r not in self.transcript.runs)
+        )
 
     async def _answered(self, run_id: str, outcome: Outcome, ended: bool) -> None:
         """An update answered turn ``run_id``: it ended, or (its send's answer) it paused."""
@@ -378,31 +390,57 @@ class _InlineTurns:
     async def _took(self, run_id: str, out: TurnOutput) -> None:
         """Turn ``run_id`` completed: its messages join (rebuilt from its activities when
         the answer leaves them to the transcript). Inline turns take the transcript by
-        reference (an agent that needs it by value is refused them)."""
-        self._ended(run_id, out)
-        activities = self.activities.pop(run_id, [])
+        reference (an agent that needs it by value is refused them). A turn that handed
+        over ends with its last run, whose messages follow those of the runs before it."""
+        turn, run = self._run_of_turn(run_id)
+        self._ended(turn, out)
+        self._record(run, out)
+        activities = self.activities.pop(run, [])
         transcript = self.transcript
-        if transcript is None:
+        if transcript is None or run in self.taken:
             return
-        transcript.begin(run_id, True)
+        transcript.begin(run, True)
         held = out.run.messages
         if isinstance(held, InTranscript):
             read = await RunHistory.read(_replayed(activities), self.converter)
-            if len(read.so_far) != held.count:
-                raise ShippingError(
-                    f"turn {run_id}: its activities hold {len(read.so_far)} messages, "
-                    f"not the {held.count} it added to the conversation"
-                )
             transcript.took(read.so_far)
+            if transcript.length - out.start != held.count:
+                raise ShippingError(
+                    f"turn {turn}: its activities hold {transcript.length - out.start} "
+                    f"messages, not the {held.count} it added to the conversation"
+                )
         elif isinstance(out.run, Completed):
             transcript.ended(out.run)
 
-    def _failed(self, run_id: str, error: BaseException) -> None:
-        """Turn ``run_id`` failed: its evidence joins."""
-        self._ended(run_id, error)
+    def _handed(self, run_id: str, out: TurnOutput, when: datetime) -> None:
+        """Run ``run_id`` of an inline turn handed over (or, handed to, it ended keeping its
+        messages): they join; a turn that handed over goes on as the target's run."""
         self.activities.pop(run_id, None)
-        if self.transcript is not None:
+        if self.transcript is not None and isinstance(out.run, Completed):
             self.transcript.begin(run_id, True)
+            self.transcript.ended(out.run)
+        handoff = out.run.handoff if isinstance(out.run, Completed) else None
+        if handoff is None:
+            self.taken.add(run_id)
+            return
+        turn = self.turn_of.get(run_id, run_id)
+        self.turn_of[handoff.run_id] = turn
+        self.current[turn] = handoff.run_id
+        self.records[handoff.run_id] = InlineTurn(handoff.run_id, when, None)
+
+    def _run_of_turn(self, run_id: str) -> tuple[str, str]:
+        """The turn ``run_id`` belongs to, and the run it ended as."""
+        turn = self.turn_of.get(run_id, run_id)
+        return turn, self.current.pop(turn, run_id)
+
+    def _failed(self, run_id: str, error: BaseException) -> None:
+        """Turn ``run_id`` failed: its evidence joins (its last run's, after a handoff)."""
+        turn, run = self._run_of_turn(run_id)
+        self._ended(turn, error)
+        self._record(run, error)
+        self.activities.pop(run, None)
+        if self.transcript is not None:
+            self.transcript.begin(run, True)
             self.transcript.failed(run_failure(error))
 
     def _ended(self, run_id: str, outcome: TurnOutput | BaseException) -> None:

@@ -53,8 +53,10 @@ with workflow.unsafe.imports_passed_through():
         Completed,
         ConversationInput,
         ConversationSummary,
+        InTranscript,
         MessagesPage,
         MessagesQuery,
+        TurnEnded,
         TurnInput,
         TurnOutput,
         lineage,
@@ -471,14 +473,34 @@ class ConversationWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
 
     async def _run_inline(self, payload: AgentRunInput, start: int) -> None:
+        run_id = payload.run.run_id
+        continues = self._turns.handoffs.handed is not None
         try:
             outcome = await inline_turn(
-                self._transcript, payload, start, self._hosting, self._turn_paused, self._streams
+                self._transcript,
+                payload,
+                start,
+                self._hosting,
+                self._turn_paused,
+                self._streams,
+                continues=continues,
             )
         except Exception as exc:
             # A bug outside the loop: the turn fails naming it, where a spawned task's error
             # would leave its send unanswered and the conversation stuck.
-            outcome = loop_failure(f"turn {payload.run.run_id} failed in golem's code: {exc!r}")
+            outcome = loop_failure(f"turn {run_id} failed in golem's code: {exc!r}")
+        run = outcome.run if isinstance(outcome, TurnOutput) else None
+        handing = isinstance(run, Completed) and run.handoff is not None
+        held = isinstance(outcome, TurnOutput) and isinstance(outcome.run.messages, InTranscript)
+        if handing or (continues and isinstance(outcome, TurnOutput) and not held):
+            # No update answers this run's end, or its answer leaves its messages to a
+            # history that cannot rebuild them: its history records them here.
+            assert isinstance(outcome, TurnOutput)
+            workflow.upsert_memo({names.HANDED_RUN_MEMO: TurnEnded(run_id=run_id, output=outcome)})
+        if isinstance(run, Completed) and run.handoff is not None:
+            turn = self._turns.handoffs.hand_off(run)  # the turn goes on as the target's run
+            await self._perform(self._turns.handed_off(run_id, turn.run_id, turn))
+            return
         answer = self._turns.handoffs.ended(outcome, self._transcript.length)
         effects = self._turns.ended(payload.run.run_id, answer)
         if not any(isinstance(e, Answer) and isinstance(e.outcome, Ended) for e in effects):
@@ -497,7 +519,8 @@ class ConversationWorkflow:
             return None
         text = f"{self._agent}: conversation (continued as new)"
         # A paused inline turn's recorded end is this run's history's, not the next run's.
-        kept = {k: v for k, v in workflow.memo().items() if k != names.TURN_ENDED_MEMO}
+        ended = (names.TURN_ENDED_MEMO, names.HANDED_RUN_MEMO)
+        kept = {k: v for k, v in workflow.memo().items() if k not in ended}
         return {**kept, names.SUMMARY_MEMO: text}
 
     def _details(self) -> None:

@@ -96,8 +96,14 @@ class TurnStreams:
         self._topic = self.stream.topic(names.TOPIC, type=StreamEvent)
         # Where the latest streamed turn's items begin: a carried log holds only its.
         self._current = prior.base_offset if prior is not None else 0
-        # The streamed turns whose items the log holds, oldest first (its readers ask).
-        self.held: list[str] = _latest_turn(self.stream)
+        # The runs of the latest streamed turn (a handoff adds one), and of the one before.
+        self._runs: list[str] = _latest_turn(self.stream)
+        self._before: list[str] = []
+
+    @property
+    def held(self) -> list[str]:
+        """The runs of the streamed turns whose items the log holds (its readers ask)."""
+        return [*self._before, *self._runs]
 
     @property
     def offset(self) -> int:
@@ -105,12 +111,15 @@ class TurnStreams:
         # The contrib's own offset query, asked in-process (get_state would copy the log).
         return self.stream._on_offset()
 
-    def begin(self, run_id: str) -> None:
+    def begin(self, run_id: str, continues: bool = False) -> None:
         """Streamed turn ``run_id`` begins: of the turns before, only the latest's items are
-        kept."""
+        kept. ``continues``: it is the run the turn in flight handed over to."""
+        if continues:
+            self._runs.append(run_id)
+            return
         self.stream.truncate(self._current)
         self._current = self.offset
-        self.held = [*self.held[-1:], run_id]
+        self._before, self._runs = self._runs, [run_id]
 
     def publisher(self, run_id: str) -> Callable[[RunEvent], None]:
         """Publishes turn ``run_id``'s loop events."""
@@ -129,6 +138,11 @@ class TurnStreams:
 
         return child
 
+    def handed(self, run_id: str, target: str, agent: str) -> None:
+        """Turn ``run_id``'s run handed over to run ``target`` of ``agent``: its reader
+        reads ``target``'s items as the turn's, up to their ``end``."""
+        self._topic.publish(StreamEvent(kind="handed", run_id=target, agent=agent, of_run=run_id))
+
     def end(self, run_id: str) -> None:
         """Turn ``run_id`` has ended (it no longer waits for anyone)."""
         self._topic.publish(StreamEvent(kind="end", of_run=run_id))
@@ -142,7 +156,7 @@ class TurnStreams:
         (its reader may be between two polls), or only the last (its ``end``: a reader that
         missed the rest still stops) when they are too big to carry."""
         self.stream.truncate(self._current)
-        self.held = self.held[-1:]
+        self._before = []
         state = self.stream.get_state()
         if sum(len(item.data) for item in state.log) > CARRY_BYTES:
             kept = state.log[-1:]

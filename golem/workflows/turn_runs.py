@@ -128,13 +128,16 @@ async def inline_turn(
     hosting: Callable[[TemporalExecutor | None, ApprovalGate | None], None],
     tell: Callable[[Paused], Awaitable[None]],
     streams: TurnStreams | None = None,
+    continues: bool = False,
 ) -> TurnOutput | ApplicationError:
     """The turn's loop run here, in the conversation's own workflow (ADR 0050), on the
     same activities as a turn's run; its messages join the transcript as that run's
     would. ``hosting`` learns the turn's executor and approval gate while it runs (the
     ``golem.messages`` query reads its shipper; decisions and the reports of its
     delegations reach its gate); ``tell`` hears each pause, as a turn's run's signal; a
-    streamed turn's events go to the conversation's ``streams``."""
+    streamed turn's events go to the conversation's ``streams``. A run that hands over
+    answers its ``Completed`` with the ``handoff`` (its messages kept: the conversation
+    records them); ``continues``: this run is the one a run of the turn handed over to."""
     try:
         agent, run = setup(payload)
     except ApplicationError as exc:
@@ -147,7 +150,7 @@ async def inline_turn(
     label = f" · conversation turn {transcript.turns}, run {run.run_id}"
     streamed = streams if payload.stream else None
     if streamed is not None:
-        streamed.begin(run.run_id)
+        streamed.begin(run.run_id, continues)
     executor = TemporalExecutor(
         agent,
         settings,
@@ -180,17 +183,24 @@ async def inline_turn(
         shipper = executor.shipper
         logged = shipper.logged_count(result.messages)
         completed = report.completed(result, output, shipper.recorded, logged)
+        handoff = loops[0].handoff
+        if handoff is not None:  # the conversation runs the target's run next, as the turn
+            completed = completed.model_copy(update={"handoff": handoff})
         # When the turn's activities hold every request's messages, its history reader
         # rebuilds them there (golem.wire.transcript): the outcome need not record them.
         # A turn that paused keeps them too: an update other than its send may answer its
         # end, or none (a memo records it), and the reader reads them from that answer.
-        keep = not shipper.logged or gate.paused
+        keep = not shipper.logged or gate.paused or handoff is not None
         return _taken(transcript, completed, start, run.run_id, keep=keep)
     finally:
         gate.finish(completed)
         hosting(None, None)
         if streamed is not None:
-            streamed.end(run.run_id)
+            handed = completed.handoff if completed is not None else None
+            if handed is not None:  # its reader reads the target's items as the turn's
+                streamed.handed(run.run_id, handed.run_id, handed.agent)
+            else:
+                streamed.end(run.run_id)
 
 
 def _unstreamed(run_id: str, agent: str) -> None:
