@@ -17,6 +17,7 @@ from golem import Agent, Message, handoff_target
 from golem.client import DurableAgent
 from golem.client.records import history_reader
 from golem.models import FunctionModel, ModelResponse
+from golem.results import RunError
 from golem.worker import GolemPlugin
 
 # Every test here twice: turns as child runs, and run inline (docs/adr/0050-turns-inline.md).
@@ -185,3 +186,41 @@ async def test_a_delegates_approval_surfaces_in_the_conversation(temporal_client
     assert refunds == [5]
     assert done.output == "billing said: refunded 5"
     assert done.sub_runs == [waiting]
+
+
+async def test_a_handed_over_turn_whose_target_fails_keeps_both_runs_evidence(
+    temporal_client: Client,
+) -> None:
+    """The caller's messages, then the failed target's evidence, in the transcript and in
+    a read-back from the history; the next turn resumes it (repaired) at the target."""
+
+    def billing_model(messages: list[Message], tools: Any) -> ModelResponse:
+        prompt = [m for m in messages if m.role == "user"][-1].content
+        if prompt.endswith(": break"):  # handed over with it: the target's first request
+            return calls(("x1", "explode", {}))
+        return answer(f"billing, after {sum(m.role == 'tool' for m in messages)} tool results")
+
+    billing = Agent(FunctionModel(billing_model), name=f"billing-{uuid.uuid4().hex[:6]}")
+
+    @billing.tool
+    def explode() -> str:
+        """Fail for real."""
+        raise RuntimeError("boom")
+
+    triage, _ = desk(f"triage-{uuid.uuid4().hex[:6]}", billing.name, handoffs=[billing])
+
+    async with serve(temporal_client, triage) as tq:
+        conv = await DurableAgent(temporal_client, triage, task_queue=tq).conversation()
+        with pytest.raises(RunError) as failed:
+            await conv.send(f"{billing.name}: break")
+        after = await conv.send("continue")
+        transcript = await conv.messages()
+        await conv.close()
+        read_back = history_reader(temporal_client)
+        rebuilt = await read_back.transcript(conv.id)
+    assert failed.value.stage == "tool"
+    assert await read_back.messages(rebuilt) == transcript == after.messages
+    assert [m.role for m in transcript[:4]] == ["user", "assistant", "tool", "assistant"]
+    caller, target = {m.run_id for m in transcript[:3]}, transcript[3].run_id
+    assert len(caller) == 1 and target not in caller  # the caller's run, then the target's
+    assert after.agent == billing.name and after.output == "billing, after 2 tool results"
