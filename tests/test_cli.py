@@ -410,6 +410,34 @@ async def test_conversation_lists_a_conversations_runs_across_continue_as_new(
     )
 
 
+async def test_conversation_lists_an_inline_turn_its_delegation_and_its_handoff(
+    address: str, temporal_client: Client
+) -> None:
+    """Inline (ADR 0050): each turn's parent is the turn before it, the first has none; a
+    delegation and the run handed to hang from the turn (the delegation is listed by
+    visibility, before the turns: it used to become the first turn's parent)."""
+    from examples.triage import triage
+
+    tq = queue()
+    async with Worker(temporal_client, task_queue=tq, plugins=[GolemPlugin(triage)]):
+        conv = await DurableAgent(temporal_client, triage, task_queue=tq).conversation(
+            inline_turns=True
+        )
+        paused = await conv.send("I was charged twice")
+        done = await conv.approve({c.id: True for c in paused.pending_approvals})
+        after = await conv.send("thanks")
+        listed = await golem("conversation", "--json", conv.id)
+    assert listed.code == 0, listed.err
+    parents = {r["runId"]: r["parentRunId"] for r in json.loads(listed.out)["runs"]}
+    ledger, billing = done.sub_runs  # the delegation's run, then the run handed to
+    assert parents == {
+        done.run_id: "",
+        ledger: done.run_id,
+        billing: done.run_id,
+        after.run_id: billing,
+    }
+
+
 async def test_run_conversation_id_of_a_conversation_workflow_sends_it_a_turn(
     address: str, temporal_client: Client
 ) -> None:

@@ -213,6 +213,7 @@ async def cmd_conversation(args: argparse.Namespace) -> int:
     heading = f"conversation {conversation_id}"
     run_ids = await chained_runs(client, conversation_id)
     workflow = await conversation_info(client, conversation_id)
+    turns: list[str] = []
     if workflow is not None:
         heading += f" ({workflow.workflow_type}, {await status_of(client, workflow)})"
         try:  # from its history (no worker needed), across continue-as-new
@@ -230,7 +231,8 @@ async def cmd_conversation(args: argparse.Namespace) -> int:
     # Newest run first: a turn's newest record wins, and one that ran over a refused send.
     inline = {t.run_id: t for t in reversed(turned)}
     inline |= {t.run_id: t for t in reversed(turned) if ran(t.outcome)}
-    parents = dict(zip(run_ids[1:], run_ids, strict=False))
+    # An inline turn's parent is the turn before it (a delegation visibility lists is none).
+    parents = dict(zip(turns[1:], turns, strict=False))
     listed = [
         inline_entry(inline[run_id], parents.get(run_id, ""))
         if run_id in inline
