@@ -40,7 +40,7 @@ def desk(name: str, hands_to: str = "", **options: Any) -> tuple[Agent[Any, Any]
 
 
 async def test_a_conversation_follows_a_handoff_for_the_turns_after_it(
-    temporal_client: Client,
+    temporal_client: Client, conversation_shapes: str
 ) -> None:
     billing, billing_answered = desk("billing")
     triage, triage_answered = desk("triage", hands_to="billing", handoffs=[billing])
@@ -73,6 +73,15 @@ async def test_a_conversation_follows_a_handoff_for_the_turns_after_it(
         ("assistant", after.run_id),
     ]
     assert handed.total_usage.input_tokens == 20
+    if conversation_shapes == "inline":  # the UI names the run handed to under its turn
+        summaries = [
+            e.user_metadata.summary.data.decode()
+            async for e in conv.handle.fetch_history_events()
+            if e.HasField("activity_task_scheduled_event_attributes")
+        ]
+        assert "conversation turn 2, run turn-2" in summaries[1]
+        handed_to = f"conversation turn 2, handed over to billing, run {target}"
+        assert handed_to in summaries[2], summaries
 
 
 async def test_the_current_agent_crosses_continue_as_new_and_can_hand_back(

@@ -142,6 +142,7 @@ class ConversationWorkflow:
         self._executor: TemporalExecutor | None = None  # an inline turn's, while it runs
         self._gate: ApprovalGate | None = None  # likewise
         self._inline_task: asyncio.Task[None] | None = None  # the inline turn's, the latest
+        self._turn_number = 0  # the inline turn in flight's place in the conversation
         # Only inline conversations host a stream: a child turn's run hosts its own.
         self._streams = TurnStreams(input.stream) if input.inline_turns else None
         self._tickets = 0
@@ -475,6 +476,8 @@ class ConversationWorkflow:
     async def _run_inline(self, payload: AgentRunInput, start: int) -> None:
         run_id = payload.run.run_id
         continues = self._turns.handoffs.handed is not None
+        if not continues:  # a run handed to is labelled with its turn's number
+            self._turn_number = self._transcript.turns
         try:
             outcome = await inline_turn(
                 self._transcript,
@@ -484,6 +487,7 @@ class ConversationWorkflow:
                 self._turn_paused,
                 self._streams,
                 continues=continues,
+                number=self._turn_number,
             )
         except Exception as exc:
             # A bug outside the loop: the turn fails naming it, where a spawned task's error

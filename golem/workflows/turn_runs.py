@@ -129,6 +129,7 @@ async def inline_turn(
     tell: Callable[[Paused], Awaitable[None]],
     streams: TurnStreams | None = None,
     continues: bool = False,
+    number: int = 0,
 ) -> TurnOutput | ApplicationError:
     """The turn's loop run here, in the conversation's own workflow (ADR 0050), on the
     same activities as a turn's run; its messages join the transcript as that run's
@@ -137,7 +138,8 @@ async def inline_turn(
     delegations reach its gate); ``tell`` hears each pause, as a turn's run's signal; a
     streamed turn's events go to the conversation's ``streams``. A run that hands over
     answers its ``Completed`` with the ``handoff`` (its messages kept: the conversation
-    records them); ``continues``: this run is the one a run of the turn handed over to."""
+    records them); ``continues``: this run is the one a run of the turn handed over to.
+    ``number`` counts the turn in the conversation (0: this run's place in it)."""
     try:
         agent, run = setup(payload)
     except ApplicationError as exc:
@@ -147,7 +149,8 @@ async def inline_turn(
     loops: list[RunLoop] = []  # the gate's callbacks read the loop, made after it
     gate = run_gate(agent, report, lambda: loops[0] if loops else None, tell=tell)
     # Its activities share the conversation's page in the UI: each summary names the turn.
-    label = f" · conversation turn {transcript.turns}, run {run.run_id}"
+    over = f", handed over to {agent.name}" if continues else ""
+    label = f" · conversation turn {number or transcript.turns}{over}, run {run.run_id}"
     streamed = streams if payload.stream else None
     if streamed is not None:
         streamed.begin(run.run_id, continues)
