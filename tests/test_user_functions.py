@@ -4,9 +4,12 @@ forked by a process manager, or mutmut's forked test runs)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 
-from golem.user_functions import call_user_function
+import pytest
+
+from golem.user_functions import call_user_function, is_async_callable
 
 GUARD = 20.0  # seconds: a guard against the hang this test pins, never a wait for the outcome
 
@@ -33,3 +36,50 @@ def test_a_forked_child_runs_sync_user_functions_on_threads_of_its_own() -> None
     _, status = os.waitpid(pid, 0)
 
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+class _Handler:
+    async def handle(self) -> int:
+        return 1
+
+    def sync(self) -> int:
+        return 1
+
+
+class _AsyncCall:
+    async def __call__(self) -> int:
+        return 1
+
+
+class _SyncCall:
+    def __call__(self) -> int:
+        return 1
+
+
+async def _async_fn(x: int = 0) -> int:
+    return x
+
+
+def _sync_fn(x: int = 0) -> int:
+    return x
+
+
+@pytest.mark.parametrize(
+    ("fn", "is_async"),
+    [
+        (_async_fn, True),
+        (_sync_fn, False),
+        (_Handler().handle, True),
+        (_Handler().sync, False),
+        (_AsyncCall(), True),
+        (_SyncCall(), False),
+        (functools.partial(functools.partial(_async_fn), x=1), True),
+        (functools.partial(_sync_fn, 1), False),
+        (len, False),
+    ],
+    ids=lambda v: type(v).__name__ if not isinstance(v, bool) else str(v),
+)
+def test_what_runs_on_the_loop_as_a_coroutine(fn: object, is_async: bool) -> None:
+    """An async function, method, ``__call__`` or a partial of one is awaited on the loop;
+    anything else is sync (a thread, unless marked on_loop)."""
+    assert is_async_callable(fn) is is_async
