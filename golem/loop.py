@@ -146,8 +146,10 @@ class RunLoop:
         turn.check_limits(self.agent, state, request)
         state.requests += 1
         number = state.turn + 1
-        self._event("model_start", turn=number)
-        on_delta = turn.TurnDeltas(self._event, number) if self.emit is not None else None
+        listened = self.emit is not None  # no event is built for nobody
+        if listened:
+            self._event("model_start", turn=number)
+        on_delta = turn.TurnDeltas(self._event, number) if listened else None
         response = await turn.request(
             self.executor, request, self._ctx(turn=number), on_delta, state.requests
         )
@@ -155,7 +157,8 @@ class RunLoop:
         state.usage = state.usage + response.usage
         message = state.add(response.message)
         state.commit()
-        self._event("model_end", turn=number, message=message, response=response)
+        if listened:
+            self._event("model_end", turn=number, message=message, response=response)
         return message
 
     async def _run_batch(
@@ -184,7 +187,7 @@ class RunLoop:
         outcome = await self._batch.run(
             calls,
             retries=self._retries,
-            tool_calls=self.state.tree.tool_calls,
+            tool_calls=self.state.tree_tool_calls,
             decisions=decisions,
             budget=self.state.budget,
         )
@@ -204,7 +207,7 @@ class RunLoop:
         for answer in outcome.results:
             message = state.add(answer.message)
             state.tool_results += 1
-            if not answer.closed:
+            if not answer.closed and self.emit is not None:
                 self._event("tool_end", call=answer.call, message=message)
         state.commit()
 

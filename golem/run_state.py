@@ -186,6 +186,11 @@ class RunState:
         return Spent.tree(self.usage, self.requests, self.tool_calls, self.descendants)
 
     @property
+    def tree_tool_calls(self) -> int:
+        """``tree.tool_calls``, with no ``Spent`` built (checked before every tool batch)."""
+        return self.tool_calls + self.descendants.tool_calls
+
+    @property
     def completed(self) -> int:
         """``messages[:completed]`` is the evidence through the last completed step."""
         return self.checkpoint.upto

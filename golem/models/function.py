@@ -67,6 +67,8 @@ def _as_response(
         raise TypeError(f"{name}: a model answers with an assistant message, not {answer.role}")
     reason = "tool_calls" if answer.tool_calls else "stop"
     usage = estimate_usage(request, answer, sent)
+    if not answer.model:  # named here, as an executor's stamp would: one copy, not two
+        answer = answer.model_copy(update={"model": name})
     return ModelResponse(message=answer, usage=usage, finish_reason=reason, model_name=name)
 
 
