@@ -12,6 +12,7 @@ raised on its own) comes back as :class:`UserCodeError`, which fails only that c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import inspect
@@ -96,6 +97,29 @@ def running_on_loop(task: asyncio.Task[Any] | None) -> str | None:
     return None if task is None else _on_loop.get(task)
 
 
+def _in_thread(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], call: Any) -> None:
+    """Make one sync call on a pool thread and hand its outcome straight to the loop's
+    future: no concurrent future chained to an asyncio one (``run_in_executor``), about
+    half of what a quick call's round trip cost."""
+    if future.cancelled():
+        return  # cancelled while it queued: never started, as run_in_executor's would not
+    try:
+        value, error = call(), None
+    except BaseException as exc:  # handed over whole: the caller converts what must be
+        value, error = None, exc
+    with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+        loop.call_soon_threadsafe(_settle, future, value, error)
+
+
+def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
+    if future.done():
+        return  # the caller was cancelled: the call was abandoned
+    if error is None:
+        future.set_result(value)
+    else:
+        future.set_exception(error)
+
+
 async def call_user_function(fn: Any, *args: Any, what: str = "", on_loop: bool = False) -> Any:
     """Call a sync (in a thread) or async (on the loop) user function and return its value.
 
@@ -114,10 +138,11 @@ async def call_user_function(fn: Any, *args: Any, what: str = "", on_loop: bool 
             if inspect.isawaitable(value):
                 value = await value
         else:
-            context = contextvars.copy_context()
-            value = await asyncio.get_running_loop().run_in_executor(
-                _threads(), functools.partial(context.run, fn, *args)
-            )
+            loop = asyncio.get_running_loop()
+            future = loop.create_future()
+            call = functools.partial(contextvars.copy_context().run, fn, *args)
+            _threads().submit(_in_thread, loop, future, call)
+            value = await future
             if inspect.isawaitable(value):  # a sync wrapper that returns a coroutine
                 value = await value
         return value

@@ -4,12 +4,14 @@ forked by a process manager, or mutmut's forked test runs)."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import os
+import threading
 
 import pytest
 
-from golem.user_functions import call_user_function, is_async_callable
+from golem.user_functions import UserCodeError, call_user_function, is_async_callable
 
 GUARD = 20.0  # seconds: a guard against the hang this test pins, never a wait for the outcome
 
@@ -83,3 +85,42 @@ def test_what_runs_on_the_loop_as_a_coroutine(fn: object, is_async: bool) -> Non
     """An async function, method, ``__call__`` or a partial of one is awaited on the loop;
     anything else is sync (a thread, unless marked on_loop)."""
     assert is_async_callable(fn) is is_async
+
+
+_REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
+
+
+async def test_a_sync_function_in_a_thread_sees_the_callers_context_variables() -> None:
+    _REQUEST_ID.set("r-1")
+
+    def read() -> tuple[str, bool]:
+        return _REQUEST_ID.get(), threading.current_thread() is threading.main_thread()
+
+    assert await call_user_function(read) == ("r-1", False)
+
+
+async def test_a_sync_function_cancelled_mid_call_is_abandoned_and_runs_to_its_end() -> None:
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
+
+    def slow() -> str:
+        started.set()
+        release.wait(GUARD)
+        finished.set()
+        return "late"
+
+    call = asyncio.ensure_future(call_user_function(slow))
+    await asyncio.to_thread(started.wait, GUARD)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call  # at once: the caller does not wait for the thread
+    assert not finished.is_set()
+    release.set()
+    assert await asyncio.to_thread(finished.wait, GUARD)  # it ran on, its answer dropped
+
+
+async def test_a_sync_functions_base_exception_comes_back_as_user_code_error() -> None:
+    def leave() -> None:
+        raise SystemExit(3)
+
+    with pytest.raises(UserCodeError, match="leave raised SystemExit: 3"):
+        await call_user_function(leave, what="leave")
