@@ -1,6 +1,7 @@
 """golem's in-process overhead per model request over a no-framework loop, at two run lengths.
 
-    .venv/bin/python benchmarks/in_process.py [--turns 10 200] [--profile TURNS]
+    .venv/bin/python benchmarks/in_process.py [--turns 10 200] [--profile TURNS [--on-loop]]
+    .venv/bin/python benchmarks/in_process.py --against 42ee785 [--rounds 3]
 
 Both sides run the same run: each turn an instant model (it reads only the last message, so
 its own cost does not grow with the run) asks for one call of a sync tool that answers at
@@ -15,6 +16,13 @@ on-loop overhead over the default's, and overhead(long) / overhead(short), which
 the cost per request does not grow with the run. Last, the offline models'
 usage estimate alone, per request, over one run's requests: each counted whole, as before
 issue 34, against counted by what each request adds (``golem.models.function.SentChars``).
+
+``--against REV`` measures side by side with the golem of a commit (42ee785 is 0.2.0): its
+``golem/`` package is taken from git into a temporary directory, and each round runs that
+golem and then this one, each in a fresh process with its own bare loop. Printed per round
+and run length: each side's overhead and each path of this golem over the same path of the
+other's (over its threads where it has no ``on_loop``, as 0.2.0 has not; issue 34's target:
+at most a third of 0.2.0's).
 """
 
 from __future__ import annotations
@@ -22,10 +30,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import inspect
+import io
 import json
+import os
 import pstats
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 REPEAT_SECONDS = 0.4  # each timed repeat runs as many whole runs as fit in about this
@@ -62,14 +78,15 @@ def golem_agent(turns: int, on_loop: bool = False) -> tuple[Any, Any]:
             tool_calls=[ToolCall(id=f"call_{n}", name="lookup", args=f'{{"key": "k{n}"}}')]
         )
 
-    model = FunctionModel(answer, on_loop=on_loop)
+    marked: dict[str, Any] = {"on_loop": True} if on_loop else {}  # 0.2.0 has no on_loop
+    model = FunctionModel(answer, **marked)
     agent: Agent[None, str] = Agent(
         model,
         instructions="Look things up.",
         max_iterations=turns + 5,
         usage_limits=UsageLimits(request_limit=None),
     )
-    agent.tool(on_loop=on_loop)(lookup)
+    agent.tool(**marked)(lookup)
     return agent, model
 
 
@@ -150,9 +167,89 @@ async def per_request_us(run: Callable[[], Awaitable[object]], requests: int) ->
     return best / requests * 1e6
 
 
-async def main(lengths: list[int], profile: int | None) -> None:
+async def overheads(lengths: list[int]) -> dict[str, float]:
+    """golem's overhead over the bare loop per request, µs, by run length: sync functions in
+    threads, and on the loop where this golem has ``on_loop`` (0.2.0 has not)."""
+    from golem.models.function import FunctionModel
+
+    has_on_loop = "on_loop" in inspect.signature(FunctionModel).parameters
+    measured: dict[str, float] = {}
+    for turns in lengths:
+        requests = turns + 1
+        bare_us = await per_request_us(bare_run(turns), requests)
+        measured[f"threads {turns}"] = await per_request_us(golem_run(turns), requests) - bare_us
+        if has_on_loop:
+            loop_us = await per_request_us(golem_run(turns, on_loop=True), requests)
+            measured[f"on loop {turns}"] = loop_us - bare_us
+    return measured
+
+
+def measured_in_process(lengths: list[int], golem_dir: Path | None) -> dict[str, float]:
+    """``overheads`` in a fresh process: this golem's, or (``golem_dir``) that one's."""
+    env = dict(os.environ)
+    if golem_dir is not None:
+        env["PYTHONPATH"] = str(golem_dir)  # ahead of this checkout's editable install
+    command = [sys.executable, __file__, "--overheads", *map(str, lengths)]
+    out = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
+    measured: dict[str, float] = json.loads(out.splitlines()[-1])
+    return measured
+
+
+def golem_at(rev: str, into: Path) -> Path:
+    """The ``golem/`` package of commit ``rev``, written under ``into``."""
+    repo = Path(__file__).resolve().parent.parent
+    tar = subprocess.run(
+        ["git", "-C", str(repo), "archive", "--format=tar", rev, "golem"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
+        archive.extractall(into, filter="data")
+    return into
+
+
+def against(rev: str, lengths: list[int], rounds: int) -> None:
+    """``rounds`` rounds of ``rev``'s golem, then this one; each path of this golem over the
+    same path of ``rev``'s (over its threads where it has no ``on_loop``)."""
+    print(
+        f"in-process overhead per model request (golem - bare loop, µs, best of {REPEATS}), "
+        f"{rounds} rounds in turn with {rev}'s golem; each path over the same path of {rev}'s"
+        " (its threads if it has no on_loop)"
+    )
+    print(
+        f"   {'round':>5s} {'turns':>6s} {rev + ' threads':>17s} {'on loop':>8s}"
+        f" {'threads':>8s} {'on loop':>8s} {'threads/' + rev:>17s} {'on loop/' + rev:>17s}"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        other = golem_at(rev, Path(tmp))
+        for number in range(1, rounds + 1):
+            theirs = measured_in_process(lengths, other)
+            ours = measured_in_process(lengths, None)
+            for turns in lengths:
+                base = theirs[f"threads {turns}"]
+                base_loop = theirs.get(f"on loop {turns}")
+                threads, on_loop = ours[f"threads {turns}"], ours[f"on loop {turns}"]
+                shown = "-" if base_loop is None else f"{base_loop:.1f}"
+                print(
+                    f"   {number:5d} {turns:6d} {base:17.1f} {shown:>8s} {threads:8.1f}"
+                    f" {on_loop:8.1f} {threads / base:16.2f}x"
+                    f" {on_loop / (base_loop or base):16.2f}x"
+                )
+            first, last = lengths[0], lengths[-1]
+            grown = [
+                f"{name} {side[f'{key} {last}'] / side[f'{key} {first}']:.2f}x"
+                for name, side, key in (
+                    (f"{rev} threads", theirs, "threads"),
+                    ("threads", ours, "threads"),
+                    ("on loop", ours, "on loop"),
+                )
+            ]
+            print(f"   {number:5d} overhead at {last} turns / at {first}: " + ", ".join(grown))
+
+
+async def main(lengths: list[int], profile: int | None, on_loop: bool) -> None:
     if profile:
-        run = golem_run(profile)
+        run = golem_run(profile, on_loop)
         await run()
         profiler = cProfile.Profile()
         profiler.enable()
@@ -197,5 +294,14 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, nargs="+", default=[10, 200])
     parser.add_argument("--profile", type=int, default=None)
+    parser.add_argument("--on-loop", action="store_true", help="with --profile: on the loop")
+    parser.add_argument("--against", metavar="REV", help="side by side with REV's golem")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--overheads", type=int, nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    asyncio.run(main(args.turns, args.profile))
+    if args.overheads:  # one side of --against, in its own process: JSON on the last line
+        print(json.dumps(asyncio.run(overheads(args.overheads))))
+    elif args.against:
+        against(args.against, args.turns, args.rounds)
+    else:
+        asyncio.run(main(args.turns, args.profile, args.on_loop))

@@ -60,6 +60,8 @@ class RunLoop:
         given = inputs.standing
         self.standing = dict(standing_approvals(inputs.history) if given is None else given)
         """Tools approved ``always`` in this conversation: their calls run without asking."""
+        self._given = ApprovalPolicy(rules=[r.rule() for r in inputs.rules or ()])
+        """The rules set on its conversation, tried before the agent's."""
         self._batch = ToolBatch(agent, executor, self._call_context, self._event, self._flight)
 
     async def run(self) -> Result[Any]:
@@ -118,8 +120,10 @@ class RunLoop:
             answer = await self._model_turn()
             if answer.tool_calls:
                 waiting = [c for c in answer.tool_calls if self._needs_approval(c)]
-                decisions: dict[str, Decision | None] = dict(await self._evaluated(waiting))
-                waiting = [c for c in waiting if c.id not in decisions]
+                decisions: dict[str, Decision | None] = {}
+                if waiting:  # the policy's evaluator may decide them first
+                    decisions.update(await self._evaluated(waiting))
+                    waiting = [c for c in waiting if c.id not in decisions]
                 if waiting:
                     answered = await executor.await_approvals(waiting, self._ctx())
                     if answered is None:
@@ -142,8 +146,10 @@ class RunLoop:
         turn.check_limits(self.agent, state, request)
         state.requests += 1
         number = state.turn + 1
-        self._event("model_start", turn=number)
-        on_delta = turn.TurnDeltas(self._event, number) if self.emit is not None else None
+        listened = self.emit is not None  # no event is built for nobody
+        if listened:
+            self._event("model_start", turn=number)
+        on_delta = turn.TurnDeltas(self._event, number) if listened else None
         response = await turn.request(
             self.executor, request, self._ctx(turn=number), on_delta, state.requests
         )
@@ -151,7 +157,8 @@ class RunLoop:
         state.usage = state.usage + response.usage
         message = state.add(response.message)
         state.commit()
-        self._event("model_end", turn=number, message=message, response=response)
+        if listened:
+            self._event("model_end", turn=number, message=message, response=response)
         return message
 
     async def _run_batch(
@@ -180,7 +187,7 @@ class RunLoop:
         outcome = await self._batch.run(
             calls,
             retries=self._retries,
-            tool_calls=self.state.tree.tool_calls,
+            tool_calls=self.state.tree_tool_calls,
             decisions=decisions,
             budget=self.state.budget,
         )
@@ -200,7 +207,7 @@ class RunLoop:
         for answer in outcome.results:
             message = state.add(answer.message)
             state.tool_results += 1
-            if not answer.closed:
+            if not answer.closed and self.emit is not None:
                 self._event("tool_end", call=answer.call, message=message)
         state.commit()
 
@@ -224,8 +231,9 @@ class RunLoop:
 
     def _rule(self, call: ToolCall) -> Rule | None:
         """The first rule matching ``call``: those set on its conversation, then the agent's."""
-        given = ApprovalPolicy(rules=[r.rule() for r in self.inputs.rules or ()])
-        policies = [given, self.agent.approval_policy or ApprovalPolicy()]
+        policies = [p for p in (self._given, self.agent.approval_policy) if p and p.rules]
+        if not policies:
+            return None  # no rule to match: no context to build for each call
         tool = self.agent.tools.get(call.name)
         ctx = self._call_context(call, self._retries, None)
         return next((m for p in policies if (m := p.match(tool, call, ctx)) is not None), None)
@@ -250,11 +258,15 @@ class RunLoop:
 
     def _asks(self, call: ToolCall) -> bool:
         tool = self.agent.tools.get(call.name)
+        if tool is None or not callable(tool.requires_approval):
+            return bool(tool and tool.requires_approval)  # no predicate: no context to build
         return needs_approval(tool, call, self._call_context(call, self._retries, None))
 
     # -- context and events --------------------------------------------------------
 
-    def _ctx(self, *, turn: int | None = None) -> RunContext[Any]:
+    def _ctx(
+        self, *, turn: int | None = None, retries: Mapping[str, int] | None = None, **call: Any
+    ) -> RunContext[Any]:
         state = self.state
         return RunContext(
             deps=self.inputs.deps,
@@ -262,16 +274,19 @@ class RunLoop:
             conversation_id=state.conversation_id,
             agent_name=self.agent.name,
             usage=state.usage,
-            retries=dict(self._retries),
+            retries=dict(self._retries if retries is None else retries),
             turn=state.turn if turn is None else turn,
+            **call,
         )
 
     def _call_context(self, call: ToolCall, retries: Any, args: Any) -> RunContext[Any]:
-        ctx = self._ctx()
-        ctx.retries = dict(retries)
-        ctx.tool_call_id, ctx.tool_name, ctx.tool_args = call.id, call.name, args
-        ctx.delegator = self.delegations
-        return ctx
+        return self._ctx(
+            retries=retries,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            tool_args=args,
+            delegator=self.delegations,
+        )
 
     def _flight(self, names: list[str]) -> None:
         self.state.tools_in_flight = names

@@ -145,6 +145,10 @@ class Checkpoint:
         return self.turn == 0 and self.results == 0
 
 
+#: What a run that delegated nothing yet has its descendants spend (immutable: shared).
+NOTHING_SPENT = Spent()
+
+
 @dataclass
 class RunState:
     """The live state of one run; the durable workflow serves it to queries and the UI."""
@@ -168,14 +172,23 @@ class RunState:
     """The agent running (``Result.agent`` unless a handoff names another)."""
     sub_runs: list[str] = field(default_factory=list)
     """Runs delegated or handed off to, in the order they started."""
-    descendants: Spent = field(default_factory=Spent)
+    descendants: Spent = NOTHING_SPENT
     """What they spent (those that ended; the whole tree below them included)."""
     budget: Budget | None = None
+    _system: Message | None = field(default=None, repr=False, compare=False)
+    """The instructions' system message, made once: it opens every request."""
 
     @property
     def tree(self) -> Spent:
         """What this run and its descendants spent so far (what usage limits bound)."""
+        if self.descendants is NOTHING_SPENT:  # checked before every request: no sum to make
+            return Spent(usage=self.usage, requests=self.requests, tool_calls=self.tool_calls)
         return Spent.tree(self.usage, self.requests, self.tool_calls, self.descendants)
+
+    @property
+    def tree_tool_calls(self) -> int:
+        """``tree.tool_calls``, with no ``Spent`` built (checked before every tool batch)."""
+        return self.tool_calls + self.descendants.tool_calls
 
     @property
     def completed(self) -> int:
@@ -200,6 +213,8 @@ class RunState:
 
     def request_messages(self) -> list[Message]:
         """What the model sees: instructions first, then the conversation (append-only)."""
-        if self.instructions:
-            return [Message.system(self.instructions), *self.messages]
-        return list(self.messages)
+        if not self.instructions:
+            return list(self.messages)
+        if self._system is None or self._system.content != self.instructions:
+            self._system = Message.system(self.instructions)
+        return [self._system, *self.messages]

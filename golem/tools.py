@@ -136,8 +136,9 @@ class ToolOutcome(BaseModel):
     status: Literal["ok", "failed", "retry", "canceled"] = "ok"
     """``retry``: the tool raised ``ModelRetry`` (a failed result that counts as a retry)."""
     content: str = ""
-    parts: list[Part] = []
-    sub_runs: list[str] = []
+    # Factories, not ``[]``: pydantic deep-copies a mutable default for every outcome.
+    parts: list[Part] = Field(default_factory=list)
+    sub_runs: list[str] = Field(default_factory=list)
     """Runs the tool started with ``ctx.delegate`` where it ran (an activity), in order."""
     spent: Spent | None = None
     """What those runs spent, all together."""
@@ -357,10 +358,10 @@ class Tool:
             except ValueError as exc:
                 return ToolOutcome(status="failed", content=str(exc))
         kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
-        function = functools.partial(self.function, ctx) if self.takes_context else self.function
+        first = (ctx,) if self.takes_context else ()
         try:
             value = await call_user_function(
-                functools.partial(function, **kwargs),
+                functools.partial(self.function, *first, **kwargs),
                 what=f"tool {self.name!r}",
                 on_loop=self.on_loop,
             )

@@ -8,7 +8,6 @@ model.requests[0].messages      # exactly what a provider would have received
 from __future__ import annotations
 
 import json
-import operator
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from golem.messages import Message, Usage
@@ -37,8 +36,9 @@ def _sent_chars(message: Message) -> int:
 
 class SentChars:
     """The characters of a request's messages, counting again only what follows the last
-    request's messages when they open this one (the very same objects: messages are frozen).
-    A run's requests grow by appending, so a run of n requests costs O(n), not O(n²)."""
+    request's messages when they open this one (equal messages, in a run the very same
+    objects). A run's requests grow by appending, so a run of n requests costs O(n), not
+    O(n²)."""
 
     def __init__(self) -> None:
         self._rest: list[Message] = []
@@ -47,13 +47,14 @@ class SentChars:
     def __call__(self, messages: Sequence[Message]) -> int:
         # The first is counted every time: a run's instructions open each of its requests
         # as a new system message.
-        head, rest = messages[:1], messages[1:]
+        head, rest = messages[:1], list(messages[1:])
         known = self._rest
-        if len(rest) >= len(known) and all(map(operator.is_, known, rest)):
+        # A list comparison in C: the same object is equal at once, without __eq__.
+        if rest[: len(known)] == known:
             chars = self._chars + sum(map(_sent_chars, rest[len(known) :]))
         else:  # another run's request, or a history rewritten: count it whole
             chars = sum(map(_sent_chars, rest))
-        self._rest, self._chars = list(rest), chars
+        self._rest, self._chars = rest, chars
         return chars + sum(map(_sent_chars, head))
 
 
@@ -66,6 +67,8 @@ def _as_response(
         raise TypeError(f"{name}: a model answers with an assistant message, not {answer.role}")
     reason = "tool_calls" if answer.tool_calls else "stop"
     usage = estimate_usage(request, answer, sent)
+    if not answer.model:  # named here, as an executor's stamp would: one copy, not two
+        answer = answer.model_copy(update={"model": name})
     return ModelResponse(message=answer, usage=usage, finish_reason=reason, model_name=name)
 
 
