@@ -104,6 +104,7 @@ class DurableRunStream(StreamResult[OutputT]):
         # Returns once the run waits for approvals (a turn's update says so); never otherwise.
         self._paused = paused
         self._begun = asyncio.Event()  # the run is known (a turn: its conversation took it)
+        self._tree: _Tree | None = None
 
     @property
     def run(self) -> DurableRun[OutputT]:
@@ -139,6 +140,11 @@ class DurableRunStream(StreamResult[OutputT]):
         """Iterating it has started the run (``begun`` has returned)."""
         return self._begun.is_set()
 
+    def ready(self) -> bool:
+        """An event has arrived that the next step of the iteration yields without waiting
+        (a relay writes the events that arrived together at once)."""
+        return self._tree is not None and self._tree.ready > 0
+
     async def begun(self) -> DurableRun[OutputT]:
         """The run, once iterating the stream has started it (a conversation's turn: once
         the conversation took it)."""
@@ -152,7 +158,7 @@ class DurableRunStream(StreamResult[OutputT]):
         self._begun.set()
         run = self._run
         self._end_at = None  # a pause seen by an earlier iteration bounds nothing now
-        tree = _Tree(run.handle, run.conversation_id, run.run_id)
+        tree = self._tree = _Tree(run.handle, run.conversation_id, run.run_id)
         own = tree.add(self._own(run, tree))
         # One watch per stream, not a task per item: the run's own reader is stopped only
         # once the run waits for a person.
@@ -166,6 +172,7 @@ class DurableRunStream(StreamResult[OutputT]):
                         self._offset = offset
                     yield event
         finally:
+            self._tree = None
             if watch is not None:
                 watch.cancel()
         self._offset = self._read
@@ -328,6 +335,8 @@ class _Tree:
         self.followed = {run_id}
         self.queue: asyncio.Queue[Positioned | Exception | None] = asyncio.Queue()
         self.pumps: list[asyncio.Task[None]] = []
+        self.ready = 0
+        """Events in ``queue``: ``events`` yields the next without waiting."""
 
     def add(self, events: AsyncGenerator[Positioned, None]) -> asyncio.Task[None]:
         pump = asyncio.ensure_future(self._pump(events))
@@ -349,6 +358,7 @@ class _Tree:
             async with aclosing(events):
                 async for event in events:
                     self.queue.put_nowait(event)
+                    self.ready += 1
         except Exception as exc:
             self.queue.put_nowait(exc)
         finally:
@@ -374,6 +384,7 @@ class _Tree:
                 elif isinstance(item, Exception):
                     raise item
                 else:
+                    self.ready -= 1
                     yield item
         finally:
             for pump in self.pumps:
