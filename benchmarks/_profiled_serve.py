@@ -7,6 +7,7 @@ the functions that took the most CPU of their own (tottime) and cumulatively.
 from __future__ import annotations
 
 import cProfile
+import gc
 import io
 import os
 import pstats
@@ -45,6 +46,23 @@ async def _counted(self: object, rpc: str, *args: object, **kwargs: object) -> o
 
 
 profile_on = [False]
+#: The garbage collector's passes while profiling, by generation: count, thread CPU seconds.
+collections: dict[int, list[float]] = {0: [0, 0.0], 1: [0, 0.0], 2: [0, 0.0]}
+_collecting = [0.0]
+
+
+def _collected(phase: str, info: dict[str, int]) -> None:
+    if not profile_on[0]:
+        return
+    if phase == "start":
+        _collecting[0] = time.thread_time()
+        return
+    spent = collections[info["generation"]]
+    spent[0] += 1
+    spent[1] += time.thread_time() - _collecting[0]
+
+
+gc.callbacks.append(_collected)
 temporalio.service._BridgeServiceClient._rpc_call = _counted  # type: ignore[method-assign,assignment]
 
 
@@ -59,6 +77,13 @@ def stop(signum: int, frame: FrameType | None) -> None:
     profile.dump_stats(OUT + ".pstats")
     text = io.StringIO()
     text.writelines(f"  {n} {who}\n" for who, n in callers.most_common(8))
+    text.write(
+        "garbage collections: "
+        + ", ".join(
+            f"gen{g} {int(n)} in {cpu * 1000:.1f} ms" for g, (n, cpu) in collections.items()
+        )
+        + "\n"
+    )
     text.write("Temporal RPCs: " + ", ".join(f"{n} {rpc}" for rpc, n in rpcs.most_common()) + "\n")
     stats = pstats.Stats(profile, stream=text)
     stats.sort_stats("tottime").print_stats(30)

@@ -138,4 +138,12 @@ def _command(signum: int, frame: FrameType | None) -> None:
 
 if __name__ == "__main__":
     signal.signal(signal.SIGUSR1, _command)
+    if os.environ.get("GOLEM_BENCH_GC_FREEZE"):  # an experiment: startup's objects never scanned
+        import uvicorn  # noqa: F401  (what golem serve imports once it starts, loaded now)
+
+        import benchmarks._serve_agents  # noqa: F401
+        import golem.serve  # noqa: F401
+
+        gc.collect()
+        gc.freeze()
     main(sys.argv[1:])

@@ -36,10 +36,12 @@ Run: .venv/bin/python benchmarks/serve.py [N [ROUNDS]] [--profile] [--raw-client
 (ROUNDS, default 1: rounds of N conversations through each path, alternated, pooled; on a
 busy machine a small N with many rounds gives latencies that mean something.)
 (``--profile`` runs the serve process under cProfile over the timed rounds and prints
-where its CPU went; its other figures are not comparable then, and its memory figures
-are RSS only. ``--raw-client`` reads the served streams with a minimal HTTP/1.1 reader
-instead of httpx: the load generator's own CPU per turn shares the machine's cores with
-golem serve's.)
+where its CPU went (and the garbage collector's passes); its other figures are not
+comparable then, and its memory figures are RSS only. ``--raw-client`` reads the served
+streams with a minimal HTTP/1.1 reader instead of httpx: the load generator's own CPU per
+turn shares the machine's cores with golem serve's. ``GOLEM_BENCH_GC_FREEZE=1`` in the environment: the serve process freezes
+what its startup allocated (``gc.freeze()``), so the collector's full passes skip it: an
+experiment, not what ``golem serve`` does.)
 """
 
 from __future__ import annotations

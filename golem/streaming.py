@@ -27,10 +27,11 @@ from collections.abc import (
     Callable,
     Mapping,
 )
-from contextlib import aclosing
+from contextlib import aclosing, suppress
 from datetime import timedelta
 from typing import Any, Protocol, TypeVar, cast
 
+from pydantic import ValidationError
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowQueryFailedError
 from temporalio.common import RawValue
 from temporalio.contrib.workflow_streams import WorkflowStreamClient, WorkflowStreamItem
@@ -44,6 +45,8 @@ from golem.wire.converter import golem_data_converter
 
 OutputT = TypeVar("OutputT")
 
+#: The encoding of golem's JSON payloads: a stream item's, read without its converter.
+JSON_PLAIN = b"json/plain"
 #: Pause after each answered poll. Polls are long polls (each answered only when new
 #: items exist), so this bounds the poll rate, not the latency of a waiting subscriber.
 POLL_COOLDOWN = timedelta(milliseconds=10)
@@ -104,6 +107,7 @@ class DurableRunStream(StreamResult[OutputT]):
         # Returns once the run waits for approvals (a turn's update says so); never otherwise.
         self._paused = paused
         self._begun = asyncio.Event()  # the run is known (a turn: its conversation took it)
+        self._tree: _Tree | None = None
 
     @property
     def run(self) -> DurableRun[OutputT]:
@@ -139,6 +143,11 @@ class DurableRunStream(StreamResult[OutputT]):
         """Iterating it has started the run (``begun`` has returned)."""
         return self._begun.is_set()
 
+    def ready(self) -> bool:
+        """An event has arrived that the next step of the iteration yields without waiting
+        (a relay writes the events that arrived together at once)."""
+        return self._tree is not None and self._tree.ready > 0
+
     async def begun(self) -> DurableRun[OutputT]:
         """The run, once iterating the stream has started it (a conversation's turn: once
         the conversation took it)."""
@@ -152,7 +161,7 @@ class DurableRunStream(StreamResult[OutputT]):
         self._begun.set()
         run = self._run
         self._end_at = None  # a pause seen by an earlier iteration bounds nothing now
-        tree = _Tree(run.handle, run.conversation_id, run.run_id)
+        tree = self._tree = _Tree(run.handle, run.conversation_id, run.run_id)
         own = tree.add(self._own(run, tree))
         # One watch per stream, not a task per item: the run's own reader is stopped only
         # once the run waits for a person.
@@ -166,6 +175,7 @@ class DurableRunStream(StreamResult[OutputT]):
                         self._offset = offset
                     yield event
         finally:
+            self._tree = None
             if watch is not None:
                 watch.cancel()
         self._offset = self._read
@@ -259,8 +269,14 @@ def _subscribe(
 
 
 def _decode(item: WorkflowStreamItem[RawValue]) -> StreamEvent:
+    payload = item.data.payload
+    if payload.metadata.get("encoding") == JSON_PLAIN:
+        # What the converter does with it, less its dispatch (most of a read's CPU); one it
+        # refuses goes the converter's way, which says what is wrong with it.
+        with suppress(ValidationError):
+            return StreamEvent.model_validate_json(payload.data)
     payload_converter = golem_data_converter.payload_converter
-    wire: StreamEvent = payload_converter.from_payload(item.data.payload, StreamEvent)
+    wire: StreamEvent = payload_converter.from_payload(payload, StreamEvent)
     return wire
 
 
@@ -337,6 +353,8 @@ class _Tree:
         self.followed = {run_id}
         self.queue: asyncio.Queue[Positioned | Exception | None] = asyncio.Queue()
         self.pumps: list[asyncio.Task[None]] = []
+        self.ready = 0
+        """Events in ``queue``: ``events`` yields the next without waiting."""
 
     def add(self, events: AsyncGenerator[Positioned, None]) -> asyncio.Task[None]:
         pump = asyncio.ensure_future(self._pump(events))
@@ -358,6 +376,7 @@ class _Tree:
             async with aclosing(events):
                 async for event in events:
                     self.queue.put_nowait(event)
+                    self.ready += 1
         except Exception as exc:
             self.queue.put_nowait(exc)
         finally:
@@ -383,6 +402,7 @@ class _Tree:
                 elif isinstance(item, Exception):
                     raise item
                 else:
+                    self.ready -= 1
                     yield item
         finally:
             for pump in self.pumps:

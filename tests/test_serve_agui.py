@@ -238,3 +238,35 @@ async def test_a_new_threads_turn_carries_its_conversations_start(
         "ConversationWorkflow",
         "refunds",
     )
+
+
+@pytest.mark.parametrize("together", [True, False])
+async def test_the_events_of_items_that_arrived_together_go_out_in_one_write(
+    together: bool,
+) -> None:
+    from golem.events import RunEvent
+    from golem.models import StreamDelta
+    from golem.serve.agui import Translator, _relayed
+    from golem.serve.threads import TurnEnd
+
+    def delta(text: str) -> RunEvent:
+        return RunEvent("text_delta", "r", "c", 1, delta=StreamDelta(kind="text", text=text))
+
+    items: list[RunEvent | TurnEnd] = [delta("a"), delta("b"), TurnEnd("r", error=ValueError("x"))]
+
+    async def rest() -> Any:
+        for item in items[1:]:
+            yield item
+
+    writes = [w async for w in _relayed(Translator("t", "r"), items[0], rest(), lambda: together)]
+
+    sent = [line for w in writes for line in w.decode().splitlines() if line.startswith("data:")]
+    types = [json.loads(line[len("data: ") :])["type"] for line in sent]
+    assert types == [
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_ERROR",
+    ]
+    assert len(writes) == (1 if together else 3)  # arrived apart: a write per item

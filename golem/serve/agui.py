@@ -18,7 +18,7 @@ them). An input with no new message and nothing to answer is a reconnect:
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from ag_ui.core import (
@@ -74,6 +74,8 @@ from golem.tools import ToolFailed
 
 #: An interrupt's reason when a call waits for a person's approval.
 APPROVAL = "tool_approval"
+#: Events that arrived together are written together up to this many bytes.
+MAX_WRITE = 64 * 1024
 
 
 def agui_routes(served: Served) -> list[Route]:
@@ -117,7 +119,7 @@ async def _events(
         items = turn_events(first)
         item = await anext(items)
         if not found_existing(item):
-            relayed = _relayed(Translator(thread_id, run_id), item, items)
+            relayed = _relayed(Translator(thread_id, run_id), item, items, first.ready)
             del given, item  # an open stream holds what it relays, not the input
             async for sse in relayed:
                 yield sse
@@ -142,21 +144,31 @@ async def _events(
             yield _sse(event)
         return
     items = turn_events(plan.stream)
-    async for sse in _relayed(translate, await anext(items), items):
+    async for sse in _relayed(translate, await anext(items), items, plan.stream.ready):
         yield sse
 
 
 async def _relayed(
-    translate: Translator, first: RunEvent | TurnEnd, rest: AsyncIterator[RunEvent | TurnEnd]
+    translate: Translator,
+    first: RunEvent | TurnEnd,
+    rest: AsyncIterator[RunEvent | TurnEnd],
+    ready: Callable[[], bool],
 ) -> AsyncIterator[bytes]:
-    """A turn's items (``first``, then ``rest``) as AG-UI events."""
+    """A turn's items (``first``, then ``rest``) as AG-UI events; those that arrived
+    together (``ready``: the next item comes without a wait) go out in one write."""
     # Each item is let go once encoded: an open stream waits most of its life, and holds
     # the bytes it last sent then, not the objects they were made of.
     chunks, ended = _encoded(translate, first), isinstance(first, TurnEnd)
     del first
     while True:
-        for chunk in chunks:
-            yield chunk
+        # A write costs the ASGI and HTTP layers (and a syscall) once, whatever its size.
+        while not ended and ready() and sum(map(len, chunks)) < MAX_WRITE:
+            item = await anext(rest)
+            chunks += _encoded(translate, item)
+            ended = isinstance(item, TurnEnd)
+            del item
+        if chunks:
+            yield b"".join(chunks)
         if ended:
             return
         item = await anext(rest)
