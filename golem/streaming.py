@@ -93,9 +93,12 @@ class DurableRunStream(StreamResult[OutputT]):
         outcome: Callable[[], Awaitable[Result[OutputT]]] | None = None,
         on_close: Callable[[], object] | None = None,
         paused: Callable[[], Awaitable[None]] | None = None,
+        run_id: str = "",
     ) -> None:
         if from_offset < 0:
             raise ValueError(f"from_offset must be 0 or more, not {from_offset}")
+        self.run_id = run_id or (run.run_id if not callable(run) else "")
+        """The run's id, known before iterating starts it (a turn's: chosen, or minted)."""
         self._run = run if not callable(run) else None
         self._start = run if callable(run) else None
         self._offset = from_offset

@@ -30,6 +30,7 @@ from golem.cli.show import inline_entry
 from golem.client import PARENT_RUN_ID, ConversationClosedError, DurableAgent, DurableConversation
 from golem.client.lookups import awaiting_approval
 from golem.client.records import history_reader, inline_turns_of
+from golem.errors import RunIdInUseError
 from golem.loop import RunLoop
 from golem.messages import Usage
 from golem.models import FunctionModel
@@ -842,3 +843,26 @@ async def test_an_inline_conversation_started_without_its_memo_streams_to_an_att
         async with asyncio.timeout(60):
             said = texts([e async for e in stream])
     assert said == "1: one" and stream.result.output == "1: one"
+
+
+async def test_an_inline_turn_cannot_take_the_run_id_of_a_workflow(temporal_client: Client) -> None:
+    """A run id names one run, ever: Temporal refuses a child turn's start an id a workflow
+    holds; an inline turn is no workflow, so its send asks, for an id its caller chose.
+    (Another inline conversation's turn is no workflow either: its id is not caught.)"""
+    agent, _ = echo_agent()
+    async with serve(temporal_client, agent) as tq:
+        durable = DurableAgent(temporal_client, agent, task_queue=tq)
+        standalone = await durable.run("alone")
+        other = await durable.conversation()  # its turns are child runs
+        theirs = await other.send("theirs")
+        conv = await inline(temporal_client, agent, tq)
+        for taken in (standalone.run_id, theirs.run_id, other.id):
+            with pytest.raises(RunIdInUseError, match=rf"run id '{taken}' is taken"):
+                await conv.send("mine", run_id=taken)
+            with pytest.raises(RunIdInUseError, match=rf"run id '{taken}' is taken"):
+                async for _ in conv.send_stream("mine", run_id=taken):
+                    pass
+        mine = await conv.send("mine", run_id=f"mine-{uuid.uuid4().hex[:8]}")
+        again = await conv.send("mine", run_id=mine.run_id)  # a retried send is the same turn
+        runs = await conv.runs()
+    assert runs == [mine.run_id] and mine.output == again.output == "1: mine"

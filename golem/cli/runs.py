@@ -389,8 +389,8 @@ async def cmd_chat(args: argparse.Namespace) -> int:
             task_queue = await queue_of(conversation)
         if not interactive:
             print(f"you> {prompt}")  # piped input: show the turn, on its own line
-        run_id = new_id()
-        stream = conversation.send_stream(prompt, run_id=run_id)
+        stream = conversation.send_stream(prompt)  # its id minted there: new, none to check
+        run_id = stream.run_id
         try:
             echo(f"{name}> ")
             async with watching(client, task_queue, await watched_for(conversation, run_id)):

@@ -45,7 +45,7 @@ from golem.client.recovery import (
 )
 from golem.client.runs import DurableRun, InlineTurnRun
 from golem.delegation import handed_over
-from golem.errors import ConversationClosedError
+from golem.errors import ConversationClosedError, RunIdInUseError
 from golem.ids import new_id
 from golem.messages import Decision, Message, Part, ToolCall
 from golem.policies import ApprovalPolicy, stored_rules
@@ -304,9 +304,10 @@ class DurableConversation(Generic[OutputT]):
         """Run one turn (a child run of the conversation) and return its ``Result``, whose
         ``messages`` are the whole conversation. ``run_id`` makes a retried send one turn."""
         given = checked(prompt, parts=parts, deps=deps)
-        run_id = run_id or new_id()
+        chosen, run_id = run_id, run_id or new_id()
         turn = TurnInput(run_id=run_id, prompt=prompt, parts=given.parts, deps=deps)
         check_size(turn, self.agent.client.data_converter)  # a task failing for ever, else
+        await self._refuse_taken(chosen)
         recovery = self._recovery(run_id)
         return await self._finish(self._update(turn, recovery), recovery)
 
@@ -322,7 +323,7 @@ class DurableConversation(Generic[OutputT]):
         iterated); once exhausted, ``.result`` is what ``send`` returns, or it raises
         ``send``'s ``RunError``."""
         given = checked(prompt, parts=parts, deps=deps)
-        run_id = run_id or new_id()  # minted here: the stream is the child's, by this id
+        chosen, run_id = run_id, run_id or new_id()  # minted here: the stream is the child's
         turn = TurnInput(run_id=run_id, prompt=prompt, parts=given.parts, deps=deps, stream=True)
         check_size(turn, self.agent.client.data_converter)
         sent: list[asyncio.Task[TurnOutput]] = []
@@ -331,6 +332,7 @@ class DurableConversation(Generic[OutputT]):
         inline: list[bool] = []
 
         async def start() -> DurableRun[OutputT]:
+            await self._refuse_taken(chosen)
             recoveries.append(self._recovery(run_id))
             inline.append(await self.runs_inline())
             accepted = asyncio.Event()
@@ -364,8 +366,24 @@ class DurableConversation(Generic[OutputT]):
                 await asyncio.Event().wait()  # the run ended: its stream ends by itself
 
         return DurableRunStream(
-            start, outcome=outcome, on_close=lambda: sent and sent[0].cancel(), paused=paused
+            start,
+            outcome=outcome,
+            on_close=lambda: sent and sent[0].cancel(),
+            paused=paused,
+            run_id=run_id,
         )
+
+    async def _refuse_taken(self, chosen: str | None) -> None:
+        """A run id names one run, ever: Temporal refuses a child turn's start an id a
+        workflow holds, but an inline turn is no workflow, so a run id its caller chose is
+        asked for here (another inline conversation's turn is no workflow either)."""
+        if not chosen or chosen == self.id or not await self.runs_inline():
+            return  # a minted id is new; the conversation's own id its worker refuses
+        if await existing_run(self.agent.client, chosen) is not None:
+            raise RunIdInUseError(
+                f"run id {chosen!r} is taken: a workflow by that id exists already (a run, or "
+                "another conversation's turn); pass a new run id, or none to get one"
+            )
 
     async def runs_inline(self) -> bool:
         """Whether this conversation's turns run inline in its workflow (docs/adr/0050):

@@ -29,7 +29,6 @@ from golem.client.lookups import (
 )
 from golem.events import RunEvent
 from golem.external import ExternalTool
-from golem.ids import new_id
 from golem.messages import Message, ToolCall
 from golem.results import Result, RunError
 from golem.serve.auth import Auth
@@ -150,7 +149,8 @@ class Thread:
         """A new turn's events (the turn starts when iterated); 413 for a prompt over one
         Temporal payload (without payload storage), 400 for one JSON cannot carry."""
         try:
-            return self.conversation.send_stream(prompt, run_id=run_id or new_id())
+            # Minted there, not here: an id its caller chose an inline turn asks about.
+            return self.conversation.send_stream(prompt, run_id=run_id or None)
         except RunError as exc:
             raise Problem(413, exc.detail, "too_large") from None
         except ValueError as exc:
@@ -159,8 +159,8 @@ class Thread:
     async def begin(self, prompt: str, keep: set[asyncio.Task[Any]]) -> str:
         """Send a turn and return its run id once the run exists; the turn goes on in
         Temporal whatever happens to this process (``keep`` holds the wait for its end)."""
-        run_id = new_id()
-        stream = self.send(prompt, run_id)  # streamed: deltas too
+        stream = self.send(prompt)  # streamed: deltas too
+        run_id = stream.run_id
 
         async def drain() -> None:
             async for _ in stream:
