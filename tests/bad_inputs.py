@@ -403,6 +403,23 @@ def _turn_under_its_conversations_id() -> Attempt:
     return attempt
 
 
+def _turn_under_a_runs_id() -> Attempt:
+    """An inline conversation's turn given a standalone run's id as its run id: a run id
+    names one run, ever; the send refuses it before anything is sent."""
+
+    async def attempt(env: Env) -> str:
+        agent = answers(Message.assistant("hi"), Message.assistant("hi"), name="inline_taken_id")
+        task_queue = f"inline-{uuid.uuid4().hex[:8]}"
+        async with Worker(env.client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
+            durable = DurableAgent(env.client, agent, task_queue=task_queue)
+            alone = await durable.run("alone")
+            conversation = await durable.conversation(inline_turns=True)
+            await conversation.send("go", run_id=alone.run_id)
+        return "sent"
+
+    return attempt
+
+
 def _codec_for(spec: str) -> Attempt:
     return sync(lambda: EncryptionCodec.parse(spec))
 
@@ -548,6 +565,7 @@ def kinds() -> list[Kind]:
         Kind("a streamed turn of an inline conversation of an agent handing off to one with a history processor, known by name", "client", _inline_refused(stream=True), "ValueError", "cannot serve agent 'inline_target' needs the whole history", durable=True),
         Kind("an inline conversation of an agent handing off to one with a history processor, known by name", "client", _inline_refused(stream=False), "ValueError", "cannot serve agent 'inline_target' needs the whole history", durable=True),
         Kind("an inline turn under its conversation's own id", "client", _turn_under_its_conversations_id(), "RunIdInUseError", "this conversation's own id", durable=True),
+        Kind("an inline turn under a standalone run's id", "client", _turn_under_a_runs_id(), "RunIdInUseError", "is taken: a workflow by that id exists", durable=True),
         Kind("a run id already used", "durable", _reused_run_id(), "RunIdInUseError", "reuse-", durable=True),
         Kind("2,100 tool calls in one turn (in process)", "in process", run(_at_once(2100)), "completed", "done"),
         Kind("the model answers with output nested 400 deep", "in process", run(_deep_output()), "RunError(decode)", "recursion limit exceeded"),
