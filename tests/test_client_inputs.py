@@ -196,6 +196,7 @@ async def test_a_run_that_stopped_waiting_can_be_continued_by_a_new_run(
     assert done.run_id != run.run_id and done.output == "moved 5"
 
 
+@pytest.mark.usefixtures("conversation_shapes")
 async def test_continuing_a_waiting_conversation_turn_by_a_new_run_points_to_the_conversation(
     temporal_client: Client,
 ) -> None:

@@ -20,7 +20,7 @@ from pydantic_core.core_schema import any_schema
 from temporalio.client import Client
 from temporalio.converter import DataConverter
 
-from golem.client.lookups import existing_run
+from golem.client.lookups import awaiting_approval, existing_run
 from golem.messages import HistoryError, HistoryItem, Message, Part, validate_history
 from golem.results import RunError
 from golem.strict_json import loads_strict
@@ -95,7 +95,10 @@ async def check_not_waiting(client: Client, history: Sequence[Message]) -> None:
     if not calls:
         return
     run = await existing_run(client, run_id)
-    if run is None or run.status != "running":
+    if run is None:
+        await _check_inline_turn(client, history, run_id, calls)
+        return
+    if run.status != "running":
         return
     where = f"run {run_id}"
     answer = f"(await durable.attach({run_id!r})).approve(decisions)"
@@ -106,6 +109,29 @@ async def check_not_waiting(client: Client, history: Sequence[Message]) -> None:
         f"{where} is still running the calls this history ends with ({', '.join(calls)}): "
         f"it waits for their approval (or acts on it); answer it there, `await {answer}`, "
         "or cancel it first: a new run from this history would leave it waiting"
+    )
+
+
+async def _check_inline_turn(
+    client: Client, history: Sequence[Message], run_id: str, calls: list[str]
+) -> None:
+    """``check_not_waiting`` for a run that is no workflow: a turn run inline in its
+    conversation's workflow (docs/adr/0050), which says whether that turn waits for them."""
+    conversation_id = next((m.conversation_id for m in reversed(history) if m.run_id == run_id), "")
+    if not conversation_id or conversation_id == run_id:
+        return
+    info = await existing_run(client, conversation_id)
+    if info is None or info.status != "running":
+        return
+    waiting = await awaiting_approval(client, conversation_id, info=info)
+    if waiting.run_id != run_id or not {c.id for c in waiting.calls} & set(calls):
+        return
+    answer = f"(await durable.conversation({conversation_id!r})).approve(decisions)"
+    raise ValueError(
+        f"run {run_id}, a turn of conversation {conversation_id} (run inline), waits for the "
+        f"approval of the calls this history ends with ({', '.join(calls)}): answer it there, "
+        f"`await {answer}`, or close the conversation first: a new run from this history "
+        "would leave it waiting"
     )
 
 
