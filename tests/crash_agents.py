@@ -158,6 +158,20 @@ stream_crash = Agent(
 )
 
 
+def _hand_to_stream_crash(messages: list[Message], tools: Any) -> Message:
+    """Hands the turn over to ``stream_crash`` (whose answer the worker dies in)."""
+    return Message.assistant(
+        "", [ToolCall(id="hand-1", name="transfer_to_stream_crash", args="{}")]
+    )
+
+
+handing_crash = Agent(
+    FunctionModel(_hand_to_stream_crash, model_name="crash-model"),
+    name="handing_crash",
+    handoffs=[stream_crash],
+)
+
+
 async def _primary_down(messages: list[Message], tools: Any) -> Message:
     with (_dir() / "executions").open("a") as log:
         log.write("primary\n")
@@ -188,6 +202,7 @@ AGENTS = [
     instructions_crash,
     processor_crash,
     stream_crash,
+    handing_crash,
 ]
 
 

@@ -23,7 +23,7 @@ import pytest
 from agents import ask, call, scripted
 from cli_agents import echo
 from crash_agents import AGENTS as CRASH_AGENTS
-from crash_agents import stream_crash
+from crash_agents import handing_crash, stream_crash
 from hypothesis import given
 from hypothesis import strategies as st
 from temporalio.api.common.v1 import Payload
@@ -580,6 +580,44 @@ async def test_an_inline_turn_streams_through_a_worker_killed_mid_answer(
     assert texts(seen[restart:]) == "the retried answer"
     assert {e.run_id for e in seen} == {stream.result.run_id}
     assert stream.result.output == "the retried answer"
+
+
+@pytest.mark.usefixtures("conversation_shapes")
+async def test_a_handed_over_turn_streams_through_a_worker_killed_in_the_targets_answer(
+    temporal_env: WorkflowEnvironment, crash_dir: Path
+) -> None:
+    """The worker dies while the run a turn was handed to streams its answer: the turn's
+    reader, which read the caller's events, reads the target's restart and retried answer
+    from the worker that took over."""
+    task_queue = f"crash-{uuid.uuid4().hex[:12]}"
+    durable: DurableAgent[str] = DurableAgent(
+        temporal_env.client, handing_crash.name, task_queue=task_queue
+    )
+    streams: list[DurableRunStream[Any]] = []
+
+    async def sent() -> DurableRunStream[Any]:
+        conv = await durable.conversation()  # a worker is up to take it
+        streams.append(conv.send_stream("go"))
+        return streams[0]
+
+    seen = await killed_mid_answer(temporal_env, task_queue, crash_dir, sent)
+    result = streams[0].result
+    [target] = result.sub_runs
+
+    shape = [(e.agent, e.kind, e.attempt) for e in seen if not e.kind.endswith("_delta")]
+    assert shape == [
+        ("handing_crash", "model_start", 0),
+        ("handing_crash", "model_end", 0),
+        ("handing_crash", "tool_end", 0),  # the transfer's result
+        ("stream_crash", "model_start", 0),
+        ("stream_crash", "turn_restarted", 2),
+        ("stream_crash", "model_end", 0),
+    ]
+    restart = [e.kind for e in seen].index("turn_restarted")
+    assert texts(seen[:restart]) == "a partial "
+    assert texts(seen[restart:]) == "the retried answer"
+    assert {e.run_id for e in seen if e.agent == "stream_crash"} == {target}
+    assert (result.agent, result.output) == ("stream_crash", "the retried answer")
 
 
 async def test_write_text_prints_each_turn_on_its_line_and_marks_a_restart() -> None:
