@@ -9,6 +9,8 @@ conversation and the workflow histories.
 
 ``--shape conversation`` (turns as child runs) and ``--shape inline`` (turns inline in the
 conversation's workflow, ADR 0050) make each trial a conversation of several such turns,
+(with ``--handoff``, each turn is handed over to the other of two twin agents, which runs
+its batches: the kill can land in either run of the turn),
 some streamed (``send_stream``), some not; the kill lands in a model call, a tool call,
 golem's workflow code, between turns or after the last. Each turn's ``Result`` or
 ``RunError`` is checked against the final transcript, a failed turn's next send must go
@@ -16,6 +18,7 @@ on from its repaired evidence, a streamed reader must yield each item once, in o
 end, and ``conv.messages()`` must equal the history reader's rebuild.
 
 Run: .venv/bin/python benchmarks/crash_trials.py [TRIALS] [SEED] [--shape run|conversation|inline]
+[--handoff]
 (not part of the tests)
 """
 
@@ -111,14 +114,24 @@ async def charge(ctx: RunContext[Any]) -> str:
     return await _work(ctx, "charged")
 
 
-def _turn_answer(messages: list[Message]) -> tuple[str, str, Message]:
+def _handing(message: Message) -> bool:
+    return any(c.name.startswith("transfer_to_") for c in message.tool_calls)
+
+
+def _turn_answer(messages: list[Message], tools: Any = ()) -> tuple[str, str, Message]:
     """A conversation turn's next answer (TURNS - 1 batches after its prompt, then "done"),
     the conversation's id and the answer's key in its log; call ids name the turn by its
-    prompt's number, so they are unique in the conversation."""
+    prompt's number, so they are unique in the conversation. An agent that can hand off
+    (``--handoff``) hands the turn's prompt over first."""
     prompts = [i for i, m in enumerate(messages) if m.role == "user"]
-    batch = sum(1 for m in messages[prompts[-1] :] if m.role == "assistant" and m.tool_calls)
-    key = f"u{len(prompts)}-b{batch + 1}"
     conversation = next((m.conversation_id for m in messages if m.conversation_id), "unknown")
+    transfer = next((t.name for t in tools if t.name.startswith("transfer_to_")), "")
+    if transfer and messages[-1].role == "user":
+        key = f"u{len(prompts)}-hand"
+        return key, conversation, Message.assistant("", [ToolCall(id=key, name=transfer)])
+    own = messages[prompts[-1] :]
+    batch = sum(1 for m in own if m.role == "assistant" and m.tool_calls and not _handing(m))
+    key = f"u{len(prompts)}-b{batch + 1}"
     if batch + 1 >= TURNS:
         return key, conversation, Message.assistant("done")
     calls = [
@@ -129,7 +142,7 @@ def _turn_answer(messages: list[Message]) -> tuple[str, str, Message]:
 
 
 async def _converse(messages: list[Message], tools: Any) -> Message:
-    key, conversation, answer = _turn_answer(messages)
+    key, conversation, answer = _turn_answer(messages, tools)
     _log(conversation, "mstart", key)
     await asyncio.sleep(random.uniform(0.05, 0.3))  # as long as a tool call, about
     _log(conversation, "mend", key)
@@ -141,7 +154,7 @@ async def _converse_streamed(
 ) -> AsyncIterator[StreamDelta | ModelResponse]:
     """The same answer, its text in two deltas with a pause before each (a kill can land
     between them: the retried call restarts the turn's text)."""
-    key, conversation, answer = _turn_answer(messages)
+    key, conversation, answer = _turn_answer(messages, tools)
     _log(conversation, "mstart", key)
     text = answer.content
     for piece in (text[:3], text[3:]):
@@ -159,9 +172,19 @@ talker: Agent[Any, str] = Agent(
 talker.tool(lookup)
 talker.tool(at_most_once=True)(charge)
 
+# --handoff: twins that hand each turn's prompt over to the other, which runs its batches.
+twins = [
+    Agent(FunctionModel(_converse, _converse_streamed, model_name="trial-model"), name=name)
+    for name in ("trial-front", "trial-desk")
+]
+for twin, other in zip(twins, reversed(twins), strict=True):
+    twin.tool(lookup)
+    twin.tool(at_most_once=True)(charge)
+    twin.add_handoffs(other)
+
 
 def plugin() -> GolemPlugin:
-    return GolemPlugin(agent, talker, heartbeat_timeout=HEARTBEAT)
+    return GolemPlugin(agent, talker, *twins, heartbeat_timeout=HEARTBEAT)
 
 
 async def serve_until_killed(address: str, task_queue: str) -> None:
@@ -411,13 +434,14 @@ def kill_moment(talk: Talk, log: Path) -> str:
 
 
 async def conversation_trial(
-    client: Client, log_dir: Path, rng: random.Random, index: int, inline: bool
+    client: Client, log_dir: Path, rng: random.Random, index: int, inline: bool, handoff: bool
 ) -> Trial:
     outcome = Trial()
     task_queue = f"trial-{index}-{uuid.uuid4().hex[:8]}"
     started = time.perf_counter()
     process = await doomed_worker(client, task_queue, log_dir)
-    durable: DurableAgent[str] = DurableAgent(client, talker, task_queue=task_queue)
+    served = twins[0] if handoff else talker
+    durable: DurableAgent[str] = DurableAgent(client, served, task_queue=task_queue)
     talk = Talk()
     talking = asyncio.ensure_future(converse(durable, inline, rng, talk))
     try:
@@ -435,11 +459,12 @@ async def conversation_trial(
             reader = history_reader(client)
             rebuilt = await reader.messages(await reader.transcript(conversation.id))
             runs = await conversation.runs()
-            finished = await finished_calls(client, conversation, talk.turns, inline, outcome)
+            finished = await finished_calls(client, conversation, runs, inline, outcome)
         check(outcome, transcript, finished, log)
         check_turns(outcome, talk.turns, transcript)
         outcome.rebuild_differs = rebuilt != transcript
-        sent = [t.run_id for t in talk.turns if t.result is not None or t.error is not None]
+        ended = [t.run_id for t in talk.turns if t.result is not None or t.error is not None]
+        sent = [run for turn in ended for run in turn_runs(transcript, turn)]
         outcome.runs_differ = runs != sent
         outcome.kind = "failed" if any(t.other for t in talk.turns) else "completed"
         outcome.error = "; ".join(t.other for t in talk.turns if t.other)
@@ -458,28 +483,41 @@ async def conversation_trial(
 async def finished_calls(
     client: Client,
     conversation: DurableConversation[str],
-    turns: list[Turn],
+    runs: list[str],
     inline: bool,
     outcome: Trial,
 ) -> set[str]:
     """The calls whose tool activity completed: in the conversation's history (inline), or
-    in each turn's run's."""
+    in each of its runs' (a turn's, and any it handed over to)."""
     if inline:
         return await completed_tool_calls(conversation.handle, outcome)
     finished: set[str] = set()
-    for turn in turns:
+    for run_id in runs:
         try:
-            run = client.get_workflow_handle(turn.run_id)
+            run = client.get_workflow_handle(run_id)
             finished |= await completed_tool_calls(run, outcome)
         except RPCError:  # a send that never started its run
             continue
     return finished
 
 
+def turn_runs(transcript: list[Message], run_id: str) -> list[str]:
+    """Turn ``run_id``'s runs: its own, then those it was handed over to (the runs of the
+    answers between its prompt and the next)."""
+    prompts = [i for i, m in enumerate(transcript) if m.role == "user"]
+    start = next((i for i in prompts if transcript[i].run_id == run_id), None)
+    if start is None:
+        return [run_id]
+    end = next((i for i in prompts if i > start), len(transcript))
+    answers = [m.run_id for m in transcript[start:end] if m.role == "assistant"]
+    return list(dict.fromkeys([run_id, *answers]))
+
+
 def check_turns(outcome: Trial, turns: list[Turn], transcript: list[Message]) -> None:
     """Each turn's outcome is what the transcript says; a failed turn's next send went on."""
     for number, turn in enumerate(turns):
-        own = [i for i, m in enumerate(transcript) if m.run_id == turn.run_id]
+        runs = turn_runs(transcript, turn.run_id)
+        own = [i for i, m in enumerate(transcript) if m.run_id in runs]
         end = own[-1] + 1 if own else 0
         answered = bool(own) and transcript[end - 1].content == "done"
         if turn.other:
@@ -522,32 +560,48 @@ def check_stream(outcome: Trial, turn: Turn, own: list[Message]) -> None:
         return
     outcome.streams["read to its end" if turn.result is not None else "raised the RunError"] += 1
     faults: list[str] = []
+    # The offset counts the run's own items: a followed child run's (a handoff's, with
+    # child runs) leave it where it was, so only the turn's own events must raise it.
     offsets = [offset for _, offset in turn.events]
-    if any(later <= earlier for earlier, later in itertools.pairwise(offsets)):
+    own_offsets = [offset for event, offset in turn.events if event.run_id == turn.run_id]
+    if any(later < earlier for earlier, later in itertools.pairwise(offsets)) or any(
+        later <= earlier for earlier, later in itertools.pairwise(own_offsets)
+    ):
         faults.append(f"offsets not rising: {offsets}")
-    seen: set[tuple[str, Any]] = set()
-    texts: dict[int, str] = {}
-    model_turn = 0
+    # Keyed by run: a handed-over turn's reader reads two runs, each counting from turn 1.
+    seen: set[tuple[str, str, Any]] = set()
+    texts: dict[tuple[str, int], str] = {}
+    model_turns: dict[str, int] = {}
     for event, _ in turn.events:
         which: Any = event.call.id if event.call is not None else event.turn
+        run = event.run_id
         if event.kind in ("model_start", "model_end", "tool_start", "tool_end"):
-            if (event.kind, which) in seen:
+            if (event.kind, run, which) in seen:
                 faults.append(f"{event.kind} {which} twice")
-            seen.add((event.kind, which))
+            seen.add((event.kind, run, which))
             opening = {"model_end": "model_start", "tool_end": "tool_start"}.get(event.kind)
-            if opening is not None and (opening, which) not in seen:
+            if (
+                opening is not None
+                and (opening, run, which) not in seen
+                and not (event.call is not None and event.call.name.startswith("transfer_to_"))
+            ):  # a handoff's result has no start
                 faults.append(f"{event.kind} {which} before its start")
         if event.kind == "model_start":
-            if event.turn < model_turn:
-                faults.append(f"model turn {event.turn} after {model_turn}")
-            model_turn = event.turn
+            if event.turn < model_turns.get(run, 0):
+                faults.append(f"model turn {event.turn} after {model_turns[run]} in {run}")
+            model_turns[run] = event.turn
         elif event.kind == "turn_restarted":
-            texts[event.turn] = ""
+            texts[(run, event.turn)] = ""
             outcome.restarts += 1
         elif event.kind == "text_delta" and event.delta is not None:
-            texts[event.turn] = texts.get(event.turn, "") + event.delta.text
-    answers = [m.content for m in own if m.role == "assistant"]
-    streamed = [texts.get(n, "") for n in range(1, len(answers) + 1)]
+            texts[(run, event.turn)] = texts.get((run, event.turn), "") + event.delta.text
+    answered = [m for m in own if m.role == "assistant"]
+    answers = [m.content for m in answered]
+    counted: Counter[str] = Counter()
+    streamed = []
+    for m in answered:
+        counted[m.run_id] += 1
+        streamed.append(texts.get((m.run_id, counted[m.run_id]), ""))
     if streamed != answers:
         faults.append(f"texts {streamed} where the transcript has {answers}")
     ended = {event.call.id for event, _ in turn.events if event.kind == "tool_end" and event.call}
@@ -557,7 +611,7 @@ def check_stream(outcome: Trial, turn: Turn, own: list[Message]) -> None:
     outcome.stream_faults += [f"{turn.run_id}: {fault}" for fault in faults]
 
 
-async def main(trials: int, seed: int, shape: str) -> None:
+async def main(trials: int, seed: int, shape: str, handoff: bool = False) -> None:
     kind = "run" if shape == "run" else "conversation"
     with tempfile.TemporaryDirectory() as tmp:
         log_dir = Path(tmp)
@@ -569,7 +623,8 @@ async def main(trials: int, seed: int, shape: str) -> None:
                 rng = random.Random(f"{seed}-{index}")  # each trial's own choices
                 if shape == "run":
                     return trial(env.client, log_dir, rng, index)
-                return conversation_trial(env.client, log_dir, rng, index, shape == "inline")
+                inline = shape == "inline"
+                return conversation_trial(env.client, log_dir, rng, index, inline, handoff)
 
             async def bounded(index: int) -> Trial:
                 async with gate:
@@ -583,7 +638,10 @@ async def main(trials: int, seed: int, shape: str) -> None:
             start = time.perf_counter()
             results = await asyncio.gather(*(bounded(i) for i in range(trials)))
             wall = time.perf_counter() - start
-    (report if shape == "run" else conversation_report)(results, seed, wall, shape)
+    if shape == "run":
+        report(results, seed, wall, shape)
+    else:
+        conversation_report(results, seed, wall, shape, handoff)
 
 
 Row = tuple[str, int, str]
@@ -648,7 +706,9 @@ def report(results: list[Trial], seed: int, wall: float, shape: str = "run") -> 
     print_rows(title, rows, results, wall)
 
 
-def conversation_report(results: list[Trial], seed: int, wall: float, shape: str) -> None:
+def conversation_report(
+    results: list[Trial], seed: int, wall: float, shape: str, handoff: bool = False
+) -> None:
     moments = Counter(r.moment for r in results)
     turns: Counter[str] = sum((r.turns for r in results), Counter())
     streams: Counter[str] = sum((r.streams for r in results), Counter())
@@ -698,7 +758,8 @@ def conversation_report(results: list[Trial], seed: int, wall: float, shape: str
         ("run lists unlike the turns sent", sum(r.runs_differ for r in results), "must be 0"),
     ]
     title = (
-        f"crash trials: conversations of {CONVERSATION_TURNS} turns ({SHAPES[shape]}), each "
+        f"crash trials: conversations of {CONVERSATION_TURNS} turns ({SHAPES[shape]}"
+        f"{', each handed over' if handoff else ''}), each "
         f"{TURNS} model calls, SIGKILL at a random moment, seed {seed}"
     )
     print_rows(title, rows, results, wall)
@@ -712,5 +773,8 @@ if __name__ == "__main__":
         parser.add_argument("trials", nargs="?", type=int, default=50)
         parser.add_argument("seed", nargs="?", type=int, default=1)
         parser.add_argument("--shape", choices=sorted(SHAPES), default="run")
+        parser.add_argument("--handoff", action="store_true", help="each turn handed over")
         args = parser.parse_args()
-        asyncio.run(main(args.trials, args.seed, args.shape))
+        if args.handoff and args.shape == "run":
+            parser.error("--handoff needs --shape conversation or inline")
+        asyncio.run(main(args.trials, args.seed, args.shape, args.handoff))
