@@ -44,30 +44,31 @@ async def test_a_conversation_follows_a_handoff_for_the_turns_after_it(
 ) -> None:
     billing, billing_answered = desk("billing")
     triage, triage_answered = desk("triage", hands_to="billing", handoffs=[billing])
+    turn = f"turn-2-{uuid.uuid4().hex[:6]}"  # a run id names one run: one per shape
     async with serve(temporal_client, triage) as tq:
         conv = await DurableAgent(temporal_client, triage, task_queue=tq).conversation()
         assert await conv.current_agent() == "triage"
         first = await conv.send("hello")
-        handed = await conv.send("billing please: I was charged twice", run_id="turn-2")
+        handed = await conv.send("billing please: I was charged twice", run_id=turn)
         after = await conv.send("and the refund?")
         assert await conv.current_agent() == "billing"
         runs = await conv.runs()
         await conv.close()
     assert first.agent == "triage" and first.output == "triage: hello"
-    assert handed.run_id == "turn-2"  # the turn's own id, whoever answered it
+    assert handed.run_id == turn  # the turn's own id, whoever answered it
     assert handed.agent == "billing"
     assert handed.output == "billing: billing please: I was charged twice"
     assert handoff_target(handed) == "billing"
     [target] = handed.sub_runs
-    assert runs == [first.run_id, "turn-2", target, after.run_id]
+    assert runs == [first.run_id, turn, target, after.run_id]
     assert after.agent == "billing" and after.output == "billing: and the refund?"
     assert triage_answered == ["hello"]
     assert billing_answered == ["billing please: I was charged twice", "and the refund?"]
     # The whole conversation, each message stamped with the run that added it.
     assert [(m.role, m.run_id) for m in after.messages[-6:]] == [
-        ("user", "turn-2"),
-        ("assistant", "turn-2"),
-        ("tool", "turn-2"),
+        ("user", turn),
+        ("assistant", turn),
+        ("tool", turn),
         ("assistant", target),
         ("user", after.run_id),
         ("assistant", after.run_id),
@@ -79,7 +80,7 @@ async def test_a_conversation_follows_a_handoff_for_the_turns_after_it(
             async for e in conv.handle.fetch_history_events()
             if e.HasField("activity_task_scheduled_event_attributes")
         ]
-        assert "conversation turn 2, run turn-2" in summaries[1]
+        assert f"conversation turn 2, run {turn}" in summaries[1]
         handed_to = f"conversation turn 2, handed over to billing, run {target}"
         assert handed_to in summaries[2], summaries
 
@@ -157,9 +158,10 @@ async def test_the_run_a_turn_was_handed_to_waits_for_approvals_as_the_turn(
 ) -> None:
     refunds: list[int] = []
     triage, _ = desk("triage", hands_to="billing", handoffs=[refund_agent(refunds)])
+    turn = f"turn-1-{uuid.uuid4().hex[:6]}"  # a run id names one run: one per shape
     async with serve(temporal_client, triage) as tq:
         conv = await DurableAgent(temporal_client, triage, task_queue=tq).conversation()
-        paused = await conv.send("billing please", run_id="turn-1")
+        paused = await conv.send("billing please", run_id=turn)
         [call] = paused.pending_approvals
         assert paused.agent == "billing" and paused.pending_runs[call.id] == paused.run_id
         assert refunds == []
@@ -168,10 +170,10 @@ async def test_the_run_a_turn_was_handed_to_waits_for_approvals_as_the_turn(
         read_back = history_reader(temporal_client)
         transcript = await read_back.transcript(conv.id)
     assert refunds == [5]
-    assert done.run_id == "turn-1" and done.agent == "billing"
+    assert done.run_id == turn and done.agent == "billing"
     assert done.output == "refunded 5"
     assert await read_back.messages(transcript) == done.messages
-    assert await read_back.runs(transcript) == ["turn-1", *done.sub_runs]
+    assert await read_back.runs(transcript) == [turn, *done.sub_runs]
 
 
 async def test_a_delegates_approval_surfaces_in_the_conversation(temporal_client: Client) -> None:

@@ -155,22 +155,23 @@ async def test_a_turns_history_read_back_is_refused_when_it_does_not_match_its_d
 async def test_a_handed_over_turn_records_the_callers_messages_then_the_targets(
     temporal_client: Client, conversation_shapes: str
 ) -> None:
+    handed_turn = f"{HANDED_TURN}-{conversation_shapes[0]}"  # a run id names one run
     billing, _ = desk("billing-records")
     triage, _ = desk("triage-records", hands_to="billing-records", handoffs=[billing])
     async with serve(temporal_client, triage) as tq:
         durable = DurableAgent(temporal_client, triage, task_queue=tq)
         conv = await durable.conversation()
         first = await conv.send("hello")
-        handed = await conv.send("billing-records please", run_id=HANDED_TURN)
+        handed = await conv.send("billing-records please", run_id=handed_turn)
         transcript = await conv.messages()
         read_anew = await (await durable.conversation(conv.id)).messages()
     [target] = handed.sub_runs
     assert transcript == read_anew == handed.messages
     assert handed.messages[:2] == first.messages
     assert [(m.role, m.run_id, m.content) for m in handed.messages[2:]] == [
-        ("user", HANDED_TURN, "billing-records please"),
-        ("assistant", HANDED_TURN, ""),
-        ("tool", HANDED_TURN, "Transferred to billing-records."),
+        ("user", handed_turn, "billing-records please"),
+        ("assistant", handed_turn, ""),
+        ("tool", handed_turn, "Transferred to billing-records."),
         ("assistant", target, "billing-records: billing-records please"),
     ]
     if conversation_shapes == "child runs":  # inline, the target's run is no workflow
