@@ -3,6 +3,7 @@ which serves the turns after it (across continue-as-new) until it hands over aga
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -19,6 +20,8 @@ from golem.client.records import history_reader
 from golem.models import FunctionModel, ModelResponse
 from golem.results import RunError
 from golem.worker import GolemPlugin
+
+DEADLINE = 30.0
 
 # Every test here twice: turns as child runs, and run inline (docs/adr/0050-turns-inline.md).
 pytestmark = pytest.mark.usefixtures("conversation_shapes")
@@ -165,6 +168,11 @@ async def test_the_run_a_turn_was_handed_to_waits_for_approvals_as_the_turn(
         [call] = paused.pending_approvals
         assert paused.agent == "billing" and paused.pending_runs[call.id] == paused.run_id
         assert refunds == []
+        # The run handed to, as golem serve's events read it (the conversation's latest run):
+        # its answer says it waits (inline, it waited for an answer that never came).
+        target = (await conv.runs())[-1]
+        waiting = await asyncio.wait_for((await conv.turn(target)).result(), DEADLINE)
+        assert waiting.paused and [c.id for c in waiting.pending_approvals] == [call.id]
         done = await conv.approve({call.id: True})
         await conv.close()
         read_back = history_reader(temporal_client)

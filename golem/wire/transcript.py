@@ -380,6 +380,8 @@ class _InlineTurns:
             else:  # it waits for a person (again, after a partial approval)
                 self.open = run_id
                 self._record(run_id, out)
+                if run_id in self.current:  # the run it was handed to waits, as the turn
+                    self._record(self.current[run_id], out)
             return
         error = await self.converter.decode_failure(outcome.failure)
         if ran(error):
