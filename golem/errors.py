@@ -256,6 +256,14 @@ class RunIdInUseError(ValueError):
     """A run by that id exists already (running or closed): a run id names one run, ever."""
 
 
+def run_id_taken(run_id: str) -> str:
+    """Why a turn may not take ``run_id`` (a child turn's start and an inline turn's send)."""
+    return (
+        f"run id {run_id!r} is taken: a workflow by that id exists already (a run, or "
+        "another conversation's turn); pass a new run id, or none to get one"
+    )
+
+
 class ConversationClosedError(RuntimeError):
     """The conversation was closed: nothing more can be sent to it (fork it to go on)."""
 

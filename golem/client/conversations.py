@@ -45,7 +45,7 @@ from golem.client.recovery import (
 )
 from golem.client.runs import DurableRun, InlineTurnRun
 from golem.delegation import handed_over
-from golem.errors import ConversationClosedError, RunIdInUseError
+from golem.errors import ConversationClosedError, RunIdInUseError, run_id_taken
 from golem.ids import new_id
 from golem.messages import Decision, Message, Part, ToolCall
 from golem.policies import ApprovalPolicy, stored_rules
@@ -380,10 +380,7 @@ class DurableConversation(Generic[OutputT]):
         if not chosen or chosen == self.id or not await self.runs_inline():
             return  # a minted id is new; the conversation's own id its worker refuses
         if await existing_run(self.agent.client, chosen) is not None:
-            raise RunIdInUseError(
-                f"run id {chosen!r} is taken: a workflow by that id exists already (a run, or "
-                "another conversation's turn); pass a new run id, or none to get one"
-            )
+            raise RunIdInUseError(run_id_taken(chosen))
 
     async def runs_inline(self) -> bool:
         """Whether this conversation's turns run inline in its workflow (docs/adr/0050):

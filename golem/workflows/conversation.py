@@ -494,14 +494,15 @@ class ConversationWorkflow:
             # would leave its send unanswered and the conversation stuck.
             outcome = loop_failure(f"turn {run_id} failed in golem's code: {exc!r}")
         run = outcome.run if isinstance(outcome, TurnOutput) else None
-        handing = isinstance(run, Completed) and run.handoff is not None
-        held = isinstance(outcome, TurnOutput) and isinstance(outcome.run.messages, InTranscript)
-        if handing or (continues and isinstance(outcome, TurnOutput) and not held):
+        handoff = run.handoff if isinstance(run, Completed) else None
+        kept = run is not None and not isinstance(run.messages, InTranscript)
+        if handoff is not None or (continues and kept):
             # No update answers this run's end, or its answer leaves its messages to a
             # history that cannot rebuild them: its history records them here.
             assert isinstance(outcome, TurnOutput)
             workflow.upsert_memo({names.HANDED_RUN_MEMO: TurnEnded(run_id=run_id, output=outcome)})
-        if isinstance(run, Completed) and run.handoff is not None:
+        if handoff is not None:
+            assert isinstance(run, Completed)
             turn = self._turns.handoffs.hand_off(run)  # the turn goes on as the target's run
             await self._perform(self._turns.handed_off(run_id, turn.run_id, turn))
             return

@@ -20,6 +20,7 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError, Workflow
 with workflow.unsafe.imports_passed_through():
     from golem.agent import Agent
     from golem.delegation import inline_refusal, reachable
+    from golem.errors import run_id_taken
     from golem.loop import RunLoop
     from golem.messages import Decision, Message
     from golem.policies import StoredRule
@@ -273,11 +274,7 @@ def by_reference(agent: Agent[Any, Any]) -> bool:
 def start_refusal(run_id: str, exc: Exception) -> Refusal:
     """Why the turn's run could not start, as the send's refusal."""
     if isinstance(exc, WorkflowAlreadyStartedError):
-        return Refusal(
-            "taken",
-            f"run id {run_id!r} is taken: a workflow by that id exists already (a run, or "
-            "another conversation's turn); pass a new run id, or none to get one",
-        )
+        return Refusal("taken", run_id_taken(run_id))
     return Refusal("failed", f"turn {run_id} could not start: {exc}")
 
 
