@@ -237,10 +237,16 @@ async def _running(run: DurableRun[OutputT]) -> bool:
     return (await run.handle.describe()).status == WorkflowExecutionStatus.RUNNING
 
 
-async def write_text(stream: AsyncIterable[RunEvent], write: Callable[[str], object]) -> bool:
+async def write_text(
+    stream: AsyncIterable[RunEvent],
+    write: Callable[[str], object],
+    speaker: Callable[[str], str] | None = None,
+) -> bool:
     """Write a run's text as it streams, a line per model turn; a retried turn is marked.
-    ``False`` when there was no text at all."""
+    ``speaker(agent)`` begins the first text, and the line of any agent's text after
+    another's (a run handed over to, a delegate). ``False`` when there was no text at all."""
     wrote = anything = False
+    speaking: str | None = None
     async for event in stream:
         if event.kind == "model_start" and wrote:
             write("\n")
@@ -253,6 +259,9 @@ async def write_text(stream: AsyncIterable[RunEvent], write: Callable[[str], obj
             )
             wrote = False
         elif event.kind == "text_delta" and event.delta is not None and event.delta.text:
+            if speaker is not None and event.agent != speaking:
+                write(("\n" if wrote else "") + speaker(event.agent))
+                speaking = event.agent
             write(event.delta.text)
             wrote = anything = True
     if wrote:

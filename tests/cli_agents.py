@@ -109,3 +109,21 @@ def _schedule(messages: list[Message], tools: Any) -> Message:
 
 scheduler = Agent(FunctionModel(_schedule, model_name="schedule-model"), name="scheduler")
 scheduler.external_tool("pick_date", "Ask the user for a date", {"type": "object"})
+
+
+def _desk(name: str) -> FunctionModel:
+    """Answers ``NAME: PROMPT``; a prompt naming the billing desk is handed over to it."""
+
+    def answer(messages: list[Message], tools: Any) -> Message:
+        last = messages[-1]
+        if name != "billing" and last.role == "user" and "billing" in last.content:
+            call = ToolCall(id=f"h-{len(messages)}", name="transfer_to_billing", args="{}")
+            return Message.assistant("", [call])
+        prompt = next(m.content for m in reversed(messages) if m.role == "user")
+        return Message.assistant(f"{name}: {prompt}")
+
+    return FunctionModel(answer, model_name=f"{name}-model")
+
+
+billing = Agent(_desk("billing"), name="billing")
+front = Agent(_desk("front"), name="front", handoffs=[billing])

@@ -353,6 +353,33 @@ async def test_chat_asks_for_the_approvals_a_turn_waits_for(
     assert lines[6:10] == ["you> pay", "bank> (waits for your approval)", f"{question} n", denied]
 
 
+@pytest.mark.parametrize("shape", [[], ["--inline-turns"]], ids=["child runs", "inline"])
+async def test_chat_names_the_agent_that_answered_each_turn_after_a_handoff(
+    address: str, shape: list[str]
+) -> None:
+    tq = queue()
+    async with golem_worker(tq, "front"):
+        done = await golem(
+            "chat",
+            "--agent",
+            "front",
+            "--task-queue",
+            tq,
+            *shape,
+            stdin="hello\nbilling, please\nand the refund?\n",
+        )
+    assert done.code == 0, done.err
+    lines = done.out.splitlines()
+    assert lines[0].startswith("chatting with 'front'")
+    # Each turn's answer, then its run id: billing answers from the turn handed to it on.
+    assert lines[1:10:3] == ["you> hello", "you> billing, please", "you> and the refund?"]
+    assert lines[2:11:3] == [
+        "front> front: hello",
+        "billing> billing: billing, please",
+        "billing> billing: and the refund?",
+    ]
+
+
 async def test_a_failed_chat_turn_is_reported_and_the_next_turn_resumes_from_it(
     address: str, temporal_client: Client
 ) -> None:

@@ -12,6 +12,7 @@ from delegation_agents import answer, calls, refund_agent
 from temporalio.client import Client
 from temporalio.worker import Worker
 from test_conversation import serve
+from test_conversation_approvals import details
 from test_conversation_boundaries import budgeted, continued
 
 from golem import Agent, Message, handoff_target
@@ -19,6 +20,7 @@ from golem.client import DurableAgent
 from golem.client.records import history_reader
 from golem.models import FunctionModel, ModelResponse
 from golem.results import RunError
+from golem.wire import ConversationSummary
 from golem.worker import GolemPlugin
 
 DEADLINE = 30.0
@@ -42,6 +44,25 @@ def desk(name: str, hands_to: str = "", **options: Any) -> tuple[Agent[Any, Any]
     return Agent(FunctionModel(model), name=name, **options), answered
 
 
+async def activity_summaries(client: Client, conversation_id: str) -> list[str]:
+    """The summaries the UI shows for the activities of every workflow run of the
+    conversation, the latest run's first."""
+    found: list[str] = []
+    run_id: str | None = None
+    while True:
+        started = ""
+        async for e in client.get_workflow_handle(
+            conversation_id, run_id=run_id
+        ).fetch_history_events():
+            attributes = e.workflow_execution_started_event_attributes
+            started = started or attributes.continued_execution_run_id
+            if e.HasField("activity_task_scheduled_event_attributes"):
+                found.append(e.user_metadata.summary.data.decode())
+        if not started:
+            return found
+        run_id = started
+
+
 async def test_a_conversation_follows_a_handoff_for_the_turns_after_it(
     temporal_client: Client, conversation_shapes: str
 ) -> None:
@@ -56,7 +77,10 @@ async def test_a_conversation_follows_a_handoff_for_the_turns_after_it(
         after = await conv.send("and the refund?")
         assert await conv.current_agent() == "billing"
         runs = await conv.runs()
+        shown = await details(conv)
         await conv.close()
+        closed = temporal_client.get_workflow_handle(conv.id, result_type=ConversationSummary)
+        summary = await closed.result()
     assert first.agent == "triage" and first.output == "triage: hello"
     assert handed.run_id == turn  # the turn's own id, whoever answered it
     assert handed.agent == "billing"
@@ -77,15 +101,15 @@ async def test_a_conversation_follows_a_handoff_for_the_turns_after_it(
         ("assistant", after.run_id),
     ]
     assert handed.total_usage.input_tokens == 20
+    # The UI counts the person's turns: the run handed to answered the second one.
+    assert shown.startswith("**turns** 3 ·"), shown
+    assert (summary.turns, summary.last_run) == (3, after.run_id)
     if conversation_shapes == "inline":  # the UI names the run handed to under its turn
-        summaries = [
-            e.user_metadata.summary.data.decode()
-            async for e in conv.handle.fetch_history_events()
-            if e.HasField("activity_task_scheduled_event_attributes")
-        ]
+        summaries = await activity_summaries(temporal_client, conv.id)
         assert f"conversation turn 2, run {turn}" in summaries[1]
         handed_to = f"conversation turn 2, handed over to billing, run {target}"
         assert handed_to in summaries[2], summaries
+        assert f"conversation turn 3, run {after.run_id}" in summaries[3], summaries
 
 
 async def test_the_current_agent_crosses_continue_as_new_and_can_hand_back(
@@ -103,8 +127,17 @@ async def test_the_current_agent_crosses_continue_as_new_and_can_hand_back(
         fourth = await conv.send("who is here?")
         switches = await continued(temporal_client, conv.id)
         current = await conv.current_agent()
+        shown = await details(conv)
         await conv.close()
     assert switches >= 3
+    # Six runs, four turns of the person's: the count crossed continue-as-new.
+    assert "**turns** 4 ·" in shown, shown
+    if inline:  # each turn's requests, in the workflow run that ran it
+        summaries = await activity_summaries(temporal_client, conv.id)
+        [last] = [s for s in summaries if fourth.run_id in s]
+        assert f"conversation turn 4, run {fourth.run_id}" in last, summaries
+        [back] = [s for s in summaries if "handed over to triage" in s]
+        assert "conversation turn 3, handed over to triage, run" in back, summaries
     assert second.agent == "billing"
     assert third.agent == "triage" and fourth.agent == "triage" and current == "triage"
     assert billing_answered == ["to billing", "still billing?"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
+from typing import Any
 
 import pytest
 from replay_agents import AGENTS, ENCRYPTION_KEY
@@ -360,14 +361,20 @@ def test_an_approval_answered_null_in_0_2_0_and_answers_what_it_did_since() -> N
     assert "golem.readable-approvals" in taken(stem.split(".")[0])
 
 
-def continued_memo(path: Path) -> dict[str, bytes]:
-    """The memo a conversation's run gave the run it continued as."""
+def continued_as_new(path: Path) -> Any:
+    """How a conversation's run continued as new (its event's attributes)."""
     [event] = [
         e.workflow_execution_continued_as_new_event_attributes
         for e in load(path).events
         if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
     ]
-    return {key: payload.data for key, payload in event.memo.fields.items()}
+    return event
+
+
+def continued_memo(path: Path) -> dict[str, bytes]:
+    """The memo a conversation's run gave the run it continued as."""
+    memo = continued_as_new(path).memo
+    return {key: payload.data for key, payload in memo.fields.items()}
 
 
 def test_a_continued_conversation_carries_its_summary_in_its_memo_since_0_2_0() -> None:
@@ -377,6 +384,18 @@ def test_a_continued_conversation_carries_its_summary_in_its_memo_since_0_2_0() 
     assert continued_memo(ROOT / "release-0.2.0" / stem) == {}
     summary = b'"replay_approval: conversation (continued as new)"'
     assert continued_memo(ROOT / stem) == {"golemSummary": summary}
+
+
+def test_a_conversation_continued_after_a_handoff_counts_the_runs_handed_to() -> None:
+    """Patch golem.handed-runs: the 0.2.0 history continued without the count (its old
+    branch), the current one gives the next run the count of runs handed over to, so the
+    UI counts the person's turns there."""
+    stem = "handoff_conversation.json"
+    old = continued_as_new(ROOT / "release-0.2.0" / stem).input.payloads[0].data
+    assert b'"currentAgent":"replay_desk"' in old and b'"handed"' not in old
+    new = continued_as_new(ROOT / stem).input.payloads[0].data
+    assert b'"handed":1,' in new
+    assert "golem.handed-runs" in taken(stem.split(".")[0])
 
 
 def test_the_fork_and_the_encrypted_run_hold_what_they_were_recorded_for() -> None:

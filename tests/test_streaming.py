@@ -645,6 +645,32 @@ async def test_write_text_prints_each_turn_on_its_line_and_marks_a_restart() -> 
     )
 
 
+async def test_write_text_names_each_agent_whose_text_follows_another_agents() -> None:
+    def event(kind: str, agent: str, text: str = "") -> RunEvent:
+        delta = StreamDelta(kind="text", text=text) if text else None
+        return RunEvent(kind, "r", "c", 1, delta=delta, agent=agent)  # type: ignore[arg-type]
+
+    async def events() -> AsyncIterator[RunEvent]:
+        for item in [
+            event("model_start", "front"),
+            event("text_delta", "front", "Let me pass you on."),
+            event("model_end", "front"),
+            event("model_start", "billing"),  # the run handed over to
+            event("text_delta", "billing", "Billing"),
+            event("text_delta", "billing", " here."),
+            event("model_end", "billing"),
+            event("model_start", "billing"),
+            event("text_delta", "billing", "Anything else?"),
+        ]:
+            yield item
+
+    written: list[str] = []
+    assert await write_text(events(), written.append, lambda agent: f"{agent}> ") is True
+    assert "".join(written) == (
+        "front> Let me pass you on.\nbilling> Billing here.\nAnything else?\n"
+    )
+
+
 # -- who streams -------------------------------------------------------------------
 
 

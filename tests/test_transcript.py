@@ -93,6 +93,30 @@ def test_a_small_transcript_crosses_by_value() -> None:
     assert carried == {"messages": first.own, "runs": ["r1"]}
 
 
+def test_a_run_handed_over_to_is_no_turn_of_the_persons_across_continue_as_new(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A turn whose run hands over goes on as the target's run: one more run of the
+    conversation, not one more turn of the person's, by value and by reference."""
+    first = Transcript(ConversationInput(agent="a"))
+    first.begin("r1", by_reference=True)
+    completed(first, "r1", turn("r1", 0))
+    first.begin("t1", by_reference=True, handed=True)
+    completed(first, "t1", [Message.assistant("billing here").stamped("t1", "conv")])
+    assert (first.turns, first.person_turns) == (2, 1)
+    by_value = first.carry("conv", "exec-1", by_reference=True)
+    monkeypatch.setattr(transcript_module, "CARRY_BYTES", 0)
+    by_reference = first.carry("conv", "exec-1", by_reference=True)
+    assert by_value["handed"] == by_reference["handed"] == 1
+    for carried in (by_value, by_reference):
+        second = Transcript(ConversationInput(agent="a", **carried))
+        second.begin("r2", by_reference=True)
+        assert (second.turns, second.person_turns) == (3, 2)
+        second.begin("t2", by_reference=True, handed=True)
+        second.never_started("t2")  # its run id was taken: it is no run either
+        assert (second.turns, second.person_turns) == (3, 2)
+
+
 def test_a_failed_turns_evidence_stays_by_value_until_the_next_turn_repairs_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -375,6 +375,11 @@ async def cmd_chat(args: argparse.Namespace) -> int:
     if not (args.conversation_id and await is_conversation(client, args.conversation_id)):
         await check_agent(client, args.task_queue, name)
     print(f"chatting with {name!r}; an empty line or end of input stops.", flush=True)
+
+    def said(agent: str) -> str:
+        """An answer's prefix: the agent that gave it (after a handoff, not ``name``)."""
+        return f"{agent or name}> "
+
     while True:
         try:
             prompt = (await asyncio.to_thread(read_line, "you> " if interactive else "")).strip()
@@ -392,22 +397,18 @@ async def cmd_chat(args: argparse.Namespace) -> int:
         stream = conversation.send_stream(prompt)  # its id minted there: new, none to check
         run_id = stream.run_id
         try:
-            echo(f"{name}> ")
             async with watching(client, task_queue, await watched_for(conversation, run_id)):
-                if not await write_text(stream, echo):  # it ends the line it wrote
-                    paused = stream.result.paused
-                    print(
-                        "(waits for your approval)"
-                        if paused
-                        else readable_output(stream.result.output)
-                    )
+                if not await write_text(stream, echo, said):  # it ends the line it wrote
+                    result = stream.result
+                    answer = "(waits for your approval)" if result.paused else result.output
+                    print(said(result.agent) + readable_output(answer))
                 result = stream.result
                 while result.pending_approvals:  # the run waits in its workflow for us
                     decisions = await decide(result, interactive)
                     if decisions is None:  # end of input: nobody decided
                         return print_waiting(client, result, run_id, conversation.id, False)
                     result = await conversation.approve(decisions, by=getpass.getuser())
-                    print(f"{name}> {readable_output(result.output or '')}")
+                    print(said(result.agent) + readable_output(result.output or ""))
         except RunError as exc:
             print(f"run failed at stage {exc.stage}: {exc.detail}")
             # The conversation keeps the failed turn's evidence: the next turn resumes it.

@@ -37,6 +37,9 @@ class ConversationInput(Wire):
     """Earlier workflow runs holding the transcript's first messages (and turns), in order."""
     turns: int = 0
     """Turns the earlier workflow runs hold."""
+    handed: int = 0
+    """Of the runs ``turns`` and ``runs`` count, those a run handed over to: each went on
+    its turn, so the person's turns are the runs less these."""
     recent: list[str] = Field(default_factory=list)
     """Run ids of the latest of those turns."""
     by_reference: bool | None = None
@@ -112,6 +115,7 @@ class ConversationSummary(Wire):
     """Result of a closed conversation."""
 
     turns: int = 0
+    """The person's turns (a run handed over to goes on its turn; ``conv.runs()`` lists it)."""
     messages: int = 0
     last_run: str = ""
     reopen: ConversationInput | None = None

@@ -81,6 +81,9 @@ class Transcript:
         """``chain[i]``: digest of the transcript's first ``offset + i`` messages."""
         self.runs = list(input.runs)
         self.turns_before = input.turns
+        self.handed_before = input.handed
+        self.handed: set[str] = set()
+        """Own runs a run handed over to: each goes on its turn, not one of its own."""
         self.recent = list(input.recent)
         self.parent_run_id = input.parent_run_id
         self.closed = False
@@ -100,7 +103,13 @@ class Transcript:
 
     @property
     def turns(self) -> int:
+        """The conversation's runs so far (one per turn, and one per run handed over to)."""
         return self.turns_before + len(self.runs)
+
+    @property
+    def person_turns(self) -> int:
+        """The person's turns so far: the runs less those handed over to."""
+        return self.turns - self.handed_before - len(self.handed)
 
     @property
     def last_run(self) -> str:
@@ -112,9 +121,12 @@ class Transcript:
 
     # -- the steps -----------------------------------------------------------------
 
-    def begin(self, run_id: str, by_reference: bool) -> None:
-        """A turn starts; by reference, it continues a repaired transcript."""
+    def begin(self, run_id: str, by_reference: bool, handed: bool = False) -> None:
+        """A turn starts (``handed``: the run a run of it handed over to); by reference, it
+        continues a repaired transcript."""
         self.runs.append(run_id)
+        if handed:
+            self.handed.add(run_id)
         if by_reference and self.clean < self.length:
             cut = self.clean - self.offset
             self._set(repaired(self.own[cut:]), since=cut)
@@ -125,6 +137,7 @@ class Transcript:
     def never_started(self, run_id: str) -> None:
         """The turn's run could not start (its run id is taken): it is no turn."""
         self.runs.remove(run_id)
+        self.handed.discard(run_id)
 
     def ended(self, output: Completed) -> bool:
         """The turn's run completed: its messages join (``False`` when it paged them)."""
@@ -194,11 +207,14 @@ class Transcript:
     def carry(self, workflow_id: str, run_id: str, by_reference: bool) -> dict[str, Any]:
         """The ``ConversationInput`` fields that cross continue-as-new: everything by value
         while it is small (or when the agent needs the whole history), else what is clean by
-        reference to this workflow run (``workflow_id``/``run_id``) and the rest by value."""
+        reference to this workflow run (``workflow_id``/``run_id``) and the rest by value;
+        with the count of runs handed over to, when there were any."""
+        handed = self.handed_before + len(self.handed)
+        counted = {"handed": handed} if handed else {}
         if not self.earlier and (
             not by_reference or sum(map(message_size, self.own)) <= CARRY_BYTES
         ):
-            return {"messages": self.own, "runs": self.runs}
+            return {"messages": self.own, "runs": self.runs, **counted}
         held = Segment(
             workflow_id=workflow_id,
             run_id=run_id,
@@ -212,6 +228,7 @@ class Transcript:
             "earlier": [*self.earlier, held],
             "turns": self.turns,
             "recent": [*self.recent, *self.runs][-RECENT_RUNS:],
+            **counted,
         }
 
     def fork_point(

@@ -142,7 +142,6 @@ class ConversationWorkflow:
         self._executor: TemporalExecutor | None = None  # an inline turn's, while it runs
         self._gate: ApprovalGate | None = None  # likewise
         self._inline_task: asyncio.Task[None] | None = None  # the inline turn's, the latest
-        self._turn_number = 0  # the inline turn in flight's place in the conversation
         # Only inline conversations host a stream: a child turn's run hosts its own.
         self._streams = TurnStreams(input.stream) if input.inline_turns else None
         self._tickets = 0
@@ -411,8 +410,9 @@ class ConversationWorkflow:
         # Once earlier workflow runs hold the transcript's start, every turn takes it by
         # reference (an agent that needs it by value fails in its run, saying so).
         reference = transcript.offset > 0 or self._reference
+        handed = self._turns.handoffs.handed is not None  # a run of the turn handed over
         payload, start = child_input(
-            transcript, agent, turn, reference, self._standing, self._rules
+            transcript, agent, turn, reference, self._standing, self._rules, handed
         )
         self._turns.run_begins(start)
         self._turns.handoffs.begin(turn, start)
@@ -476,8 +476,6 @@ class ConversationWorkflow:
     async def _run_inline(self, payload: AgentRunInput, start: int) -> None:
         run_id = payload.run.run_id
         continues = self._turns.handoffs.handed is not None
-        if not continues:  # a run handed to is labelled with its turn's number
-            self._turn_number = self._transcript.turns
         try:
             outcome = await inline_turn(
                 self._transcript,
@@ -487,7 +485,6 @@ class ConversationWorkflow:
                 self._turn_paused,
                 self._streams,
                 continues=continues,
-                number=self._turn_number,
             )
         except Exception as exc:
             # A bug outside the loop: the turn fails naming it, where a spawned task's error

@@ -19,6 +19,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from golem.wire import ConversationInput, ConversationSummary
     from golem.wire.transcript import RECENT_RUNS, Transcript
+    from golem.workflows.patches import HANDED_RUNS, patched
     from golem.workflows.turns import Turns
 
 
@@ -57,6 +58,8 @@ def carried_input(
     by reference carry it by value), and the fingerprints of its latest turns."""
     info = workflow.info()
     carried = transcript.carry(info.workflow_id, info.run_id, bool(following.by_reference))
+    if "handed" in carried and not patched(HANDED_RUNS):
+        del carried["handed"]  # a history recorded without the count continues without it
     recent = [*carried.get("recent", []), *carried.get("runs", [])][-RECENT_RUNS:]
     fingerprints = {r: known[r] for r in recent if known.get(r)}
     return ConversationInput(
@@ -72,7 +75,7 @@ def carried_input(
 def summary(transcript: Transcript, reopen: ConversationInput | None = None) -> ConversationSummary:
     """A closed conversation's result (``reopen``: it rested, and reopens from that input)."""
     return ConversationSummary(
-        turns=transcript.turns,
+        turns=transcript.person_turns,
         messages=transcript.length,
         last_run=transcript.last_run,
         reopen=reopen,
@@ -91,7 +94,7 @@ def details(transcript: Transcript, turns: Turns, rested_after: float | None) ->
         else ""
     )
     return (
-        f"{rest}**turns** {transcript.turns} · **messages** {transcript.length}\n\n"
+        f"{rest}**turns** {transcript.person_turns} · **messages** {transcript.length}\n\n"
         f"**last run** {transcript.last_run or 'none'}\n\n"
         f"**waiting for approval** {pending}"
     )

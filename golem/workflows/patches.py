@@ -61,6 +61,10 @@ EXTERNAL_TIMEOUT = "golem.external-timeout"
 #: answer cancels that call's evaluation at once).
 EVALUATION_RACE = "golem.evaluation-race"
 
+#: A conversation continuing as new after a handoff carries how many of its runs were
+#: handed over to (``ConversationInput.handed``), so the UI counts the person's turns.
+HANDED_RUNS = "golem.handed-runs"
+
 #: The live patches, by id.
 PATCHES: dict[str, Patch] = {
     TOOLSETS_IN_AGENT_ORDER: Patch(
@@ -108,6 +112,12 @@ PATCHES: dict[str, Patch] = {
     EVALUATION_RACE: Patch(
         EVALUATION_RACE,
         adr="docs/adr/0030-decisions.md",
+        since="0.3.0",
+        removable_after="0.2.0",
+    ),
+    HANDED_RUNS: Patch(
+        HANDED_RUNS,
+        adr="docs/adr/0019-agents-calling-agents.md",
         since="0.3.0",
         removable_after="0.2.0",
     ),

@@ -73,13 +73,15 @@ def child_input(
     by_reference: bool,
     standing: dict[str, Decision],
     rules: list[StoredRule] | None = None,
+    handed: bool = False,
 ) -> tuple[AgentRunInput, int]:
     """The turn's run input and where its messages begin in the transcript; the turn
-    joins the transcript's run list (a by-reference turn continues it repaired) and gets
-    the conversation's standing approvals."""
+    joins the transcript's run list (a by-reference turn continues it repaired;
+    ``handed``: this run is the one a run of the turn handed over to) and gets the
+    conversation's standing approvals."""
     conversation_id = workflow.info().workflow_id
     parent = transcript.last_run
-    transcript.begin(turn.run_id, by_reference)
+    transcript.begin(turn.run_id, by_reference, handed)
     start = transcript.length
     base = None
     history: list[Message] = []
@@ -130,7 +132,6 @@ async def inline_turn(
     tell: Callable[[Paused], Awaitable[None]],
     streams: TurnStreams | None = None,
     continues: bool = False,
-    number: int = 0,
 ) -> TurnOutput | ApplicationError:
     """The turn's loop run here, in the conversation's own workflow (ADR 0050), on the
     same activities as a turn's run; its messages join the transcript as that run's
@@ -139,8 +140,7 @@ async def inline_turn(
     delegations reach its gate); ``tell`` hears each pause, as a turn's run's signal; a
     streamed turn's events go to the conversation's ``streams``. A run that hands over
     answers its ``Completed`` with the ``handoff`` (its messages kept: the conversation
-    records them); ``continues``: this run is the one a run of the turn handed over to.
-    ``number`` counts the turn in the conversation (0: this run's place in it)."""
+    records them); ``continues``: this run is the one a run of the turn handed over to."""
     try:
         agent, run = setup(payload)
     except ApplicationError as exc:
@@ -149,9 +149,10 @@ async def inline_turn(
     report = Reporter(run.history, readable=False, stored=settings.stored_bytes is not None)
     loops: list[RunLoop] = []  # the gate's callbacks read the loop, made after it
     gate = run_gate(agent, report, lambda: loops[0] if loops else None, tell=tell)
-    # Its activities share the conversation's page in the UI: each summary names the turn.
+    # Its activities share the conversation's page in the UI: each summary names the
+    # person's turn (a run handed over to keeps its turn's number).
     over = f", handed over to {agent.name}" if continues else ""
-    label = f" · conversation turn {number or transcript.turns}{over}, run {run.run_id}"
+    label = f" · conversation turn {transcript.person_turns}{over}, run {run.run_id}"
     streamed = streams if payload.stream else None
     if streamed is not None:
         streamed.begin(run.run_id, continues)
