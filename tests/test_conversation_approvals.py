@@ -5,12 +5,14 @@ shows, and no continue-as-new while a turn waits."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from temporalio import workflow
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import (
@@ -89,6 +91,12 @@ async def test_the_approval_timeout_answers_no_decision_and_the_conversation_tak
         await eventually(settled, what="the conversation to show no turn waiting")
         following = await conv.send("next")
         transcript = await conv.messages()
+        timers = [  # the conversation's own timer, named in the UI (not "2 (300ms)")
+            json.loads(e.user_metadata.summary.data)
+            async for e in conv.handle.fetch_history_events()
+            if e.event_type == EventType.EVENT_TYPE_TIMER_STARTED
+        ]
+    assert f"approvals due: run {paused.run_id}'s waiting calls time out" in timers
     assert executed == []
     assert timed_out.output == f"{NO_DECISION_RESULT} | balance 100"
     assert transcript == following.messages

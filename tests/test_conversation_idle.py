@@ -4,6 +4,7 @@ and its next send reopens it; ``close()`` stays final (docs/adr/0021)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterable, Awaitable, Callable
 from datetime import timedelta
@@ -106,6 +107,13 @@ async def test_an_idle_conversation_rests_and_its_next_send_reopens_it_with_its_
         assert metadata.current_details.startswith(
             "**resting** after 1 s without a turn: its next turn reopens it"
         )
+        # The UI names its idle timer, not "1 (1s)".
+        timers = [
+            json.loads(e.user_metadata.summary.data)
+            async for e in rested.fetch_history_events()
+            if e.event_type == EventType.EVENT_TYPE_TIMER_STARTED
+        ]
+        assert timers and set(timers) == {"idle: rests after 1 s without a turn"}
         second = await conv.send("two")  # reopens it, from where it rested
         assert second.output == "2: two"
         assert [m.content for m in second.messages if m.role == "user"] == ["one", "two"]

@@ -398,6 +398,7 @@ class ConversationWorkflow:
             await workflow.wait_condition(
                 lambda: turns.pauses != arm.pause or turns.phase != "waiting",
                 timeout=timedelta(seconds=arm.seconds),
+                timeout_summary=f"approvals due: run {arm.run_id}'s waiting calls time out",
             )
         except TimeoutError:
             await self._perform(turns.expire(arm.run_id, arm.pause, _now()))

@@ -43,6 +43,10 @@ class IdleTimeout:
             await workflow.wait_condition(
                 lambda: done() or (self.seconds is not None and self._changes != changes),
                 timeout=None if idle is None else timedelta(seconds=idle),
+                # The UI's name for it, where it would say "4 (10m)".
+                timeout_summary=None
+                if idle is None
+                else f"idle: rests after {idle:g} s without a turn",
             )
         except TimeoutError:
             return True
