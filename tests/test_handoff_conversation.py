@@ -276,3 +276,34 @@ async def test_a_handed_over_turn_whose_target_fails_keeps_both_runs_evidence(
     caller, target = {m.run_id for m in transcript[:3]}, transcript[3].run_id
     assert len(caller) == 1 and target not in caller  # the caller's run, then the target's
     assert after.agent == billing.name and after.output == "billing, after 2 tool results"
+
+
+async def test_a_handed_over_turn_refused_for_its_size_ends_its_stream(
+    temporal_client: Client,
+) -> None:
+    """The run that hands over adds more than a page of messages (1.8 MB of UTF-8): the
+    turn is refused, and its stream ends saying so, not waiting for the target's items."""
+    billing, answered = desk(f"billing-size-{uuid.uuid4().hex[:6]}")
+
+    def model(messages: list[Message], tools: Any) -> ModelResponse:
+        if messages[-1].role == "user":
+            return calls(("b1", "big", {}))
+        return calls(("h1", f"transfer_to_{billing.name}", {}))
+
+    triage = Agent(
+        FunctionModel(model), name=f"triage-size-{uuid.uuid4().hex[:6]}", handoffs=[billing]
+    )
+
+    @triage.tool
+    def big() -> str:
+        """A big document."""
+        return "字" * 600_000
+
+    async with serve(temporal_client, triage) as tq:
+        conv = await DurableAgent(temporal_client, triage, task_queue=tq).conversation()
+        stream = conv.send_stream("go")
+        async with asyncio.timeout(DEADLINE):
+            with pytest.raises(ValueError, match="too many for the conversation"):
+                async for _ in stream:
+                    pass
+    assert answered == []  # the target never ran

@@ -291,6 +291,15 @@ async def test_a_based_runs_pages_follow_the_history_it_was_given() -> None:
     assert back.messages == [*HISTORY, *own]
 
 
+def test_non_ascii_messages_past_a_page_in_bytes_are_paged() -> None:
+    # 400,000 characters, 1.2 MB of UTF-8: by value, with the rest of a turn, a payload near
+    # Temporal's limit. ASCII text of as many characters stays by value.
+    wide = [Message.user("字" * 400_000).stamped(RUN, "conv")]
+    narrow = [Message.user("z" * 400_000).stamped(RUN, "conv")]
+    assert completed(result(wide), []).messages == Paged(count=1)
+    assert isinstance(completed(result(narrow), []).messages, Carried)
+
+
 async def test_a_result_leaves_what_its_history_holds_to_the_history() -> None:
     sent = result([*HISTORY, *added(3)])
     last_request = sent.messages[:-1]  # as the model saw it, instructions aside

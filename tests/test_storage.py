@@ -301,6 +301,27 @@ async def referenced_blobs(client: Client, run_id: str) -> list[str]:
     return paths
 
 
+@pytest.mark.usefixtures("conversation_shapes")
+async def test_a_turn_of_non_ascii_text_past_a_page_in_bytes_is_refused_not_stuck(
+    temporal_client: Client,
+) -> None:
+    """600,000 characters of CJK text are 1.8 MB of UTF-8 (with a 100,000-character prompt,
+    2.1 MB): a turn's result or record carrying them failed its workflow task for ever
+    (Temporal's payload limit); the turn is refused as a 1 MB one is, and the next goes on."""
+    text = "字" * 600_000
+    agent, _ = document_agent(
+        text, [ask(call("c1", "fetch_doc")), Message.assistant("read it"), Message.assistant("ok")]
+    )
+    task_queue = f"utf8-{uuid.uuid4().hex[:10]}"
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
+        conv = await DurableAgent(temporal_client, agent, task_queue=task_queue).conversation()
+        async with asyncio.timeout(60):  # before: its workflow task failed, the send waited
+            with pytest.raises(ValueError, match="too many for the conversation"):
+                await conv.send("字" * 100_000)
+            assert (await conv.send("and now?")).output == "ok"
+        await conv.close()
+
+
 async def test_without_storage_a_conversation_refuses_a_1_mb_turn_naming_the_setting(
     temporal_client: Client,
 ) -> None:

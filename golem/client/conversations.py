@@ -357,12 +357,12 @@ class DurableConversation(Generic[OutputT]):
 
         async def paused() -> None:
             try:  # shielded: a stream that stops waiting must not cancel the turn's update
-                out: TurnOutput | None = await asyncio.shield(sent[0])
+                out: TurnOutput = await asyncio.shield(sent[0])
             except Exception:
-                if inline[0]:
-                    return  # failed or refused: its items so far are all it publishes
-                out = None  # the turn failed: its run has ended, and so does its stream
-            if out is None or out.run.kind != "paused":
+                # Failed or refused: its items so far are all it publishes, and a run it
+                # named to hand over to never starts (a child turn's target is not waited for).
+                return
+            if out.run.kind != "paused":
                 await asyncio.Event().wait()  # the run ended: its stream ends by itself
 
         return DurableRunStream(

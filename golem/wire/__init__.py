@@ -32,6 +32,7 @@ from golem.wire.pages import (
     MessagesQuery,
     Pager,
     Segment,
+    message_bytes,
     message_size,
     read_pages,
 )
@@ -123,6 +124,7 @@ __all__ = [
     "content_digest",
     "derived",
     "expand",
+    "message_bytes",
     "message_size",
     "read_pages",
 ]

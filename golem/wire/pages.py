@@ -20,15 +20,25 @@ from golem.wire.base import Wire
 PAGE_BYTES = 1_000_000
 
 
-def message_size(message: Message) -> int:
-    """A quick upper estimate of a message's JSON size."""
+def message_size(message: Message, length: Callable[[str], int] = len) -> int:
+    """A quick estimate of a message's JSON size, its text counted in characters (``len``;
+    ``message_bytes`` counts its UTF-8 bytes)."""
     return (
-        len(message.content)
-        + sum(len(c.args) + len(c.name) + len(c.signature) for c in message.tool_calls)
-        + sum(len(b.text) + len(b.signature) + len(b.redacted) for b in message.thinking)
-        + sum(len(p.url) + len(p.data) * 4 // 3 for p in message.parts)
+        length(message.content)
+        + sum(length(c.args) + len(c.name) + length(c.signature) for c in message.tool_calls)
+        + sum(length(b.text) + length(b.signature) + length(b.redacted) for b in message.thinking)
+        + sum(length(p.url) + len(p.data) * 4 // 3 for p in message.parts)
         + 200
     )
+
+
+def message_bytes(message: Message) -> int:
+    """``message_size`` in UTF-8 bytes: a character of non-ASCII text takes up to four."""
+    return message_size(message, _utf8)
+
+
+def _utf8(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode())  # isascii: a flag, no scan
 
 
 class MessagesQuery(Wire):

@@ -470,6 +470,16 @@ class ConversationWorkflow:
         await self._perform(self._turns.close(self._tickets, settle=False))
         task.cancel()
         await workflow.wait_condition(task.done)
+        current = self._turns.current
+        if task.cancelled() and current is not None:
+            # Cancelled before its first step (a run handed over to, started as the cancel
+            # came): nothing else answers its send, which would wait for ever.
+            message = f"turn {current.run_id} was cancelled before its run started"
+            await self._perform(
+                self._turns.ended(current.run_id, loop_failure(message, "canceled"))
+            )
+            if self._streams is not None:
+                self._streams.end(current.run_id)
         if self._streams is not None:
             self._streams.detach()
         await workflow.wait_condition(workflow.all_handlers_finished)

@@ -65,6 +65,10 @@ EVALUATION_RACE = "golem.evaluation-race"
 #: handed over to (``ConversationInput.handed``), so the UI counts the person's turns.
 HANDED_RUNS = "golem.handed-runs"
 
+#: A run's messages past a page in UTF-8 bytes (non-ASCII text), not only in characters,
+#: are paged: carried by value they could pass Temporal's payload limit.
+UTF8_PAGES = "golem.utf8-pages"
+
 #: The live patches, by id.
 PATCHES: dict[str, Patch] = {
     TOOLSETS_IN_AGENT_ORDER: Patch(
@@ -112,6 +116,12 @@ PATCHES: dict[str, Patch] = {
     EVALUATION_RACE: Patch(
         EVALUATION_RACE,
         adr="docs/adr/0030-decisions.md",
+        since="0.3.0",
+        removable_after="0.2.0",
+    ),
+    UTF8_PAGES: Patch(
+        UTF8_PAGES,
+        adr="docs/adr/0005-durable-runs.md",
         since="0.3.0",
         removable_after="0.2.0",
     ),

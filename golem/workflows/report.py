@@ -37,10 +37,12 @@ with workflow.unsafe.imports_passed_through():
         Stamps,
         common_prefix,
         compact,
+        message_bytes,
         message_size,
         names,
     )
     from golem.wire.failures import failure_error
+    from golem.workflows.patches import UTF8_PAGES, patched
 
 
 @dataclass
@@ -71,9 +73,21 @@ def report_messages(
     else:
         keep = common_prefix(given, messages)
         variant = Carried(keep=keep, added=compact(messages[keep:], stamps, recorded))
-    if page_bytes is not None and sum(map(message_size, variant.added.messages)) > page_bytes:
+    if page_bytes is not None and _over(variant.added.messages, page_bytes):
         return Paged(count=len(messages))
     return variant
+
+
+def _over(messages: list[Message], page_bytes: int) -> bool:
+    """More than a page of messages: counted in characters, then, for non-ASCII text, in
+    bytes (up to four a character), where a payload carrying them by value would pass
+    Temporal's limit and fail its workflow task for ever. A history recorded counting
+    characters alone goes on doing so (the patch is asked only where the two differ)."""
+    if sum(map(message_size, messages)) > page_bytes:
+        return True
+    if sum(map(message_bytes, messages)) <= page_bytes:
+        return False
+    return not workflow.in_workflow() or patched(UTF8_PAGES)
 
 
 def _stamps(evidence: Result[Any] | PartialResult) -> Stamps:

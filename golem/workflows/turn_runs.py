@@ -19,8 +19,8 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError, Workflow
 
 with workflow.unsafe.imports_passed_through():
     from golem.agent import Agent
-    from golem.delegation import inline_refusal, reachable
-    from golem.errors import run_id_taken
+    from golem.delegation import Handoff, inline_refusal, reachable
+    from golem.errors import Stage, run_id_taken
     from golem.loop import RunLoop
     from golem.messages import Decision, Message
     from golem.policies import StoredRule
@@ -171,6 +171,7 @@ async def inline_turn(
     loops.append(RunLoop(agent, executor, run, emit=emit, follow_handoffs=False))
     hosting(executor, gate)
     completed: Completed | None = None
+    handed: Handoff | None = None  # the run the turn goes on as, once it is taken
     try:
         result = await loops[0].run()
     except RunError as exc:
@@ -196,12 +197,14 @@ async def inline_turn(
         # A turn that paused keeps them too: an update other than its send may answer its
         # end, or none (a memo records it), and the reader reads them from that answer.
         keep = not shipper.logged or gate.paused or handoff is not None
-        return _taken(transcript, completed, start, run.run_id, keep=keep)
+        taken = _taken(transcript, completed, start, run.run_id, keep=keep)
+        if isinstance(taken, TurnOutput):  # refused (too big), the turn ends here
+            handed = handoff
+        return taken
     finally:
         gate.finish(completed)
         hosting(None, None)
         if streamed is not None:
-            handed = completed.handoff if completed is not None else None
             if handed is not None:  # its reader reads the target's items as the turn's
                 streamed.handed(run.run_id, handed.run_id, handed.agent)
             else:
@@ -219,9 +222,9 @@ def turn_ended(run_id: str, answer: TurnOutput | Exception | None) -> TurnEnded:
     return TurnEnded(run_id=run_id, failure=run_failure(answer), message=str(answer or ""))
 
 
-def loop_failure(message: str) -> ApplicationError:
+def loop_failure(message: str, stage: Stage = "loop") -> ApplicationError:
     """A turn's failure for a bug (stage ``loop``): its send raises it as a ``RunError``."""
-    return failure_error(RunError("loop", message), Failed(stage="loop", message=message))
+    return failure_error(RunError(stage, message), Failed(stage=stage, message=message))
 
 
 def _failed(
