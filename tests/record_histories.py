@@ -38,6 +38,7 @@ from replay_agents import (
     AGENTS,
     ENCRYPTION_KEY,
     EVALUATING,
+    WIDE_CHARACTERS,
     Deps,
     approval_agent,
     booking_agent,
@@ -55,6 +56,7 @@ from replay_agents import (
     reviewed_agent,
     stop_agent,
     tools_agent,
+    wide_agent,
 )
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.worker import Worker
@@ -151,6 +153,12 @@ async def record_runs(client: Client, tq: str) -> dict[str, str]:
     paged = await DurableAgent(client, paged_agent, task_queue=tq).run("y" * 1_100_000)
     assert paged.output == f"read {replay_agents.PAGED_BYTES} bytes"
     runs["paged_result"] = paged.run_id
+
+    # Non-ASCII text under a page in characters, over it in UTF-8 bytes: the result pages it
+    # (the patch golem.utf8-pages).
+    wide = await DurableAgent(client, wide_agent, task_queue=tq).run("字" * WIDE_CHARACTERS)
+    assert wide.output == f"read {WIDE_CHARACTERS} characters"
+    runs["utf8_paged_result"] = wide.run_id
 
     retried = await DurableAgent(client, retry_agent, task_queue=tq).run("hi")
     assert retried.requests == 1

@@ -217,6 +217,17 @@ def dump() -> str:
     return "z" * PAGED_BYTES
 
 
+#: Non-ASCII characters under a page (1 MB) counted as characters, over it as UTF-8 bytes.
+WIDE_CHARACTERS = 400_000
+
+
+def _count(messages: list[Message], tools: Any) -> Message:
+    return Message.assistant(f"read {len(messages[-1].content)} characters")
+
+
+wide_agent = Agent(FunctionModel(_count, model_name="replay-model"), name="replay_wide")
+
+
 _busy = [ModelHTTPError(429, "rate limited", provider="openai", retry_after=0.01)]
 
 
@@ -346,6 +357,7 @@ AGENTS = [
     booking_agent,
     cancel_agent,
     paged_agent,
+    wide_agent,
     retry_agent,
     *crash_agents.AGENTS,
     triage_agent,  # examples/support_ticket.py's TicketWorkflow

@@ -61,6 +61,7 @@ def test_histories_are_checked_in() -> None:
         "approval_approved",
         "client_cancel_memo",
         "paged_result",
+        "utf8_paged_result",
         "model_call_retried",
         "crash_taken_over",
         "crash_resumed",
@@ -180,6 +181,14 @@ def test_the_inbox_history_lists_the_wait_and_clears_it() -> None:
     assert [f["GolemWaiting"].data for f in fields if "GolemWaiting" in f] == [b"1", b"0"]
     memos = events("inbox_approved_in_place", EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED)
     assert len(memos) == 3  # listed, unlisted, the outcome
+
+
+def test_non_ascii_text_past_a_page_in_bytes_is_paged_behind_its_patch() -> None:
+    # Under a page in characters, over it in UTF-8 bytes: the patch was asked, and taken.
+    assert '"golem.utf8-pages"' in taken("utf8_paged_result")
+    completed = events("utf8_paged_result", EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED)
+    result = completed[0].workflow_execution_completed_event_attributes.result  # type: ignore[attr-defined]
+    assert b'"messages":{"kind":"paged"' in result.payloads[0].data
 
 
 def test_the_first_release_has_its_histories() -> None:
