@@ -28,6 +28,7 @@ from collections.abc import (
     Mapping,
 )
 from contextlib import aclosing, suppress
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol, TypeVar, cast
 
@@ -111,6 +112,7 @@ class DurableRunStream(StreamResult[OutputT]):
         self._paused = paused
         self._begun = asyncio.Event()  # the run is known (a turn: its conversation took it)
         self._tree: _Tree | None = None
+        self._read_from = ("", from_offset)
 
     @property
     def run(self) -> DurableRun[OutputT]:
@@ -123,6 +125,12 @@ class DurableRunStream(StreamResult[OutputT]):
     def offset(self) -> int:
         """Where the events not yet yielded begin: pass it to ``DurableRun.stream`` to resume."""
         return self._offset
+
+    @property
+    def read_from(self) -> tuple[str, int]:
+        """The run whose stream the last event yielded was read from (this run's, or one it
+        named) and the offset after that event there."""
+        return self._read_from
 
     async def __aiter__(self) -> AsyncIterator[RunEvent]:
         try:
@@ -173,9 +181,10 @@ class DurableRunStream(StreamResult[OutputT]):
             watch = asyncio.ensure_future(self._stop_when_paused(run, self._paused, tree, own))
         try:
             async with aclosing(tree.events()) as events:
-                async for event, offset in events:
-                    if offset >= 0:  # one of the run's own: the offset after it
+                async for event, source, offset in events:
+                    if source == run.run_id:  # one of the run's own: the offset after it
                         self._offset = offset
+                    self._read_from = (source, offset)
                     yield event
         finally:
             self._tree = None
@@ -193,9 +202,7 @@ class DurableRunStream(StreamResult[OutputT]):
         items = _subscribe(run.handle, self._read)
         async with aclosing(items):
             async for event in events.read(self._up_to_pause(items), self._read_up_to):
-                yield event, self._read
-        if not events.ended:
-            tree.stop_others()  # it waits for a person: so do the runs below it
+                yield event, run.run_id, self._read
 
     def _read_up_to(self, item: WorkflowStreamItem[RawValue]) -> None:
         self._read = item.offset + 1
@@ -217,20 +224,20 @@ class DurableRunStream(StreamResult[OutputT]):
         tree: _Tree,
         own: asyncio.Task[None],
     ) -> None:
-        """Once ``paused`` says the run waits for a person: the runs below it stop being read
-        (a handed-over turn's may wait after the run itself ended), and the run's own reader
-        stops at what was published before the pause (at once, when it has read it all)."""
+        """Once ``paused`` says the run waits for a person, each stream is read up to what it
+        held at the pause, then no more (a run that waits publishes nothing until a person
+        answers): the run's own (at once, when it has read it all), then those of the runs
+        below it (a handed-over turn's may wait after the run itself ended)."""
         await paused()
-        tree.stop_others()
-        if own.done():  # a handed-over turn: the run read to its end, no query of it
-            return
-        try:
-            self._end_at = await WorkflowStreamClient(run.handle).get_offset()
-        except Exception as exc:  # the reader raises it, as its own poll's error
-            tree.queue.put_nowait(exc)
-            return
-        if self._read >= self._end_at:
-            own.cancel()  # waiting in a poll for items the pause will not publish
+        if not own.done():  # not a handed-over turn, whose run was read to its end
+            try:
+                self._end_at = await WorkflowStreamClient(run.handle).get_offset()
+            except Exception as exc:  # the reader raises it, as its own poll's error
+                tree.queue.put_nowait(exc)
+                return
+            if self._read >= self._end_at:
+                own.cancel()  # waiting in a poll for items the pause will not publish
+        await tree.drain_others()
 
 
 async def _running(run: DurableRun[OutputT]) -> bool:
@@ -352,8 +359,23 @@ class _Events:
         return wire.to_event(run_id, self.conversation_id, agent)
 
 
-#: An event and, for one of the run's own, the stream offset after it (-1 for a child's).
-Positioned = tuple[RunEvent, int]
+#: An event, the run whose stream it was read from, and the offset after it there.
+Positioned = tuple[RunEvent, str, int]
+
+
+@dataclass
+class _Child:
+    """A run below the one read: its stream, and how far its reader has read it."""
+
+    handle: WorkflowHandle[Any, Any]
+    pump: asyncio.Task[None] = field(init=False)
+    read: int = 0
+    moved: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set as its reader reads an item."""
+
+    def read_up_to(self, item: WorkflowStreamItem[RawValue]) -> None:
+        self.read = item.offset + 1
+        self.moved.set()
 
 
 class _Tree:
@@ -365,6 +387,7 @@ class _Tree:
         self.followed = {run_id}
         self.queue: asyncio.Queue[Positioned | Exception | None] = asyncio.Queue()
         self.pumps: list[asyncio.Task[None]] = []
+        self.children: list[_Child] = []
         self.ready = 0
         """Events in ``queue``: ``events`` yields the next without waiting."""
 
@@ -377,11 +400,26 @@ class _Tree:
         """Read the stream of run ``run_id`` too (once, however often it is named)."""
         if run_id not in self.followed:
             self.followed.add(run_id)
-            self.add(self._child(self.client.get_workflow_handle(run_id), agent))
+            child = _Child(self.client.get_workflow_handle(run_id))
+            self.children.append(child)
+            child.pump = self.add(self._child(child, agent))
 
-    def stop_others(self) -> None:
-        for pump in self.pumps[1:]:
-            pump.cancel()
+    async def drain_others(self) -> None:
+        """Stop reading the runs below the first once each has yielded what its stream held
+        now (those named meanwhile too)."""
+        for child in self.children:  # grows as the runs read name others
+            if child.pump.done():
+                continue
+            try:
+                end = await WorkflowStreamClient(child.handle).get_offset()
+            except (RPCError, WorkflowQueryFailedError):  # not started: nothing published
+                end = 0
+            while child.read < end and not child.pump.done():
+                child.moved.clear()
+                moved = asyncio.ensure_future(child.moved.wait())
+                await asyncio.wait([moved, child.pump], return_when=asyncio.FIRST_COMPLETED)
+                moved.cancel()
+            child.pump.cancel()
 
     async def _pump(self, events: AsyncGenerator[Positioned, None]) -> None:
         try:
@@ -394,15 +432,14 @@ class _Tree:
         finally:
             self.queue.put_nowait(None)
 
-    async def _child(
-        self, handle: WorkflowHandle[Any, Any], agent: str
-    ) -> AsyncGenerator[Positioned, None]:
+    async def _child(self, child: _Child, agent: str) -> AsyncGenerator[Positioned, None]:
+        handle = child.handle
         if not await _started(handle):
             return
         events = _Events(handle.id, self.conversation_id, agent, self.follow)
         async with aclosing(_subscribe(handle, 0)) as items:
-            async for event in events.read(items):
-                yield event, -1
+            async for event in events.read(items, child.read_up_to):
+                yield event, handle.id, child.read
 
     async def events(self) -> AsyncGenerator[Positioned, None]:
         ended = 0

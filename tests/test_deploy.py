@@ -10,10 +10,16 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pytest
 from pydantic import BaseModel
+from temporalio.api.enums.v1 import RoutingConfigUpdateState, VersionDrainageStatus
+from temporalio.api.workflowservice.v1 import (
+    DescribeWorkerDeploymentResponse,
+    DescribeWorkerDeploymentVersionResponse,
+    SetWorkerDeploymentCurrentVersionResponse,
+)
 from temporalio.client import Client
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.service import RPCError, RPCStatusCode
@@ -33,6 +39,8 @@ from golem.workflows.versioning import PinnedAgentRunWorkflow, PinnedConversatio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from _deploy_agents import answer, v1, v2
 from compose_workflows import CatchingWorkflow
+
+T = TypeVar("T")
 
 
 def queue() -> str:
@@ -265,3 +273,108 @@ def test_a_deployment_change_is_asked_again_while_the_server_settles_or_is_busy(
     status: RPCStatusCode, message: str, again: bool
 ) -> None:
     assert _settling(RPCError(message, status, b"")) is again
+
+
+class _LoadedServer:
+    """A workflow service as a loaded dev server answers: each request (each method's every
+    other call) is cancelled once before it goes through; or every call fails with ``error``."""
+
+    def __init__(self, error: RPCError | None = None) -> None:
+        self.error = error
+        self.calls: list[str] = []
+
+    def _answer(self, method: str, response: T) -> T:
+        self.calls.append(method)
+        if self.error is not None:
+            raise self.error
+        if self.calls.count(method) % 2:
+            raise RPCError("operation was canceled", RPCStatusCode.CANCELLED, b"")
+        return response
+
+    async def describe_worker_deployment(self, request: Any) -> DescribeWorkerDeploymentResponse:
+        response = DescribeWorkerDeploymentResponse(conflict_token=b"token")
+        response.worker_deployment_info.routing_config_update_state = (
+            RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED
+        )
+        response.worker_deployment_info.routing_config.current_deployment_version.build_id = "v1"
+        return self._answer("describe_worker_deployment", response)
+
+    async def set_worker_deployment_current_version(
+        self, request: Any
+    ) -> SetWorkerDeploymentCurrentVersionResponse:
+        return self._answer(
+            "set_worker_deployment_current_version", SetWorkerDeploymentCurrentVersionResponse()
+        )
+
+    async def describe_worker_deployment_version(
+        self, request: Any
+    ) -> DescribeWorkerDeploymentVersionResponse:
+        response = DescribeWorkerDeploymentVersionResponse()
+        response.worker_deployment_version_info.drainage_info.status = (
+            VersionDrainageStatus.VERSION_DRAINAGE_STATUS_DRAINED
+        )
+        return self._answer("describe_worker_deployment_version", response)
+
+
+class _Client:
+    """What WorkerDeployment reads of a client, around a fake workflow service."""
+
+    namespace = "default"
+    identity = "test"
+
+    def __init__(self, service: _LoadedServer) -> None:
+        self.workflow_service = service
+
+    async def list_workflows(self, query: str) -> AsyncIterator[Any]:
+        for _ in ():  # no conversation open: nothing to wake
+            yield _
+
+
+def loaded(service: _LoadedServer) -> WorkerDeployment:
+    return WorkerDeployment(cast(Client, _Client(service)), "support")
+
+
+async def test_every_deployment_call_asks_again_when_a_loaded_server_cancels_it() -> None:
+    """A fresh-clone CI run failed in set_current with 'operation was canceled' from
+    describe_worker_deployment: every call of a deployment is asked again while the server
+    is busy, within the caller's timeout."""
+    server = _LoadedServer()
+    assert await loaded(server).set_current("v1", timeout=30) == []
+    assert await loaded(server).status() == []
+    await loaded(server).wait_drained("v1", timeout=30)
+    assert await loaded(server).move_conversations() == []
+    assert set(server.calls) == {
+        "describe_worker_deployment",
+        "set_worker_deployment_current_version",
+        "describe_worker_deployment_version",
+    }
+
+
+@pytest.mark.parametrize(
+    "status", [RPCStatusCode.INVALID_ARGUMENT, RPCStatusCode.PERMISSION_DENIED]
+)
+async def test_a_deployment_call_the_server_refuses_fails_at_once(status: RPCStatusCode) -> None:
+    server = _LoadedServer(RPCError("refused", status, b""))
+    with pytest.raises(RPCError, match="refused"):
+        await loaded(server).set_current("v1", timeout=30)
+    with pytest.raises(RPCError, match="refused"):
+        await loaded(server).status()
+    with pytest.raises(RPCError, match="refused"):
+        await loaded(server).wait_drained("v1")
+    assert server.calls == [
+        "describe_worker_deployment",
+        "describe_worker_deployment",
+        "describe_worker_deployment_version",
+    ]
+
+
+async def test_a_deployment_call_still_cancelled_at_the_timeout_names_the_deployment() -> None:
+    cancelled = RPCError("operation was canceled", RPCStatusCode.CANCELLED, b"")
+    server = _LoadedServer(cancelled)
+    named = r"in deployment 'support' in time: the server last answered CANCELLED: operation was"
+    with pytest.raises(TimeoutError, match=named):
+        await loaded(server).status(timeout=0.2)
+    with pytest.raises(TimeoutError, match=named):
+        await loaded(server).set_current("v1", timeout=0.2)
+    with pytest.raises(TimeoutError, match=named):
+        await loaded(server).wait_drained("v1", timeout=0.2)

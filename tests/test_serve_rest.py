@@ -4,6 +4,8 @@ its events resumed with Last-Event-ID, an approval, and requests it refuses."""
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -11,7 +13,12 @@ from serve_support import DEADLINE, serving
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
+from golem import Agent, Message, ToolCall
 from golem.client import DurableAgent
+from golem.models import FunctionModel, ToolDefinition
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from examples.triage import triage
 
 
 def parse(body: str) -> list[dict[str, str]]:
@@ -98,6 +105,105 @@ async def test_a_turn_waits_for_approval_streams_resumes_and_finishes_after_a_de
     assert conversation in [c["id"] for c in listed]
     assert [m["role"] for m in after["messages"]] == ["user", "assistant", "tool", "assistant"]
     assert after["waiting"] == []
+
+
+def triage_to_billing() -> Agent[None, str]:
+    """Triage hands every turn over to billing, which answers it."""
+
+    def triage(messages: list[Message], tools: list[ToolDefinition]) -> Message:
+        call = ToolCall(id="hand-1", name="transfer_to_billing", args='{"reason": "a refund"}')
+        return Message.assistant(tool_calls=[call])
+
+    billing = Agent(
+        FunctionModel(lambda m, t: Message.assistant("billing: refunded"), model_name="stand-in"),
+        name="billing",
+    )
+    return Agent(FunctionModel(triage, model_name="stand-in"), name="triage", handoffs=[billing])
+
+
+async def test_a_handed_over_turns_events_are_both_runs_and_resume_after_either(
+    temporal_env: WorkflowEnvironment, both_shapes: str
+) -> None:
+    """The events of a turn that handed over: the caller's run's, then its target's, read
+    live or after the turn ended (its latest run is then the target's); a Last-Event-ID
+    naming either run resumes right after it."""
+    async with (
+        serving(temporal_env, [triage_to_billing()]) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        created = await http.post("/conversations", json={"agent": "triage"})
+        events = f"/conversations/{created.json()['id']}/events"
+        sent = await http.post(
+            f"/conversations/{created.json()['id']}/messages", json={"text": "a refund, please"}
+        )
+        turn = sent.json()["runId"]
+        live = parse((await http.get(events)).text)  # until the turn ends
+        later = parse((await http.get(events)).text)
+        resumed = [
+            parse((await http.get(events, headers={"Last-Event-ID": e["id"]})).text)
+            for e in later[:-1]
+        ]
+
+    def agents(read: list[dict[str, str]]) -> list[tuple[str, str]]:
+        return [(e["event"], json.loads(e["data"])["agent"]) for e in read[:-1]]
+
+    assert live == later
+    assert agents(later) == [
+        ("model_start", "triage"),
+        ("tool_call_delta", "triage"),
+        ("model_end", "triage"),
+        ("tool_end", "triage"),  # transfer_to_billing's
+        ("model_start", "billing"),
+        ("text_delta", "billing"),
+        ("model_end", "billing"),
+    ]
+    target = later[4]["id"].split(":")[0]
+    assert target != turn
+    assert [e["id"].split(":")[0] for e in later[:-1]] == [turn] * 4 + [target] * 3
+    assert len({e["id"] for e in later}) == len(later)
+    assert later[-1]["event"] == "result" and later[-1]["id"].endswith(":end")
+    assert json.loads(later[-1]["data"])["output"] == "billing: refunded"
+    # Resumed after each event: the rest of the turn, each event once.
+    assert resumed == [later[n + 1 :] for n in range(len(later) - 1)]
+
+
+async def test_a_turn_handed_over_to_a_run_that_waits_streams_both_and_resumes_in_either(
+    temporal_env: WorkflowEnvironment, both_shapes: str
+) -> None:
+    """examples/triage.py: triage asks its delegate ledger, then hands over to billing,
+    whose refund waits for a person. The turn's events: triage's (ledger's among them),
+    then billing's, up to the wait; resumed after billing's first, the rest of them."""
+    async with (
+        serving(temporal_env, [triage]) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        created = await http.post("/conversations", json={"agent": "triage"})
+        url = f"/conversations/{created.json()['id']}"
+        sent = await http.post(f"{url}/messages", json={"text": "I was charged twice"})
+        turn = sent.json()["runId"]
+        waiting = parse((await http.get(f"{url}/events")).text)  # until billing's refund waits
+        billing = next(n for n, e in enumerate(waiting) if '"agent":"billing"' in e["data"])
+        after = {"Last-Event-ID": waiting[billing]["id"]}
+        resumed = parse((await http.get(f"{url}/events", headers=after)).text)
+        decided = await http.post(
+            f"{url}/decisions", json={"decisions": {"refund-1": {"approved": True}}}
+        )
+
+    runs = [e["id"].split(":")[0] for e in waiting]
+    agents = [json.loads(e["data"]).get("agent") for e in waiting[:-1]]
+    assert runs[0] == turn and agents[0] == "triage"
+    assert "ledger" in agents[:billing]  # the delegate's events, among the caller's
+    assert set(agents[billing:]) == {"billing"} and runs[billing] != turn
+    assert [e["event"] for e in waiting[billing:]] == [
+        "model_start",
+        "tool_call_delta",
+        "model_end",
+        "waiting",
+    ]
+    assert resumed == waiting[billing + 1 :]
+    [call] = json.loads(waiting[-1]["data"])["waiting"]
+    assert (call["id"], call["name"]) == ("refund-1", "refund")
+    assert decided.json()["output"] == "Done: refunded 19.90 on order 42."
 
 
 async def test_bad_requests_get_a_status_and_one_line_never_a_500(

@@ -636,6 +636,21 @@ class DurableConversation(Generic[OutputT]):
         histories = self._histories
         return await histories.runs(await histories.transcript(self.id))
 
+    async def turn_of(self, run_id: str | None = None) -> dict[str, str]:
+        """The runs of the turn run ``run_id`` (default: the latest run) is one of, in
+        order, each with the agent it was handed to: the turn's first (its id; agent
+        ``""``), then each it was handed over to so far; empty when it is no turn's run.
+        Read from the conversation's history, as ``runs``."""
+        histories = self._histories
+        transcript = await histories.transcript(self.id)
+        runs = await histories.runs(transcript)
+        run_id = runs[-1] if run_id is None and runs else run_id
+        if run_id not in runs:
+            return {}
+        first = transcript.handed.get(run_id, (run_id, ""))[0]
+        handed = {r: agent for r, (turn, agent) in transcript.handed.items() if turn == first}
+        return {first: "", **handed}
+
     async def fork(self, at_run_id: str | None = None) -> DurableConversation[OutputT]:
         """A new conversation that continues this one from the end of run ``at_run_id``
         (default: the newest); its first run names that run as its parent. Read from the

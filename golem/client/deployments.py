@@ -78,6 +78,10 @@ _BUSY = frozenset(
 )
 
 
+def _busy(exc: RPCError) -> bool:
+    return exc.status in _BUSY
+
+
 def _settling(exc: RPCError) -> bool:
     """The server learns of a version and its task queues from its workers' first polls:
     until then it answers that it has no such version, or that the version lacks one of the
@@ -105,6 +109,7 @@ class WorkerDeployment:
         their next turn only). Waits (up to ``timeout`` seconds) for the version's workers to
         be seen; returns the conversations woken to move."""
         self._check(build_id)
+        deadline = time.monotonic() + timeout
         await self._change(
             lambda token: self.client.workflow_service.set_worker_deployment_current_version(
                 SetWorkerDeploymentCurrentVersionRequest(
@@ -116,9 +121,9 @@ class WorkerDeployment:
                 )
             ),
             f"make {build_id!r} current",
-            timeout,
+            deadline,
         )
-        return await self.move_conversations() if wake else []
+        return await self._move(deadline) if wake else []
 
     async def set_ramping(
         self,
@@ -133,6 +138,7 @@ class WorkerDeployment:
         Returns the conversations woken to move (as ``set_current``)."""
         if build_id is not None:
             self._check(build_id)
+        deadline = time.monotonic() + timeout
         if not 0.0 <= percentage <= 100.0:
             raise ValueError(f"ramp percentage {percentage}: between 0 and 100")
         request = SetWorkerDeploymentRampingVersionRequest(
@@ -151,13 +157,14 @@ class WorkerDeployment:
         await self._change(
             ramp,
             f"ramp {build_id!r} to {percentage:g}%" if build_id else "stop ramping",
-            timeout,
+            deadline,
         )
-        return await self.move_conversations() if wake else []
+        return await self._move(deadline) if wake else []
 
-    async def status(self) -> list[VersionStatus]:
-        """Every version of the deployment, newest first, with the workflows open on it."""
-        info = (await self._describe()).worker_deployment_info
+    async def status(self, *, timeout: float = 60.0) -> list[VersionStatus]:
+        """Every version of the deployment, newest first, with the workflows open on it
+        (a busy server asked again for up to ``timeout`` seconds)."""
+        info = (await self._describe(time.monotonic() + timeout)).worker_deployment_info
         ramping = info.routing_config.ramping_deployment_version.build_id
         percentage = info.routing_config.ramping_version_percentage
         versions = []
@@ -176,34 +183,11 @@ class WorkerDeployment:
             )
         return versions
 
-    async def move_conversations(self) -> list[str]:
+    async def move_conversations(self, *, timeout: float = 60.0) -> list[str]:
         """Wake the open conversations that may have to move (those on neither the ramping
         version nor, without a ramp, the current one): each continues as new onto its target
         version, or stays where its target still is. Returns their ids."""
-        routing = (await self._describe()).worker_deployment_info.routing_config
-        stay = (
-            routing.ramping_deployment_version.build_id
-            or routing.current_deployment_version.build_id
-        )
-        query = (
-            f"TemporalWorkerDeployment = '{self.name}' AND ExecutionStatus = 'Running' "
-            f"AND WorkflowType = '{_CONVERSATION}'"
-        )
-        if stay:
-            query += f" AND TemporalWorkerDeploymentVersion != '{self.name}:{stay}'"
-        ids = [w.id async for w in self.client.list_workflows(query)]
-        slots = asyncio.Semaphore(_AT_ONCE)
-
-        async def wake(conversation_id: str) -> None:
-            async with slots:
-                try:
-                    await self.client.get_workflow_handle(conversation_id).signal(names.UPGRADE)
-                except RPCError as exc:
-                    if exc.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: nothing to move
-                        raise
-
-        await asyncio.gather(*(wake(i) for i in ids))
-        return ids
+        return await self._move(time.monotonic() + timeout)
 
     async def wait_drained(self, build_id: str, *, timeout: float | None = None) -> None:
         """Return once no workflow is pinned to ``build_id`` (its workers can stop);
@@ -211,12 +195,15 @@ class WorkerDeployment:
         self._check(build_id)
         deadline = None if timeout is None else time.monotonic() + timeout
         drained = VersionDrainageStatus.VERSION_DRAINAGE_STATUS_DRAINED
+        request = DescribeWorkerDeploymentVersionRequest(
+            namespace=self.client.namespace,
+            deployment_version=VersionProto(deployment_name=self.name, build_id=build_id),
+        )
         while True:
-            response = await self.client.workflow_service.describe_worker_deployment_version(
-                DescribeWorkerDeploymentVersionRequest(
-                    namespace=self.client.namespace,
-                    deployment_version=VersionProto(deployment_name=self.name, build_id=build_id),
-                )
+            response = await self._call(
+                lambda: self.client.workflow_service.describe_worker_deployment_version(request),
+                f"read whether {build_id!r} drained",
+                deadline,
             )
             if response.worker_deployment_version_info.drainage_info.status == drained:
                 return
@@ -234,12 +221,70 @@ class WorkerDeployment:
         if not build_id or "'" in build_id:
             raise ValueError(f"build id {build_id!r}: a non-empty id without '")
 
-    async def _describe(self) -> DescribeWorkerDeploymentResponse:
-        return await self.client.workflow_service.describe_worker_deployment(
+    async def _call(
+        self,
+        call: Callable[[], Awaitable[T]],
+        what: str,
+        deadline: float | None,
+        again: Callable[[RPCError], bool] = _busy,
+        hint: str = "",
+    ) -> T:
+        """``call()``, asked again after a short, growing pause while the server answers
+        what ``again`` allows (by default: that it is busy) until ``deadline``; any other
+        error at once. ``TimeoutError`` naming the deployment and the last answer."""
+        pause = 0.05
+        while True:
+            try:
+                return await call()
+            except RPCError as exc:
+                if not again(exc):
+                    raise
+                if deadline is not None and time.monotonic() + pause > deadline:
+                    raise TimeoutError(
+                        f"could not {what} in deployment {self.name!r} in time: the server "
+                        f"last answered {exc.status.name}: {exc.message}{hint}"
+                    ) from exc
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+    def _ask_describe(self) -> Awaitable[DescribeWorkerDeploymentResponse]:
+        return self.client.workflow_service.describe_worker_deployment(
             DescribeWorkerDeploymentRequest(
                 namespace=self.client.namespace, deployment_name=self.name
             )
         )
+
+    async def _describe(self, deadline: float) -> DescribeWorkerDeploymentResponse:
+        return await self._call(self._ask_describe, "describe it", deadline)
+
+    async def _move(self, deadline: float) -> list[str]:
+        routing = (await self._describe(deadline)).worker_deployment_info.routing_config
+        stay = (
+            routing.ramping_deployment_version.build_id
+            or routing.current_deployment_version.build_id
+        )
+        query = (
+            f"TemporalWorkerDeployment = '{self.name}' AND ExecutionStatus = 'Running' "
+            f"AND WorkflowType = '{_CONVERSATION}'"
+        )
+        if stay:
+            query += f" AND TemporalWorkerDeploymentVersion != '{self.name}:{stay}'"
+        ids = [w.id async for w in self.client.list_workflows(query)]
+        slots = asyncio.Semaphore(_AT_ONCE)
+
+        async def wake(conversation_id: str) -> None:
+            handle = self.client.get_workflow_handle(conversation_id)
+            async with slots:
+                try:
+                    await self._call(
+                        lambda: handle.signal(names.UPGRADE), f"wake {conversation_id}", deadline
+                    )
+                except RPCError as exc:
+                    if exc.status != RPCStatusCode.NOT_FOUND:  # closed meanwhile: nothing to move
+                        raise
+
+        await asyncio.gather(*(wake(i) for i in ids))
+        return ids
 
     async def _open_on(self, build_id: str) -> dict[str, list[str]]:
         """Workflow type -> ids of the open workflows on ``build_id``."""
@@ -253,34 +298,24 @@ class WorkerDeployment:
         return {kind: sorted(ids) for kind, ids in found.items()}
 
     async def _change(
-        self, request: Callable[[bytes], Awaitable[T]], what: str, timeout: float
+        self, request: Callable[[bytes], Awaitable[T]], what: str, deadline: float
     ) -> None:
         """Send ``request`` (with the deployment's conflict token), again while the version
         is not known yet; then wait until every task queue routes by the change."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                await request((await self._describe()).conflict_token)
-                break
-            except RPCError as exc:
-                if not _settling(exc):
-                    raise
-                if time.monotonic() > deadline:
-                    raise TimeoutError(
-                        f"could not {what} in deployment {self.name!r} within {timeout:g} s: "
-                        f"{exc.message} (are its workers running, with --deployment "
-                        f"{self.name}?)"
-                    ) from exc
-            await asyncio.sleep(0.1)
+
+        async def send() -> None:
+            await request((await self._ask_describe()).conflict_token)
+
+        hint = f" (are its workers running, with --deployment {self.name}?)"
+        await self._call(send, what, deadline, _settling, hint)
         completed = RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED
         while True:
-            try:
-                info = (await self._describe()).worker_deployment_info
-                if info.routing_config_update_state == completed:
-                    break
-            except RPCError as exc:
-                if exc.status not in _BUSY or time.monotonic() > deadline:
-                    raise
+            info = (await self._describe(deadline)).worker_deployment_info
+            if info.routing_config_update_state == completed:
+                return
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{what}: the task queues did not take it in {timeout:g} s")
+                raise TimeoutError(
+                    f"could not {what} in deployment {self.name!r} in time: its task queues "
+                    "did not take it"
+                )
             await asyncio.sleep(0.05)

@@ -12,16 +12,18 @@
     POST /conversations/{id}/close
     GET  /pending                          every call that waits for a person (mine)
 
-An event's id is ``<run id>:<offset>``; a reader that reconnects with ``Last-Event-ID``
-gets the rest of that turn, each event once. The turn's last event is ``waiting`` (the
-calls it waits for, each of ``kind`` approval or result), ``result`` or ``failed``, with id
+The events are the turn's, from its first run on: a turn that hands over goes on with the
+events of the run it was handed to. An event's id is ``<run id>:<offset>`` (the run of the
+turn whose stream holds it); a reader that reconnects with ``Last-Event-ID`` gets the rest
+of that turn, each event once. The turn's last event is ``waiting`` (the calls it waits
+for, each of ``kind`` approval or result), ``result`` or ``failed``, with id
 ``<run id>:end``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -173,20 +175,22 @@ def rest_routes(served: Served) -> list[Route]:
                 return Response(status_code=204)  # the reader has the turn's last event
             if not sep or not at.isdigit():
                 raise Problem(400, f"Last-Event-ID must be <run id>:<offset>, not {last!r}")
-            runs = await found.conversation.runs()
-            if run_id not in runs:
+            turn = await found.conversation.turn_of(run_id)
+            if not turn:
                 raise Problem(404, f"run {run_id!r} is not a turn of conversation {found.id}")
             offset = int(at)
         else:
             waiting = await found.waiting()
-            runs = [] if waiting is not None else await found.conversation.runs()
-            run_id = waiting.run_id if waiting is not None else (runs[-1] if runs else "")
+            latest = waiting.run_id if waiting is not None else None
+            # From the turn's first run: a handed-over turn's latest run is its target's.
+            turn = await found.conversation.turn_of(latest) or {latest or "": ""}
+            run_id, offset = next(iter(turn)), 0
             if not run_id:
                 return Response(status_code=204)  # no turn yet: nothing to follow
-            offset = 0
-        stream = await found.follow(run_id, offset)
+        stream = await found.follow(run_id, offset, turn[run_id])
         tools = found.agent.tools
-        return EventSourceResponse(relay(stream, run_id, served, tools), ping=15, sep=SEP)
+        events = relay(stream, run_id, served, tools, found.handed_to)
+        return EventSourceResponse(events, ping=15, sep=SEP)
 
     async def decide(request: Request) -> Response:
         return await answered(request, "decisions", '{"approved": true}')
@@ -208,14 +212,15 @@ def rest_routes(served: Served) -> list[Route]:
         where = f"conversation {found.id}"
         waiting = check_answers(await found.waiting(), where, decisions=decisions, results=results)
         stream = await found.decide(waiting.run_id, decisions, results)
-        return await answer(request, stream, waiting, found.agent.tools)
+        return await answer(request, stream, waiting, found)
 
     async def answer(
-        request: Request, stream: DurableRunStream[Any], waiting: Waiting, tools: Tools
+        request: Request, stream: DurableRunStream[Any], waiting: Waiting, found: Thread
     ) -> Response:
         """What the run does next: as SSE (``Accept: text/event-stream``), or its end."""
+        tools = found.agent.tools
         if "text/event-stream" in request.headers.get("accept", ""):
-            events = relay(stream, waiting.run_id, served, tools)
+            events = relay(stream, waiting.run_id, served, tools, found.handed_to)
             return EventSourceResponse(events, ping=15, sep=SEP)
         end: TurnEnd | None = None
         async for item in turn_events(stream):
@@ -260,19 +265,50 @@ def rest_routes(served: Served) -> list[Route]:
 
 
 async def relay(
-    stream: DurableRunStream[Any], run_id: str, served: Served, tools: Tools = NO_TOOLS
+    stream: DurableRunStream[Any],
+    run_id: str,
+    served: Served,
+    tools: Tools = NO_TOOLS,
+    handed: Callable[[str], Awaitable[bool]] | None = None,
 ) -> AsyncIterator[bytes]:
     """A turn's events as SSE (id ``<run id>:<offset>``), then its last event; encoded
-    here, so an open stream holds the bytes it last sent, not the objects they came from."""
+    here, so an open stream holds the bytes it last sent, not the objects they came from.
+    ``handed``: whether a run the stream of run ``run_id`` names is one the turn was
+    handed over to (its events' ids name it), not a delegate."""
+    ids = _EventIds(run_id, stream.offset, handed)
     async for item in turn_events(stream):
         if isinstance(item, TurnEnd):
             yield end_event(item, run_id, served, tools).encode()
             return
         data = _EVENT.dump_json(item, by_alias=True, exclude_defaults=True).decode()
-        ident = f"{run_id}:{stream.offset}"
+        ident = await ids.of(item, *stream.read_from)
         sse = ServerSentEvent(sep=SEP, data=data, event=item.kind, id=ident).encode()
         del item  # not held while the next is awaited: an open stream waits most of its life
         yield sse
+
+
+class _EventIds:
+    """Each event's id: ``<run id>:<offset>`` of the run of the turn whose stream holds it
+    (the run followed, or one the turn was handed over to), where a reader resumes from;
+    a delegate's event has the id of the last event of the turn's own runs before it."""
+
+    def __init__(
+        self, run_id: str, offset: int, handed: Callable[[str], Awaitable[bool]] | None
+    ) -> None:
+        self.followed = run_id
+        self.last = f"{run_id}:{offset}"
+        self.handed = handed
+        self.turns: dict[str, bool] = {}  # a run the stream named -> whether it is the turn's
+
+    async def of(self, event: RunEvent, source: str, offset: int) -> str:
+        if source == self.followed:  # inline, the turn's runs share it: each item names its run
+            self.last = f"{event.run_id}:{offset}"
+        elif self.handed is not None:
+            if source not in self.turns:
+                self.turns[source] = await self.handed(source)
+            if self.turns[source]:
+                self.last = f"{source}:{offset}"
+        return self.last
 
 
 def end_event(

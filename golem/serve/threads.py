@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from starlette.requests import Request
 from temporalio.client import Client
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from golem.client import DurableAgent, DurableConversation
 from golem.client.conversations import started_by_first_turn
@@ -35,8 +35,9 @@ from golem.serve.auth import Auth
 from golem.serve.decisions import Decision, to_approvals
 from golem.serve.errors import Problem
 from golem.serve.requests import MAX_BODY_BYTES, read_json
-from golem.streaming import DurableRunStream
-from golem.wire import ConversationInput, names
+from golem.streaming import CHILD_START, DurableRun, DurableRunStream
+from golem.wire import Completed, ConversationInput, names
+from golem.wire.run_history import decode_outcome
 
 
 @dataclass(frozen=True)
@@ -214,15 +215,18 @@ class Thread:
 
         return DurableRunStream(run, start, outcome=outcome, paused=paused)
 
-    async def follow(self, run_id: str, offset: int) -> DurableRunStream[Any]:
-        """The events of turn ``run_id`` from ``offset``: they end when it ends or waits;
-        400 for an offset past the end of its stream (it would wait for events never sent)."""
+    async def follow(self, run_id: str, offset: int, agent: str = "") -> DurableRunStream[Any]:
+        """The events of run ``run_id`` of a turn from ``offset``, then those of the runs it
+        hands over to: they end when the turn ends or waits; 400 for an offset past the end
+        of its stream (it would wait for events never sent). ``agent``: the one the turn was
+        handed to as that run (its deltas name it, not the conversation's)."""
         run = await self.conversation.turn(run_id)
+        run = replace(run, agent=agent) if agent else run
         if offset and offset > await run.stream_end():
             raise Problem(
                 400, f"Last-Event-ID {run_id}:{offset} is past the end of run {run_id}'s stream"
             )
-        outcome = asyncio.ensure_future(run.result())
+        outcome = asyncio.ensure_future(self._answer(run))
 
         async def result() -> Result[Any]:
             return await outcome
@@ -231,6 +235,42 @@ class Thread:
             await _paused(outcome)
 
         return DurableRunStream(run, offset, outcome=result, paused=paused)
+
+    async def _answer(self, run: DurableRun[Any]) -> Result[Any]:
+        """How the turn ``run`` is a run of ended, or what it waits for: inline, the turn's
+        answer (whichever of its runs asks); else that of the last run it was handed to."""
+        if await self.conversation.runs_inline():
+            return await run.result()
+        while True:
+            result = await run.result()
+            if result.paused:
+                return result
+            ended = decode_outcome(await run.handle.result())
+            if not isinstance(ended, Completed) or ended.handoff is None:
+                return result
+            run = await self._started(ended.handoff.run_id)
+
+    async def _started(self, run_id: str) -> DurableRun[Any]:
+        """Child run ``run_id`` once its conversation has started it (a handoff's target
+        starts once the run that handed over has ended)."""
+        pause = 0.02
+        async with asyncio.timeout(CHILD_START.total_seconds()):
+            while True:
+                try:
+                    return await self.conversation.turn(run_id)
+                except RPCError as exc:
+                    if exc.status != RPCStatusCode.NOT_FOUND:
+                        raise
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 0.5)
+
+    async def handed_to(self, run_id: str) -> bool:
+        """Whether run ``run_id``, whose stream a turn's run named, is one the turn was
+        handed over to (the conversation started it), not a delegate. Inline, the runs of
+        a turn are read from the conversation's stream, never as a run it names."""
+        if await self.conversation.runs_inline():
+            return False
+        return (await self.client.get_workflow_handle(run_id).describe()).parent_id == self.id
 
 
 async def _paused(outcome: asyncio.Future[Result[Any]]) -> None:

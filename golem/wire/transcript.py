@@ -88,6 +88,9 @@ class Transcript:
         self.parent_run_id = input.parent_run_id
         self.closed = False
         """Rebuilt from a history that has ended (it can be cached: it never changes)."""
+        self.handed: dict[str, tuple[str, str]] = {}
+        """Rebuilt from a history: each run a turn was handed over to -> the turn's first run
+        (its id) and the agent it was handed to, in the order they were handed to."""
         # Messages before `clean` are repaired and closed: a turn can take them by reference.
         self.clean = self.length if repaired(self.own) == self.own else self.offset
         self.start = self.length  # where the current turn's messages begin
@@ -295,6 +298,10 @@ async def read_transcript(
                 completed = event.child_workflow_execution_completed_event_attributes
                 [output] = await converter.decode(list(completed.result.payloads), [Completed])
                 transcript.ended(output)
+                if output.handoff is not None:  # the turn goes on as the target's run
+                    caller = completed.workflow_execution.workflow_id
+                    turn = transcript.handed.get(caller, (caller, ""))[0]
+                    transcript.handed[output.handoff.run_id] = (turn, output.handoff.agent)
             elif event.HasField("child_workflow_execution_failed_event_attributes"):
                 failure = event.child_workflow_execution_failed_event_attributes.failure
                 transcript.failed(run_failure(await converter.decode_failure(failure)))
@@ -303,8 +310,9 @@ async def read_transcript(
     except ApplicationError as exc:
         if not upto_unreadable or exc.type not in UNREADABLE:
             raise
-    if inline is not None:
+    if inline is not None and transcript is not None:
         inline.in_flight()
+        transcript.handed = {r: (t, inline.agents[r]) for r, t in inline.turn_of.items()}
     return transcript
 
 
@@ -327,6 +335,7 @@ class _InlineTurns:
         self.records: dict[str, InlineTurn] = {}
         # A turn whose run handed over goes on as the target's run (ADR 0050's handoffs).
         self.turn_of: dict[str, str] = {}  # a handed-to run -> its turn (the send's run)
+        self.agents: dict[str, str] = {}  # a handed-to run -> its agent
         self.current: dict[str, str] = {}  # a turn -> the run it goes on as
         self.taken: set[str] = set()  # runs whose messages a memo recorded
 
@@ -444,6 +453,7 @@ class _InlineTurns:
             return
         turn = self.turn_of.get(run_id, run_id)
         self.turn_of[handoff.run_id] = turn
+        self.agents[handoff.run_id] = handoff.agent
         self.current[turn] = handoff.run_id
         self.records[handoff.run_id] = InlineTurn(handoff.run_id, when, None)
 
