@@ -88,7 +88,7 @@ class Transcript:
         self.parent_run_id = input.parent_run_id
         self.closed = False
         """Rebuilt from a history that has ended (it can be cached: it never changes)."""
-        self.handed: dict[str, tuple[str, str]] = {}
+        self.handed_turns: dict[str, tuple[str, str]] = {}
         """Rebuilt from a history: each run a turn was handed over to -> the turn's first run
         (its id) and the agent it was handed to, in the order they were handed to."""
         # Messages before `clean` are repaired and closed: a turn can take them by reference.
@@ -300,8 +300,8 @@ async def read_transcript(
                 transcript.ended(output)
                 if output.handoff is not None:  # the turn goes on as the target's run
                     caller = completed.workflow_execution.workflow_id
-                    turn = transcript.handed.get(caller, (caller, ""))[0]
-                    transcript.handed[output.handoff.run_id] = (turn, output.handoff.agent)
+                    turn = transcript.handed_turns.get(caller, (caller, ""))[0]
+                    transcript.handed_turns[output.handoff.run_id] = (turn, output.handoff.agent)
             elif event.HasField("child_workflow_execution_failed_event_attributes"):
                 failure = event.child_workflow_execution_failed_event_attributes.failure
                 transcript.failed(run_failure(await converter.decode_failure(failure)))
@@ -312,7 +312,7 @@ async def read_transcript(
             raise
     if inline is not None and transcript is not None:
         inline.in_flight()
-        transcript.handed = {r: (t, inline.agents[r]) for r, t in inline.turn_of.items()}
+        transcript.handed_turns = {r: (t, inline.agents[r]) for r, t in inline.turn_of.items()}
     return transcript
 
 
