@@ -64,6 +64,11 @@ class DurableRun(Protocol[OutputT]):
     conversation_id: str
     agent: str
     handle: WorkflowHandle[Any, Any]
+    turn_runs: dict[str, str]
+    """An inline turn's runs, each with its agent: its own, then those it was handed over
+    to, as its streams read them."""
+    followed: dict[str, tuple[str, int]]
+    """The runs below it its streams followed and had not read to their end: agent, offset."""
 
     async def result(self, *, final: bool = False) -> Result[OutputT]: ...
 
@@ -172,8 +177,11 @@ class DurableRunStream(StreamResult[OutputT]):
         self._begun.set()
         run = self._run
         self._end_at = None  # a pause seen by an earlier iteration bounds nothing now
-        tree = self._tree = _Tree(run.handle, run.conversation_id, run.run_id)
+        tree = self._tree = _Tree(run.handle, run.conversation_id, run.run_id, run.followed)
         own = tree.add(self._own(run, tree))
+        if self._read:  # read on past the items naming them: go on where an earlier stopped
+            for below, (agent, offset) in list(run.followed.items()):
+                tree.follow(below, agent, offset)
         # One watch per stream, not a task per item: the run's own reader is stopped only
         # once the run waits for a person.
         watch = None
@@ -199,6 +207,10 @@ class DurableRunStream(StreamResult[OutputT]):
         # A turn run inline streams on its conversation's stream, among its other turns'.
         if run.handle.id != run.run_id:
             events.held = run.stream_held
+            # The runs it was handed over to, as a stream of it read them: one read on from
+            # an offset past their ``handed`` items still takes their items as the turn's.
+            events.agents = run.turn_runs
+            events.agents.setdefault(run.run_id, run.agent)
         items = _subscribe(run.handle, self._read)
         async with aclosing(items):
             async for event in events.read(self._up_to_pause(items), self._read_up_to):
@@ -381,10 +393,19 @@ class _Child:
 class _Tree:
     """The events of a run and of every run below it, merged as they arrive."""
 
-    def __init__(self, handle: WorkflowHandle[Any, Any], conversation_id: str, run_id: str) -> None:
+    def __init__(
+        self,
+        handle: WorkflowHandle[Any, Any],
+        conversation_id: str,
+        run_id: str,
+        kept: dict[str, tuple[str, int]] | None = None,
+    ) -> None:
         self.client = handle._client  # the handle's own: Temporal's handle has no public one
         self.conversation_id = conversation_id
         self.followed = {run_id}
+        # The runs below not read to their end yet, with how far: the next stream of the
+        # run follows them on from there (they may go on once a person answers).
+        self.kept: dict[str, tuple[str, int]] = {} if kept is None else kept
         self.queue: asyncio.Queue[Positioned | Exception | None] = asyncio.Queue()
         self.pumps: list[asyncio.Task[None]] = []
         self.children: list[_Child] = []
@@ -396,12 +417,14 @@ class _Tree:
         self.pumps.append(pump)
         return pump
 
-    def follow(self, run_id: str, agent: str) -> None:
-        """Read the stream of run ``run_id`` too (once, however often it is named)."""
+    def follow(self, run_id: str, agent: str, offset: int = 0) -> None:
+        """Read the stream of run ``run_id`` too, from ``offset`` (once, however often it
+        is named)."""
         if run_id not in self.followed:
             self.followed.add(run_id)
-            child = _Child(self.client.get_workflow_handle(run_id))
+            child = _Child(self.client.get_workflow_handle(run_id), read=offset)
             self.children.append(child)
+            self.kept[run_id] = (agent, offset)
             child.pump = self.add(self._child(child, agent))
 
     async def drain_others(self) -> None:
@@ -437,9 +460,12 @@ class _Tree:
         if not await _started(handle):
             return
         events = _Events(handle.id, self.conversation_id, agent, self.follow)
-        async with aclosing(_subscribe(handle, 0)) as items:
+        async with aclosing(_subscribe(handle, child.read)) as items:
             async for event in events.read(items, child.read_up_to):
+                self.kept[handle.id] = (agent, child.read)
                 yield event, handle.id, child.read
+        if events.ended:
+            self.kept.pop(handle.id, None)
 
     async def events(self) -> AsyncGenerator[Positioned, None]:
         ended = 0

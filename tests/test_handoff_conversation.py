@@ -307,3 +307,34 @@ async def test_a_handed_over_turn_refused_for_its_size_ends_its_stream(
                 async for _ in stream:
                     pass
     assert answered == []  # the target never ran
+
+
+async def test_a_handed_over_turn_read_on_after_its_approval_yields_the_targets_rest(
+    temporal_client: Client, conversation_shapes: str
+) -> None:
+    """``stream.run.stream(from_offset=stream.offset)`` after ``conv.approve``, where the
+    turn waited in the run it was handed to: the rest of the target's events (inline, the
+    reader skipped them as another turn's and waited for ever; with child runs, it read
+    the caller's ended stream, and nothing), then, inline, the turn's final ``Result``."""
+    refunds: list[int] = []
+    triage, _ = desk("triage", hands_to="billing", handoffs=[refund_agent(refunds)])
+    async with serve(temporal_client, triage) as tq:
+        conv = await DurableAgent(temporal_client, triage, task_queue=tq).conversation()
+        stream = conv.send_stream("billing please")
+        async with asyncio.timeout(DEADLINE):
+            before = [event async for event in stream]
+        assert stream.result.paused and stream.result.agent == "billing"
+        [call] = stream.result.pending_approvals
+        done = await conv.approve({call.id: True})
+        rest = stream.run.stream(from_offset=stream.offset)
+        async with asyncio.timeout(DEADLINE):
+            after = [event async for event in rest]
+        await conv.close()
+    assert {e.agent for e in before} == {"triage", "billing"}
+    assert {e.agent for e in after} == {"billing"}
+    assert [e.kind for e in after if e.kind == "tool_end"] == ["tool_end"]
+    assert refunds == [5] and done.output == "refunded 5"
+    if conversation_shapes == "inline":
+        assert not rest.result.paused and rest.result.output == done.output
+    # With child runs, rest.result is the run that handed over's own (no output): the
+    # turn's is conv.approve's (ADR 0050, "Not done").

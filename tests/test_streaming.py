@@ -748,7 +748,12 @@ async def test_a_pause_watch_that_cannot_read_the_offset_raises_its_error_to_the
     error left behind while the reader waits for ever."""
     monkeypatch.setattr(streaming, "WorkflowStreamClient", _OffsetUnreadable)
     run = SimpleNamespace(
-        run_id="r1", conversation_id="c1", agent="a", handle=SimpleNamespace(id="r1")
+        run_id="r1",
+        conversation_id="c1",
+        agent="a",
+        handle=SimpleNamespace(id="r1"),
+        followed={},
+        turn_runs={},
     )
     run.handle._client = None  # what a stream's tree takes from its run's handle
 

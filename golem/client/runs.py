@@ -62,6 +62,12 @@ class DurableRun(Generic[OutputT]):
     """The agent it runs (its stream's events name it; a handoff's target names itself)."""
     tools: Mapping[str, Tool] = field(default_factory=dict, repr=False)
     """The agent's tools, when this client holds the agent (edits and results are checked)."""
+    turn_runs: dict[str, str] = field(default_factory=dict, repr=False)
+    """An inline turn's runs, each with its agent: its own, then those it was handed over
+    to, as its streams read them (``stream(from_offset)`` starts from them)."""
+    followed: dict[str, tuple[str, int]] = field(default_factory=dict, repr=False)
+    """The runs below it its streams followed and had not read to their end, each with its
+    agent and the offset read up to (``stream(from_offset)`` follows them on from there)."""
 
     async def result(self, *, final: bool = False) -> Result[OutputT]:
         """The run's ``Result`` once it ends, or once it waits for approvals (then
