@@ -27,7 +27,8 @@ update ids per run only) and the client answers with that turn's run; a turn who
 is taken by another workflow, or that reuses a run id with another prompt, is refused. It
 has no execution timeout: ``close()`` ends it (denying what a waiting turn asks for). A
 turn's run that hands the conversation over ends naming its target; the turn goes on as
-the target's run (a child of the conversation, on the transcript), the target serves the
+the target's run (a child of the conversation, or run inline as the turn's were; on the
+transcript), the target serves the
 turns after it (``golem.current_agent``, carried across continue-as-new) and the turn
 answers with the last run's output. See docs/adr/0009-conversations.md,
 docs/adr/0014-turns-state-machine.md and docs/adr/0019-agents-calling-agents.md.
