@@ -28,6 +28,7 @@ from waiting import eventually
 from golem import Agent, Message, ToolCall
 from golem.cli.show import inline_entry
 from golem.client import PARENT_RUN_ID, ConversationClosedError, DurableAgent, DurableConversation
+from golem.client import conversations as conversations_module
 from golem.client.lookups import awaiting_approval
 from golem.client.records import history_reader, inline_turns_of
 from golem.errors import RunIdInUseError
@@ -866,3 +867,49 @@ async def test_an_inline_turn_cannot_take_the_run_id_of_a_workflow(temporal_clie
         again = await conv.send("mine", run_id=mine.run_id)  # a retried send is the same turn
         runs = await conv.runs()
     assert runs == [mine.run_id] and mine.output == again.output == "1: mine"
+
+
+async def test_a_reader_of_a_running_inline_turn_asks_its_conversation_not_its_history(
+    temporal_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``conv.turn(run_id).result()`` while the turn runs (golem serve's events and
+    reconnects): it asks the conversation whether the turn is still in flight, and reads the
+    histories only once it is not (it read them all about once a second before)."""
+    started, gate = asyncio.Event(), asyncio.Event()
+
+    async def slow(messages: list[Message], tools: Any) -> Message:
+        started.set()
+        await gate.wait()
+        return Message.assistant("done")
+
+    agent: Agent[Any, str] = Agent(FunctionModel(slow), name=f"slow-{uuid.uuid4().hex[:6]}")
+    reads: list[str] = []
+
+    async def counted(client: Client, conversation_id: str) -> Any:
+        reads.append(conversation_id)
+        return await inline_turns_of(client, conversation_id)
+
+    monkeypatch.setattr(conversations_module, "inline_turns_of", counted)
+    asked: list[str] = []
+    original = DurableConversation._in_flight
+
+    async def counting(self: DurableConversation[Any], run_id: str) -> bool:
+        asked.append(run_id)
+        return await original(self, run_id)
+
+    monkeypatch.setattr(DurableConversation, "_in_flight", counting)
+    turn = f"slow-turn-{uuid.uuid4().hex[:6]}"
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation(
+            inline_turns=True
+        )
+        sent = asyncio.ensure_future(conv.send("go", run_id=turn))
+        await asyncio.wait_for(started.wait(), 30)
+        waiting = asyncio.ensure_future((await conv.turn(turn)).result())
+        await eventually(lambda: len(asked) >= 3, what="the reader to ask three times")
+        assert reads == []  # no history read while the turn runs
+        gate.set()
+        result = await asyncio.wait_for(waiting, 30)
+        assert (await sent).output == result.output == "done"
+        await conv.close()
+    assert reads  # once it ended, its answer is read from the history

@@ -23,6 +23,7 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
+    WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
     WorkflowUpdateStage,
 )
@@ -450,7 +451,9 @@ class DurableConversation(Generic[OutputT]):
         """Inline turn ``run_id``'s latest answer once its history records one (a reader
         that came back after its send: a pause, or its end), asked again until then."""
         pause = 0.05
-        while (out := await self._inline_outcome(run_id)) is None:
+        # While the turn runs, asking its conversation is cheap; its histories, read whole,
+        # are not (a long turn's reader would read them about once a second).
+        while await self._in_flight(run_id) or (out := await self._inline_outcome(run_id)) is None:
             await asyncio.sleep(pause)
             pause = min(pause * 2, 1.0)
         if isinstance(out, BaseException):
@@ -504,6 +507,14 @@ class DurableConversation(Generic[OutputT]):
         for target in runs[1:]:
             result = handed_over(result, await (await self.agent.attach(target)).result())
         return replace(result, messages=transcript[:end]) if end else result
+
+    async def _in_flight(self, run_id: str) -> bool:
+        """Turn ``run_id`` is queued or runs (``False`` when its conversation cannot say:
+        a worker before the query, or none; its histories are read then)."""
+        try:
+            return bool(await self.handle.query(names.TURN_IN_FLIGHT, run_id, result_type=bool))
+        except (WorkflowQueryFailedError, RPCError):
+            return False
 
     async def _inline_outcome(self, run_id: str) -> TurnOutput | BaseException | None:
         """What inline turn ``run_id``'s send answered (or failed with), from the newest

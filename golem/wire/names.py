@@ -47,6 +47,8 @@ CURRENT_AGENT: Final = "golem.current_agent"
 RUNS: Final = "golem.runs"
 #: Whether an inline conversation's stream holds a turn's items, or will (docs/adr/0050).
 TURN_STREAM_HELD: Final = "golem.turn_stream_held"
+#: Whether an inline conversation's turn is queued or runs: its history has no new answer.
+TURN_IN_FLIGHT: Final = "golem.turn_in_flight"
 #: The MCP and per-run external tool definitions a run holds (its activities read them back).
 TOOLS: Final = "golem.tools"
 

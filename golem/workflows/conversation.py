@@ -583,6 +583,18 @@ class ConversationWorkflow:
         queued = {r for _, r in self._turns.queue}
         return run_id not in self._turns.known or run_id in queued
 
+    @workflow.query(name=names.TURN_IN_FLIGHT)
+    def turn_in_flight(self, run_id: str) -> bool:
+        """Whether turn ``run_id`` (or the run it went on as) is queued, or runs and does not
+        wait for a person: its history records no answer newer than what it had."""
+        turns = self._turns
+        if any(queued == run_id for _, queued in turns.queue):
+            return True
+        current, first = turns.current, turns.handoffs.turn
+        if current is None or turns.phase not in ("running", "settling"):
+            return False
+        return run_id in (current.run_id, first.run_id if first is not None else "")
+
     @workflow.query(name=names.RUNS)
     def runs(self) -> list[str]:
         """Run ids of the turns this workflow run holds (all of them until the transcript
