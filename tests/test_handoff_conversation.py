@@ -14,13 +14,14 @@ from temporalio.worker import Worker
 from test_conversation import serve
 from test_conversation_approvals import details
 from test_conversation_boundaries import budgeted, continued
+from waiting import eventually
 
 from golem import Agent, Message, handoff_target
 from golem.client import DurableAgent
 from golem.client.records import history_reader
 from golem.models import FunctionModel, ModelResponse
 from golem.results import RunError
-from golem.wire import ConversationSummary
+from golem.wire import ConversationSummary, names
 from golem.worker import GolemPlugin
 
 DEADLINE = 30.0
@@ -338,3 +339,31 @@ async def test_a_handed_over_turn_read_on_after_its_approval_yields_the_targets_
         assert not rest.result.paused and rest.result.output == done.output
     # With child runs, rest.result is the run that handed over's own (no output): the
     # turn's is conv.approve's (ADR 0050, "Not done").
+
+
+async def test_a_streamed_handed_over_turn_is_held_whole_across_continue_as_new(
+    temporal_client: Client, conversation_shapes: str
+) -> None:
+    """The log an inline conversation carries across continue-as-new holds the latest
+    streamed turn's items, the run that handed over's among them: the conversation still
+    says it holds that run's items (it named only the last run before)."""
+    billing, _ = desk("billing")
+    triage, _ = desk("triage", hands_to="billing", handoffs=[billing])
+    async with serve(temporal_client, triage) as tq:
+        inline = conversation_shapes == "inline"
+        conv = await budgeted(temporal_client, triage, tq, turns_per_run=1, inline_turns=inline)
+        stream = conv.send_stream("billing please")
+        async with asyncio.timeout(DEADLINE):
+            events = [event async for event in stream]
+        await eventually_continued(temporal_client, conv.id)
+        held = await conv.handle.query(names.TURN_STREAM_HELD, stream.run_id, result_type=bool)
+        await conv.close()
+    assert {e.agent for e in events} == {"triage", "billing"}
+    assert held
+
+
+async def eventually_continued(client: Client, conversation_id: str) -> None:
+    async def switched() -> bool:
+        return await continued(client, conversation_id) >= 1
+
+    await eventually(switched, what="the conversation to continue as new", timeout=DEADLINE)

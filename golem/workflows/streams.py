@@ -167,9 +167,9 @@ class TurnStreams:
 
 
 def _latest_turn(stream: WorkflowStream) -> list[str]:
-    """The turn a carried log holds (only the latest streamed turn's items are carried)."""
+    """The runs of the turn a carried log holds (only the latest streamed turn's items are
+    carried): its first, and each it was handed over to."""
     log = stream._log  # the contrib's own log: its public state would copy it
-    if not log:
-        return []
-    wire = workflow.payload_converter().from_payload(log[-1].data, StreamEvent)
-    return [wire.of_run] if wire.of_run else []
+    convert = workflow.payload_converter().from_payload
+    runs = (convert(item.data, StreamEvent).of_run for item in log)
+    return list(dict.fromkeys(run for run in runs if run))
