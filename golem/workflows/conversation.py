@@ -454,11 +454,16 @@ class ConversationWorkflow:
         outcome = turn_outcome(self._transcript, child, self._turns.run_start)
         run = outcome.run if isinstance(outcome, TurnOutput) else None
         if isinstance(run, Completed) and run.handoff is not None:
-            turn = self._turns.handoffs.hand_off(run)  # the turn goes on as the target's run
-            await self._perform(self._turns.handed_off(child.id, turn.run_id, turn))
+            await self._hand_off(child.id, run)
             return
         answer = self._turns.handoffs.ended(outcome, self._transcript.length)
         await self._perform(self._turns.ended(child.id, answer))
+
+    async def _hand_off(self, run_id: str, run: Completed) -> None:
+        """Run ``run_id`` handed over: the turn goes on as the target's run (a child run,
+        or inline, as the conversation runs its turns)."""
+        turn = self._turns.handoffs.hand_off(run)
+        await self._perform(self._turns.handed_off(run_id, turn.run_id, turn))
 
     async def _stop_inline_turn(self) -> None:
         """The conversation is cancelled: an inline turn in flight stops at stage
@@ -512,8 +517,7 @@ class ConversationWorkflow:
             workflow.upsert_memo({names.HANDED_RUN_MEMO: TurnEnded(run_id=run_id, output=outcome)})
         if handoff is not None:
             assert isinstance(run, Completed)
-            turn = self._turns.handoffs.hand_off(run)  # the turn goes on as the target's run
-            await self._perform(self._turns.handed_off(run_id, turn.run_id, turn))
+            await self._hand_off(run_id, run)
             return
         answer = self._turns.handoffs.ended(outcome, self._transcript.length)
         effects = self._turns.ended(payload.run.run_id, answer)
