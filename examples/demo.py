@@ -343,6 +343,12 @@ async def temporal_server(
             stderr=log,
         )
     await wait_for(lambda: answering(port) or process.poll() is not None, "the dev server")
+    # A port that answers is not yet a frontend that serves ("Frontend is not healthy yet").
+    deadline = time.monotonic() + 60
+    while process.poll() is None and not await is_temporal(f"localhost:{port}"):
+        if time.monotonic() > deadline:
+            raise SystemExit("demo: gave up waiting for the dev server to serve")
+        await asyncio.sleep(0.1)
     if process.poll() is not None:
         raise SystemExit(f"demo: the dev server did not start: {log_file.read_text().strip()}")
     return Server(f"localhost:{port}", f"http://localhost:{ui_port}", process, recorded(state))
