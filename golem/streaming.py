@@ -457,7 +457,7 @@ class _Tree:
 
     async def _child(self, child: _Child, agent: str) -> AsyncGenerator[Positioned, None]:
         handle = child.handle
-        if not await _started(handle):
+        if not await workflow_started(handle):
             return
         events = _Events(handle.id, self.conversation_id, agent, self.follow)
         async with aclosing(_subscribe(handle, child.read)) as items:
@@ -485,7 +485,7 @@ class _Tree:
             await asyncio.gather(*self.pumps, return_exceptions=True)
 
 
-async def _started(handle: WorkflowHandle[Any, Any]) -> bool:
+async def workflow_started(handle: WorkflowHandle[Any, Any]) -> bool:
     """Wait until the workflow exists (``False`` after ``CHILD_START``)."""
     pause = 0.02
     try:

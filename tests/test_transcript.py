@@ -101,7 +101,7 @@ def test_a_run_handed_over_to_is_no_turn_of_the_persons_across_continue_as_new(
     first = Transcript(ConversationInput(agent="a"))
     first.begin("r1", by_reference=True)
     completed(first, "r1", turn("r1", 0))
-    first.begin("t1", by_reference=True, handed=True)
+    first.begin("t1", by_reference=True, handed=("r1", "billing"))
     completed(first, "t1", [Message.assistant("billing here").stamped("t1", "conv")])
     assert (first.turns, first.person_turns) == (2, 1)
     by_value = first.carry("conv", "exec-1", by_reference=True)
@@ -112,7 +112,7 @@ def test_a_run_handed_over_to_is_no_turn_of_the_persons_across_continue_as_new(
         second = Transcript(ConversationInput(agent="a", **carried))
         second.begin("r2", by_reference=True)
         assert (second.turns, second.person_turns) == (3, 2)
-        second.begin("t2", by_reference=True, handed=True)
+        second.begin("t2", by_reference=True, handed=("r2", "billing"))
         second.never_started("t2")  # its run id was taken: it is no run either
         assert (second.turns, second.person_turns) == (3, 2)
 

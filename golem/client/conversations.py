@@ -658,8 +658,8 @@ class DurableConversation(Generic[OutputT]):
         run_id = runs[-1] if run_id is None and runs else run_id
         if run_id not in runs:
             return {}
-        first = transcript.handed_turns.get(run_id, (run_id, ""))[0]
-        handed = {r: agent for r, (turn, agent) in transcript.handed_turns.items() if turn == first}
+        first = transcript.handed.get(run_id, (run_id, ""))[0]
+        handed = {r: agent for r, (turn, agent) in transcript.handed.items() if turn == first}
         return {first: "", **handed}
 
     async def fork(self, at_run_id: str | None = None) -> DurableConversation[OutputT]:

@@ -15,7 +15,7 @@ from typing import Any
 from starlette.requests import Request
 from temporalio.client import Client
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from golem.client import DurableAgent, DurableConversation
 from golem.client.conversations import started_by_first_turn
@@ -35,7 +35,7 @@ from golem.serve.auth import Auth
 from golem.serve.decisions import Decision, to_approvals
 from golem.serve.errors import Problem
 from golem.serve.requests import MAX_BODY_BYTES, read_json
-from golem.streaming import CHILD_START, DurableRun, DurableRunStream
+from golem.streaming import CHILD_START, DurableRun, DurableRunStream, workflow_started
 from golem.wire import Completed, ConversationInput, names
 from golem.wire.run_history import decode_outcome
 
@@ -253,16 +253,9 @@ class Thread:
     async def _started(self, run_id: str) -> DurableRun[Any]:
         """Child run ``run_id`` once its conversation has started it (a handoff's target
         starts once the run that handed over has ended)."""
-        pause = 0.02
-        async with asyncio.timeout(CHILD_START.total_seconds()):
-            while True:
-                try:
-                    return await self.conversation.turn(run_id)
-                except RPCError as exc:
-                    if exc.status != RPCStatusCode.NOT_FOUND:
-                        raise
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, 0.5)
+        if not await workflow_started(self.client.get_workflow_handle(run_id)):
+            raise TimeoutError(f"run {run_id} did not start within {CHILD_START}")
+        return await self.conversation.turn(run_id)
 
     async def handed_to(self, run_id: str) -> bool:
         """Whether run ``run_id``, whose stream a turn's run named, is one the turn was

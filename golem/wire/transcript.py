@@ -82,15 +82,14 @@ class Transcript:
         self.runs = list(input.runs)
         self.turns_before = input.turns
         self.handed_before = input.handed
-        self.handed: set[str] = set()
-        """Own runs a run handed over to: each goes on its turn, not one of its own."""
+        self.handed: dict[str, tuple[str, str]] = {}
+        """Own runs a run handed over to (each goes on its turn, not one of its own) -> the
+        turn's first run (its id) and the agent it was handed to, in the order they were
+        handed to; a transcript rebuilt from a history has them all."""
         self.recent = list(input.recent)
         self.parent_run_id = input.parent_run_id
         self.closed = False
         """Rebuilt from a history that has ended (it can be cached: it never changes)."""
-        self.handed_turns: dict[str, tuple[str, str]] = {}
-        """Rebuilt from a history: each run a turn was handed over to -> the turn's first run
-        (its id) and the agent it was handed to, in the order they were handed to."""
         # Messages before `clean` are repaired and closed: a turn can take them by reference.
         self.clean = self.length if repaired(self.own) == self.own else self.offset
         self.start = self.length  # where the current turn's messages begin
@@ -124,12 +123,12 @@ class Transcript:
 
     # -- the steps -----------------------------------------------------------------
 
-    def begin(self, run_id: str, by_reference: bool, handed: bool = False) -> None:
-        """A turn starts (``handed``: the run a run of it handed over to); by reference, it
-        continues a repaired transcript."""
+    def begin(self, run_id: str, by_reference: bool, handed: tuple[str, str] | None = None) -> None:
+        """A turn starts (``handed``: it is a run a run of the turn handed over to, with the
+        turn's first run and its agent); by reference, it continues a repaired transcript."""
         self.runs.append(run_id)
-        if handed:
-            self.handed.add(run_id)
+        if handed is not None:
+            self.handed[run_id] = handed
         if by_reference and self.clean < self.length:
             cut = self.clean - self.offset
             self._set(repaired(self.own[cut:]), since=cut)
@@ -140,7 +139,7 @@ class Transcript:
     def never_started(self, run_id: str) -> None:
         """The turn's run could not start (its run id is taken): it is no turn."""
         self.runs.remove(run_id)
-        self.handed.discard(run_id)
+        self.handed.pop(run_id, None)
 
     def ended(self, output: Completed) -> bool:
         """The turn's run completed: its messages join (``False`` when it paged them)."""
@@ -300,8 +299,8 @@ async def read_transcript(
                 transcript.ended(output)
                 if output.handoff is not None:  # the turn goes on as the target's run
                     caller = completed.workflow_execution.workflow_id
-                    turn = transcript.handed_turns.get(caller, (caller, ""))[0]
-                    transcript.handed_turns[output.handoff.run_id] = (turn, output.handoff.agent)
+                    turn = transcript.handed.get(caller, (caller, ""))[0]
+                    transcript.handed[output.handoff.run_id] = (turn, output.handoff.agent)
             elif event.HasField("child_workflow_execution_failed_event_attributes"):
                 failure = event.child_workflow_execution_failed_event_attributes.failure
                 transcript.failed(run_failure(await converter.decode_failure(failure)))
@@ -312,7 +311,7 @@ async def read_transcript(
             raise
     if inline is not None and transcript is not None:
         inline.in_flight()
-        transcript.handed_turns = {r: (t, inline.agents[r]) for r, t in inline.turn_of.items()}
+        transcript.handed = {r: (t, inline.agents[r]) for r, t in inline.turn_of.items()}
     return transcript
 
 

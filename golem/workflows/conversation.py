@@ -412,7 +412,10 @@ class ConversationWorkflow:
         # Once earlier workflow runs hold the transcript's start, every turn takes it by
         # reference (an agent that needs it by value fails in its run, saying so).
         reference = transcript.offset > 0 or self._reference
-        handed = self._turns.handoffs.handed is not None  # a run of the turn handed over
+        handoffs = self._turns.handoffs
+        # A run of the turn handed over: this one goes on as the turn (its first run's).
+        first = handoffs.turn.run_id if handoffs.turn is not None else turn.run_id
+        handed = (first, agent) if handoffs.handed is not None else None
         payload, start = child_input(
             transcript, agent, turn, reference, self._standing, self._rules, handed
         )

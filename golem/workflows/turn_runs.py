@@ -73,12 +73,12 @@ def child_input(
     by_reference: bool,
     standing: dict[str, Decision],
     rules: list[StoredRule] | None = None,
-    handed: bool = False,
+    handed: tuple[str, str] | None = None,
 ) -> tuple[AgentRunInput, int]:
     """The turn's run input and where its messages begin in the transcript; the turn
     joins the transcript's run list (a by-reference turn continues it repaired;
-    ``handed``: this run is the one a run of the turn handed over to) and gets the
-    conversation's standing approvals."""
+    ``handed``: this run is the one a run of the turn handed over to, the turn's first run
+    and this run's agent) and gets the conversation's standing approvals."""
     conversation_id = workflow.info().workflow_id
     parent = transcript.last_run
     transcript.begin(turn.run_id, by_reference, handed)
@@ -223,7 +223,8 @@ def turn_ended(run_id: str, answer: TurnOutput | Exception | None) -> TurnEnded:
 
 
 def loop_failure(message: str, stage: Stage = "loop") -> ApplicationError:
-    """A turn's failure for a bug (stage ``loop``): its send raises it as a ``RunError``."""
+    """A turn's failure outside its loop (a bug: stage ``loop``; or ``stage``, e.g. a run
+    cancelled before its first step): its send raises it as a ``RunError``."""
     return failure_error(RunError(stage, message), Failed(stage=stage, message=message))
 
 
