@@ -336,6 +336,26 @@ def _oversized_turn() -> Attempt:
     return attempt
 
 
+def _wide_turn(inline: bool) -> Attempt:
+    """A turn adding 600,000 CJK characters (1.8 MB of UTF-8) and a 100,000-character
+    prompt: under a page counted in characters, over it in bytes. Refused (it once rode the
+    turn's result past Temporal's payload limit, its workflow task failing for ever)."""
+
+    async def attempt(env: Env) -> str:
+        agent = tool_agent(returns("字" * 600_000), calls=1)
+        task_queue = f"wide-{uuid.uuid4().hex[:8]}"
+        async with Worker(env.client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
+            durable = DurableAgent(env.client, agent, task_queue=task_queue)
+            conversation = await durable.conversation(inline_turns=inline)
+            try:
+                await conversation.send("字" * 100_000)
+            finally:
+                await conversation.close()
+        return "sent"
+
+    return attempt
+
+
 def _inline_refused(stream: bool) -> Attempt:
     """A conversation whose turns run inline (ADR 0050) asked what they cannot do yet: an
     agent (known to the client by name only) that hands off to one with a history
@@ -642,6 +662,8 @@ def kinds() -> list[Kind]:
         Kind("a denial reason over the length limit", "in process", _decided(Deny(reason="x" * 5000)), "ValueError", "refund-7"),
         Kind("edited arguments the tool does not take", "in process", _decided(Approve(args={"order": "seven"})), "ValueError", "invalid arguments: order"),
         Kind("durable: a conversation turn of 3 MB without payload storage", "client", _oversized_turn(), "RunError(history)", "byte limit of one Temporal payload", durable=True),
+        Kind("durable: a turn of 1.8 MB of CJK text (under a page in characters), child runs", "durable", _wide_turn(False), "ValueError", "more than 1000000 bytes of messages", durable=True),
+        Kind("durable: a turn of 1.8 MB of CJK text (under a page in characters), inline", "durable", _wide_turn(True), "ValueError", "more than 1000000 bytes of messages", durable=True),
         Kind("JSON nested 5,000 deep", "in process", sync(lambda: loads_strict("[" * 5000 + "]" * 5000)), "TooDeep", "limit of 256"),
     ]  # fmt: skip
     return table
