@@ -266,6 +266,7 @@ async def test_a_streamed_turn_read_on_after_its_approval_ends_with_its_final_re
     assert kinds.count("tool_end") == 2 and kinds[-2:] == ["model_start", "model_end"]
     assert done.output == "moved 5 | balance 100" and executed == [5]
     assert not rest.result.paused and rest.result.output == done.output
+    assert rest.result.run_id == done.run_id and rest.result.messages == done.messages
 
 
 async def test_a_streamed_turn_whose_model_call_is_retried_marks_the_restart(

@@ -316,7 +316,9 @@ async def test_a_handed_over_turn_read_on_after_its_approval_yields_the_targets_
     """``stream.run.stream(from_offset=stream.offset)`` after ``conv.approve``, where the
     turn waited in the run it was handed to: the rest of the target's events (inline, the
     reader skipped them as another turn's and waited for ever; with child runs, it read
-    the caller's ended stream, and nothing), then, inline, the turn's final ``Result``."""
+    the caller's ended stream, and nothing), then the turn's final ``Result``, as is that of
+    a stream of it read again from its start (with child runs both were the run that
+    handed over's own, with no output)."""
     refunds: list[int] = []
     triage, _ = desk("triage", hands_to="billing", handoffs=[refund_agent(refunds)])
     async with serve(temporal_client, triage) as tq:
@@ -330,15 +332,51 @@ async def test_a_handed_over_turn_read_on_after_its_approval_yields_the_targets_
         rest = stream.run.stream(from_offset=stream.offset)
         async with asyncio.timeout(DEADLINE):
             after = [event async for event in rest]
+        again, middle = stream.run.stream(), stream.run.stream(from_offset=1)
+        async with asyncio.timeout(DEADLINE):
+            whole = [event async for event in again]
+            [_ async for _ in middle]
         await conv.close()
     assert {e.agent for e in before} == {"triage", "billing"}
     assert {e.agent for e in after} == {"billing"}
     assert [e.kind for e in after if e.kind == "tool_end"] == ["tool_end"]
+    assert {e.agent for e in whole} == {"triage", "billing"}
     assert refunds == [5] and done.output == "refunded 5"
-    if conversation_shapes == "inline":
-        assert not rest.result.paused and rest.result.output == done.output
-    # With child runs, rest.result is the run that handed over's own (no output): the
-    # turn's is conv.approve's (ADR 0050, "Not done").
+    for read in (rest.result, again.result, middle.result):
+        assert not read.paused and read.output == done.output and read.agent == "billing"
+        assert read.run_id == done.run_id == stream.run_id
+        assert read.sub_runs == done.sub_runs and len(done.sub_runs) == 1
+        assert read.messages == done.messages and done.messages[-1].content == "refunded 5"
+
+
+@pytest.mark.parametrize("left", [False, True], ids=["read whole", "left early"])
+async def test_a_handed_over_turns_stream_read_again_ends_with_the_turns_result(
+    temporal_client: Client, left: bool
+) -> None:
+    """A handed-over turn that did not pause, its stream read again from its start (the
+    run's ``stream()``) after the send's stream was read whole, or left at its first event
+    (which stops waiting for the send's answer): it ends with the turn's ``Result`` (with
+    child runs it was the run that handed over's own, with no output; inline, after the
+    send's stream was left, it raised the cancelled wait's error)."""
+    billing, _ = desk("billing")
+    triage, _ = desk("triage", hands_to="billing", handoffs=[billing])
+    async with serve(temporal_client, triage) as tq:
+        conv = await DurableAgent(temporal_client, triage, task_queue=tq).conversation()
+        stream = conv.send_stream("billing please")
+        async with asyncio.timeout(DEADLINE):
+            async for _ in stream:
+                if left:
+                    break
+            again = stream.run.stream()
+            events = [event async for event in again]
+            transcript = await conv.messages()
+        await conv.close()
+    read = again.result
+    assert read.output == "billing: billing please" and read.agent == "billing"
+    assert read.run_id == stream.run_id and read.messages == transcript
+    assert len(read.sub_runs) == 1 and {e.agent for e in events} == {"triage", "billing"}
+    if not left:
+        assert read.sub_runs == stream.result.sub_runs
 
 
 async def test_a_streamed_handed_over_turn_is_held_whole_across_continue_as_new(

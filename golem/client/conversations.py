@@ -25,6 +25,7 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
     WorkflowUpdateStage,
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
@@ -349,8 +350,19 @@ class DurableConversation(Generic[OutputT]):
                 # (its stream still holds the turn's items, read once it has ended).
                 self.inline = inline[0] = True
                 return await self._inline_turn(run_id, sent[0], recoveries[0], accepted)
+
+            async def answer() -> Result[OutputT]:
+                return await self._latest(sent[0], recoveries[0], self._child_answered)
+
             return DurableRun(
-                run_id, self.id, child, [], agent.output_adapter, agent.may_pause, based=True
+                run_id,
+                self.id,
+                child,
+                [],
+                agent.output_adapter,
+                agent.may_pause,
+                based=True,
+                answer=answer,
             )
 
         async def outcome() -> Result[OutputT]:
@@ -416,12 +428,30 @@ class DurableConversation(Generic[OutputT]):
         assert isinstance(run, InlineTurnRun)
 
         async def answer() -> Result[OutputT]:
-            result = await self._finish(sent, recovery)
-            # The send answered a pause: a decision since may have ended the turn (or paused
-            # it again), which only the conversation's history records.
-            return await self._answered(run_id) if result.paused else result
+            return await self._latest(sent, recovery, self._answered)
 
         return replace(run, answer=answer, unanswered=lambda: not sent.done())
+
+    async def _latest(
+        self,
+        sent: asyncio.Future[TurnOutput],
+        recovery: TurnRecovery,
+        recorded: Callable[[str], Awaitable[Result[OutputT]]],
+    ) -> Result[OutputT]:
+        """Turn ``recovery.run_id``'s latest answer: its send's, unless that was a pause (a
+        decision since may have ended the turn, or paused it again) or never came (its
+        stream was left before: the turn went on); then what its conversation recorded."""
+        if _waited(sent):
+            result = await self._finish(sent, recovery)
+            if not result.paused:
+                return result
+        return await recorded(recovery.run_id)
+
+    async def _child_answered(self, run_id: str) -> Result[OutputT]:
+        """Child turn ``run_id``'s latest answer: its runs' results composed (its own, then
+        each it was handed over to, as its conversation's history names them)."""
+        first, *targets = await self.turn_of(run_id) or [run_id]
+        return await self._handed_over(await (await self.agent.attach(first)).result(), targets)
 
     async def turn(self, run_id: str) -> DurableRun[OutputT]:
         """Turn ``run_id``'s run, to read its stream or wait for its result: its own
@@ -504,9 +534,17 @@ class DurableConversation(Generic[OutputT]):
             if isinstance(out, BaseException):  # it failed: the same error as its send's
                 raise await self._turn_failure(out, run_id) from None
             return await self._turn_result(out, run_id)  # a turn run inline: no workflow
-        for target in runs[1:]:
-            result = handed_over(result, await (await self.agent.attach(target)).result())
+        result = await self._handed_over(result, runs[1:])
         return replace(result, messages=transcript[:end]) if end else result
+
+    async def _handed_over(
+        self, result: Result[OutputT], targets: Sequence[str]
+    ) -> Result[OutputT]:
+        """A turn's ``Result`` from its first run's (``result``) and the runs it was handed
+        over to, in order: the last one's answer, the first's ids."""
+        for target in targets:
+            result = handed_over(result, await (await self.agent.attach(target)).result())
+        return result
 
     async def _in_flight(self, run_id: str) -> bool:
         """Turn ``run_id`` is queued or runs (``False`` when its conversation cannot say:
@@ -779,6 +817,16 @@ class DurableConversation(Generic[OutputT]):
         why = await _failure_of(self.handle) if status == "failed" else ""
         said = f"failed: {why}" if why else f"is {status}"
         return ConversationClosedError(f"conversation {self.id} {said}; fork it to go on")
+
+
+def _waited(sent: asyncio.Future[TurnOutput]) -> bool:
+    """The send waits for its answer, or got it: its caller did not stop waiting (leaving
+    its stream early cancels the wait, not the turn)."""
+    if not sent.done():
+        return True
+    return not sent.cancelled() and not isinstance(
+        sent.exception(), WorkflowUpdateRPCTimeoutOrCancelledError
+    )
 
 
 async def _failure_of(handle: WorkflowHandle[Any, Any]) -> str:

@@ -68,6 +68,9 @@ class DurableRun(Generic[OutputT]):
     followed: dict[str, tuple[str, int]] = field(default_factory=dict, repr=False)
     """The runs below it its streams followed and had not read to their end, each with its
     agent and the offset read up to (``stream(from_offset)`` follows them on from there)."""
+    answer: Callable[[], Awaitable[Result[OutputT]]] | None = field(default=None, repr=False)
+    """A conversation turn's run: reads the turn's latest answer from its conversation (its
+    runs composed, after a handoff), which its streams end with (``None``: its own)."""
 
     async def result(self, *, final: bool = False) -> Result[OutputT]:
         """The run's ``Result`` once it ends, or once it waits for approvals (then
@@ -175,20 +178,18 @@ class DurableRun(Generic[OutputT]):
         return True
 
     def stream(self, from_offset: int = 0) -> DurableRunStream[OutputT]:
-        """The run's events from ``from_offset`` (live, or replayed once it has ended)."""
-        return DurableRunStream(self, from_offset)
+        """The run's events from ``from_offset`` (live, or replayed once it has ended); a
+        turn's stream ends with the turn's ``Result`` (``answer``)."""
+        return DurableRunStream(self, from_offset, outcome=self.answer)
 
 
 @dataclass
 class InlineTurnRun(DurableRun[OutputT]):
     """A conversation turn run inline (docs/adr/0050-turns-inline.md): no workflow of its
     own, so ``handle`` is its conversation's, whose stream carries its events among the
-    other turns'. Its ``Result`` is its latest answer; its calls are answered, and it is
+    other turns'. Its ``Result`` is its latest answer (``answer``: its send's, or once that
+    was a pause, the latest its conversation recorded); its calls are answered, and it is
     stopped (the conversation's cancel), through the conversation."""
-
-    answer: Callable[[], Awaitable[Result[OutputT]]] | None = field(default=None, repr=False)
-    """Reads the turn's answer from its conversation: its send's, or once that was a pause,
-    the latest its conversation recorded (a decision since may have ended it)."""
 
     unanswered: Callable[[], bool] = field(default=lambda: False, repr=False)
     """Its send waits for its answer: it is queued or runs (its items are, or will be, held)."""
