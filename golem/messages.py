@@ -218,7 +218,21 @@ class Message(_Wire):
 
     def stamped(self, run_id: str, conversation_id: str) -> Message:
         """A copy carrying the identity of the run that adds it."""
-        return self.model_copy(update={"run_id": run_id, "conversation_id": conversation_id})
+        return self.replaced(run_id=run_id, conversation_id=conversation_id)
+
+    def replaced(self, **fields: Any) -> Message:
+        """``model_copy(update=fields)`` for fields of a message, at about half its cost (a
+        run copies every message it adds): the same copy, without its generic steps."""
+        copy = Message.__new__(type(self))
+        extra = self.__pydantic_extra__
+        _set(copy, "__dict__", {**self.__dict__, **fields})
+        _set(copy, "__pydantic_extra__", None if extra is None else dict(extra))
+        _set(copy, "__pydantic_fields_set__", self.__pydantic_fields_set__ | fields.keys())
+        _set(copy, "__pydantic_private__", None)  # a message has no private attributes
+        return copy
+
+
+_set = object.__setattr__  # a frozen model's attributes, as pydantic's own copy sets them
 
 
 _HISTORY = TypeAdapter(list[Message])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
@@ -127,14 +127,14 @@ class RunInput(BaseModel):
         )
 
 
-@dataclass(frozen=True)
-class Checkpoint:
-    """The evidence through the last completed step (a model turn or a closed tool batch)."""
+class Checkpoint(NamedTuple):
+    """The evidence through the last completed step (a model turn or a closed tool batch);
+    a named tuple, not a frozen dataclass: made twice a request, at half the cost."""
 
     upto: int = 0
     """``messages[:upto]`` is the evidence."""
     turn: int = 0
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = Usage()  # immutable: shared
     tool_calls: int = 0
     results: int = 0
     """Tool results this run recorded (executed, denied, refused or closed)."""

@@ -357,7 +357,7 @@ class Tool:
                 parsed = self.validate_args(args)
             except ValueError as exc:
                 return ToolOutcome(status="failed", content=str(exc))
-        kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
+        kwargs = dict(parsed.__dict__)  # a validated model's fields, by name
         first = (ctx,) if self.takes_context else ()
         try:
             value = await call_user_function(

@@ -31,7 +31,8 @@ def estimate_usage(request: ModelRequest, message: Message, sent: SentChars | No
 
 
 def _sent_chars(message: Message) -> int:
-    return len(message.content) + sum(len(c.args) for c in message.tool_calls)
+    calls = message.tool_calls  # most messages have none: no generator to start
+    return len(message.content) + (sum([len(c.args) for c in calls]) if calls else 0)
 
 
 class SentChars:
@@ -47,7 +48,9 @@ class SentChars:
     def __call__(self, messages: Sequence[Message]) -> int:
         # The first is counted every time: a run's instructions open each of its requests
         # as a new system message.
-        head, rest = messages[:1], list(messages[1:])
+        head, rest = messages[:1], messages[1:]
+        if not isinstance(rest, list):  # compared with a list below: a tuple never equals one
+            rest = list(rest)
         known = self._rest
         # A list comparison in C: the same object is equal at once, without __eq__.
         if rest[: len(known)] == known:
@@ -68,7 +71,7 @@ def _as_response(
     reason = "tool_calls" if answer.tool_calls else "stop"
     usage = estimate_usage(request, answer, sent)
     if not answer.model:  # named here, as an executor's stamp would: one copy, not two
-        answer = answer.model_copy(update={"model": name})
+        answer = answer.replaced(model=name)
     return ModelResponse(message=answer, usage=usage, finish_reason=reason, model_name=name)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from golem.executor import Executor
 from golem.models.base import ModelRequest, ModelResponse, StreamDelta
 from golem.phases import Stop
-from golem.run_state import AgentSpec, DeltaSink, RunState
+from golem.run_state import NOTHING_SPENT, AgentSpec, DeltaSink, RunState
 from golem.tools import RunContext
 
 _DELTA_EVENTS = {"text": "text_delta", "thinking": "thinking_delta", "tool_call": "tool_call_delta"}
@@ -29,10 +29,12 @@ def check_limits(agent: AgentSpec, state: RunState, request: ModelRequest) -> No
     """Stop before a request the agent's limits forbid."""
     if state.turn >= agent.max_iterations:
         raise Stop("loop", f"no final answer after max_iterations={agent.max_iterations} turns")
-    tree = state.tree  # the limits bound this run and every run it delegated to
-    limit = agent.usage_limits.before_request(tree.requests, tree.usage, request.messages)
+    # The limits bound this run and every run it delegated to (a Spent built only then).
+    tree = None if state.descendants is NOTHING_SPENT else state.tree
+    requests, usage = (state.requests, state.usage) if tree is None else (tree.requests, tree.usage)
+    limit = agent.usage_limits.before_request(requests, usage, request.messages)
     if not limit and state.budget is not None:
-        limit = state.budget.before_request(tree)
+        limit = state.budget.before_request(tree or state.tree)
     if limit:
         raise Stop("usage", limit)
 
