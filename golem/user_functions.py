@@ -12,18 +12,17 @@ raised on its own) comes back as :class:`UserCodeError`, which fails only that c
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import contextvars
 import functools
 import inspect
 import os
+import queue
+import threading
 import types
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from typing import Any
-
-#: Threads for sync user functions; created on demand, so an idle worker holds none.
-_MAX_THREADS = 64
-_pool: ThreadPoolExecutor | None = None
 
 
 class UserCodeError(Exception):
@@ -48,16 +47,89 @@ def is_async_callable(fn: Any) -> bool:
     )
 
 
-def _threads() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(_MAX_THREADS, thread_name_prefix="golem-user-fn")
-    return _pool
+#: Threads for sync user functions; started on demand, so an idle worker holds none.
+_MAX_THREADS = 64
+
+_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[[], Any]]
+
+
+class _Threads:
+    """golem's threads for sync user functions: calls wait in one queue for the first free
+    thread, a new one started only when none is free (at most ``_MAX_THREADS``), and they
+    are joined at exit, as a thread pool's are. A thread hands its outcome straight to the
+    loop's future: no ``concurrent.futures`` future chained to an asyncio one, no locks of a
+    pool's bookkeeping (most of what a quick call's round trip cost, ADR 0037)."""
+
+    def __init__(self) -> None:
+        self.calls: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self.free: list[None] = []  # a token per thread back at the queue (atomic list ops)
+        self.threads: list[threading.Thread] = []
+        self.starting = threading.Lock()
+        self.closed = False
+
+    def submit(self, job: _Job) -> None:
+        if self.closed:
+            raise RuntimeError("cannot call a sync user function after interpreter shutdown")
+        self.calls.put(job)
+        try:
+            self.free.pop()  # a free thread takes it
+        except IndexError:
+            with self.starting:
+                if len(self.threads) < _MAX_THREADS:
+                    name = f"golem-user-fn_{len(self.threads)}"
+                    # A daemon joined by close at exit: threading's own join would wait for
+                    # it before atexit could tell it to stop.
+                    thread = threading.Thread(target=self._work, name=name, daemon=True)
+                    thread.start()
+                    self.threads.append(thread)
+
+    def _work(self) -> None:
+        while (job := self.calls.get()) is not None:
+            self._run(*job)
+            del job  # nothing of a finished call is kept while the thread waits
+
+    def _run(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], call: Any) -> None:
+        value: Any = None
+        error: BaseException | None = None
+        if not future.cancelled():  # cancelled while it queued: never started
+            try:
+                value = call()
+            except BaseException as exc:  # handed over whole: the caller converts what must be
+                error = exc
+        # Free before the caller learns the outcome: its next call finds this thread.
+        self.free.append(None)
+        if not future.cancelled():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+                loop.call_soon_threadsafe(_settle, future, value, error)
+
+    def close(self) -> None:
+        """At exit: queued and running calls finish, then the threads end."""
+        self.closed = True
+        for _ in self.threads:
+            self.calls.put(None)
+        for thread in self.threads:
+            thread.join()
+
+
+_threads: _Threads | None = None
+
+
+def _pool() -> _Threads:
+    global _threads
+    if _threads is None:
+        _threads = _Threads()
+    return _threads
+
+
+@atexit.register
+def _join_threads() -> None:
+    if _threads is not None:
+        _threads.close()
 
 
 def _forget_threads() -> None:
-    global _pool
-    _pool = None  # a forked child has none of its parent's threads: it would queue forever
+    global _threads
+    _threads = None  # a forked child has none of its parent's threads: it would queue forever
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which cannot fork
@@ -97,20 +169,6 @@ def running_on_loop(task: asyncio.Task[Any] | None) -> str | None:
     return None if task is None else _on_loop.get(task)
 
 
-def _in_thread(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], call: Any) -> None:
-    """Make one sync call on a pool thread and hand its outcome straight to the loop's
-    future: no concurrent future chained to an asyncio one (``run_in_executor``), about
-    half of what a quick call's round trip cost."""
-    if future.cancelled():
-        return  # cancelled while it queued: never started, as run_in_executor's would not
-    try:
-        value, error = call(), None
-    except BaseException as exc:  # handed over whole: the caller converts what must be
-        value, error = None, exc
-    with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
-        loop.call_soon_threadsafe(_settle, future, value, error)
-
-
 def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
     if future.done():
         return  # the caller was cancelled: the call was abandoned
@@ -141,7 +199,7 @@ async def call_user_function(fn: Any, *args: Any, what: str = "", on_loop: bool 
             loop = asyncio.get_running_loop()
             future = loop.create_future()
             call = functools.partial(contextvars.copy_context().run, fn, *args)
-            _threads().submit(_in_thread, loop, future, call)
+            _pool().submit((loop, future, call))
             value = await future
             if inspect.isawaitable(value):  # a sync wrapper that returns a coroutine
                 value = await value

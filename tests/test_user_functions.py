@@ -124,3 +124,38 @@ async def test_a_sync_functions_base_exception_comes_back_as_user_code_error() -
 
     with pytest.raises(UserCodeError, match="leave raised SystemExit: 3"):
         await call_user_function(leave, what="leave")
+
+
+_ABANDONED_AT_EXIT = """
+import asyncio, sys, threading, time
+from golem.user_functions import call_user_function
+
+started = threading.Event()
+
+def slow() -> None:
+    started.set()
+    time.sleep(0.3)  # the process is exiting meanwhile
+    print("finished", flush=True)
+
+async def main() -> None:
+    call = asyncio.ensure_future(call_user_function(slow))
+    await asyncio.to_thread(started.wait, 20)
+    call.cancel()  # abandoned: the process exits while it runs
+
+asyncio.run(main())
+print("exiting", flush=True)
+"""
+
+
+def test_a_process_exits_only_once_an_abandoned_sync_function_has_finished() -> None:
+    """Its threads are joined at exit, as a thread pool's are: a sync call left running is
+    never cut off mid-effect."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _ABANDONED_AT_EXIT], capture_output=True, text=True, timeout=60
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["exiting", "finished"]
