@@ -201,6 +201,26 @@ def test_normalize_only_touches_tool_results_and_keeps_args_byte_for_byte(
 
 
 @PROPERTIES
+@given(messages(), stamps, st.sampled_from(["", "gpt-test"]))
+def test_a_replaced_message_is_the_copy_model_copy_makes(
+    message: Message, stamp: tuple[str, str], model: str
+) -> None:
+    """``Message.replaced`` sets pydantic's attributes itself (for speed): it must stay the
+    copy ``model_copy(update=...)`` makes, in fields, fields set, extras and JSON."""
+    update = {"run_id": stamp[0], "conversation_id": stamp[1], "model": model}
+    fast, slow = message.replaced(**update), message.model_copy(update=update)
+    assert fast == slow
+    assert fast.__dict__ == slow.__dict__
+    assert fast.model_fields_set == slow.model_fields_set
+    assert fast.model_extra == slow.model_extra and fast.model_extra is not message.model_extra
+    assert fast.model_dump_json(by_alias=True) == slow.model_dump_json(by_alias=True)
+    assert dump_messages([fast]) == dump_messages([slow])
+    assert message.stamped(*stamp) == message.model_copy(
+        update={"run_id": stamp[0], "conversation_id": stamp[1]}
+    )
+
+
+@PROPERTIES
 @given(histories)
 def test_json_round_trip_is_exact_and_keeps_unknown_fields(history: list[Message]) -> None:
     data = dump_messages(history)
