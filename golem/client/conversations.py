@@ -562,7 +562,7 @@ class DurableConversation(Generic[OutputT]):
         return outcomes[0] if outcomes else None
 
     def _recovery(self, run_id: str) -> TurnRecovery:
-        return TurnRecovery(self.id, run_id, self.recovery_timeout)
+        return TurnRecovery(self.id, run_id, self.recovery_timeout, self.agent.client)
 
     async def approve(
         self, decisions: Mapping[str, DecisionInput], *, by: str = ""

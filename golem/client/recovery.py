@@ -22,6 +22,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
 
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
@@ -49,8 +52,16 @@ RECOVERY_TIMEOUT = timedelta(minutes=5)
 class TurnRecovery:
     """One turn's tries, against one deadline set when the first try starts."""
 
-    def __init__(self, conversation_id: str, run_id: str, timeout: timedelta) -> None:
+    def __init__(
+        self,
+        conversation_id: str,
+        run_id: str,
+        timeout: timedelta,
+        client: Client | None = None,
+    ) -> None:
         self.conversation_id = conversation_id
+        self.client = client
+        """Asks the conversation why, when the deadline expires."""
         self.run_id = run_id
         self.timeout = timeout
         self._loop = asyncio.get_running_loop()
@@ -65,13 +76,30 @@ class TurnRecovery:
     def expired(self) -> TurnNotTaken:
         return TurnNotTaken(self.conversation_id, self.run_id, self.timeout, self.why)
 
+    async def _expired(self) -> TurnNotTaken:
+        """``expired()``, saying so when the conversation's workflow task fails: a worker
+        takes the turn's update only with a task that completes."""
+        if self.client is not None:
+            with contextlib.suppress(Exception):  # only a diagnosis: the deadline's error stands
+                failing = failing_task(self.client, self.conversation_id)
+                failure = await asyncio.wait_for(failing, DIAGNOSIS_TIMEOUT)
+                if failure:
+                    self.why = f"its workflow task fails on the worker: {failure}"
+                    if NONDETERMINISM in failure:
+                        self.why += (
+                            "; the worker's code no longer replays the conversation's history "
+                            "(a deploy changed what its turns did): roll back, or deploy with "
+                            "versioning (docs/guides/deploys.md)"
+                        )
+        return self.expired()
+
     async def within(self, work: Awaitable[T]) -> T:
         """``work``'s outcome, if it comes before the deadline; else ``TurnNotTaken``."""
         remaining = self._deadline - self._loop.time()
         if remaining <= 0:
             if asyncio.iscoroutine(work):
                 work.close()  # never awaited: no "never awaited" warning either
-            raise self.expired() from self.cause
+            raise await self._expired() from self.cause
         timeout = asyncio.timeout(remaining)
         try:
             async with timeout:
@@ -79,7 +107,7 @@ class TurnRecovery:
         except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
             # The SDK turns the cancel of an update's call into its own error.
             if timeout.expired():
-                raise self.expired() from self.cause
+                raise await self._expired() from self.cause
             raise
 
     async def again(self, why: str, cause: BaseException, *, at_once: bool = False) -> None:
@@ -179,6 +207,34 @@ async def _send(
         with contextlib.suppress(BaseException):
             await reopened.workflow_handle()
         raise
+
+
+#: How long an expired deadline's error waits to say why (one history read).
+DIAGNOSIS_TIMEOUT = 5.0
+#: How Temporal's SDKs name a replay that no longer matches its history.
+NONDETERMINISM = "Nondeterminism"
+
+
+async def failing_task(client: Client, workflow_id: str) -> str:
+    """The failure of workflow ``workflow_id``'s latest workflow task when it failed (""
+    when the latest completed, or none ran): its current run's, read newest first, a page
+    at most."""
+    request = GetWorkflowExecutionHistoryReverseRequest(
+        namespace=client.namespace,
+        execution=WorkflowExecution(workflow_id=workflow_id),
+        maximum_page_size=FAILURE_PAGE,
+    )
+    page = await client.workflow_service.get_workflow_execution_history_reverse(request)
+    for event in page.history.events:
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+            return ""
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+            return str(event.workflow_task_failed_event_attributes.failure.message)
+    return ""
+
+
+#: Events read back for ``failing_task``: a failed task is among the last few.
+FAILURE_PAGE = 20
 
 
 def turn_runs(transcript: Sequence[Message], run_id: str) -> tuple[list[str], int]:
