@@ -200,7 +200,8 @@ def parser() -> argparse.ArgumentParser:
         "--inline-turns",
         action="store_true",
         help="a new conversation runs its turns in its own workflow, not as child runs "
-        "(about half the worker CPU per turn; docs/adr/0050-turns-inline.md)",
+        "(about half the worker CPU per turn; deploy their workers with versioning: "
+        "docs/adr/0050-turns-inline.md, 0051)",
     )
     approve = command(
         "approve", "approve (or deny) the calls a waiting run asks about", server, links

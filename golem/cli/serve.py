@@ -54,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--inline-turns",
         action="store_true",
         help="new conversations run their turns in their own workflow, not as child runs "
-        "(about half the worker CPU per turn; docs/adr/0050-turns-inline.md)",
+        "(about half the worker CPU per turn; deploy their workers with versioning: "
+        "docs/adr/0050-turns-inline.md, 0051)",
     )
     parser.add_argument(
         "--insecure",
