@@ -52,6 +52,7 @@ __all__ = [
     "Usage",
     "UsageLimits",
     "Verdict",
+    "WorkflowTaskFailing",
     "budget_history",
     "dump_messages",
     "handoff_target",

@@ -22,6 +22,7 @@ from golem.errors import (
     ToolFailed,
     TurnNotTaken,
     UnknownAgentError,
+    WorkflowTaskFailing,
 )
 from golem.events import RunEvent
 from golem.history import (

@@ -11,7 +11,8 @@ Inside a tool, ``ToolFailed`` records a failed result, ``ModelRetry`` asks the m
 and ``Canceled`` stops the run. A model adapter raises a ``ModelError`` (``ModelHTTPError``
 and friends), which fails a run at stage ``model`` once its retries are spent; the durable
 client raises ``UnknownAgentError``, ``RunIdInUseError``, ``ConversationClosedError`` and
-``TurnNotTaken`` (a conversation did not take a turn within its recovery deadline).
+``TurnNotTaken`` (a conversation did not take a turn within its recovery deadline) and
+``WorkflowTaskFailing`` (what it waited on cannot go on: its workflow task fails).
 ``HistoryError`` (``load_messages``, ``validate_history``) and ``HistoryProcessorError`` are
 the history layer's own, defined below this module and re-exported here.
 Every other exception in golem is an implementation detail.
@@ -47,6 +48,7 @@ __all__ = [
     "ToolFailed",
     "TurnNotTaken",
     "UnknownAgentError",
+    "WorkflowTaskFailing",
 ]
 
 # -- a run that failed ---------------------------------------------------------------------
@@ -286,4 +288,31 @@ class TurnNotTaken(TimeoutError):
         super().__init__(
             f"conversation {conversation_id} did not take turn {run_id} {within}; it may still "
             f"run: send it again with run_id={run_id!r} to get its result"
+        )
+
+
+#: How Temporal's SDKs name a replay that no longer matches its history.
+NONDETERMINISM = "Nondeterminism"
+
+
+class WorkflowTaskFailing(RuntimeError):
+    """A run or conversation the client waited on cannot go on: its workflow task fails on
+    the worker, again and again (a bug in workflow code, or a deploy whose code no longer
+    replays its history). Nothing is lost and nothing was decided by this error: the
+    workflow goes on once a worker can run it, and the same call again finds it.
+    ``workflow_id``: the failing workflow (a run's id, or a conversation's); ``failure``:
+    the worker's message."""
+
+    def __init__(self, workflow_id: str, failure: str) -> None:
+        self.workflow_id = workflow_id
+        self.failure = failure
+        hint = ""
+        if NONDETERMINISM in failure:
+            hint = (
+                "; the worker's code no longer replays its history (a deploy changed what "
+                "it did): roll back, or deploy with versioning (docs/guides/deploys.md)"
+            )
+        super().__init__(
+            f"{workflow_id} cannot go on: its workflow task fails on the worker: {failure}"
+            f"{hint}; nothing is lost: it goes on once a worker can run it"
         )

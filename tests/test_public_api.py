@@ -91,6 +91,6 @@ def test_error_names_are_unchanged_for_they_are_application_error_types() -> Non
         "Canceled", "ConversationClosedError", "FallbackError", "HistoryError",
         "HistoryProcessorError", "ModelConnectionError", "ModelError", "ModelHTTPError",
         "ModelResponseError", "ModelRetry", "PartialResult", "RunError", "RunIdInUseError",
-        "ToolFailed", "TurnNotTaken", "UnknownAgentError",
+        "ToolFailed", "TurnNotTaken", "UnknownAgentError", "WorkflowTaskFailing",
     ]  # fmt: skip
     assert all(getattr(golem.errors, n).__name__ == n for n in EXCEPTIONS)

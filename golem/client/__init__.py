@@ -22,6 +22,7 @@ from golem.errors import (
     RunIdInUseError,
     TurnNotTaken,
     UnknownAgentError,
+    WorkflowTaskFailing,
 )
 from golem.streaming import DurableRunStream
 from golem.wire.lineage import (
@@ -50,6 +51,7 @@ __all__ = [
     "RunRecord",
     "TurnNotTaken",
     "UnknownAgentError",
+    "WorkflowTaskFailing",
     "conversation_runs",
     "fetch_run",
     "pending",

@@ -131,6 +131,7 @@ class DurableAgent(Generic[OutputT]):
             self._never_pauses,
             agent=self.agent_name,
             tools=tools,
+            client=self.client,
         )
 
     async def _start(
@@ -242,6 +243,7 @@ class DurableAgent(Generic[OutputT]):
             self.client.data_converter,
             self._never_pauses,
             based,
+            client=self.client,
             agent=self.agent_name,
             tools=self.tools,
         )

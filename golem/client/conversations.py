@@ -46,6 +46,7 @@ from golem.client.recovery import (
     turn_started,
 )
 from golem.client.runs import DurableRun, InlineTurnRun
+from golem.client.stuck import unless_stuck
 from golem.delegation import handed_over
 from golem.errors import ConversationClosedError, RunIdInUseError, run_id_taken
 from golem.ids import new_id
@@ -363,6 +364,7 @@ class DurableConversation(Generic[OutputT]):
                 agent.may_pause,
                 based=True,
                 answer=answer,
+                client=agent.client,
             )
 
         async def outcome() -> Result[OutputT]:
@@ -505,7 +507,7 @@ class DurableConversation(Generic[OutputT]):
         """The turn's ``Result`` once its update returns, or its ``RunError``."""
         run_id = recovery.run_id
         try:
-            out = await sent
+            out = await unless_stuck(self.agent.client, self.id, sent)
         except WorkflowUpdateFailedError as exc:
             error = await self._turn_error(exc, run_id)
             if not isinstance(error, TurnRecorded):
@@ -582,9 +584,10 @@ class DurableConversation(Generic[OutputT]):
         deadline, pause = loop.time() + self.recovery_timeout.total_seconds(), 0.02
         while True:
             try:
-                out: TurnOutput = await self.handle.execute_update(
+                deciding = self.handle.execute_update(
                     names.APPROVE, dict(given), result_type=TurnOutput
                 )
+                out: TurnOutput = await unless_stuck(self.agent.client, self.id, deciding)
             except WorkflowUpdateFailedError as exc:
                 left = deadline - loop.time()
                 if left > pause and await self._not_heard_yet(exc, given, left - pause):

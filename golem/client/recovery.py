@@ -22,9 +22,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import EventType
-from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
@@ -37,7 +34,8 @@ from temporalio.client import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from golem.errors import TurnNotTaken
+from golem.client.stuck import failing_below
+from golem.errors import TurnNotTaken, WorkflowTaskFailing
 from golem.messages import Message
 from golem.wire import TurnInput, TurnOutput, names
 from golem.wire.failures import TurnContinuing
@@ -81,16 +79,10 @@ class TurnRecovery:
         takes the turn's update only with a task that completes."""
         if self.client is not None:
             with contextlib.suppress(Exception):  # only a diagnosis: the deadline's error stands
-                failing = failing_task(self.client, self.conversation_id)
-                failure = await asyncio.wait_for(failing, DIAGNOSIS_TIMEOUT)
-                if failure:
-                    self.why = f"its workflow task fails on the worker: {failure}"
-                    if NONDETERMINISM in failure:
-                        self.why += (
-                            "; the worker's code no longer replays the conversation's history "
-                            "(a deploy changed what its turns did): roll back, or deploy with "
-                            "versioning (docs/guides/deploys.md)"
-                        )
+                failing = failing_below(self.client, self.conversation_id)
+                found = await asyncio.wait_for(failing, DIAGNOSIS_TIMEOUT)
+                if found is not None:
+                    self.why = str(WorkflowTaskFailing(*found))
         return self.expired()
 
     async def within(self, work: Awaitable[T]) -> T:
@@ -209,32 +201,8 @@ async def _send(
         raise
 
 
-#: How long an expired deadline's error waits to say why (one history read).
+#: How long an expired deadline's error waits to say why.
 DIAGNOSIS_TIMEOUT = 5.0
-#: How Temporal's SDKs name a replay that no longer matches its history.
-NONDETERMINISM = "Nondeterminism"
-
-
-async def failing_task(client: Client, workflow_id: str) -> str:
-    """The failure of workflow ``workflow_id``'s latest workflow task when it failed (""
-    when the latest completed, or none ran): its current run's, read newest first, a page
-    at most."""
-    request = GetWorkflowExecutionHistoryReverseRequest(
-        namespace=client.namespace,
-        execution=WorkflowExecution(workflow_id=workflow_id),
-        maximum_page_size=FAILURE_PAGE,
-    )
-    page = await client.workflow_service.get_workflow_execution_history_reverse(request)
-    for event in page.history.events:
-        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-            return ""
-        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
-            return str(event.workflow_task_failed_event_attributes.failure.message)
-    return ""
-
-
-#: Events read back for ``failing_task``: a failed task is among the last few.
-FAILURE_PAGE = 20
 
 
 def turn_runs(transcript: Sequence[Message], run_id: str) -> tuple[list[str], int]:

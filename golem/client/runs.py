@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
 from temporalio.client import (
+    Client,
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
@@ -29,6 +30,7 @@ from temporalio.service import RPCError
 
 from golem.approvals import DecisionInput
 from golem.client.decisions import checked_decisions, checked_results
+from golem.client.stuck import unless_stuck
 from golem.messages import Message, ToolCall
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream
@@ -39,6 +41,7 @@ from golem.wire.run_history import decode_result, lazy_sources, rebuilt_error, r
 from golem.workflows.agent_run import AgentRunWorkflow
 
 OutputT = TypeVar("OutputT")
+T = TypeVar("T")
 
 
 @dataclass
@@ -68,6 +71,9 @@ class DurableRun(Generic[OutputT]):
     followed: dict[str, tuple[str, int]] = field(default_factory=dict, repr=False)
     """The runs below it its streams followed and had not read to their end, each with its
     agent and the offset read up to (``stream(from_offset)`` follows them on from there)."""
+    client: Client | None = field(default=None, repr=False)
+    """The client it was reached through: a wait on the run looks whether it can go on
+    (``WorkflowTaskFailing``, golem.client.stuck)."""
     answer: Callable[[], Awaitable[Result[OutputT]]] | None = field(default=None, repr=False)
     """A conversation turn's run: reads the turn's latest answer from its conversation (its
     runs composed, after a handoff), which its streams end with (``None``: its own)."""
@@ -118,7 +124,7 @@ class DurableRun(Generic[OutputT]):
     async def _paused(self, update: str, *args: Any) -> Result[OutputT] | None:
         """Send ``update``; the paused ``Result`` it returns, or ``None`` once the run ended."""
         try:
-            raw = await self.handle.execute_update(update, args=args)
+            raw = await self._unless_stuck(self.handle.execute_update(update, args=args))
         except WorkflowUpdateRPCTimeoutOrCancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
@@ -148,11 +154,17 @@ class DurableRun(Generic[OutputT]):
 
     async def _final(self) -> Result[OutputT]:
         try:
-            output = await self.handle.result()
+            output = await self._unless_stuck(self.handle.result())
         except WorkflowFailureError as exc:
             converter = self.converter or DataConverter.default
             raise await run_error(exc, self.handle, self._sources(), converter) from exc
         return await self._decode(output)
+
+    async def _unless_stuck(self, wait: Awaitable[T]) -> T:
+        """``wait``'s outcome, or ``WorkflowTaskFailing`` once the run cannot go on."""
+        if self.client is None:
+            return await wait
+        return await unless_stuck(self.client, self.handle.id, wait)
 
     def _sources(self) -> Sources:
         converter = self.converter or DataConverter.default
