@@ -71,6 +71,7 @@ from golem.results import RunError
 from golem.testing import dev_server
 from golem.wire import names
 from golem.wire import transcript as transcript_module
+from golem.wire.lineage import run_search_attributes
 from golem.wire.transcript import CARRY_BYTES
 from golem.worker import GolemPlugin
 from golem.workflows.conversation import ConversationInput, ConversationWorkflow
@@ -213,6 +214,7 @@ async def main(wanted: set[str]) -> None:
             runs |= await record_rested(env.client, tq)
             runs |= await record_inline(env.client, tq)
             runs |= await record_inline_paused(env.client, tq)
+            runs |= await record_inline_listed(env.client, tq)
             runs |= await record_inline_streamed(env.client, tq)
             runs["ticket_child_and_inline"] = await record_ticket(env.client, tq)
             runs["conversation_fork"] = await record_fork(env.client, tq)
@@ -352,6 +354,30 @@ async def record_inline(client: Client, tq: str) -> dict[str, str | tuple[str, s
     return {
         "conversation_inline_continued": (handle.id, first_run),
         "conversation_inline": handle.id,
+    }
+
+
+async def record_inline_listed(client: Client, tq: str) -> dict[str, str | tuple[str, str]]:
+    """An inline conversation whose start carried ``GolemTurnRuns`` (as a client's does where
+    the namespace has it): each turn's run id listed there as it starts, continued as new
+    after two turns (the list stays on the first run), the next run listing its own."""
+    conversation_id = f"replay-inline-listed-{uuid.uuid4().hex[:8]}"
+    handle = await client.start_workflow(
+        ConversationWorkflow.run,
+        ConversationInput(agent=inline_agent.name, turns_per_run=2, inline_turns=True),
+        id=conversation_id,
+        task_queue=tq,
+        search_attributes=run_search_attributes(conversation_id, inline_agent.name, turn_runs=True),
+        memo={names.INLINE_MEMO: True, names.TURN_RUNS_MEMO: True},
+    )
+    conv = DurableConversation(DurableAgent(client, inline_agent, task_queue=tq), handle)
+    answers = [(await conv.send(city)).output for city in ("Paris", "Oslo", "Paris")]
+    assert answers == ["sunny there", "cold there", "sunny there"], answers
+    await conv.close()
+    first_run, _ = await continued_from(client, handle.id)
+    return {
+        "conversation_inline_listed_continued": (handle.id, first_run),
+        "conversation_inline_listed": handle.id,
     }
 
 

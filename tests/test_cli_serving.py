@@ -307,7 +307,8 @@ async def test_setup_says_registered_only_for_what_it_added() -> None:
     finally:
         await bare.shutdown()
     names = (
-        "GolemConversationId, GolemAgent, GolemParentRunId, GolemOwner, GolemSummary, GolemWaiting"
+        "GolemConversationId, GolemAgent, GolemParentRunId, GolemOwner, GolemSummary, "
+        "GolemWaiting, GolemTurnRuns"
     )
     assert (first.code, first.out) == (0, f"registered: {names}\n"), first.err
     assert (again.code, again.out) == (0, f"already present: {names}\n"), again.err

@@ -4,6 +4,8 @@ Temporal visibility (``GolemWaiting`` and the run's memo), cleared however the w
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -138,8 +140,11 @@ async def test_long_arguments_are_listed_cut_and_say_so(temporal_client: Client)
     assert call.args_cut and call.args == long[:ARGS_LISTED]
 
 
-async def test_a_namespace_without_golem_waiting_runs_unlisted_and_the_inbox_says_why() -> None:
-    older = [k for k in SEARCH_ATTRIBUTES if k.name != WAITING.name]
+@asynccontextmanager
+async def server_without(attribute: str) -> AsyncIterator[Client]:
+    """A dev server whose namespace lacks golem's search attribute ``attribute``, as one an
+    older golem set up does."""
+    older = [k for k in SEARCH_ATTRIBUTES if k.name != attribute]
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_cli(),
         dev_server_startup_timeout=STARTUP_TIMEOUT,
@@ -147,7 +152,13 @@ async def test_a_namespace_without_golem_waiting_runs_unlisted_and_the_inbox_say
         search_attributes=older,
     )
     try:
-        client = env.client
+        yield env.client
+    finally:
+        await env.shutdown()
+
+
+async def test_a_namespace_without_golem_waiting_runs_unlisted_and_the_inbox_says_why() -> None:
+    async with server_without(WAITING.name) as client:
         agent = transfer_agent([])
         async with Worker(client, task_queue="older", plugins=[GolemPlugin(agent)]):
             run = await DurableAgent(client, agent, task_queue="older").start("pay")
@@ -156,8 +167,6 @@ async def test_a_namespace_without_golem_waiting_runs_unlisted_and_the_inbox_say
             with pytest.raises(LookupError) as refused:
                 await pending(client)
             described = await run.handle.describe()
-    finally:
-        await env.shutdown()
     assert done.output == "moved 5 | balance 100"
     assert described.typed_search_attributes.get(WAITING) is None
     assert str(refused.value) == (

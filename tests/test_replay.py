@@ -10,6 +10,7 @@ change only additively for that reason."""
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,8 @@ def test_histories_are_checked_in() -> None:
         "conversation_inline_cancelled",
         "conversation_inline_handed_continued",
         "conversation_inline_handed",
+        "conversation_inline_listed_continued",
+        "conversation_inline_listed",
     }
 
 
@@ -271,6 +274,36 @@ def test_the_inline_conversation_histories_hold_what_they_were_recorded_for() ->
     after = history("conversation_inline").events[0].workflow_execution_started_event_attributes
     assert b'"earlier"' in after.input.payloads[0].data  # its transcript starts by reference
     assert b'"inlineTurns":true' in after.input.payloads[0].data
+
+
+def turn_runs_listed(stem: str) -> list[list[str]]:
+    """Each ``GolemTurnRuns`` history ``stem`` upserted, in order."""
+    kind = EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES
+    fields = [
+        e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
+        for e in history(stem).events
+        if e.event_type == kind
+    ]
+    return [json.loads(f["GolemTurnRuns"].data) for f in fields if "GolemTurnRuns" in f]
+
+
+def test_the_listed_inline_histories_list_each_turn_on_the_run_that_took_it() -> None:
+    """``conversation_inline_listed_continued`` took ``golem.turn-runs-listed``: each inline
+    turn's run id upserted into ``GolemTurnRuns`` in the workflow task that accepted its send,
+    and continued as new without the list; ``conversation_inline_listed`` listed its own."""
+    first, then = "conversation_inline_listed_continued", "conversation_inline_listed"
+    assert "golem.turn-runs-listed" in taken(first)
+    one, two = turn_runs_listed(first)
+    assert len(one) == 1 and two[:1] == one and len(two) == 2
+    [three] = turn_runs_listed(then)
+    assert len(three) == 1 and three[0] not in two
+    kinds = [e.event_type for e in history(first).events]
+    accepted = kinds.index(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED)
+    upserted = kinds.index(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES, accepted)
+    assert EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED not in kinds[accepted:upserted]
+    [switch] = events(first, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW)
+    carried = switch.workflow_execution_continued_as_new_event_attributes.search_attributes  # type: ignore[attr-defined]
+    assert "GolemTurnRuns" not in carried.indexed_fields
 
 
 def test_the_paused_inline_histories_hold_what_they_were_recorded_for() -> None:

@@ -101,7 +101,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
         *DEV_SERVER_ARGS,
     ]
     for key in SEARCH_ATTRIBUTES:
-        command += ["--search-attribute", f"{key.name}={key.indexed_value_type.name.title()}"]
+        kind = "".join(part.title() for part in key.indexed_value_type.name.split("_"))
+        command += ["--search-attribute", f"{key.name}={kind}"]  # KEYWORD_LIST: KeywordList
     address, ui_url = f"localhost:{args.port}", f"http://localhost:{ui_port}"
     # This process becomes the server (execv keeps the pid): the record lives as long as it.
     server = recorded.DevServer(address, ui_url, os.getpid(), str(database.resolve()))

@@ -38,7 +38,9 @@ from golem.client.lookups import (
     chained_runs,
     conversation_info,
     conversation_messages,
+    existing_run,
     find_run,
+    inline_turn_conversation,
     run_info,
 )
 from golem.client.records import inline_turns_of
@@ -68,10 +70,11 @@ async def resolve_run_id(client: Client, given: str) -> str:
 
 async def cmd_show(args: argparse.Namespace) -> int:
     client = await connect_args(args)
-    if await find_run(client, args.run_id) is None and (
-        chained := await chained_runs(client, args.run_id)
-    ):
-        return await show_chained(client, args.run_id, chained, args.json)
+    if await find_run(client, args.run_id) is None:
+        if chained := await chained_runs(client, args.run_id):
+            return await show_chained(client, args.run_id, chained, args.json)
+        if inline := await inline_turn_conversation(client, args.run_id):
+            return await show_inline_turn(client, args.run_id, inline[0], args.json)
     run_id = await resolve_run_id(client, args.run_id)
     info = await run_info(client, run_id)
     if info.status == "running" and not await started(client, run_id):
@@ -186,6 +189,33 @@ async def show_chained(
     return 0
 
 
+async def show_inline_turn(client: Client, run_id: str, conversation_id: str, as_json: bool) -> int:
+    """``golem show`` of an inline turn's run id (docs/adr/0050), found by its conversation's
+    ``GolemTurnRuns``: no workflow of its own, so its conversation up to the turn's end and
+    its status are read from the conversation's histories, as ``golem conversation`` does."""
+    messages = await conversation_messages(client, conversation_id)
+    mine = [index for index, message in enumerate(messages) if message.run_id == run_id]
+    messages = messages[: mine[-1] + 1] if mine else []
+    if as_json:  # a history, as for a run: `golem run --history FILE` continues from it
+        sys.stdout.write(dump_messages(messages).decode() + "\n")
+        return 0
+    turned = [t for t in await inline_turns_of(client, conversation_id) if t.run_id == run_id]
+    # Newest record first: one that ran wins over a send of it refused later.
+    turn = next((t for t in turned if ran(t.outcome)), turned[0] if turned else None)
+    entry = inline_entry(turn, "") if turn is not None else None
+    status = entry["status"] if entry is not None else "handed over to"
+    stop = f" ({entry['outcome']})" if entry is not None and entry["outcome"] else ""
+    print(f"run {run_id}: {status}{stop} (a turn of conversation {conversation_id}, run inline)")
+    for index, message in enumerate(messages):
+        print(format_message(index, message))
+    if status == "running":
+        waiting = await awaiting_approval(client, conversation_id, PATIENCE)
+        print_approvals(waiting if waiting.run_id == run_id else None, run_id)
+    print(f"its conversation: golem show {conversation_id}")
+    print(f"UI: {client_link(client, conversation_id)}")
+    return 0
+
+
 async def status_of(client: Client, conversation: RunInfo) -> str:
     """A conversation workflow's status; a resting one says what reopens it."""
     description = conversation.description
@@ -223,10 +253,7 @@ async def cmd_conversation(args: argparse.Namespace) -> int:
         else:
             run_ids = [r for r in run_ids if r not in set(turns)] + turns
     if not run_ids:
-        raise CliError(
-            f"no runs found for conversation {conversation_id} in namespace "
-            f"{client.namespace!r}: check the id (`golem run` and `golem chat` print it)"
-        )
+        raise CliError(await no_conversation(client, conversation_id))
     turned = await inline_turns_of(client, conversation_id) if workflow else []
     # Newest run first: a turn's newest record wins, and one that ran over a refused send.
     inline = {t.run_id: t for t in reversed(turned)}
@@ -254,6 +281,27 @@ async def cmd_conversation(args: argparse.Namespace) -> int:
         elif entry["outcome"] and entry["status"] != "completed":
             print(f"      outcome: {entry['outcome']}")
     return 0
+
+
+async def no_conversation(client: Client, given: str) -> str:
+    """Why ``golem conversation`` found no runs for ``given``: a turn's run id (a child
+    run's, or an inline turn's) names its conversation."""
+    info = await existing_run(client, given)
+    if info is not None:  # a child turn's run is a child of its conversation
+        parent = info.parent_workflow_id
+        found, how = (parent if parent and parent == info.conversation_id else ""), ""
+    else:
+        inline = await inline_turn_conversation(client, given)
+        found, how = (inline[0] if inline else ""), ", run inline"
+    if found:
+        return (
+            f"{given} is a run id (a turn of conversation {found}{how}), not a conversation "
+            f"id: `golem conversation {found}` lists its runs"
+        )
+    return (
+        f"no runs found for conversation {given} in namespace {client.namespace!r}: check "
+        "the id (`golem run` and `golem chat` print it)"
+    )
 
 
 def inline_entry(turn: InlineTurn, parent: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from golem.approvals import DecisionInput
 from golem.client.conversations import DurableConversation, start_conversation
 from golem.client.inputs import check_not_waiting, check_size, checked
 from golem.client.listing import start_listed
+from golem.client.lookups import inline_not_a_conversation, inline_turn_conversation
 from golem.client.records import fetch_run, run_input
 from golem.client.recovery import RECOVERY_TIMEOUT
 from golem.client.runs import DurableRun
@@ -138,8 +139,8 @@ class DurableAgent(Generic[OutputT]):
         self, payload: AgentRunInput, run_id: str, parent: str, prompt: str | None
     ) -> WorkflowHandle[Any, Any]:
         title = summary(self.agent_name, prompt)
-        start = lambda listed, waiting: self._start_as(  # noqa: E731
-            payload, run_id, parent, title, listed, waiting
+        start = lambda listing: self._start_as(  # noqa: E731
+            payload, run_id, parent, title, listing.summary, listing.waiting
         )
         return await start_listed(self.client, start, title)
 
@@ -269,9 +270,16 @@ class DurableAgent(Generic[OutputT]):
         conversation and the turn; the turn's own run is not bounded. ``inline_turns`` runs a
         new conversation's turns in its own workflow, not as child runs (about half the
         worker CPU and history per turn; docs/adr/0050-turns-inline.md): for now only for
-        agents whose loop does not need the whole history (a history processor)."""
+        agents whose loop does not need the whole history (a history processor). A
+        ``conversation_id`` given is looked up among inline turns' run ids first (one
+        visibility query): an inline turn's id names its conversation, as a child turn's does."""
         seed = checked(history=history).history
         await check_not_waiting(self.client, seed)
+        if conversation_id and (
+            turn := await inline_turn_conversation(self.client, conversation_id)
+        ):
+            # A child turn's id fails the start (a workflow holds it); an inline turn's would not.
+            raise ValueError(inline_not_a_conversation(conversation_id, turn[0]))
         conversation_id = conversation_id or resolve_conversation_id(seed, None) or new_id()
         parent = parent_run_id or next((m.run_id for m in reversed(seed) if m.run_id), "")
         idle = idle_timeout.total_seconds() if idle_timeout is not None else None

@@ -28,14 +28,14 @@ from temporalio.client import (
     WorkflowUpdateRPCTimeoutOrCancelledError,
     WorkflowUpdateStage,
 )
-from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.common import TypedSearchAttributes, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, FailureError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from golem.approvals import DecisionInput
 from golem.client.decisions import checked_decisions, checked_results
 from golem.client.inputs import check_size, checked
-from golem.client.listing import listed, start_listed
+from golem.client.listing import Listing, listed, start_listed
 from golem.client.lookups import awaiting_approval, existing_run, not_a_conversation
 from golem.client.records import history_reader, inline_turns_of
 from golem.client.recovery import (
@@ -69,7 +69,7 @@ from golem.wire import (
     read_pages,
 )
 from golem.wire.failures import TurnRecorded
-from golem.wire.lineage import run_search_attributes
+from golem.wire.lineage import TURN_RUNS, run_search_attributes
 from golem.wire.run_history import decode_result, rebuilt_error, run_pager
 from golem.wire.transcript import CARRY_BYTES, ran, with_segments
 from golem.workflows.conversation import ConversationWorkflow
@@ -107,12 +107,13 @@ async def start_conversation(
     try:
         await start_listed(
             agent.client,
-            lambda summary, waiting: agent.client.start_workflow(
+            lambda listing: agent.client.start_workflow(
                 ConversationWorkflow.run,
                 input,
-                **_new_options(agent, conversation_id, input, owner, summary, waiting),
+                **_new_options(agent, conversation_id, input, owner, listing),
             ),
             title,
+            turn_runs=input.inline_turns,
         )
     except WorkflowAlreadyStartedError:
         inline = None  # attached: its own start said, read once a stream needs it
@@ -133,8 +134,8 @@ def started_by_first_turn(
     the turn in one call (update-with-start), as ``start_conversation`` would have started
     it. That send raises ``WorkflowAlreadyStartedError`` when a workflow by that id exists
     (then nothing was started or sent), or the call's ``RPCError``, without a retry."""
-    summary, waiting = listed(agent.client, f"{agent.agent_name}: conversation")
-    options = _new_options(agent, conversation_id, input, owner, summary, waiting)
+    listing = listed(agent.client, f"{agent.agent_name}: conversation", input.inline_turns)
+    options = _new_options(agent, conversation_id, input, owner, listing)
     start = WithStartWorkflowOperation(ConversationWorkflow.run, input, **options)
     handle = agent.client.get_workflow_handle(conversation_id)
     conversation = DurableConversation(agent, handle, starting=start)
@@ -147,13 +148,12 @@ def _new_options(
     conversation_id: str,
     input: ConversationInput,
     owner: str,
-    summary: str | None,
-    waiting: bool,
+    listing: Listing,
 ) -> dict[str, Any]:
     """The start options of a new conversation workflow (never one by an id in use)."""
     attributes = run_search_attributes(
-        conversation_id, agent.agent_name, input.parent_run_id, owner, summary=summary,
-        waiting=waiting,
+        conversation_id, agent.agent_name, input.parent_run_id, owner,
+        summary=listing.summary, waiting=listing.waiting, turn_runs=listing.turn_runs,
     )  # fmt: skip
     return {
         "id": conversation_id,
@@ -162,14 +162,18 @@ def _new_options(
         "static_summary": f"{agent.agent_name}: conversation",
         "id_reuse_policy": WorkflowIDReusePolicy.REJECT_DUPLICATE,
         "id_conflict_policy": WorkflowIDConflictPolicy.FAIL,
-        **_inline_memo(input),
+        **_inline_memo(input, listing.turn_runs),
     }
 
 
-def _inline_memo(input: ConversationInput) -> dict[str, Any]:
+def _inline_memo(input: ConversationInput, turn_runs: bool) -> dict[str, Any]:
     """A conversation whose turns run inline says so in its memo: a client attached to it
-    later reads its turns' streams from it (continue-as-new keeps the memo)."""
-    return {"memo": {names.INLINE_MEMO: True}} if input.inline_turns else {}
+    later reads its turns' streams from it (continue-as-new keeps the memo); and, when its
+    start carried ``GolemTurnRuns`` (so the namespace has it), that it lists its turns'
+    run ids there (Temporal keeps no empty list: the workflow could not tell)."""
+    if not input.inline_turns:
+        return {}
+    return {"memo": {names.INLINE_MEMO: True} | ({names.TURN_RUNS_MEMO: True} if turn_runs else {})}
 
 
 async def reopen(client: Client, conversation_id: str, turn: TurnInput | None = None) -> bool:
@@ -216,15 +220,18 @@ async def _reopening(
         return False
     if turn is not None and _records(following, turn):
         raise TurnRecorded(f"run {turn.run_id} is already a turn of conversation {conversation_id}")
+    # The rested run's turns stay listed on it alone: the next run lists its own.
+    attributes = [p for p in description.typed_search_attributes if p.key.name != TURN_RUNS.name]
+    turn_runs = bool(await description.memo_value(names.TURN_RUNS_MEMO, False))
     return following, {
         "id": conversation_id,
         "task_queue": description.task_queue,
-        "search_attributes": description.typed_search_attributes,
+        "search_attributes": TypedSearchAttributes(attributes),
         "static_summary": f"{following.agent}: conversation",
         # Only a rested run is followed so: a conversation closed for good stays closed.
         "id_reuse_policy": WorkflowIDReusePolicy.ALLOW_DUPLICATE,
         "id_conflict_policy": WorkflowIDConflictPolicy.USE_EXISTING,
-        **_inline_memo(following),
+        **_inline_memo(following, turn_runs),
     }
 
 

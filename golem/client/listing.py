@@ -1,20 +1,21 @@
 """Starting a workflow with the search attributes that list it, where the namespace has
 them: ``GolemSummary``, which the Temporal UI's workflow list shows as a column
-(docs/adr/0034), and ``GolemWaiting``, which the pending inbox filters on (docs/adr/0047).
+(docs/adr/0034), ``GolemWaiting``, which the pending inbox filters on (docs/adr/0047), and
+``GolemTurnRuns``, which finds an inline turn's conversation (docs/adr/0050).
 
-    handle = await start_listed(client, lambda summary, waiting: client.start_workflow(...), text)
+    handle = await start_listed(client, lambda listing: client.start_workflow(...), text)
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from golem.wire.lineage import SUMMARY, WAITING
+from golem.wire.lineage import SUMMARY, TURN_RUNS, WAITING
 
 T = TypeVar("T")
 
@@ -23,33 +24,56 @@ T = TypeVar("T")
 _LACKING: dict[str, weakref.WeakSet[Client]] = {
     SUMMARY.name: weakref.WeakSet(),
     WAITING.name: weakref.WeakSet(),
+    TURN_RUNS.name: weakref.WeakSet(),
 }
 
 
-def _has(client: Client, name: str) -> bool:
+class Listing(NamedTuple):
+    """What a start sets of the optional attributes."""
+
+    summary: str | None
+    """``GolemSummary`` (``None``: an encrypting client, or a namespace without it)."""
+    waiting: bool
+    """``GolemWaiting`` at 0."""
+    turn_runs: bool
+    """``GolemTurnRuns``, empty (only an inline conversation's start gives it)."""
+
+
+def has(client: Client, name: str) -> bool:
+    """Whether ``client``'s namespace has the optional attribute ``name``, as far as a start
+    has told."""
     return client not in _LACKING[name]
 
 
-def listed(client: Client, text: str) -> tuple[str | None, bool]:
-    """What ``start_listed`` passes its start first: the summary (``None`` for an encrypting
-    client, or a namespace without ``GolemSummary``) and whether ``GolemWaiting`` is set."""
+def listed(client: Client, text: str, turn_runs: bool = False) -> Listing:
+    """What ``start_listed`` passes its start first (``turn_runs``: the workflow would list
+    its inline turns)."""
     summary = text if client.data_converter.payload_codec is None else None
-    return (summary if _has(client, SUMMARY.name) else None), _has(client, WAITING.name)
+    return Listing(
+        summary if has(client, SUMMARY.name) else None,
+        has(client, WAITING.name),
+        turn_runs and has(client, TURN_RUNS.name),
+    )
 
 
 async def start_listed(
-    client: Client, start: Callable[[str | None, bool], Awaitable[T]], text: str
+    client: Client, start: Callable[[Listing], Awaitable[T]], text: str, turn_runs: bool = False
 ) -> T:
-    """``start(text, True)``, which starts a workflow whose ``GolemSummary`` is ``text`` and
-    whose ``GolemWaiting`` is 0; for an attribute the namespace lacks (``golem setup`` adds
-    it) ``None`` or ``False`` instead. An encrypting client sets no summary: search
-    attributes are never encrypted, a prompt must not leak."""
+    """``start(listing)``, which starts a workflow whose ``GolemSummary`` is ``text``, whose
+    ``GolemWaiting`` is 0 and (``turn_runs``) which carries ``GolemTurnRuns``; for an
+    attribute the namespace lacks (``golem setup`` adds it) ``None`` or ``False`` instead.
+    An encrypting client sets no summary: search attributes are never encrypted, a prompt
+    must not leak."""
     while True:
-        summary, waiting = listed(client, text)
+        listing = listed(client, text, turn_runs)
         try:
-            return await start(summary, waiting)
+            return await start(listing)
         except RPCError as exc:
-            given = [SUMMARY.name] * (summary is not None) + [WAITING.name] * waiting
+            given = (
+                [SUMMARY.name] * (listing.summary is not None)
+                + [WAITING.name] * (listing.waiting)
+                + [TURN_RUNS.name] * listing.turn_runs
+            )
             lacking = [name for name in given if name in exc.message]
             if not lacking:
                 raise

@@ -27,7 +27,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from golem.client.records import RunRecord, fetch_run, history_reader
 from golem.messages import Message, ToolCall
 from golem.wire import names
-from golem.wire.lineage import AGENT, CONVERSATION_ID, OWNER, PARENT_RUN_ID, WAITING
+from golem.wire.lineage import AGENT, CONVERSATION_ID, OWNER, PARENT_RUN_ID, TURN_RUNS, WAITING
 from golem.workflows.agent_run import AgentRunWorkflow
 from golem.workflows.conversation import ConversationWorkflow
 
@@ -127,6 +127,28 @@ def not_a_conversation(info: RunInfo) -> str:
         f"runs continue with `golem run --conversation-id {conversation}` (durable.resume "
         "or durable.run(history=...) from a client)"
     )
+
+
+def inline_not_a_conversation(given: str, conversation_id: str) -> str:
+    """``not_a_conversation`` for an inline turn's run id (no workflow bears it)."""
+    return (
+        f"{given} is a run id (a turn of conversation {conversation_id}, run inline), not a "
+        f"conversation id: attach to {conversation_id}"
+    )
+
+
+async def inline_turn_conversation(client: Client, run_id: str) -> tuple[str, str] | None:
+    """The conversation (its id, and the workflow run that took the turn) of inline turn
+    ``run_id``, from visibility's ``GolemTurnRuns`` (docs/adr/0050-turns-inline.md); ``None``
+    when none lists it, or the namespace lacks the attribute (set up by an older golem)."""
+    query = f'{TURN_RUNS.name} = "{_quoted(run_id)}"'
+    try:
+        async for found in client.list_workflows(query, limit=1):
+            return found.id, found.run_id
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.INVALID_ARGUMENT or TURN_RUNS.name not in exc.message:
+            raise
+    return None
 
 
 async def is_conversation(client: Client, conversation_id: str) -> bool:

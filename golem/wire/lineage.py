@@ -26,8 +26,12 @@ SUMMARY = SearchAttributeKey.for_keyword(names.SUMMARY_ATTRIBUTE)
 #: 0 when none: the pending inbox's filter (golem.client.inbox). Optional like GolemSummary:
 #: a run started where the namespace lacks it never sets it (docs/adr/0047-pending-inbox.md).
 WAITING = SearchAttributeKey.for_int(names.WAITING_ATTRIBUTE)
+#: The run ids of the inline turns a conversation's workflow run took (a closed run keeps
+#: its own): ``GolemTurnRuns = 'ID'`` finds an inline turn's conversation. Optional like
+#: GolemWaiting: only a conversation whose start carried it sets it (docs/adr/0050).
+TURN_RUNS = SearchAttributeKey.for_keyword_list(names.TURN_RUNS_ATTRIBUTE)
 #: Register these on a cluster once (``golem setup``); the dev server gets them from ``golem dev``.
-SEARCH_ATTRIBUTES = (CONVERSATION_ID, AGENT, PARENT_RUN_ID, OWNER, SUMMARY, WAITING)
+SEARCH_ATTRIBUTES = (CONVERSATION_ID, AGENT, PARENT_RUN_ID, OWNER, SUMMARY, WAITING, TURN_RUNS)
 
 
 def run_search_attributes(
@@ -38,10 +42,13 @@ def run_search_attributes(
     *,
     summary: str | None = None,
     waiting: bool = False,
+    turn_runs: bool = False,
 ) -> TypedSearchAttributes:
     """The lineage every run (and conversation workflow) carries; ``owner`` for a
     conversation someone owns; ``summary`` too, where the namespace has ``GolemSummary``;
-    ``waiting``: ``GolemWaiting`` at 0, where the namespace has it (the run keeps it true)."""
+    ``waiting``: ``GolemWaiting`` at 0, where the namespace has it (the run keeps it true);
+    ``turn_runs``: ``GolemTurnRuns`` empty (the start fails where the namespace lacks it;
+    Temporal keeps no empty list, so the conversation's memo says it was carried)."""
     pairs: list[SearchAttributePair[Any]] = [
         SearchAttributePair(CONVERSATION_ID, conversation_id),
         SearchAttributePair(AGENT, agent),
@@ -54,6 +61,8 @@ def run_search_attributes(
         pairs.append(SearchAttributePair(SUMMARY, summary))
     if waiting:
         pairs.append(SearchAttributePair(WAITING, 0))
+    if turn_runs:
+        pairs.append(SearchAttributePair(TURN_RUNS, []))
     return TypedSearchAttributes(pairs)
 
 

@@ -75,6 +75,9 @@ OWNER_ATTRIBUTE: Final = "GolemOwner"
 SUMMARY_ATTRIBUTE: Final = "GolemSummary"
 #: (Int) How many calls a run waits for now: the pending inbox's filter.
 WAITING_ATTRIBUTE: Final = "GolemWaiting"
+#: (KeywordList) The run ids of the inline turns a conversation's workflow run took: an
+#: inline turn's run id finds its conversation (docs/adr/0050-turns-inline.md).
+TURN_RUNS_ATTRIBUTE: Final = "GolemTurnRuns"
 
 # Memo keys.
 #: A cancelled run's ``Failed`` (a cancel carries no details).
@@ -94,6 +97,9 @@ HANDED_RUN_MEMO: Final = "golemHandedRun"
 #: Memo key of a conversation whose turns run inline (set at its start): its turns'
 #: streams are its own stream's, not child runs' (docs/adr/0050-turns-inline.md).
 INLINE_MEMO: Final = "golemInlineTurns"
+#: Memo key of an inline conversation started where the namespace has ``GolemTurnRuns``
+#: (its start carried it): it lists its turns' run ids there.
+TURN_RUNS_MEMO: Final = "golemTurnRuns"
 
 # ApplicationError types.
 #: A failed run; its details are a ``Failed``.

@@ -70,6 +70,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows.approvals import ApprovalGate, refuse_invalid_edits
     from golem.workflows.conversation_run import IdleTimeout, carried_input, details, summary
     from golem.workflows.executor import TemporalExecutor
+    from golem.workflows.listed_turns import ListedTurns
     from golem.workflows.patches import CONTINUED_SUMMARY, EXTERNAL_TIMEOUT, patched
     from golem.workflows.streams import TurnStreams
     from golem.workflows.turn_runs import (
@@ -145,6 +146,7 @@ class ConversationWorkflow:
         self._inline_task: asyncio.Task[None] | None = None  # the inline turn's, the latest
         # Only inline conversations host a stream: a child turn's run hosts its own.
         self._streams = TurnStreams(input.stream) if input.inline_turns else None
+        self._listed = ListedTurns() if input.inline_turns else None  # GolemTurnRuns
         self._tickets = 0
         self._answers: dict[int, TurnOutput | ConversationSummary | ApplicationError] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # held: the loop keeps weak references
@@ -162,10 +164,10 @@ class ConversationWorkflow:
             while not turns.over:
                 # Without the machine's due flag, sends from several clients, each arriving
                 # while another's turn runs, would put the switch off forever.
-                due = lambda: turns.over or (not turns.due and _switch_suggested())  # noqa: E731
+                due = lambda: turns.over or (not turns.due and self._switch_due())  # noqa: E731
                 if await self._idle.wait(turns, due):
                     await self._perform(turns.rest())
-                elif not turns.over and not turns.due and _switch_suggested():
+                elif not turns.over and not turns.due and self._switch_due():
                     await self._perform(turns.suggest())
         except asyncio.CancelledError:
             await self._stop_inline_turn()
@@ -193,9 +195,15 @@ class ConversationWorkflow:
         workflow.continue_as_new(
             following,
             memo=self._continued_memo(),
+            # This run's GolemTurnRuns stays on it (visibility finds its turns there).
+            search_attributes=self._listed.following() if self._listed is not None else None,
             # Onto the deployment's target version: unversioned workers ignore it.
             initial_versioning_behavior=workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE,
         )
+
+    def _switch_due(self) -> bool:
+        """Continue as new: suggested, or this run's ``GolemTurnRuns`` is full."""
+        return _switch_suggested() or (self._listed is not None and self._listed.full)
 
     # -- updates and signals: each one transition ----------------------------------------
 
@@ -422,6 +430,8 @@ class ConversationWorkflow:
         self._turns.run_begins(start)
         self._turns.handoffs.begin(turn, start)
         if self._inline:
+            if self._listed is not None:  # in the task that starts the turn: no task more
+                self._listed.take(run_id)
             self._inline_task = self._spawn(self._run_inline(payload, start))
             return
         title = lineage.summary(agent, turn.prompt or "(handed over)")

@@ -69,6 +69,10 @@ HANDED_RUNS = "golem.handed-runs"
 #: are paged: carried by value they could pass Temporal's payload limit.
 UTF8_PAGES = "golem.utf8-pages"
 
+#: An inline conversation whose start carried ``GolemTurnRuns`` lists each inline turn's
+#: run id there as the turn starts, and continues as new before the list passes its bound.
+TURN_RUNS_LISTED = "golem.turn-runs-listed"
+
 #: The live patches, by id.
 PATCHES: dict[str, Patch] = {
     TOOLSETS_IN_AGENT_ORDER: Patch(
@@ -122,6 +126,12 @@ PATCHES: dict[str, Patch] = {
     UTF8_PAGES: Patch(
         UTF8_PAGES,
         adr="docs/adr/0005-durable-runs.md",
+        since="0.3.0",
+        removable_after="0.2.0",
+    ),
+    TURN_RUNS_LISTED: Patch(
+        TURN_RUNS_LISTED,
+        adr="docs/adr/0050-turns-inline.md",
         since="0.3.0",
         removable_after="0.2.0",
     ),
