@@ -6,8 +6,10 @@ the attribute runs inline turns unlisted, as before."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -17,16 +19,24 @@ from temporalio.worker import Worker
 from test_cli import address, golem
 from test_conversation import echo_agent, serve
 from test_conversation_boundaries import continued
+from test_conversation_idle import closed
 from test_inbox import server_without
 from waiting import eventually
 
+from golem import Agent
 from golem.client import DurableAgent, DurableConversation
 from golem.client.lookups import inline_not_a_conversation, inline_turn_conversation
 from golem.messages import load_messages
-from golem.wire import names
-from golem.wire.lineage import CONVERSATION_ID, TURN_RUNS, WAITING
+from golem.wire import ConversationInput, names
+from golem.wire.lineage import (
+    CONVERSATION_ID,
+    TURN_RUNS,
+    WAITING,
+    run_search_attributes,
+)
 from golem.worker import GolemPlugin
 from golem.workflows import listed_turns
+from golem.workflows.conversation import ConversationWorkflow
 
 _ = address  # a fixture, shared with test_cli
 
@@ -47,21 +57,41 @@ def sent(accepted: Any) -> bytes:
 
 @asynccontextmanager
 async def inline_conversation(
-    client: Client, name: str
+    client: Client, name: str, idle_timeout: timedelta | None = None
 ) -> AsyncIterator[tuple[DurableAgent[Any], DurableConversation[Any]]]:
     """A new inline conversation of an echoing agent (and the agent), served meanwhile."""
     agent, _ = echo_agent(name)
     async with serve(client, agent) as tq:
         durable = DurableAgent(client, agent, task_queue=tq)
-        yield durable, await durable.conversation(inline_turns=True)
+        yield durable, await durable.conversation(idle_timeout=idle_timeout, inline_turns=True)
+
+
+async def listed_conversation(
+    client: Client, agent: Agent[Any, Any], task_queue: str, turns_per_run: int
+) -> DurableConversation[Any]:
+    """An inline conversation started as ``durable.conversation`` starts one where the
+    namespace has ``GolemTurnRuns``, continuing as new after every ``turns_per_run`` turns."""
+    conversation_id = f"listed-{uuid.uuid4()}"
+    await client.start_workflow(
+        ConversationWorkflow.run,
+        ConversationInput(agent=agent.name, turns_per_run=turns_per_run, inline_turns=True),
+        id=conversation_id,
+        task_queue=task_queue,
+        search_attributes=run_search_attributes(
+            conversation_id, agent.name, waiting=True, turn_runs=True
+        ),
+        memo={names.INLINE_MEMO: True, names.TURN_RUNS_MEMO: True},
+    )
+    durable = DurableAgent(client, agent, task_queue=task_queue)
+    return DurableConversation(durable, client.get_workflow_handle(conversation_id))
 
 
 async def test_each_inline_turn_is_listed_on_the_workflow_run_that_took_it(
-    temporal_client: Client, monkeypatch: pytest.MonkeyPatch
+    temporal_client: Client,
 ) -> None:
-    # Three run ids fill half the bound: the run continues as new after its third turn.
-    monkeypatch.setattr(listed_turns, "LIST_BYTES", 200)
-    async with inline_conversation(temporal_client, "listed") as (_, conv):
+    agent, _ = echo_agent("listed")
+    async with serve(temporal_client, agent) as tq:
+        conv = await listed_conversation(temporal_client, agent, tq, turns_per_run=3)
         turns = [(await conv.send(f"turn {n}")).run_id for n in range(5)]
         await conv.close()
     assert await continued(temporal_client, conv.id) == 1
@@ -98,23 +128,43 @@ async def test_each_inline_turn_is_listed_on_the_workflow_run_that_took_it(
         assert not [e for e in events[at:upsert] if e.event_type in tasks], turn
 
 
-async def test_a_run_id_past_the_bound_is_left_unlisted_and_the_conversation_goes_on(
+async def test_turns_past_the_bound_are_left_unlisted_and_the_conversation_goes_on(
     temporal_client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Temporal fails a workflow task whose upsert passes its limit (2,048 bytes by default),
-    # for ever: an id the bound cannot take is left out, and the run continues as new.
-    monkeypatch.setattr(listed_turns, "LIST_BYTES", 100)
+    # for ever: a run id the list cannot take under its bound is left out.
+    monkeypatch.setattr(listed_turns, "LIST_BYTES", 100)  # two uuid7 ids: 80 bytes
     async with inline_conversation(temporal_client, "bounded") as (_, conv):
+        results = [await conv.send(p) for p in ("one", "two", "three")]
         long = await conv.send("long", run_id="x" * 120)
-        after = await conv.send("after")
         await conv.close()
-    assert (long.output, after.output) == ("1: long", "2: after")
-    assert await listed_on(temporal_client, after.run_id) == (
-        conv.id,
-        (await conv.handle.describe()).run_id,
-    )
+    assert [r.output for r in [*results, long]] == ["1: one", "2: two", "3: three", "4: long"]
+    latest = (await conv.handle.describe()).run_id
+    first, second, third = (r.run_id for r in results)
+    assert await listed_on(temporal_client, second) == (conv.id, latest)
+    handle = temporal_client.get_workflow_handle(conv.id, run_id=latest)
+    assert (await handle.describe()).typed_search_attributes.get(TURN_RUNS) == [first, second]
+    assert await inline_turn_conversation(temporal_client, third) is None
     assert await inline_turn_conversation(temporal_client, long.run_id) is None
-    assert await continued(temporal_client, conv.id) == 1
+    assert await continued(temporal_client, conv.id) == 0
+
+
+async def test_a_list_that_would_pass_temporals_limit_stops_short_of_it(
+    temporal_client: Client,
+) -> None:
+    # Three 700-character run ids make 2,113 bytes: the dev server fails the whole workflow
+    # on such an upsert (measured without the bound: the third send met a closed
+    # conversation, BadSearchAttributes). The bound leaves the third unlisted instead.
+    async with inline_conversation(temporal_client, "limit") as (_, conv):
+        ids = [f"{n}" + "r" * 699 for n in range(3)]
+        results = [await conv.send(f"t{n}", run_id=ids[n]) for n in range(3)]
+        described = await conv.handle.describe()
+        events = [e async for e in conv.handle.fetch_history_events()]
+        await conv.close()
+    assert [r.output for r in results] == ["1: t0", "2: t1", "3: t2"]
+    assert described.typed_search_attributes.get(TURN_RUNS) == ids[:2]
+    failed = EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+    assert not [e for e in events if e.event_type == failed]
 
 
 async def test_golem_show_and_the_client_find_an_inline_turn_by_its_run_id(
@@ -188,3 +238,21 @@ async def test_a_namespace_without_golem_turn_runs_runs_inline_turns_unlisted() 
     assert memo.get(names.INLINE_MEMO) is True and names.TURN_RUNS_MEMO not in memo
     assert shown.code == 1
     assert "a turn run inline is no workflow: `golem show` its conversation" in shown.err
+
+
+async def test_a_reopened_conversation_lists_its_turns_on_its_new_run_alone(
+    temporal_client: Client,
+) -> None:
+    rests = timedelta(seconds=1)
+    async with inline_conversation(temporal_client, "reopened", rests) as (_, conv):
+        first = await conv.send("one")
+        await eventually(closed(temporal_client, conv.id), what="the conversation to rest")
+        rested = (await conv.handle.describe()).run_id
+        second = await conv.send("two")  # reopens it: a new workflow run
+        reopened = (await conv.handle.describe()).run_id
+        await conv.close()
+    assert second.output == "2: two" and reopened != rested
+    assert await listed_on(temporal_client, first.run_id) == (conv.id, rested)
+    assert await listed_on(temporal_client, second.run_id) == (conv.id, reopened)
+    handle = temporal_client.get_workflow_handle(conv.id, run_id=reopened)
+    assert (await handle.describe()).typed_search_attributes.get(TURN_RUNS) == [second.run_id]

@@ -164,10 +164,10 @@ class ConversationWorkflow:
             while not turns.over:
                 # Without the machine's due flag, sends from several clients, each arriving
                 # while another's turn runs, would put the switch off forever.
-                due = lambda: turns.over or (not turns.due and self._switch_due())  # noqa: E731
+                due = lambda: turns.over or (not turns.due and _switch_suggested())  # noqa: E731
                 if await self._idle.wait(turns, due):
                     await self._perform(turns.rest())
-                elif not turns.over and not turns.due and self._switch_due():
+                elif not turns.over and not turns.due and _switch_suggested():
                     await self._perform(turns.suggest())
         except asyncio.CancelledError:
             await self._stop_inline_turn()
@@ -200,10 +200,6 @@ class ConversationWorkflow:
             # Onto the deployment's target version: unversioned workers ignore it.
             initial_versioning_behavior=workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE,
         )
-
-    def _switch_due(self) -> bool:
-        """Continue as new: suggested, or this run's ``GolemTurnRuns`` is full."""
-        return _switch_suggested() or (self._listed is not None and self._listed.full)
 
     # -- updates and signals: each one transition ----------------------------------------
 

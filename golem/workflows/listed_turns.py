@@ -4,7 +4,7 @@ run that took turn ``ID`` (docs/adr/0050-turns-inline.md).
 
     listed = ListedTurns()
     listed.take(run_id)         # as the turn starts: one upsert, in the task that starts it
-    if listed.full: ...         # continue as new: the next run lists its own
+    workflow.continue_as_new(..., search_attributes=listed.following())  # the next lists anew
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ with workflow.unsafe.imports_passed_through():
 
 #: The list's bound in bytes as Temporal measures it (its JSON): Temporal's default limit
 #: on one search attribute value is 2,048 bytes, and an upsert past it fails the workflow
-#: task for ever. A run id past the bound stays unlisted.
+#: task for ever. About 49 uuid7 run ids fit; the turns after them in the same workflow
+#: run stay unlisted: continuing as new to list them carries the transcript again (with
+#: 60-turn conversations, 2.24x the floor's history bytes per turn, against 1.04x).
 LIST_BYTES = 2000
 
 
@@ -30,25 +32,20 @@ def _size(run_ids: list[str]) -> int:
 
 
 class ListedTurns:
-    """The run ids this workflow run has listed; ``full`` past half the bound: the run
-    continues as new at its next idle point, so the turns queued meanwhile still fit."""
+    """The run ids this workflow run has listed."""
 
     def __init__(self) -> None:
         self.run_ids: list[str] = []
-        self.full = False
         # Where the namespace lacks GolemTurnRuns its start carried none: nothing is listed.
         self._carried = bool(workflow.memo_value(names.TURN_RUNS_MEMO, False))
 
     def take(self, run_id: str) -> None:
         """List ``run_id`` (a turn run inline starts): only where the conversation's start
-        carried ``GolemTurnRuns`` (its memo says so), never past the bound."""
+        carried ``GolemTurnRuns`` (its memo says so), and only under the bound."""
         if not self._carried or not patched(TURN_RUNS_LISTED):
             return
         listed = [*self.run_ids, run_id]
-        size = _size(listed)
-        self.full = self.full or size > LIST_BYTES // 2
-        if size > LIST_BYTES:
-            self.full = True
+        if _size(listed) > LIST_BYTES:
             return
         self.run_ids = listed
         workflow.upsert_search_attributes([TURN_RUNS.value_set(listed)])
