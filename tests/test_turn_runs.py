@@ -20,6 +20,7 @@ from test_cli import address, golem
 from test_conversation import echo_agent, serve
 from test_conversation_boundaries import continued
 from test_conversation_idle import closed
+from test_handoff_conversation import desk
 from test_inbox import server_without
 from waiting import eventually
 
@@ -256,3 +257,23 @@ async def test_a_reopened_conversation_lists_its_turns_on_its_new_run_alone(
     assert await listed_on(temporal_client, second.run_id) == (conv.id, reopened)
     handle = temporal_client.get_workflow_handle(conv.id, run_id=reopened)
     assert (await handle.describe()).typed_search_attributes.get(TURN_RUNS) == [second.run_id]
+
+
+async def test_the_run_a_turn_handed_over_to_is_listed_and_shown(
+    address: str, temporal_client: Client
+) -> None:
+    billing, _ = desk("billing")
+    triage, _ = desk("triage", hands_to="billing", handoffs=[billing])
+    async with serve(temporal_client, triage) as tq:
+        durable = DurableAgent(temporal_client, triage, task_queue=tq)
+        conv = await durable.conversation(inline_turns=True)
+        handed = await conv.send("billing please")
+        await conv.close()
+    [target] = handed.sub_runs
+    run = (await conv.handle.describe()).run_id
+    assert await listed_on(temporal_client, target) == (conv.id, run)
+    shown = await golem("show", target)
+    assert shown.code == 0, shown.err
+    assert shown.out.splitlines()[0] == (
+        f"run {target}: completed (a turn of conversation {conv.id}, run inline)"
+    )

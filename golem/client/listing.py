@@ -45,6 +45,11 @@ def has(client: Client, name: str) -> bool:
     return client not in _LACKING[name]
 
 
+def lacking(client: Client, name: str) -> None:
+    """``client``'s namespace lacks the optional attribute ``name`` (a query said so)."""
+    _LACKING[name].add(client)
+
+
 def listed(client: Client, text: str, turn_runs: bool = False) -> Listing:
     """What ``start_listed`` passes its start first (``turn_runs``: the workflow would list
     its inline turns)."""
@@ -74,7 +79,7 @@ async def start_listed(
                 + [WAITING.name] * (listing.waiting)
                 + [TURN_RUNS.name] * listing.turn_runs
             )
-            lacking = [name for name in given if name in exc.message]
-            if not lacking:
+            missing = [name for name in given if name in exc.message]
+            if not missing:
                 raise
-            _LACKING[lacking[0]].add(client)
+            _LACKING[missing[0]].add(client)

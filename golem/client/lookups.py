@@ -24,6 +24,7 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from golem.client.listing import has, lacking
 from golem.client.records import RunRecord, fetch_run, history_reader
 from golem.messages import Message, ToolCall
 from golem.wire import names
@@ -141,6 +142,8 @@ async def inline_turn_conversation(client: Client, run_id: str) -> tuple[str, st
     """The conversation (its id, and the workflow run that took the turn) of inline turn
     ``run_id``, from visibility's ``GolemTurnRuns`` (docs/adr/0050-turns-inline.md); ``None``
     when none lists it, or the namespace lacks the attribute (set up by an older golem)."""
+    if not has(client, TURN_RUNS.name):
+        return None
     query = f'{TURN_RUNS.name} = "{_quoted(run_id)}"'
     try:
         async for found in client.list_workflows(query, limit=1):
@@ -148,6 +151,7 @@ async def inline_turn_conversation(client: Client, run_id: str) -> tuple[str, st
     except RPCError as exc:
         if exc.status != RPCStatusCode.INVALID_ARGUMENT or TURN_RUNS.name not in exc.message:
             raise
+        lacking(client, TURN_RUNS.name)  # asked once per client
     return None
 
 
