@@ -76,10 +76,10 @@ async def start_listed(
         except RPCError as exc:
             given = (
                 [SUMMARY.name] * (listing.summary is not None)
-                + [WAITING.name] * (listing.waiting)
+                + [WAITING.name] * listing.waiting
                 + [TURN_RUNS.name] * listing.turn_runs
             )
             missing = [name for name in given if name in exc.message]
             if not missing:
                 raise
-            _LACKING[missing[0]].add(client)
+            lacking(client, missing[0])
