@@ -70,7 +70,7 @@ HANDED_RUNS = "golem.handed-runs"
 UTF8_PAGES = "golem.utf8-pages"
 
 #: An inline conversation whose start carried ``GolemTurnRuns`` lists each inline turn's
-#: run id there as the turn starts, and continues as new before the list passes its bound.
+#: run id there as the turn starts, up to the list's bound (golem.workflows.listed_turns).
 TURN_RUNS_LISTED = "golem.turn-runs-listed"
 
 #: The live patches, by id.
