@@ -20,11 +20,13 @@ from waiting import eventually
 
 from golem import Agent, Message, RunContext, ToolCall
 from golem.client import WAITING, DurableAgent, PendingCall, pending
+from golem.client.conversations import started_by_first_turn
 from golem.models import FunctionModel, ToolDefinition
 from golem.testing import STARTUP_TIMEOUT, temporal_cli
+from golem.wire import ConversationInput
 from golem.wire.converter import golem_data_converter
 from golem.wire.inbox import ARGS_LISTED, WAITING_MEMO
-from golem.wire.lineage import PARENT_RUN_ID, SEARCH_ATTRIBUTES
+from golem.wire.lineage import PARENT_RUN_ID, SEARCH_ATTRIBUTES, TURN_RUNS
 from golem.worker import GolemPlugin
 
 
@@ -248,3 +250,28 @@ async def test_a_runs_own_external_tool_is_listed_and_completed_in_the_same_run(
     assert call.kind == "external"
     assert call.command == f"golem complete {run.run_id} s1 --result JSON"
     assert done.output == "seat 3C" and done.run_id == run.run_id
+
+
+@pytest.mark.parametrize(
+    ("attribute", "inline_turns"), [(WAITING.name, False), (TURN_RUNS.name, True)]
+)
+async def test_a_first_turn_that_starts_its_conversation_runs_where_the_namespace_lacks_one(
+    attribute: str, inline_turns: bool
+) -> None:
+    """golem serve's new thread: its first turn starts the conversation (update-with-start),
+    a call whose start carried what the namespace lacks; it goes again without it."""
+    async with server_without(attribute) as client:
+        agent = transfer_agent([])
+        async with Worker(client, task_queue="older", plugins=[GolemPlugin(agent)]):
+            durable = DurableAgent(client, agent, task_queue="older")
+            input = ConversationInput(agent=agent.name, inline_turns=inline_turns)
+            first = started_by_first_turn(durable, "thread-1", input, "")
+            waiting = await first.send("pay")
+            done = await first.approve({"t1": True})
+            described = await first.handle.describe()
+            again = started_by_first_turn(durable, "thread-2", input, "")  # lacking is known
+            assert (await again.send("pay")).pending_approvals
+            await again.approve({"t1": False})
+    assert [c.id for c in waiting.pending_approvals] == ["t1"]
+    assert done.output == "moved 5 | balance 100"
+    assert described.search_attributes.get(attribute) is None

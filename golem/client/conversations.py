@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from pydantic import TypeAdapter
 from temporalio.client import (
@@ -35,7 +35,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from golem.approvals import DecisionInput
 from golem.client.decisions import checked_decisions, checked_results
 from golem.client.inputs import check_size, checked
-from golem.client.listing import Listing, listed, start_listed
+from golem.client.listing import Listing, start_listed
 from golem.client.lookups import awaiting_approval, existing_run, not_a_conversation
 from golem.client.records import history_reader, inline_turns_of
 from golem.client.recovery import (
@@ -134,13 +134,26 @@ def started_by_first_turn(
     the turn in one call (update-with-start), as ``start_conversation`` would have started
     it. That send raises ``WorkflowAlreadyStartedError`` when a workflow by that id exists
     (then nothing was started or sent), or the call's ``RPCError``, without a retry."""
-    listing = listed(agent.client, f"{agent.agent_name}: conversation", input.inline_turns)
-    options = _new_options(agent, conversation_id, input, owner, listing)
-    start = WithStartWorkflowOperation(ConversationWorkflow.run, input, **options)
+
+    def start(listing: Listing) -> WithStartWorkflowOperation[Any, Any]:
+        options = _new_options(agent, conversation_id, input, owner, listing)
+        return WithStartWorkflowOperation(ConversationWorkflow.run, input, **options)
+
+    title = f"{agent.agent_name}: conversation"
     handle = agent.client.get_workflow_handle(conversation_id)
-    conversation = DurableConversation(agent, handle, starting=start)
+    starting = FirstStart(start, title, input.inline_turns)
+    conversation = DurableConversation(agent, handle, starting=starting)
     conversation.inline = input.inline_turns
     return conversation
+
+
+class FirstStart(NamedTuple):
+    """A new conversation's start, carried by its first send: made for the optional search
+    attributes its namespace has, and made again without one it refuses."""
+
+    make: Callable[[Listing], WithStartWorkflowOperation[Any, Any]]
+    title: str
+    turn_runs: bool
 
 
 def _new_options(
@@ -285,7 +298,7 @@ class DurableConversation(Generic[OutputT]):
         agent: ServedAgent[OutputT],
         handle: WorkflowHandle[Any, Any],
         recovery_timeout: timedelta = RECOVERY_TIMEOUT,
-        starting: WithStartWorkflowOperation[Any, Any] | None = None,
+        starting: FirstStart | None = None,
     ) -> None:
         self.agent = agent
         self._starting = starting  # the workflow's start, carried by the first send
@@ -508,7 +521,15 @@ class DurableConversation(Generic[OutputT]):
             return reopening(client, self.id, turn) if carry else reopen(client, self.id, turn)
 
         starting, self._starting = self._starting, None  # a start is used once
-        return take_turn(client, self.handle, turn, recovery, reopen_it, accepted, starting)
+        if starting is None:
+            return take_turn(client, self.handle, turn, recovery, reopen_it, accepted)
+
+        def carried(listing: Listing) -> Awaitable[TurnOutput]:
+            start = starting.make(listing)
+            return take_turn(client, self.handle, turn, recovery, reopen_it, accepted, start)
+
+        # Refused for an attribute the namespace lacks, nothing started: again without it.
+        return start_listed(client, carried, starting.title, starting.turn_runs)
 
     async def _finish(self, sent: Awaitable[TurnOutput], recovery: TurnRecovery) -> Result[OutputT]:
         """The turn's ``Result`` once its update returns, or its ``RunError``."""

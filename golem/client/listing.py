@@ -79,7 +79,21 @@ async def start_listed(
                 + [WAITING.name] * listing.waiting
                 + [TURN_RUNS.name] * listing.turn_runs
             )
-            missing = [name for name in given if name in exc.message]
+            said = _said(exc)
+            missing = [name for name in given if name in said]
             if not missing:
                 raise
             lacking(client, missing[0])
+
+
+def _said(exc: BaseException) -> str:
+    """Everything ``exc`` says, its causes and details included: an update-with-start's
+    error names the refused attribute only in its start's own error, inside it."""
+    said: list[str] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(said) < 10:
+        said.append(str(seen))
+        if isinstance(seen, RPCError):
+            said.append(seen.raw_grpc_status.decode("utf-8", "replace"))
+        seen = seen.__cause__ or seen.__context__
+    return "\n".join(said)
