@@ -33,6 +33,12 @@ def parse(body: str) -> list[dict[str, str]]:
     return events
 
 
+async def started(http: httpx.AsyncClient) -> str:
+    """A new conversation of refunds' (its id)."""
+    conversation: str = (await http.post("/conversations", json={"agent": "refunds"})).json()["id"]
+    return conversation
+
+
 async def test_a_turn_waits_for_approval_streams_resumes_and_finishes_after_a_decision(
     temporal_env: WorkflowEnvironment, both_shapes: str
 ) -> None:
@@ -266,6 +272,27 @@ async def test_bad_requests_get_a_status_and_one_line_never_a_500(
         "bad event id": (400, "Last-Event-ID must be <run id>:<offset>, not 'soon'"),
         "no turn yet": (204, ""),
     }
+
+
+async def test_a_message_to_a_closed_conversation_is_a_409_and_changes_nothing(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """Found by tests/test_serve_fuzz.py: it was a 500 (ConversationClosedError raised)."""
+    async with (
+        serving(temporal_env) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        handle = temporal_env.client.get_workflow_handle(await started(http))
+        await http.post(f"/conversations/{handle.id}/close")
+        before = (await handle.describe()).history_length
+        sent = await http.post(f"/conversations/{handle.id}/messages", json={"text": "more"})
+        after = (await handle.describe()).history_length
+
+    assert (sent.status_code, sent.json()) == (
+        409,
+        {"error": f"conversation {handle.id} is completed; fork it to go on", "code": "closed"},
+    )
+    assert after == before
 
 
 @pytest.mark.usefixtures("both_shapes")

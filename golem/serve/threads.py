@@ -27,6 +27,7 @@ from golem.client.lookups import (
     conversation_messages,
     existing_run,
 )
+from golem.errors import ConversationClosedError
 from golem.events import RunEvent
 from golem.external import ExternalTool
 from golem.messages import Message, ToolCall
@@ -176,7 +177,10 @@ class Thread:
         finally:
             begun.cancel()
         if sent.done() and not stream.started:
-            await sent  # raises the refusal
+            try:
+                await sent  # raises the refusal
+            except ConversationClosedError as exc:
+                raise Problem(409, str(exc), "closed") from None
         return run_id
 
     async def decide(
