@@ -274,6 +274,32 @@ async def test_bad_requests_get_a_status_and_one_line_never_a_500(
     }
 
 
+async def test_a_body_nested_past_the_depth_limit_or_holding_nan_is_a_400(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """Found by tests/test_serve_fuzz.py: 3,000 brackets were a 500 (RecursionError); NaN
+    was read as a number, though no JSON holds it."""
+    async with (
+        serving(temporal_env) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        deep = await http.post("/conversations", content=b"[" * 3000 + b"]" * 3000)
+        nan = await http.post("/conversations", content=b'{"agent": "refunds", "id": NaN}')
+
+    assert (deep.status_code, deep.json()) == (
+        400,
+        {
+            "error": "the request body is not JSON: JSON nested 3000 levels deep, past "
+            "golem's limit of 256",
+            "code": "bad_request",
+        },
+    )
+    assert (nan.status_code, nan.json()["error"]) == (
+        400,
+        "the request body is not JSON: NaN is not JSON",
+    )
+
+
 async def test_a_message_to_a_closed_conversation_is_a_409_and_changes_nothing(
     temporal_env: WorkflowEnvironment,
 ) -> None:

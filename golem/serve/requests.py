@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.requests import Request
 
 from golem.serve.errors import Problem
+from golem.strict_json import loads_strict
 
 #: The largest request body served by default: a long transcript sent back by AG-UI.
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -15,7 +15,7 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 
 async def read_json(request: Request, limit: int) -> dict[str, Any]:
     """The body as a JSON object; 413 past ``limit`` bytes (never read further), 400 when
-    it is not a JSON object."""
+    it is not a JSON object (RFC 8259: no NaN, nothing nested past golem's depth limit)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise Problem(413, f"the request body is {declared} bytes: this server takes {limit}")
@@ -25,8 +25,9 @@ async def read_json(request: Request, limit: int) -> dict[str, Any]:
         if size > limit:
             raise Problem(413, f"the request body is over {limit} bytes: this server takes no more")
         chunks.append(chunk)
+    data = b"".join(chunks) or b"null"
     try:
-        body = json.loads(b"".join(chunks) or b"null")
+        body = loads_strict(data)
     except ValueError as exc:
         raise Problem(400, f"the request body is not JSON: {exc}") from None
     if not isinstance(body, dict):
