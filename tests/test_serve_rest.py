@@ -300,6 +300,40 @@ async def test_a_body_nested_past_the_depth_limit_or_holding_nan_is_a_400(
     )
 
 
+async def test_a_body_holding_a_lone_surrogate_is_a_400_in_every_protocol(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """Found by tests/test_serve_fuzz.py: an escaped lone surrogate (valid JSON grammar, no
+    UTF-8 text) was a 500 as a conversation id, dropped an AG-UI stream after RUN_STARTED
+    as a thread id, and hung a decision's stream for good as a denial's reason."""
+    async with (
+        serving(temporal_env) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        conversation = await started(http)
+        await http.post(f"/conversations/{conversation}/messages", json={"text": "Refund 9"})
+        parse((await http.get(f"/conversations/{conversation}/events")).text)  # until it waits
+        answers = [
+            await http.post("/conversations", content=b'{"agent": "refunds", "id": "\\ud800"}'),
+            await http.post(
+                "/agents/refunds/agui",
+                content=b'{"threadId": "\\udc00", "runId": "r", "messages": []}',
+            ),
+            await http.post(
+                f"/conversations/{conversation}/decisions",
+                content=b'{"decisions": {"refund-9": {"approved": false, "reason": "\\ud83d"}}}',
+            ),
+        ]
+        still = (await http.get(f"/conversations/{conversation}")).json()["waiting"]
+
+    assert [(a.status_code, a.json()["error"]) for a in answers] == [
+        (400, "the request body is not UTF-8 text: it holds a lone surrogate (\\ud800)"),
+        (400, "the request body is not UTF-8 text: it holds a lone surrogate (\\udc00)"),
+        (400, "the request body is not UTF-8 text: it holds a lone surrogate (\\ud83d)"),
+    ]
+    assert [c["id"] for c in still] == ["refund-9"]  # nothing was sent
+
+
 async def test_a_message_to_a_closed_conversation_is_a_409_and_changes_nothing(
     temporal_env: WorkflowEnvironment,
 ) -> None:
