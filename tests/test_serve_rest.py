@@ -274,6 +274,32 @@ async def test_bad_requests_get_a_status_and_one_line_never_a_500(
     }
 
 
+async def test_a_path_no_route_serves_gets_the_problem_shape_too(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """Found by tests/test_serve_fuzz.py: an empty agent name or an id holding "/" missed
+    every route and got Starlette's plain "Not Found", without a code."""
+    async with (
+        serving(temporal_env) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        empty = await http.post("/agents//chat", json={})
+        slash = await http.get("/conversations/a%2Fb/events")
+        method = await http.delete("/conversations")
+
+    assert (empty.status_code, empty.json()) == (
+        404,
+        {"error": "no route for POST '/agents//chat' (see /openapi.json)", "code": "not_found"},
+    )
+    assert slash.json()["error"] == (
+        "no route for GET '/conversations/a/b/events' (see /openapi.json)"
+    )
+    assert (method.status_code, method.json()) == (
+        405,
+        {"error": "DELETE is not allowed on '/conversations'", "code": "method_not_allowed"},
+    )
+
+
 async def test_a_body_nested_past_the_depth_limit_or_holding_nan_is_a_400(
     temporal_env: WorkflowEnvironment,
 ) -> None:

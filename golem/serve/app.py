@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -92,9 +93,23 @@ def create_app(
     return Starlette(
         routes=routes,
         middleware=[cors],
-        exception_handlers={Problem: _problem},  # type: ignore[dict-item]
+        exception_handlers={Problem: _problem, HTTPException: _no_route},  # type: ignore[dict-item]
     )
 
 
 async def _problem(request: Request, exc: Problem) -> Response:
     return JSONResponse({"error": exc.reason, "code": exc.code}, status_code=exc.status)
+
+
+async def _no_route(request: Request, exc: HTTPException) -> Response:
+    """A path or method no route serves, answered in the problem's shape as well."""
+    path = request.url.path
+    if exc.status_code == 405:
+        problem = Problem(405, f"{request.method} is not allowed on {path!r}", "method_not_allowed")
+    elif exc.status_code == 404:
+        problem = Problem(404, f"no route for {request.method} {path!r} (see /openapi.json)")
+    else:
+        problem = Problem(exc.status_code, str(exc.detail))
+    answer = await _problem(request, problem)
+    answer.headers.update(exc.headers or {})
+    return answer
