@@ -381,6 +381,36 @@ async def test_a_message_to_a_closed_conversation_is_a_409_and_changes_nothing(
     assert after == before
 
 
+async def test_edited_arguments_over_the_bound_are_a_413_and_the_turn_still_waits(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """An app that knows its agent by name cannot check edited arguments against the tool:
+    3 MB of them (under the body bound) were sent, and the run's workflow task failed for
+    ever on Temporal's payload limit while the request hung."""
+    async with (
+        serving(temporal_env, by_name=True) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        url = f"/conversations/{await started(http)}"
+        await http.post(f"{url}/messages", json={"text": "Refund 9"})
+        parse((await http.get(f"{url}/events")).text)  # until it waits
+        edited = {"order": 9, "amount": 5, "note": "x" * 3_000_000}
+        decided = await http.post(
+            f"{url}/decisions",
+            json={"decisions": {"refund-9": {"approved": True, "args": edited}}},
+        )
+        still = (await http.get(url)).json()["waiting"]
+
+    assert (decided.status_code, decided.json()) == (
+        413,
+        {
+            "error": "the edited arguments of call 'refund-9' are 3000037 bytes: at most 524288",
+            "code": "too_large",
+        },
+    )
+    assert [c["id"] for c in still] == ["refund-9"]
+
+
 @pytest.mark.usefixtures("both_shapes")
 async def test_decisions_carry_edits_and_reasons_and_bad_ones_change_nothing(
     temporal_env: WorkflowEnvironment,

@@ -11,6 +11,7 @@ takes (``golem.Approve`` / ``golem.Deny``); the caller's subject is recorded as 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +34,10 @@ DECISION_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 FIELDS = frozenset(DECISION_SCHEMA["properties"])
+#: The largest edited arguments one call takes, as a client-run tool's result: the update
+#: that carries the decisions is one Temporal payload (an app that knows its agent by name
+#: cannot check them against the tool's schema).
+MAX_ARGS_BYTES = 512 * 1024
 
 
 def decision(call_id: str, given: object) -> Decision:
@@ -62,6 +67,13 @@ def to_approvals(decisions: Mapping[str, Decision]) -> dict[str, DecisionInput]:
         args, reason, always = checked.get("args"), checked.get("reason"), checked.get("always")
         if args is not None and not isinstance(args, Mapping):
             raise Problem(400, f'"args" of the decision on call {call_id!r} must be an object')
+        if args is not None and (size := len(json.dumps(args).encode())) > MAX_ARGS_BYTES:
+            raise Problem(
+                413,
+                f"the edited arguments of call {call_id!r} are {size} bytes: "
+                f"at most {MAX_ARGS_BYTES}",
+                "too_large",
+            )
         if reason is not None and not isinstance(reason, str):
             raise Problem(400, f'"reason" of the decision on call {call_id!r} must be a string')
         if checked["approved"]:
