@@ -35,6 +35,7 @@ from golem.messages import Message, Part, ThinkingBlock, ToolCall, load_messages
 from golem.models import AnthropicModel, GeminiModel, ModelHTTPError, OpenAIChatModel
 from golem.models.function import FunctionModel
 from golem.retry import Retry
+from golem.serve import create_app
 from golem.strict_json import loads_strict
 from golem.tools import Canceled, ModelRetry
 from golem.usage import UsageLimits
@@ -197,6 +198,38 @@ def codec_call(body: bytes, *, token: str | None = None, **headers: str) -> Atte
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
             answer = await http.post("/decode", content=body, headers=headers)
         if answer.status_code != 200:
+            raise HTTPStatus(answer.status_code, answer.json()["error"])
+        return answer.text
+
+    return attempt
+
+
+def serve_call(path: str, body: bytes, *, conversation: str = "", by_name: bool = False) -> Attempt:
+    """A POST to golem serve's app (ASGI, no socket), with a worker for its agent (its one
+    call, ``c0``, waits for approval); ``{id}`` in ``path`` is a conversation of it that is
+    ``closed`` or whose turn is ``waiting`` (``conversation``). ``by_name``: the app knows the
+    agent by name only."""
+
+    async def attempt(env: Env) -> str:
+        agent = tool_agent(returns("done"), calls=1, requires_approval=True)
+        task_queue = f"serve-{uuid.uuid4().hex[:8]}"
+        app = create_app(env.client, [agent.name] if by_name else [agent], task_queue=task_queue)
+        transport = httpx.ASGITransport(app=app)
+        async with (
+            Worker(env.client, task_queue=task_queue, plugins=[GolemPlugin(agent)]),
+            httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http,
+        ):
+            url = path
+            if conversation:
+                made = (await http.post("/conversations", json={"agent": agent.name})).json()
+                url = path.format(id=made["id"])
+                if conversation == "closed":
+                    await http.post(f"/conversations/{made['id']}/close")
+                else:  # its events end once the turn waits
+                    await http.post(f"/conversations/{made['id']}/messages", json={"text": "go"})
+                    await http.get(f"/conversations/{made['id']}/events")
+            answer = await http.post(url, content=body)
+        if answer.status_code >= 300:
             raise HTTPStatus(answer.status_code, answer.json()["error"])
         return answer.text
 
@@ -626,6 +659,12 @@ def kinds() -> list[Kind]:
         Kind("anthropic: a 400 with the provider's message", "in process", provider("anthropic", (400, {"type": "error", "error": {"type": "invalid_request_error", "message": "tool_use ids must be unique"}})), "RunError(model)", "tool_use ids must be unique"),
         Kind("gemini: function args nested 5,000 deep", "in process", provider("gemini", (200, '{"candidates": [{"content": {"parts": [{"functionCall": {"name": "echo", "args": ' + DEEP + "}}]}}]}")), "RunError(model)", "past golem's limit of 256"),
         Kind("gemini: a 400 with the provider's message", "in process", provider("gemini", (400, {"error": {"code": 400, "message": "API key not valid", "status": "INVALID_ARGUMENT"}})), "RunError(model)", "API key not valid"),
+        Kind("golem serve: a body nested 3,000 deep", "golem serve", serve_call("/conversations", DEEP.encode()), "HTTP 400", "past golem's limit of 256", durable=True),
+        Kind("golem serve: NaN in a body", "golem serve", serve_call("/conversations", b'{"agent": NaN}'), "HTTP 400", "NaN is not JSON", durable=True),
+        Kind("golem serve: an escaped lone surrogate in a body", "golem serve", serve_call("/conversations", b'{"agent": "x", "id": "\\ud800"}'), "HTTP 400", "lone surrogate (\\ud800)", durable=True),
+        Kind("golem serve: a path no route serves", "golem serve", serve_call("/agents//chat", b"{}"), "HTTP 404", "no route for POST '/agents//chat'", durable=True),
+        Kind("golem serve: a message to a closed conversation", "golem serve", serve_call("/conversations/{id}/messages", b'{"text": "more"}', conversation="closed"), "HTTP 409", "is completed", durable=True),
+        Kind("golem serve: edited arguments of 3 MB, the agent known by name", "golem serve", serve_call("/conversations/{id}/decisions", json.dumps({"decisions": {"c0": {"approved": True, "args": {"x": "x" * 3_000_000}}}}).encode(), conversation="waiting", by_name=True), "HTTP 413", "at most 524288", durable=True),
         Kind("codec server: a body over its limit", "codec server", codec_call(b"x" * 1_000_001), "HTTP 413", "limit of 1000000 bytes"),
         Kind("codec server: a body that is not protobuf JSON", "codec server", codec_call(b"not json"), "HTTP 400", "protobuf JSON"),
         Kind("codec server: a payload sealed with a key it lacks", "codec server", codec_call(sealed("other")), "HTTP 400", "key id 'other'"),
