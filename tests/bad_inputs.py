@@ -229,6 +229,9 @@ def serve_call(path: str, body: bytes, *, conversation: str = "", by_name: bool 
                     await http.post(f"/conversations/{made['id']}/messages", json={"text": "go"})
                     await http.get(f"/conversations/{made['id']}/events")
             answer = await http.post(url, content=body)
+            if conversation == "waiting":  # denied: the worker leaves nothing waiting
+                denial = {"decisions": {"c0": False}}
+                await http.post(f"/conversations/{made['id']}/decisions", json=denial)
         if answer.status_code >= 300:
             raise HTTPStatus(answer.status_code, answer.json()["error"])
         return answer.text

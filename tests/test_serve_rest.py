@@ -351,6 +351,10 @@ async def test_a_body_holding_a_lone_surrogate_is_a_400_in_every_protocol(
             ),
         ]
         still = (await http.get(f"/conversations/{conversation}")).json()["waiting"]
+        # Denied, so the worker leaves nothing waiting (GET /pending of later tests asks it).
+        await http.post(
+            f"/conversations/{conversation}/decisions", json={"decisions": {"refund-9": False}}
+        )
 
     assert [(a.status_code, a.json()["error"]) for a in answers] == [
         (400, "the request body is not UTF-8 text: it holds a lone surrogate (\\ud800)"),
@@ -400,6 +404,7 @@ async def test_edited_arguments_over_the_bound_are_a_413_and_the_turn_still_wait
             json={"decisions": {"refund-9": {"approved": True, "args": edited}}},
         )
         still = (await http.get(url)).json()["waiting"]
+        await http.post(f"{url}/decisions", json={"decisions": {"refund-9": False}})
 
     assert (decided.status_code, decided.json()) == (
         413,
