@@ -142,9 +142,12 @@ class Thread:
     async def start(self) -> None:
         """Start the conversation workflow when this request is its first."""
         if self.info is None:
-            self.conversation = await self.agent.conversation(
-                self.id, owner=self.owner, inline_turns=self.inline_turns
-            )
+            try:
+                self.conversation = await self.agent.conversation(
+                    self.id, owner=self.owner, inline_turns=self.inline_turns
+                )
+            except ValueError as exc:  # an inline turn's run id, as a child turn's is a 404
+                raise Problem(404, str(exc)) from None
             self._relayed()
 
     def send(self, prompt: str, run_id: str = "") -> DurableRunStream[Any]:
