@@ -27,6 +27,9 @@ from golem.tools import RunContext, Tool
 
 #: The longest denial reason accepted (the model reads it as the call's result).
 MAX_REASON_CHARS = 2000
+#: The largest edited arguments one call takes (their JSON, in bytes): the tool's activity
+#: carries them, and past Temporal's payload limit its workflow's task fails for ever.
+MAX_ARGS_BYTES = 512 * 1024
 
 
 class Approve(BaseModel):
@@ -165,13 +168,17 @@ def edited_note(decision: Decision) -> str:
 def check_edits(
     validate: Mapping[str, Any], calls: Sequence[ToolCall], decisions: Mapping[str, Decision]
 ) -> None:
-    """Refuse edited arguments a tool would not accept: ``ValueError`` listing every problem.
+    """Refuse edited arguments a tool would not accept, or too large for any tool to be
+    called with (``MAX_ARGS_BYTES``): ``ValueError`` listing every problem.
 
     ``validate`` maps a tool name to its ``validate_args``; calls of tools it lacks (run by
     a run below, say) are left to the run that waits for them."""
     by_id = {c.id: c for c in calls}
     problems: list[str] = []
     for call_id, decision in decisions.items():
+        if decision.args is not None and (size := len(decision.args.encode())) > MAX_ARGS_BYTES:
+            problems.append(f"call {call_id!r}: {size} bytes, over the limit of {MAX_ARGS_BYTES}")
+            continue  # whatever the tool, run here or below: no activity carries them
         call = by_id.get(call_id)
         if decision.args is None or call is None or call.name not in validate:
             continue

@@ -4,6 +4,7 @@ and the same run goes on when they arrive (standalone or as a conversation's tur
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,15 +14,17 @@ from typing import Any
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.sdk.v1 import WorkflowMetadata
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.worker import Worker
 from waiting import eventually
 
 from golem import Agent, ApprovalPolicy, Approve, Ask, Deny, Message, ToolCall, ToolFailed
 from golem.client import DurableAgent
+from golem.messages import Decision
 from golem.messages import ToolCall as Call
 from golem.models import FunctionModel
 from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT
+from golem.wire import names
 from golem.worker import GolemPlugin
 
 
@@ -610,3 +613,52 @@ async def test_a_persons_answer_cancels_that_calls_evaluation_at_once(
     tools = {m.tool_call_id: m for m in done.messages if m.role == "tool"}
     assert tools["t1"].decision is not None and tools["t1"].decision.by == "evaluator:reviewer"
     assert tools["t2"].decision is not None and tools["t2"].decision.by == "dana"
+
+
+def note_agent() -> Agent[Any, str]:
+    """Asks to write a note (which needs approval): its one argument is any text."""
+
+    def answer(messages: list[Message], tools: Any) -> Message:
+        last = messages[-1]
+        if last.role == "user":
+            return Message.assistant("", [ToolCall(id="n1", name="note", args='{"text": "hi"}')])
+        return Message.assistant(f"noted {len(last.content)} characters")
+
+    agent: Agent[Any, str] = Agent(FunctionModel(answer), name=f"notes_{uuid.uuid4().hex[:6]}")
+
+    @agent.tool(requires_approval=True)
+    def note(text: str) -> str:
+        """Write a note."""
+        return text
+
+    return agent
+
+
+async def test_edited_arguments_too_large_to_carry_are_refused_and_the_turn_waits_on(
+    temporal_client: Client, conversation_shapes: str
+) -> None:
+    """Arguments the tool takes but no activity could carry (3 MB): refused, by the client
+    that holds the agent and by one that knows it by name (the worker's validator), with
+    nothing recorded; before, they were taken and the workflow's task failed for ever."""
+    agent = note_agent()
+    huge = Approve(args={"text": "a" * 3_000_000})
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        assert [c.id for c in (await conv.send("go")).pending_approvals] == ["n1"]
+        with pytest.raises(ValueError, match=r"call 'n1': 3000011 bytes, over the limit"):
+            await conv.approve({"n1": huge})
+        by_name = await DurableAgent(temporal_client, agent.name, task_queue=tq).conversation(
+            conv.id
+        )
+        with pytest.raises(ValueError, match=r"call 'n1': 3000011 bytes, over the limit"):
+            await by_name.approve({"n1": huge})
+        # Sent raw, as another SDK would: the worker's validator refuses it (1 MB: an update
+        # past Temporal's 2 MB payload limit wedges the workflow whatever its validator says,
+        # since the task that rejects it carries it back).
+        raw = {"n1": Decision(approved=True, args=json.dumps({"text": "a" * 1_000_000}))}
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await conv.handle.execute_update(names.APPROVE, raw)
+        done = await conv.approve({"n1": Approve(args={"text": "short"})})
+    assert "1000012 bytes, over the limit" in str(refused.value.cause)
+    [result] = [m for m in done.messages if m.role == "tool" and m.tool_call_id == "n1"]
+    assert "short" in result.content and done.output.startswith("noted")

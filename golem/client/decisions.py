@@ -30,9 +30,10 @@ async def checked_decisions(
     the culprit for a decision of the wrong type, an over-long reason, or edited arguments
     the tool would not take (``waiting`` says which calls wait, asked only for edits)."""
     given = to_decisions(decisions, by)
-    if tools and any(d.args is not None for d in given.values()):
+    if any(d.args is not None for d in given.values()):
+        # Without the agent only their size is checked here (the run's validator does the rest).
         validators = {n: t.validate_args for n, t in tools.items()}
-        check_edits(validators, await waiting(), given)
+        check_edits(validators, await waiting() if tools else [], given)
     return given
 
 

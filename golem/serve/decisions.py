@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from golem.approvals import Approve, DecisionInput, Deny
+from golem.approvals import MAX_ARGS_BYTES, Approve, DecisionInput, Deny
 from golem.serve.errors import Problem
 
 #: One decision, as its JSON arrives.
@@ -34,10 +34,6 @@ DECISION_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 FIELDS = frozenset(DECISION_SCHEMA["properties"])
-#: The largest edited arguments one call takes, as a client-run tool's result: the update
-#: that carries the decisions is one Temporal payload (an app that knows its agent by name
-#: cannot check them against the tool's schema).
-MAX_ARGS_BYTES = 512 * 1024
 
 
 def decision(call_id: str, given: object) -> Decision:
