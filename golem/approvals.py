@@ -27,8 +27,9 @@ from golem.tools import RunContext, Tool
 
 #: The longest denial reason accepted (the model reads it as the call's result).
 MAX_REASON_CHARS = 2000
-#: The largest edited arguments one call takes (their JSON, in bytes): the tool's activity
-#: carries them, and past Temporal's payload limit its workflow's task fails for ever.
+#: The largest edited arguments, or client-run tool's result, one call takes (in bytes): an
+#: activity carries them on (the tool's, the model's), and past Temporal's payload limit its
+#: workflow's task fails for ever.
 MAX_ARGS_BYTES = 512 * 1024
 
 
@@ -165,6 +166,26 @@ def edited_note(decision: Decision) -> str:
     )
 
 
+def oversized(decisions: Mapping[str, Decision]) -> list[str]:
+    """The decisions whose edited arguments or result are over ``MAX_ARGS_BYTES``, each
+    named with its size."""
+    found = []
+    for call_id, decision in decisions.items():
+        for what, text in (("edited arguments", decision.args), ("result", decision.result)):
+            if text is not None and (size := len(text.encode())) > MAX_ARGS_BYTES:
+                found.append(
+                    f"call {call_id!r}: {size} bytes, over the limit of {MAX_ARGS_BYTES} "
+                    f"for its {what}"
+                )
+    return found
+
+
+def check_sizes(decisions: Mapping[str, Decision]) -> None:
+    """``ValueError`` naming each decision too large to carry on (``oversized``)."""
+    if problems := oversized(decisions):
+        raise ValueError("too large to carry on: " + "; ".join(problems))
+
+
 def check_edits(
     validate: Mapping[str, Any], calls: Sequence[ToolCall], decisions: Mapping[str, Decision]
 ) -> None:
@@ -174,11 +195,8 @@ def check_edits(
     ``validate`` maps a tool name to its ``validate_args``; calls of tools it lacks (run by
     a run below, say) are left to the run that waits for them."""
     by_id = {c.id: c for c in calls}
-    problems: list[str] = []
+    problems = oversized(decisions)  # whatever the tool, run here or below
     for call_id, decision in decisions.items():
-        if decision.args is not None and (size := len(decision.args.encode())) > MAX_ARGS_BYTES:
-            problems.append(f"call {call_id!r}: {size} bytes, over the limit of {MAX_ARGS_BYTES}")
-            continue  # whatever the tool, run here or below: no activity carries them
         call = by_id.get(call_id)
         if decision.args is None or call is None or call.name not in validate:
             continue

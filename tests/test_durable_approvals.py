@@ -662,3 +662,20 @@ async def test_edited_arguments_too_large_to_carry_are_refused_and_the_turn_wait
     assert "1000012 bytes, over the limit" in str(refused.value.cause)
     [result] = [m for m in done.messages if m.role == "tool" and m.tool_call_id == "n1"]
     assert "short" in result.content and done.output.startswith("noted")
+
+
+async def test_a_client_run_tools_result_too_large_to_carry_is_refused_and_the_turn_waits_on(
+    temporal_client: Client, conversation_shapes: str
+) -> None:
+    """A result no activity could carry on to the model (3 MB): refused by the client, with
+    nothing recorded; before, it was taken and the workflow's task failed for ever."""
+    agent = delivery_agent([])
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        assert [c.id for c in (await conv.send("deliver")).pending_calls] == ["d1"]
+        with pytest.raises(ValueError, match=r"call 'd1': 3000000 bytes, over the limit"):
+            await conv.complete({"d1": "a" * 3_000_000})
+        still = await conv.complete({"d1": "2026-12-24"})
+        done = await conv.approve({"t1": False})
+    assert [c.id for c in still.pending_approvals] == ["t1"]
+    assert done.output.startswith("2026-12-24 | ")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 
-from golem.approvals import check_edits, to_decisions
+from golem.approvals import check_edits, check_sizes, to_decisions
 from golem.external import ExternalTool, to_results
 from golem.messages import Decision, ToolCall
 from golem.tools import Tool
@@ -30,10 +30,10 @@ async def checked_decisions(
     the culprit for a decision of the wrong type, an over-long reason, or edited arguments
     the tool would not take (``waiting`` says which calls wait, asked only for edits)."""
     given = to_decisions(decisions, by)
-    if any(d.args is not None for d in given.values()):
-        # Without the agent only their size is checked here (the run's validator does the rest).
+    check_sizes(given)  # without the agent, the run's validator checks the rest
+    if tools and any(d.args is not None for d in given.values()):
         validators = {n: t.validate_args for n, t in tools.items()}
-        check_edits(validators, await waiting() if tools else [], given)
+        check_edits(validators, await waiting(), given)
     return given
 
 
@@ -44,4 +44,6 @@ async def checked_results(
     as the ``Decision``\\ s sent; ``ValueError`` for one its tool's result schema refuses."""
     schemas = any(isinstance(t, ExternalTool) and t.result_schema for t in tools.values())
     names = {c.id: c.name for c in await waiting()} if schemas else {}
-    return to_results(results, tools, names, by)
+    given = to_results(results, tools, names, by)
+    check_sizes(given)
+    return given
