@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
 import pytest
-from serve_support import DEADLINE, serving
+from serve_support import DEADLINE, refunds, serving
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
 
 from golem import Agent, Message, ToolCall
 from golem.client import DurableAgent
 from golem.models import FunctionModel, ToolDefinition
+from golem.worker import GolemPlugin
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from examples.triage import triage
@@ -486,3 +489,34 @@ async def test_the_openapi_document_names_every_path(temporal_env: WorkflowEnvir
         "/openapi.json",
         "/pending",
     ]
+
+
+async def test_the_inbox_names_a_waiting_conversation_no_worker_answers_for_not_a_500(
+    temporal_env: WorkflowEnvironment, both_shapes: str
+) -> None:
+    """GET /pending asks each conversation that waits for its calls: one whose worker is
+    gone is named as unreachable, and the rest are listed."""
+    async with (
+        serving(temporal_env, worker=False) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        plugin = GolemPlugin(refunds, heartbeat_timeout=timedelta(seconds=5))
+        async with Worker(temporal_env.client, task_queue=server.task_queue, plugins=[plugin]):
+            created = await http.post("/conversations", json={"agent": "refunds"})
+            conversation = created.json()["id"]
+            await http.post(f"/conversations/{conversation}/messages", json={"text": "Refund 42"})
+            parse((await http.get(f"/conversations/{conversation}/events")).text)  # it waits
+            before = (await http.get("/pending")).json()
+        after = await http.get("/pending")  # its worker is gone
+        async with Worker(temporal_env.client, task_queue=server.task_queue, plugins=[plugin]):
+            await http.post(
+                f"/conversations/{conversation}/decisions",
+                json={"decisions": {"refund-42": {"approved": False}}},
+            )
+    assert [(c["conversationId"], c["id"]) for c in before["pending"]] == [
+        (conversation, "refund-42")
+    ]
+    assert after.status_code == 200, after.text
+    [unreachable] = [u for u in after.json()["unreachable"] if u["conversationId"] == conversation]
+    assert "does not answer" in unreachable["error"]
+    assert all(c["conversationId"] != conversation for c in after.json()["pending"])

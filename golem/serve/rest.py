@@ -22,6 +22,7 @@ for, each of ``kind`` approval or result), ``result`` or ``failed``, with id
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import MappingProxyType
@@ -32,7 +33,10 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from temporalio.client import WorkflowQueryFailedError
+from temporalio.service import RPCError
 
+from golem.client.inbox import pending as inbox
 from golem.client.lookups import list_conversations
 from golem.events import RunEvent
 from golem.external import ExternalTool
@@ -86,6 +90,19 @@ def waiting_json(waiting: Waiting | None, served: Served, tools: Tools) -> list[
         )
         for c in waiting.calls
     ]
+
+
+#: How long the inbox waits for one conversation's worker to say what it waits for.
+ASKED_FOR = 5.0
+
+
+async def _waiting_somewhere(served: Served) -> set[str] | None:
+    """The conversations a run (or the conversation itself) waits in, from visibility
+    (``GolemWaiting``): the inbox asks only those. ``None`` where the namespace lacks it."""
+    try:
+        return {call.conversation_id for call in await inbox(served.client)}
+    except LookupError:
+        return None
 
 
 def rest_routes(served: Served) -> list[Route]:
@@ -238,15 +255,24 @@ def rest_routes(served: Served) -> list[Route]:
         subject = await served.subject(request)
         owner = served.owner(subject)
         found = await list_conversations(served.client, agents=sorted(served.agents), owner=owner)
-        calls = []
+        waits = await _waiting_somewhere(served)
+        calls, unreachable = [], []
         for listed in found:
-            if listed.status != "running":
+            if listed.status != "running" or (
+                waits is not None and listed.conversation_id not in waits
+            ):
                 continue
-            listed_thread = await served.thread(listed.conversation_id, subject)
-            waiting = await listed_thread.waiting()
+            try:  # a conversation whose worker is gone fails its query: named, not a 500
+                listed_thread = await served.thread(listed.conversation_id, subject)
+                waiting = await asyncio.wait_for(listed_thread.waiting(), ASKED_FOR)
+            except (RPCError, WorkflowQueryFailedError, TimeoutError) as exc:
+                why = str(exc) or f"no answer within {ASKED_FOR:g} s"
+                error = f"it waits, but its worker does not answer for it: {why}"
+                unreachable.append({"conversationId": listed.conversation_id, "error": error})
+                continue
             for entry in waiting_json(waiting, served, listed_thread.agent.tools):
                 calls.append({**entry, "conversationId": listed.conversation_id})
-        return JSONResponse({"pending": calls})
+        return JSONResponse({"pending": calls, "unreachable": unreachable})
 
     async def tool_results(request: Request) -> Response:
         return await answered(request, "results", '{"result": ...}')
