@@ -13,7 +13,8 @@ reads the stream through ``temporalio.contrib.workflow_streams``; ``golem.client
 re-exports it. A run's stream names each run it delegates or hands off to as it starts
 (a ``child`` item): the reader follows that run's own stream too, from its start, and
 merges its events in as they arrive (``RunEvent.run_id`` and ``agent`` say whose they
-are). ``offset`` counts the run's own items only. See docs/adr/0007-live-streams.md.
+are), each before what the run that named it did once it ended (its tool's result). ``offset``
+counts the run's own items only. See docs/adr/0007-live-streams.md.
 """
 
 from __future__ import annotations
@@ -203,7 +204,9 @@ class DurableRunStream(StreamResult[OutputT]):
     async def _own(self, run: DurableRun[OutputT], tree: _Tree) -> AsyncGenerator[Positioned, None]:
         """The run's own events, from ``offset`` on, each with the offset after it; the
         runs it names are followed."""
-        events = _Events(run.run_id, run.conversation_id, run.agent, tree.follow)
+        events = _Events(run.run_id, run.conversation_id, run.agent, tree)
+        if self._read:  # runs an earlier stream left unread: read to their end before it goes on
+            events.named.extend(run.followed)
         # A turn run inline streams on its conversation's stream, among its other turns'.
         if run.handle.id != run.run_id:
             events.held = run.stream_held
@@ -249,6 +252,8 @@ class DurableRunStream(StreamResult[OutputT]):
                 return
             if self._read >= self._end_at:
                 own.cancel()  # waiting in a poll for items the pause will not publish
+            # It may wait for a run below to be read (``settled``) before naming the next.
+            await asyncio.wait([own])
         await tree.drain_others()
 
 
@@ -311,18 +316,24 @@ def _decode(item: WorkflowStreamItem[RawValue]) -> StreamEvent:
     return wire
 
 
+#: Items a run publishes only once every run it named so far has ended (the loop emits a
+#: batch's ``tool_end``s once all its calls are done; then the next model turn, or the
+#: handoff): the runs' events are yielded before them.
+_AFTER_BELOW = frozenset({"tool_end", "model_start", "handed"})
+
+
 class _Events:
     """One run's stream items as ``RunEvent``s: late pieces of an abandoned model call
-    dropped, children named to ``follow``."""
+    dropped, children named followed in ``tree``."""
 
-    def __init__(
-        self, run_id: str, conversation_id: str, agent: str, follow: Callable[[str, str], None]
-    ) -> None:
+    def __init__(self, run_id: str, conversation_id: str, agent: str, tree: _Tree) -> None:
         self.run_id, self.conversation_id = run_id, conversation_id
         self.agents = {run_id: agent}
         """The runs whose items are this run's (an inline turn's run and those it handed
         over to: ``handed``), each with its agent."""
-        self.follow = follow
+        self.tree = tree
+        self.named: list[str] = []
+        """The runs it named whose streams may not have been read to their end yet."""
         self.attempts: dict[tuple[str, int], tuple[int, int]] = {}  # turn -> newest attempt
         self.ended = False
         """The run's ``end`` was read."""
@@ -337,9 +348,14 @@ class _Events:
     ) -> AsyncGenerator[RunEvent, None]:
         """The events of ``items``, up to the run's ``end``."""
         async for item in items:
-            on_item(item)
             wire = _decode(item)
-            if self.held is not None and wire.of_run not in self.agents:
+            mine = self.held is None or wire.of_run in self.agents
+            if self.named and mine and wire.kind in _AFTER_BELOW:
+                # Their events happened before this item: none is yielded after it.
+                await self.tree.settled(self.named)
+                self.named.clear()
+            on_item(item)
+            if self.held is not None and not mine:
                 if wire.kind == "end" and not await self.held():
                     self.ended = True  # its items were dropped: none of them will come
                     return
@@ -356,7 +372,8 @@ class _Events:
 
     def convert(self, wire: StreamEvent) -> RunEvent | None:
         if wire.kind == "child":
-            self.follow(wire.run_id, wire.agent)
+            self.tree.follow(wire.run_id, wire.agent)
+            self.named.append(wire.run_id)
             return None
         run_id = wire.of_run or self.run_id
         # Deltas leave the agent to the loop's events.
@@ -384,6 +401,8 @@ class _Child:
     read: int = 0
     moved: asyncio.Event = field(default_factory=asyncio.Event)
     """Set as its reader reads an item."""
+    named: list[str] = field(default_factory=list)
+    """The runs its stream named that ``settled`` has not seen end yet."""
 
     def read_up_to(self, item: WorkflowStreamItem[RawValue]) -> None:
         self.read = item.offset + 1
@@ -409,6 +428,7 @@ class _Tree:
         self.queue: asyncio.Queue[Positioned | Exception | None] = asyncio.Queue()
         self.pumps: list[asyncio.Task[None]] = []
         self.children: list[_Child] = []
+        self.below: dict[str, _Child] = {}  # each child by its run id
         self.ready = 0
         """Events in ``queue``: ``events`` yields the next without waiting."""
 
@@ -424,8 +444,21 @@ class _Tree:
             self.followed.add(run_id)
             child = _Child(self.client.get_workflow_handle(run_id), read=offset)
             self.children.append(child)
+            self.below[run_id] = child
             self.kept[run_id] = (agent, offset)
             child.pump = self.add(self._child(child, agent))
+
+    async def settled(self, run_ids: list[str]) -> None:
+        """Return once the streams of runs ``run_ids`` and of those they named have been
+        read to their end (or their readers stopped): a wait only while one is being read."""
+        for run_id in list(run_ids):
+            child = self.below.get(run_id)
+            if child is None:
+                continue
+            if not child.pump.done():
+                await asyncio.wait([child.pump])
+            await self.settled(child.named)
+            child.named.clear()
 
     async def drain_others(self) -> None:
         """Stop reading the runs below the first once each has yielded what its stream held
@@ -459,7 +492,8 @@ class _Tree:
         handle = child.handle
         if not await workflow_started(handle):
             return
-        events = _Events(handle.id, self.conversation_id, agent, self.follow)
+        events = _Events(handle.id, self.conversation_id, agent, self)
+        events.named = child.named
         async with aclosing(_subscribe(handle, child.read)) as items:
             async for event in events.read(items, child.read_up_to):
                 self.kept[handle.id] = (agent, child.read)

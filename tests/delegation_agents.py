@@ -4,12 +4,33 @@ are asked, so parallel runs answer the same whatever order they run in."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from golem import Agent, Message, ToolCall
+import pytest
+from temporalio.client import WorkflowHandle
+from waiting import eventually
+
+from golem import Agent, Message, ToolCall, streaming
 from golem.messages import Usage
 from golem.models import FunctionModel, ModelResponse
+from golem.wire import lineage
+
+
+def read_late(
+    monkeypatch: pytest.MonkeyPatch, agent: str, until: Callable[[], Awaitable[bool]]
+) -> None:
+    """Streams start reading a followed run of ``agent`` only once ``until()`` holds: a
+    reader the load of a busy machine has held back."""
+    found = streaming.workflow_started
+
+    async def late(handle: WorkflowHandle[Any, Any]) -> bool:
+        started = await found(handle)
+        if (await handle.describe()).typed_search_attributes.get(lineage.AGENT) == agent:
+            await eventually(until, what=f"a stream of {agent}'s run may be read", timeout=30)
+        return started
+
+    monkeypatch.setattr(streaming, "workflow_started", late)
 
 
 def usage(input_tokens: int, output_tokens: int) -> Usage:

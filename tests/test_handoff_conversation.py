@@ -4,11 +4,13 @@ which serves the turns after it (across continue-as-new) until it hands over aga
 from __future__ import annotations
 
 import asyncio
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
-from delegation_agents import answer, calls, refund_agent
+from delegation_agents import answer, calls, read_late, refund_agent
 from temporalio.client import Client
 from temporalio.worker import Worker
 from test_conversation import serve
@@ -18,11 +20,15 @@ from waiting import eventually
 
 from golem import Agent, Message, handoff_target
 from golem.client import DurableAgent
+from golem.client.lookups import awaiting_approval
 from golem.client.records import history_reader
 from golem.models import FunctionModel, ModelResponse
 from golem.results import RunError
 from golem.wire import ConversationSummary, names
 from golem.worker import GolemPlugin
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from examples.triage import triage as triage_example
 
 DEADLINE = 30.0
 
@@ -188,6 +194,35 @@ async def test_a_handed_over_turn_streams_the_targets_events_too(temporal_client
         ("billing", "model_end"),
     ]
     assert {e.run_id for e in events if e.agent == "billing"} == set(result.sub_runs)
+
+
+async def test_a_delegates_events_stream_before_the_handoff_targets_however_late_read(
+    temporal_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """examples/triage.py, its delegate ledger's stream read only once billing's refund
+    waits (a loaded reader): the turn's stream still yields ledger's events before
+    billing's, the order they happened in."""
+    conversation = ""
+
+    async def waits() -> bool:
+        return bool((await awaiting_approval(temporal_client, conversation)).calls)
+
+    read_late(monkeypatch, "ledger", until=waits)
+    async with serve(temporal_client, triage_example) as tq:
+        durable = DurableAgent(temporal_client, triage_example, task_queue=tq)
+        conv = await durable.conversation()
+        conversation = conv.id
+        events = [event async for event in conv.send_stream("I was charged twice")]
+        await conv.approve({"refund-1": True})
+    agents = [event.agent for event in events]
+    billing = agents.index("billing")
+    assert "ledger" in agents[:billing] and set(agents[billing:]) == {"billing"}
+    after = events[max(n for n, agent in enumerate(agents) if agent == "ledger") + 1]
+    assert (after.agent, after.kind, after.call and after.call.name) == (
+        "triage",
+        "tool_end",
+        "ledger",
+    )  # the delegation's result
 
 
 async def test_the_run_a_turn_was_handed_to_waits_for_approvals_as_the_turn(

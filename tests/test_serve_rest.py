@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from delegation_agents import read_late
 from serve_support import DEADLINE, refunds, serving
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
@@ -17,6 +18,7 @@ from temporalio.worker import Worker
 
 from golem import Agent, Message, ToolCall
 from golem.client import DurableAgent
+from golem.client.lookups import awaiting_approval
 from golem.models import FunctionModel, ToolDefinition
 from golem.worker import GolemPlugin
 
@@ -213,6 +215,38 @@ async def test_a_turn_handed_over_to_a_run_that_waits_streams_both_and_resumes_i
     [call] = json.loads(waiting[-1]["data"])["waiting"]
     assert (call["id"], call["name"]) == ("refund-1", "refund")
     assert decided.json()["output"] == "Done: refunded 19.90 on order 42."
+
+
+async def test_a_delegates_events_all_come_before_the_handoff_targets_however_late_read(
+    temporal_env: WorkflowEnvironment, both_shapes: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The delegate ledger's stream is read only once billing's refund waits (a loaded
+    reader): its events still come before billing's, the order they happened in, and a
+    resume after billing's first loses none of billing's and repeats none of ledger's."""
+
+    async def waits() -> bool:
+        return bool((await awaiting_approval(temporal_env.client, conversation)).calls)
+
+    read_late(monkeypatch, "ledger", until=waits)
+    async with (
+        serving(temporal_env, [triage]) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        created = await http.post("/conversations", json={"agent": "triage"})
+        conversation = created.json()["id"]
+        url = f"/conversations/{conversation}"
+        await http.post(f"{url}/messages", json={"text": "I was charged twice"})
+        waiting = parse((await http.get(f"{url}/events")).text)
+        billing = next(n for n, e in enumerate(waiting) if '"agent":"billing"' in e["data"])
+        after = {"Last-Event-ID": waiting[billing]["id"]}
+        resumed = parse((await http.get(f"{url}/events", headers=after)).text)
+        await http.post(f"{url}/decisions", json={"decisions": {"refund-1": {"approved": True}}})
+
+    runs = [e["id"].split(":")[0] for e in waiting]
+    agents = [json.loads(e["data"]).get("agent") for e in waiting[:-1]]
+    assert "ledger" in agents[:billing]
+    assert set(agents[billing:]) == {"billing"} and set(runs[billing:]) == {runs[billing]}
+    assert resumed == waiting[billing + 1 :]
 
 
 async def test_bad_requests_get_a_status_and_one_line_never_a_500(
