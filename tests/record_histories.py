@@ -164,6 +164,15 @@ async def record_runs(client: Client, tq: str) -> dict[str, str]:
     retried = await DurableAgent(client, retry_agent, task_queue=tq).run("hi")
     assert retried.requests == 1
     runs["model_call_retried"] = retried.run_id
+
+    # A golem.decide signal of no argument while the run waits: dropped (golem.signal-arity);
+    # 0.2.0 failed the run on it (signal_arity_failed, recorded by that code).
+    stray = await approvals.start("pay 5")
+    assert (await stray.result()).paused
+    await stray.handle.signal(names.DECIDE, args=[])
+    kept = await stray.approve({"t1": True})
+    assert kept.output == "transfer: sent 5", kept.output
+    runs["signal_arity_dropped"] = stray.run_id
     return runs
 
 

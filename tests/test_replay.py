@@ -103,6 +103,8 @@ def test_histories_are_checked_in() -> None:
         "conversation_inline_handed",
         "conversation_inline_listed_continued",
         "conversation_inline_listed",
+        "signal_arity_dropped",
+        "signal_arity_failed",
     }
 
 
@@ -192,6 +194,18 @@ def test_non_ascii_text_past_a_page_in_bytes_is_paged_behind_its_patch() -> None
     completed = events("utf8_paged_result", EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED)
     result = completed[0].workflow_execution_completed_event_attributes.result  # type: ignore[attr-defined]
     assert b'"messages":{"kind":"paged"' in result.payloads[0].data
+
+
+def test_a_decide_signal_of_no_argument_is_dropped_behind_its_patch() -> None:
+    """``signal_arity_dropped`` took ``golem.signal-arity``: the run went on to its approval.
+    ``signal_arity_failed`` (recorded by the code before the patch) failed on the signal's
+    ``TypeError``, and replays so (the patch not taken: no marker)."""
+    assert '"golem.signal-arity"' in taken("signal_arity_dropped")
+    assert events("signal_arity_dropped", EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED)
+    assert "golem.signal-arity" not in taken("signal_arity_failed")
+    failed = events("signal_arity_failed", EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED)
+    failure = failed[0].workflow_execution_failed_event_attributes.failure  # type: ignore[attr-defined]
+    assert "decide() missing 1 required positional argument" in failure.message
 
 
 def test_the_first_release_has_its_histories() -> None:

@@ -43,7 +43,9 @@ with workflow.unsafe.imports_passed_through():
     from golem.wire.failures import failure_error
     from golem.workflows import registry
     from golem.workflows.approvals import ApprovalGate
+    from golem.workflows.arity import drops_misfits, refuses_misfits
     from golem.workflows.executor import TemporalExecutor
+    from golem.workflows.patches import SIGNAL_ARITY
     from golem.workflows.report import Progress, Reporter, details, memo
     from golem.workflows.streams import RunStreamHost
     from golem.workflows.turns import Verdict
@@ -280,12 +282,14 @@ class AgentRunWorkflow:
         return await self._gate.approve(decisions)
 
     @approve.validator
+    @refuses_misfits(names.APPROVE)
     def _check_approve(self, decisions: dict[str, Verdict]) -> None:
         if self._gate is None:
             raise ApplicationError("the run has not started yet", non_retryable=True)
         self._gate.check(decisions)
 
     @workflow.signal(name=names.DECIDE)
+    @drops_misfits(names.DECIDE, SIGNAL_ARITY)
     async def decide(self, decisions: dict[str, Verdict | None]) -> None:
         """Decisions from a parent workflow (which cannot send updates) or a caller; ``None``:
         the parent's approval timeout ran out first."""
@@ -293,6 +297,7 @@ class AgentRunWorkflow:
             await self._gate.decide(decisions)
 
     @workflow.signal(name=names.PAUSED)
+    @drops_misfits(names.PAUSED, SIGNAL_ARITY)
     async def below_paused(self, report: Paused) -> None:
         """A run this one delegated to waits for approvals now (or no more)."""
         await workflow.wait_condition(lambda: self._gate is not None)

@@ -68,6 +68,7 @@ with workflow.unsafe.imports_passed_through():
     from golem.workflows import children, registry
     from golem.workflows.agent_run import AgentRunWorkflow
     from golem.workflows.approvals import ApprovalGate, refuse_invalid_edits
+    from golem.workflows.arity import drops_misfits, refuses_misfits
     from golem.workflows.conversation_run import IdleTimeout, carried_input, details, summary
     from golem.workflows.executor import TemporalExecutor
     from golem.workflows.listed_turns import ListedTurns
@@ -215,6 +216,7 @@ class ConversationWorkflow:
         return answer
 
     @send.validator
+    @refuses_misfits(names.SEND)
     def _validate_send(self, turn: TurnInput) -> None:
         if self._unknown:
             raise self._unknown
@@ -273,6 +275,11 @@ class ConversationWorkflow:
         across continue-as-new)."""
         self._rules = list(rules)
 
+    @set_approval_policy.validator
+    @refuses_misfits(names.SET_APPROVAL_POLICY)
+    def _validate_set_approval_policy(self, rules: list[StoredRule]) -> None:
+        """Any rules that decode are taken: only a call of the wrong arity is refused."""
+
     @workflow.update(name=names.REVOKE)
     def revoke(self, tool: str) -> dict[str, Decision]:
         """Take back ``tool``'s standing approval: from the next turn its calls ask again.
@@ -281,6 +288,7 @@ class ConversationWorkflow:
         return dict(self._standing)
 
     @revoke.validator
+    @refuses_misfits(names.REVOKE)
     def _validate_revoke(self, tool: str) -> None:
         if tool not in self._standing:
             raise ApplicationError(
@@ -291,6 +299,7 @@ class ConversationWorkflow:
             )
 
     @approve.validator
+    @refuses_misfits(names.APPROVE)
     def _validate_approve(self, decisions: dict[str, Verdict]) -> None:
         refusal = self._turns.check_approve(decisions, _now())
         if refusal is not None:
@@ -320,6 +329,7 @@ class ConversationWorkflow:
         """Nothing to do here: the workflow task that brings it says whether to move."""
 
     @workflow.signal(name=names.PAUSED)
+    @drops_misfits(names.PAUSED)  # it failed the workflow task: no history holds one
     async def _on_paused(self, paused: PausedRun) -> None:
         if self._inline:  # a delegation of the inline turn: its gate counts what waits there
             if self._gate is not None:

@@ -73,6 +73,10 @@ UTF8_PAGES = "golem.utf8-pages"
 #: run id there as the turn starts, up to the list's bound (golem.workflows.listed_turns).
 TURN_RUNS_LISTED = "golem.turn-runs-listed"
 
+#: A run drops a ``golem.decide`` or ``golem.paused`` signal of the wrong arity (logged)
+#: instead of failing on its ``TypeError``.
+SIGNAL_ARITY = "golem.signal-arity"
+
 #: The live patches, by id.
 PATCHES: dict[str, Patch] = {
     TOOLSETS_IN_AGENT_ORDER: Patch(
@@ -138,6 +142,12 @@ PATCHES: dict[str, Patch] = {
     HANDED_RUNS: Patch(
         HANDED_RUNS,
         adr="docs/adr/0019-agents-calling-agents.md",
+        since="0.3.0",
+        removable_after="0.2.0",
+    ),
+    SIGNAL_ARITY: Patch(
+        SIGNAL_ARITY,
+        adr="docs/adr/0005-durable-runs.md",
         since="0.3.0",
         removable_after="0.2.0",
     ),
