@@ -24,7 +24,8 @@ from google.protobuf import json_format
 from pydantic import BaseModel
 from runners import DurableRunner
 from temporalio.api.common.v1 import Payload, Payloads
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.common import RawValue
 from temporalio.worker import Worker
 
 from golem.agent import Agent
@@ -39,6 +40,7 @@ from golem.serve import create_app
 from golem.strict_json import loads_strict
 from golem.tools import Canceled, ModelRetry
 from golem.usage import UsageLimits
+from golem.wire import names
 from golem.worker import GolemPlugin
 from golem.worker.codec import EncryptionCodec
 
@@ -513,9 +515,10 @@ def _varargs_tool() -> Attempt:
     return sync(build)
 
 
-def _refunds() -> Agent[Any, Any]:
-    """An agent whose refund(order: int) waits for a person."""
-    agent = answers(Message.assistant("done"))
+def _refunds(*script: Message) -> Agent[Any, Any]:
+    """An agent whose refund(order: int) waits for a person; it answers ``script`` (or
+    "done")."""
+    agent = answers(*(script or [Message.assistant("done")]))
 
     @agent.tool(requires_approval=True)
     def refund(order: int) -> str:
@@ -531,6 +534,50 @@ WAITING_REFUND = [Message.user("refund 7"), ask(call("refund-7", "refund", order
 
 def _decided(decision: Any) -> Attempt:
     return run(_refunds(), None, history=WAITING_REFUND, approvals={"refund-7": decision})
+
+
+def _raw(*args: Any) -> list[RawValue]:
+    """``args`` as raw JSON payloads, as another SDK or the CLI sends them: no golem check."""
+    return [RawValue(Payload(metadata={"encoding": b"json/plain"}, data=json.dumps(a).encode())) for a in args]  # fmt: skip
+
+
+def _conversation_called(name: str, signal: bool, *args: Any) -> Attempt:
+    """A conversation sent update or signal ``name`` with raw ``args``, then a turn: the
+    update's refusal, or the turn's output."""
+
+    async def attempt(env: Env) -> str:
+        agent = answers(Message.assistant("still here"))
+        task_queue = f"raw-{uuid.uuid4().hex[:8]}"
+        async with Worker(env.client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
+            conversation = await DurableAgent(env.client, agent, task_queue=task_queue).conversation()  # fmt: skip
+            if signal:
+                await conversation.handle.signal(name, args=_raw(*args))
+            else:
+                try:
+                    await conversation.handle.execute_update(name, args=_raw(*args))
+                except WorkflowUpdateFailedError as exc:
+                    raise exc.cause from None
+            return str((await conversation.send("go")).output)
+
+    return attempt
+
+
+def _waiting_run_signalled(name: str, *args: Any) -> Attempt:
+    """A run waiting for a decision on refund(7) sent signal ``name`` with raw ``args``,
+    then approved: what it did."""
+
+    async def attempt(env: Env) -> str:
+        agent = _refunds(WAITING_REFUND[-1], Message.assistant("done"))
+        task_queue = f"raw-{uuid.uuid4().hex[:8]}"
+        async with Worker(env.client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
+            run = await DurableAgent(env.client, agent, task_queue=task_queue).start("refund 7")
+            assert (await run.result()).paused
+            await run.handle.signal(name, args=_raw(*args))
+            result = await run.approve({"refund-7": True})
+        tool = [m.content for m in result.messages if m.role == "tool"]
+        return " | ".join([*tool, str(result.output)])
+
+    return attempt
 
 
 def _deep_output() -> Agent[Any, Any]:
@@ -707,5 +754,11 @@ def kinds() -> list[Kind]:
         Kind("durable: a turn of 1.8 MB of CJK text (under a page in characters), child runs", "durable", _wide_turn(False), "ValueError", "more than 1000000 bytes of messages", durable=True),
         Kind("durable: a turn of 1.8 MB of CJK text (under a page in characters), inline", "durable", _wide_turn(True), "ValueError", "more than 1000000 bytes of messages", durable=True),
         Kind("JSON nested 5,000 deep", "in process", sync(lambda: loads_strict("[" * 5000 + "]" * 5000)), "TooDeep", "limit of 256"),
+        Kind("raw JSON: golem.set_approval_policy with no argument", "client", _conversation_called(names.SET_APPROVAL_POLICY, False), "ApplicationError", "golem.set_approval_policy takes 1 argument (rules), got 0", durable=True),
+        Kind("raw JSON: golem.set_approval_policy with two arguments", "client", _conversation_called(names.SET_APPROVAL_POLICY, False, [], []), "ApplicationError", "golem.set_approval_policy takes 1 argument (rules), got 2", durable=True),
+        Kind("raw JSON: golem.send with two arguments", "client", _conversation_called(names.SEND, False, {"runId": "r1", "prompt": "hi"}, {}), "ApplicationError", "golem.send takes 1 argument (turn), got 2", durable=True),
+        Kind("raw JSON: golem.paused signalled to a conversation with no argument (dropped)", "durable", _conversation_called(names.PAUSED, True), "completed", "still here", durable=True),
+        Kind("raw JSON: golem.decide signalled to a waiting run with two arguments (dropped)", "durable", _waiting_run_signalled(names.DECIDE, {"refund-7": False}, {}), "completed", "refunded 7", durable=True),
+        Kind("raw JSON: golem.paused signalled to a waiting run with no argument (dropped)", "durable", _waiting_run_signalled(names.PAUSED), "completed", "refunded 7", durable=True),
     ]  # fmt: skip
     return table
