@@ -70,11 +70,7 @@ def to_decision(call_id: str, given: object, by: str = "", at: str = "") -> Deci
         args = None if given.args is None else json.dumps(given.args, separators=(",", ":"))
         return Decision(approved=True, args=args, always=given.always, by=by, at=at)
     if isinstance(given, Deny):
-        if len(given.reason) > MAX_REASON_CHARS:
-            raise ValueError(
-                f"the denial of call {call_id!r} has a reason of {len(given.reason)} "
-                f"characters, over the limit of {MAX_REASON_CHARS}: shorten it"
-            )
+        check_reason(call_id, given.reason)
         return Decision(approved=False, reason=given.reason, by=by, at=at)
     if isinstance(given, Decision):
         update = {"by": given.by or by, "at": given.at or at}
@@ -82,6 +78,15 @@ def to_decision(call_id: str, given: object, by: str = "", at: str = "") -> Deci
     raise ValueError(
         f"the decision for call {call_id!r} is {given!r} ({type(given).__name__}): give {_ACCEPTED}"
     )
+
+
+def check_reason(call_id: str, reason: str) -> None:
+    """``ValueError`` naming the call for a denial's reason over ``MAX_REASON_CHARS``."""
+    if len(reason) > MAX_REASON_CHARS:
+        raise ValueError(
+            f"the denial of call {call_id!r} has a reason of {len(reason)} "
+            f"characters, over the limit of {MAX_REASON_CHARS}: shorten it"
+        )
 
 
 def to_decisions(given: Mapping[str, object], by: str = "") -> dict[str, Decision]:

@@ -550,21 +550,26 @@ def _conversation_called(name: str, signal: bool, *args: Any) -> Attempt:
         task_queue = f"raw-{uuid.uuid4().hex[:8]}"
         async with Worker(env.client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
             conversation = await DurableAgent(env.client, agent, task_queue=task_queue).conversation()  # fmt: skip
-            if signal:
-                await conversation.handle.signal(name, args=_raw(*args))
-            else:
-                try:
-                    await conversation.handle.execute_update(name, args=_raw(*args))
-                except WorkflowUpdateFailedError as exc:
-                    raise exc.cause from None
+            await _send_raw(conversation.handle, name, signal, *args)
             return str((await conversation.send("go")).output)
 
     return attempt
 
 
-def _waiting_run_signalled(name: str, *args: Any) -> Attempt:
-    """A run waiting for a decision on refund(7) sent signal ``name`` with raw ``args``,
-    then approved: what it did."""
+async def _send_raw(handle: Any, name: str, signal: bool, *args: Any) -> None:
+    """Signal ``name`` or send it as an update (its refusal raised), with raw ``args``."""
+    if signal:
+        await handle.signal(name, args=_raw(*args))
+        return
+    try:
+        await handle.execute_update(name, args=_raw(*args))
+    except WorkflowUpdateFailedError as exc:
+        raise exc.cause from None
+
+
+def _waiting_run_called(name: str, signal: bool, *args: Any) -> Attempt:
+    """A run waiting for a decision on refund(7) sent update or signal ``name`` with raw
+    ``args``, then approved: the update's refusal, or what the run did."""
 
     async def attempt(env: Env) -> str:
         agent = _refunds(WAITING_REFUND[-1], Message.assistant("done"))
@@ -572,7 +577,7 @@ def _waiting_run_signalled(name: str, *args: Any) -> Attempt:
         async with Worker(env.client, task_queue=task_queue, plugins=[GolemPlugin(agent)]):
             run = await DurableAgent(env.client, agent, task_queue=task_queue).start("refund 7")
             assert (await run.result()).paused
-            await run.handle.signal(name, args=_raw(*args))
+            await _send_raw(run.handle, name, signal, *args)
             result = await run.approve({"refund-7": True})
         tool = [m.content for m in result.messages if m.role == "tool"]
         return " | ".join([*tool, str(result.output)])
@@ -758,7 +763,8 @@ def kinds() -> list[Kind]:
         Kind("raw JSON: golem.set_approval_policy with two arguments", "client", _conversation_called(names.SET_APPROVAL_POLICY, False, [], []), "ApplicationError", "golem.set_approval_policy takes 1 argument (rules), got 2", durable=True),
         Kind("raw JSON: golem.send with two arguments", "client", _conversation_called(names.SEND, False, {"runId": "r1", "prompt": "hi"}, {}), "ApplicationError", "golem.send takes 1 argument (turn), got 2", durable=True),
         Kind("raw JSON: golem.paused signalled to a conversation with no argument (dropped)", "durable", _conversation_called(names.PAUSED, True), "completed", "still here", durable=True),
-        Kind("raw JSON: golem.decide signalled to a waiting run with two arguments (dropped)", "durable", _waiting_run_signalled(names.DECIDE, {"refund-7": False}, {}), "completed", "refunded 7", durable=True),
-        Kind("raw JSON: golem.paused signalled to a waiting run with no argument (dropped)", "durable", _waiting_run_signalled(names.PAUSED), "completed", "refunded 7", durable=True),
+        Kind("raw JSON: golem.decide signalled to a waiting run with two arguments (dropped)", "durable", _waiting_run_called(names.DECIDE, True, {"refund-7": False}, {}), "completed", "refunded 7", durable=True),
+        Kind("raw JSON: a denial reason over the length limit, to a waiting run", "client", _waiting_run_called(names.APPROVE, False, {"refund-7": {"approved": False, "reason": "x" * 5000}}), "ApplicationError", "has a reason of 5000 characters, over the limit of 2000", durable=True),
+        Kind("raw JSON: golem.paused signalled to a waiting run with no argument (dropped)", "durable", _waiting_run_called(names.PAUSED, True), "completed", "refunded 7", durable=True),
     ]  # fmt: skip
     return table

@@ -38,6 +38,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from test_conversation import echo_agent, serve
 from test_durable_approvals import asks_two
 
+from golem.approvals import MAX_REASON_CHARS
 from golem.client import DurableAgent
 from golem.wire import names
 
@@ -499,3 +500,24 @@ async def test_a_decide_or_paused_signal_of_the_wrong_arity_leaves_a_waiting_run
 
 async def _never() -> WorkflowHandle[Any, Any]:
     raise AssertionError("the workflow under test ended")
+
+
+async def test_a_denial_reason_over_the_limit_sent_raw_is_refused_and_the_run_waits_on(
+    temporal_client: Client,
+) -> None:
+    """golem's client refuses a reason over ``MAX_REASON_CHARS``; sent raw it was recorded,
+    and 1.5 MB of it failed the run (its model request's payload over Temporal's limit)."""
+    agent = asks_two([])
+    async with serve(temporal_client, agent) as task_queue:
+        run = await DurableAgent(temporal_client, agent, task_queue=task_queue).start("pay")
+        assert (await run.result()).paused
+        target = Target(temporal_client, make=_never, handle=run.handle)
+        denial = encode({"t1": {"approved": False, "reason": "x" * (MAX_REASON_CHARS + 1)}})
+        refused = await fire(target, Call(names.APPROVE, "update", (denial,), ""))
+        done = await run.approve({"t1": True, "t2": True})
+    assert refused == (
+        f"refused: {names.INVALID_DECISION}: run {run.run_id}: the denial of call 't1' has a "
+        f"reason of {MAX_REASON_CHARS + 1} characters, over the limit of {MAX_REASON_CHARS}: "
+        "shorten it"
+    )
+    assert done.output == "moved 1 | moved 2"

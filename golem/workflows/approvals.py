@@ -58,7 +58,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from golem.approvals import check_edits
+    from golem.approvals import check_edits, check_reason
     from golem.messages import Decision, ToolCall
     from golem.wire import Completed, Paused, lineage, names
     from golem.wire.inbox import ARGS_LISTED, Waiting, WaitingCall
@@ -91,9 +91,12 @@ def refuse_invalid_edits(
     decisions: Mapping[str, Verdict],
 ) -> None:
     """A validator's refusal (``INVALID_DECISION``) of edited arguments a tool would not
-    take: the client's own check, again where the tools are known."""
+    take, or of a denial's reason over the limit: the client's own checks, again where the
+    tools are known (a client not golem's skips them)."""
     edits = {k: v for k, v in decisions.items() if isinstance(v, Decision)}
     try:
+        for call_id, decision in edits.items():
+            check_reason(call_id, decision.reason)
         check_edits(validators, calls, edits)
     except ValueError as exc:
         raise ApplicationError(
