@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import uuid6
 
+#: The longest id Temporal takes for a workflow (its server's default ``limit.maxIDLength``):
+#: a child turn's run id is its workflow id.
+MAX_ID_CHARS = 1000
+
 
 def new_id() -> str:
     """Return a fresh canonical lowercase UUIDv7 (time-ordered) string."""

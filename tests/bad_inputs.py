@@ -761,6 +761,7 @@ def kinds() -> list[Kind]:
         Kind("JSON nested 5,000 deep", "in process", sync(lambda: loads_strict("[" * 5000 + "]" * 5000)), "TooDeep", "limit of 256"),
         Kind("raw JSON: golem.set_approval_policy with no argument", "client", _conversation_called(names.SET_APPROVAL_POLICY, False), "ApplicationError", "golem.set_approval_policy takes 1 argument (rules), got 0", durable=True),
         Kind("raw JSON: golem.set_approval_policy with two arguments", "client", _conversation_called(names.SET_APPROVAL_POLICY, False, [], []), "ApplicationError", "golem.set_approval_policy takes 1 argument (rules), got 2", durable=True),
+        Kind("raw JSON: golem.send with a run id over Temporal's id limit (1,001 characters)", "client", _conversation_called(names.SEND, False, {"runId": "r" * 1001, "prompt": "hi"}), "ApplicationError", "a run id of 1001 characters, over Temporal's limit of 1000", durable=True),
         Kind("raw JSON: golem.send with two arguments", "client", _conversation_called(names.SEND, False, {"runId": "r1", "prompt": "hi"}, {}), "ApplicationError", "golem.send takes 1 argument (turn), got 2", durable=True),
         Kind("raw JSON: golem.paused signalled to a conversation with no argument (dropped)", "durable", _conversation_called(names.PAUSED, True), "completed", "still here", durable=True),
         Kind("raw JSON: golem.decide signalled to a waiting run with two arguments (dropped)", "durable", _waiting_run_called(names.DECIDE, True, {"refund-7": False}, {}), "completed", "refunded 7", durable=True),

@@ -521,3 +521,22 @@ async def test_a_denial_reason_over_the_limit_sent_raw_is_refused_and_the_run_wa
         "shorten it"
     )
     assert done.output == "moved 1 | moved 2"
+
+
+async def test_a_turn_whose_run_id_is_over_temporals_id_limit_is_refused(
+    temporal_client: Client, conversation_shapes: str
+) -> None:
+    """A child turn's run id is its workflow id: one over the server's limit (1,000
+    characters) failed the start command, the conversation's workflow task failing for
+    ever. Refused by the send's validator now, in both shapes (a run id names a run)."""
+    agent, _ = echo_agent()
+    async with serve(temporal_client, agent) as task_queue:
+        conv = await DurableAgent(temporal_client, agent, task_queue=task_queue).conversation()
+        target = Target(temporal_client, make=_never, handle=conv.handle)
+        turns = [encode({"runId": "r" * n, "prompt": "hi"}) for n in (1001, 1000)]
+        answers = [await fire(target, Call(names.SEND, "update", (t,), "")) for t in turns]
+    assert answers == [
+        "refused: None: a run id of 1001 characters, over Temporal's limit of 1000 "
+        "(a turn's run id is its workflow's id)",
+        "accepted",
+    ]

@@ -47,6 +47,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from golem.delegation import inline_problem
+    from golem.ids import MAX_ID_CHARS
     from golem.messages import Decision, HistoryError, Message, ToolCall, validate_history
     from golem.policies import StoredRule
     from golem.wire import (
@@ -231,6 +232,13 @@ class ConversationWorkflow:
                 raise not_inline(f"serve {problem}")
         if not turn.run_id:
             raise ApplicationError("a turn needs a run id", non_retryable=True)
+        if len(turn.run_id) > MAX_ID_CHARS:
+            # A child turn's start would fail its workflow task for ever; inline, alike.
+            raise ApplicationError(
+                f"a run id of {len(turn.run_id)} characters, over Temporal's limit of "
+                f"{MAX_ID_CHARS} (a turn's run id is its workflow's id)",
+                non_retryable=True,
+            )
         if self._inline and turn.run_id == workflow.info().workflow_id:
             # A child turn's start finds it taken; an inline turn's items would name no turn.
             why = "it is this conversation's own id; pass a new run id, or none to get one"
