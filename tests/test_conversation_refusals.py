@@ -3,6 +3,7 @@ a turn's run id that another workflow holds, and a run id reused for another tur
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import pytest
@@ -98,3 +99,21 @@ async def test_a_send_reusing_a_run_id_with_another_prompt_is_refused(
         await conv.send("first", run_id=run_id)
         with pytest.raises(ValueError, match="with another prompt, parts or deps"):
             await conv.send("second", run_id=run_id)
+
+
+async def test_a_run_id_over_temporals_id_limit_is_refused_before_anything_is_sent(
+    temporal_client: Client, conversation_shapes: str
+) -> None:
+    """It used to retry for ever (the send's update id, the run id and a digest, over the
+    server's limit too); the conversation's validator refuses it for other clients."""
+    agent, _ = echo_agent()
+    async with serve(temporal_client, agent) as tq:
+        conv = await DurableAgent(temporal_client, agent, task_queue=tq).conversation()
+        async with asyncio.timeout(30):
+            with pytest.raises(ValueError, match="a run id of 1001 characters, over Temporal's"):
+                await conv.send("hi", run_id="r" * 1001)
+            with pytest.raises(ValueError, match="a run id of 1001 characters, over Temporal's"):
+                async for _ in conv.send_stream("hi", run_id="r" * 1001):
+                    pass
+        after = await conv.send("after")
+    assert after.output == "1: after"

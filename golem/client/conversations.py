@@ -49,7 +49,7 @@ from golem.client.runs import DurableRun, InlineTurnRun
 from golem.client.stuck import unless_stuck
 from golem.delegation import handed_over
 from golem.errors import ConversationClosedError, RunIdInUseError, run_id_taken
-from golem.ids import new_id
+from golem.ids import MAX_ID_CHARS, new_id
 from golem.messages import Decision, Message, Part, ToolCall
 from golem.policies import ApprovalPolicy, stored_rules
 from golem.results import Result, RunError
@@ -412,6 +412,10 @@ class DurableConversation(Generic[OutputT]):
         """A run id names one run, ever: Temporal refuses a child turn's start an id a
         workflow holds, but an inline turn is no workflow, so a run id its caller chose is
         asked for here (another inline conversation's turn is no workflow either)."""
+        if chosen is not None and len(chosen) > MAX_ID_CHARS:  # its update id, Temporal refuses
+            raise ValueError(
+                f"a run id of {len(chosen)} characters, over Temporal's limit of {MAX_ID_CHARS}"
+            )
         if not chosen or chosen == self.id or not await self.runs_inline():
             return  # a minted id is new; the conversation's own id its worker refuses
         if await existing_run(self.agent.client, chosen) is not None:
