@@ -61,8 +61,10 @@ async def desk(ui: TemporalUI) -> AsyncIterator[DurableAgent[Any]]:
 
 def metadata_page(name: str, url: str, first: str) -> Page:
     """The run's page (its Result panel), then its User Metadata tab, once its Current
-    Details show ``first``."""
-    return Page(name, url, wait=["golem.model_request"], clicks=[("User Metadata", [first])])
+    Details show ``first`` and its static details their agent (``first`` alone may show
+    elsewhere on the page first: a waiting run's did, under load in CI)."""
+    shown = [first, "· agent desk"]
+    return Page(name, url, wait=["golem.model_request"], clicks=[("User Metadata", shown)])
 
 
 def current_details(seen: Seen) -> list[str]:
