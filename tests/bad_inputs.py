@@ -766,6 +766,9 @@ def kinds() -> list[Kind]:
         Kind("raw JSON: golem.paused signalled to a conversation with no argument (dropped)", "durable", _conversation_called(names.PAUSED, True), "completed", "still here", durable=True),
         Kind("raw JSON: golem.decide signalled to a waiting run with two arguments (dropped)", "durable", _waiting_run_called(names.DECIDE, True, {"refund-7": False}, {}), "completed", "refunded 7", durable=True),
         Kind("raw JSON: a denial reason over the length limit, to a waiting run", "client", _waiting_run_called(names.APPROVE, False, {"refund-7": {"approved": False, "reason": "x" * 5000}}), "ApplicationError", "has a reason of 5000 characters, over the limit of 2000", durable=True),
+        Kind("edited arguments over 512 KiB", "in process", _decided(Approve(args={"order": "x" * 600_000})), "ValueError", "over the limit of 524288 for its edited arguments"),
+        Kind("raw JSON: edited arguments over 512 KiB, to a waiting run", "client", _waiting_run_called(names.APPROVE, False, {"refund-7": {"approved": True, "args": '{"order": "' + "x" * 600_000 + '"}'}}), "ApplicationError", "over the limit of 524288 for its edited arguments", durable=True),
+        Kind("raw JSON: a call's result over 512 KiB, to a waiting run", "client", _waiting_run_called(names.APPROVE, False, {"refund-7": {"approved": True, "result": "x" * 600_000}}), "ApplicationError", "over the limit of 524288 for its result", durable=True),
         Kind("raw JSON: golem.paused signalled to a waiting run with no argument (dropped)", "durable", _waiting_run_called(names.PAUSED, True), "completed", "refunded 7", durable=True),
     ]  # fmt: skip
     return table
