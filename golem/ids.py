@@ -7,6 +7,8 @@ UUID's timestamp. Inside a Temporal workflow ids are minted by the executor
 
 from __future__ import annotations
 
+import uuid
+
 import uuid6
 
 #: The longest id Temporal takes for a workflow (its server's default ``limit.maxIDLength``):
@@ -17,3 +19,12 @@ MAX_ID_CHARS = 1000
 def new_id() -> str:
     """Return a fresh canonical lowercase UUIDv7 (time-ordered) string."""
     return str(uuid6.uuid7())
+
+
+def minted(text: str) -> bool:
+    """Whether ``text`` could be an id golem minted: a canonical UUIDv7 string."""
+    try:
+        parsed = uuid.UUID(text)
+    except ValueError:
+        return False
+    return parsed.version == 7 and str(parsed) == text

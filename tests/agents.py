@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
 
 from golem.agent import Agent
+from golem.ids import minted
 from golem.messages import Message, ToolCall, Usage
 from golem.models.base import ModelResponse
 from golem.models.function import ScriptedModel
@@ -60,9 +60,7 @@ def stamped(messages: Sequence[Message], run_id: str, conversation_id: str) -> l
     return [m.stamped(run_id, conversation_id) for m in messages]
 
 
-def is_uuid7(value: str) -> bool:
-    parsed = uuid.UUID(value)
-    return parsed.version == 7 and str(parsed) == value
+is_uuid7 = minted  # what golem mints: a canonical UUIDv7
 
 
 #: What the model reads when it calls a tool the agent does not have (golem/phases/batch.py).

@@ -17,6 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from golem.client import DurableAgent
 from golem.client.lookups import existing_run
+from golem.ids import minted
 
 EVENTS: TypeAdapter[Any] = TypeAdapter(Event)
 
@@ -134,6 +135,39 @@ async def test_refusals_are_run_errors_with_a_code_or_a_400_and_change_nothing(
         404,
         "no agent 'nobody' is served here (served: refunds)",
     )
+
+
+@pytest.mark.usefixtures("both_shapes")
+async def test_a_thread_id_that_is_a_turns_run_id_is_a_run_error_and_starts_nothing(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    thread = str(uuid.uuid4())
+    asked = [{"id": "u1", "role": "user", "content": "Refund 7"}]
+    async with (
+        serving(temporal_env) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        await agui(http, thread, messages=asked)  # it waits for approval
+        conversation = await DurableAgent(temporal_env.client, "refunds").conversation(thread)
+        (turn,) = await conversation.runs()
+        as_thread = await agui(http, turn, messages=asked)
+        held = await existing_run(temporal_env.client, turn)
+        turns = await conversation.runs()
+        await agui(
+            http,
+            thread,
+            messages=asked,
+            resume=[{"interruptId": "refund-7", "status": "cancelled"}],
+        )
+
+    # An inline turn's run id names no workflow (a search attribute lists it): asked first.
+    assert kinds(as_thread) == ["RUN_STARTED", "RUN_ERROR"]
+    assert as_thread[1].code == "not_found"
+    assert turn in as_thread[1].message
+    assert turns == [turn]  # nothing was sent to its conversation
+    if held is not None:  # a child turn's workflow is still the turn's, nothing else
+        assert held.workflow_type != "ConversationWorkflow"
+    assert minted(turn) and not minted(thread)
 
 
 @pytest.mark.usefixtures("both_shapes")

@@ -55,6 +55,7 @@ from starlette.routing import Route
 
 from golem.events import RunEvent
 from golem.external import ExternalTool
+from golem.ids import minted
 from golem.messages import Message, ToolCall
 from golem.serve.decisions import DECISION_SCHEMA, Decision
 from golem.serve.errors import SEP, Problem
@@ -186,8 +187,11 @@ def _first_turn(
 ) -> DurableRunStream[Any] | None:
     """The turn of an input that holds user messages only (a new thread's, but for a client
     that kept no answer), sent with its conversation's start: no call to Temporal before it.
-    ``None`` for any other input."""
+    ``None`` for any other input, and for a thread id golem may have minted (a UUIDv7): it
+    is asked first whether an inline turn holds that id, as a chat's is."""
     if given.resume or not all(isinstance(m, UserMessage) for m in given.messages):
+        return None
+    if minted(given.thread_id):  # maybe an inline turn's run id: no workflow holds it
         return None
     prompt = prompts_after([], [("user", _text(m)) for m in given.messages])
     if not prompt:
