@@ -190,8 +190,8 @@ def inline_problem(agent: Any) -> str:
         if reached.history_processor is not None or reached.usage_limits.request_input_tokens_limit:
             # The conversation's history reader takes inline turns to continue it by reference.
             return (
-                f"agent {reached.name!r} needs the whole history in its loop (a history "
-                "processor or a per-request token limit)"
+                f"agent {reached.name!r}, which needs the whole history in its loop (a "
+                "history processor or a per-request token limit)"
             )
     return ""
 

@@ -183,7 +183,7 @@ async def test_what_inline_turns_cannot_do_yet_is_refused_naming_it(
     handing, _ = echo_agent("hands_off")
     handing.add_handoffs(target)
     plain, _ = echo_agent("plain-inline")
-    refusal = "cannot serve agent 'target_inline' needs the whole history"
+    refusal = "cannot serve agent 'target_inline', which needs the whole history"
     async with serve(temporal_client, handing, plain) as tq:
         with pytest.raises(ValueError, match=refusal):
             await inline(temporal_client, handing, tq)
@@ -373,7 +373,7 @@ async def test_an_agent_that_can_no_longer_run_inline_is_refused_per_turn_not_by
         again = await DurableAgent(temporal_client, name, task_queue=task_queue).conversation(
             conv.id
         )
-        with pytest.raises(ValueError, match=r"cannot serve agent .* needs the whole history"):
+        with pytest.raises(ValueError, match=r"serve agent .*, which needs the whole history"):
             await again.send("again")
         failed_tasks = [
             e

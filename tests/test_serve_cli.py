@@ -64,6 +64,5 @@ async def test_golem_serve_inline_turns_refuses_an_agent_that_needs_the_whole_hi
     _, err = await asyncio.wait_for(process.communicate(), DEADLINE)
     assert process.returncode == 2
     assert err.decode().startswith(
-        "golem serve: --inline-turns: agent 'travel' cannot run inline: agent 'travel' needs the "
-        "whole history"
+        "golem serve: --inline-turns cannot serve agent 'travel', which needs the whole history"
     )

@@ -77,7 +77,8 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     for agent in agents if args.inline_turns else []:  # said before any connection
         if problem := inline_problem(agent):
             raise SystemExit(
-                f"golem serve: --inline-turns: agent {agent.name!r} cannot run inline: {problem}"
+                f"golem serve: --inline-turns cannot serve {problem} yet: serve it without "
+                "--inline-turns (docs/adr/0050-turns-inline.md)"
             )
     auth: Auth | None = None
     if args.auth == "header":

@@ -65,9 +65,12 @@ def create_app(
         durable[served.agent_name] = served
     if not durable:
         raise ValueError("create_app needs at least one agent to serve")
-    for name, served in durable.items():
+    for served in durable.values():
         if inline_turns and (problem := served.inline_problem):
-            raise ValueError(f"inline_turns: agent {name!r} cannot run inline: {problem}")
+            raise ValueError(
+                f"inline_turns cannot serve {problem} yet: create the app without inline_turns "
+                "(docs/adr/0050-turns-inline.md)"
+            )
     state = Served(client, durable, ui_url, auth, max_body_bytes, inline_turns=inline_turns)
 
     async def document(request: Request) -> Response:
