@@ -242,8 +242,13 @@ class DurableRunStream(StreamResult[OutputT]):
         """Once ``paused`` says the run waits for a person, each stream is read up to what it
         held at the pause, then no more (a run that waits publishes nothing until a person
         answers): the run's own (at once, when it has read it all), then those of the runs
-        below it (a handed-over turn's may wait after the run itself ended)."""
-        await paused()
+        below it (a handed-over turn's may wait after the run itself ended). What ``paused``
+        raises (the decisions were refused: the run will not go on) ends the stream."""
+        try:
+            await paused()
+        except Exception as exc:
+            tree.queue.put_nowait(exc)
+            return
         if not own.done():  # not a handed-over turn, whose run was read to its end
             try:
                 self._end_at = await WorkflowStreamClient(run.handle).get_offset()

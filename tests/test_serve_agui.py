@@ -171,6 +171,38 @@ async def test_a_thread_id_that_is_a_turns_run_id_is_a_run_error_and_starts_noth
 
 
 @pytest.mark.usefixtures("both_shapes")
+async def test_a_resume_the_worker_refuses_is_a_run_error_and_the_call_still_waits(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """An app that knows its agent by name cannot check edited arguments: the worker's
+    validator refuses them, and the resume's stream waited for ever for a run that does
+    not go on."""
+    thread = str(uuid.uuid4())
+    asked = [{"id": "u1", "role": "user", "content": "Refund order 42"}]
+    bad = {"approved": True, "args": {"order": "x", "amount": []}}
+    async with (
+        serving(temporal_env, by_name=True) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        await agui(http, thread, messages=asked)
+        refused = await agui(
+            http,
+            thread,
+            messages=asked,
+            resume=[{"interruptId": "refund-42", "status": "resolved", "payload": bad}],
+        )
+        again = await agui(http, thread, messages=asked)
+        resume = [{"interruptId": "refund-42", "status": "resolved", "payload": {"approved": True}}]
+        done = await agui(http, thread, messages=asked, resume=resume)
+
+    assert kinds(refused) == ["RUN_STARTED", "RUN_ERROR"]
+    assert refused[1].code == "refused"
+    assert "call 'refund-42' (refund): invalid arguments: order:" in refused[1].message
+    assert [i.id for i in again[-1].outcome.interrupts] == ["refund-42"]  # it still waits
+    assert done[-1].result == "Done: order 42 refunded 150."
+
+
+@pytest.mark.usefixtures("both_shapes")
 async def test_the_real_http_agent_reads_an_interrupt_and_resumes_it(
     temporal_env: WorkflowEnvironment,
 ) -> None:

@@ -274,11 +274,12 @@ class Thread:
 
 
 async def _paused(outcome: asyncio.Future[Result[Any]]) -> None:
-    """Return once ``outcome`` says the run waits for a person; never otherwise."""
+    """Return once ``outcome`` says the run waits for a person; raise what refused the
+    decisions (the run does not go on: its stream would wait for ever); never otherwise."""
     try:
         result = await asyncio.shield(outcome)
-    except Exception:
-        result = None  # it failed: its stream ends by itself
+    except RunError:
+        result = None  # the run failed: its stream ends by itself
     if result is None or not result.paused:
         await asyncio.Event().wait()
 
