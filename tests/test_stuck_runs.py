@@ -180,3 +180,26 @@ async def test_a_deploy_that_takes_away_a_tool_an_ended_turn_called(
     assert "docs/guides/deploys.md" in said
     assert failing.value.workflow_id == conv.id
     assert "'golem.tool'" in failing.value.failure
+
+
+async def test_a_streamed_turn_no_worker_can_take_says_so(temporal_client: Client) -> None:
+    """Inline, the streamed send of the test above: it waited for ever for its turn to be
+    taken (a plain send gives up at its recovery deadline)."""
+    name, task_queue = names()
+    before, after = deployed(name), deployed(name, lookup=False)
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(before)]):
+        durable = DurableAgent(temporal_client, before, task_queue=task_queue)
+        conv = await durable.conversation(inline_turns=True)
+        assert (await conv.send("look")).output == "done: it"
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(after)]):
+        again = await DurableAgent(temporal_client, name, task_queue=task_queue).conversation(
+            conv.id
+        )
+        stream = again.send_stream("hi")
+        try:
+            with pytest.raises(WorkflowTaskFailing) as failing:
+                await asyncio.wait_for(anext(aiter(stream)), 60)
+        finally:
+            await conv.handle.terminate("the test is over")
+    assert failing.value.workflow_id == conv.id
+    assert "'golem.tool'" in failing.value.failure

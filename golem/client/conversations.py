@@ -46,7 +46,7 @@ from golem.client.recovery import (
     turn_started,
 )
 from golem.client.runs import DurableRun, InlineTurnRun
-from golem.client.stuck import unless_stuck
+from golem.client.stuck import let_go, unless_stuck
 from golem.delegation import handed_over
 from golem.errors import ConversationClosedError, RunIdInUseError, run_id_taken
 from golem.ids import MAX_ID_CHARS, new_id
@@ -355,6 +355,10 @@ class DurableConversation(Generic[OutputT]):
         inline: list[bool] = []
 
         async def start() -> DurableRun[OutputT]:
+            # Its turn may never be taken: a conversation no worker can run says so.
+            return await unless_stuck(self.agent.client, self.id, begin())
+
+        async def begin() -> DurableRun[OutputT]:
             await self._refuse_taken(chosen)
             recoveries.append(self._recovery(run_id))
             inline.append(await self.runs_inline())
@@ -403,7 +407,7 @@ class DurableConversation(Generic[OutputT]):
         return DurableRunStream(
             start,
             outcome=outcome,
-            on_close=lambda: sent and sent[0].cancel(),
+            on_close=lambda: [*map(let_go, sent)],
             paused=paused,
             run_id=run_id,
         )

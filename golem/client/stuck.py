@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
@@ -62,11 +62,15 @@ async def unless_stuck(client: Client, workflow_id: str, work: Awaitable[T]) -> 
     finally:
         watch.cancel()
         if not task.done():
-            # Left behind: its outcome is nobody's here (the SDK turns a cancelled update's
-            # wait into an error of its own), so no "never retrieved" warning either.
-            task.add_done_callback(lambda done: done.cancelled() or done.exception())
-            if owned:
-                task.cancel()
+            let_go(task, cancel=owned)
+
+
+def let_go(task: asyncio.Future[Any], cancel: bool = True) -> None:
+    """Leave ``task`` behind (cancelled, with ``cancel``): its outcome is nobody's (the SDK
+    turns a cancelled update's wait into an error of its own), so no "never retrieved"."""
+    task.add_done_callback(lambda done: done.cancelled() or done.exception())
+    if cancel:
+        task.cancel()
 
 
 async def _watch(client: Client, workflow_id: str) -> NoReturn:
