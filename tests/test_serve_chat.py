@@ -64,6 +64,25 @@ async def test_the_real_chat_asks_for_approval_and_the_follow_up_finishes_the_sa
     assert [m["role"] for m in transcript] == ["user", "assistant", "tool", "assistant"]
 
 
+async def test_the_real_chat_reads_the_code_of_an_error_from_a_data_part(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """UI message streams' error chunk carries text only: the code (REST's, AG-UI's) goes
+    first in a transient data part, which the chat hands to onData."""
+    async with serving(temporal_env) as server:
+        async with httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http:
+            chat_id = (await http.post("/conversations", json={"agent": "refunds"})).json()["id"]
+            await http.post(f"/conversations/{chat_id}/close")
+        job = {"url": f"{server.url}/agents/refunds/chat", "chatId": chat_id, "prompt": "hi"}
+        seen = await node_client("chat_client.mjs", {**job, "approved": True})
+
+    said = f"conversation {chat_id} is completed; fork it to go on"
+    assert [e.removeprefix("Error: ") for e in seen["errors"]] == [said]
+    assert seen["data"] == [
+        {"type": "data-golem-error", "data": {"code": "closed"}, "transient": True}
+    ]
+
+
 @pytest.mark.usefixtures("both_shapes")
 async def test_the_wire_carries_the_header_start_approval_requests_finish_and_done(
     temporal_env: WorkflowEnvironment,

@@ -58,7 +58,7 @@ from golem.external import ExternalTool
 from golem.ids import minted
 from golem.messages import Message, ToolCall
 from golem.serve.decisions import DECISION_SCHEMA, Decision
-from golem.serve.errors import SEP, Problem
+from golem.serve.errors import SEP, Problem, ended_code
 from golem.serve.results import check_answers
 from golem.serve.texts import OpenText
 from golem.serve.threads import (
@@ -398,9 +398,8 @@ class Translator:
         calls left for the client (``pendingToolCallIds``)."""
         out = self.texts.close()
         if end.error is not None:
-            code = getattr(end.error, "stage", "") or "refused"
             message = getattr(end.error, "detail", None) or str(end.error)
-            return [*out, RunErrorEvent(message=message, code=code)]
+            return [*out, RunErrorEvent(message=message, code=ended_code(end.error))]
         calls = waiting.approvals if waiting is not None else end.waiting
         frontend = waiting.client_calls if waiting is not None else end.calls
         for call in [*calls, *frontend]:  # a call that waits was announced, even on a reconnect

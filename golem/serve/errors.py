@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from golem.errors import ConversationClosedError, WorkflowTaskFailing
+
 #: Server-sent events end their lines with LF alone: some clients (AG-UI's) split on it.
 SEP = "\n"
 
@@ -26,3 +28,14 @@ _CODES = {
     413: "too_large",
     422: "unprocessable",
 }
+
+
+def ended_code(error: Exception) -> str:
+    """The code of the error a streamed turn ended with, as its protocol's error event names
+    it: the stage a run failed at, ``closed`` (as REST's 409), ``stuck`` (no worker can
+    run it), else ``refused``."""
+    if isinstance(error, ConversationClosedError):
+        return "closed"
+    if isinstance(error, WorkflowTaskFailing):
+        return "stuck"
+    return str(getattr(error, "stage", "") or "refused")

@@ -22,7 +22,7 @@ from golem.events import RunEvent
 from golem.ids import new_id
 from golem.messages import ToolCall
 from golem.serve.decisions import Decision
-from golem.serve.errors import SEP, Problem
+from golem.serve.errors import SEP, Problem, ended_code
 from golem.serve.results import check_answers
 from golem.serve.texts import OpenText
 from golem.serve.threads import Served, Thread, TurnEnd, prompts_after, turn_events
@@ -222,7 +222,9 @@ class Translator:
         out = [*self.texts.close(), *self._finish_step()]
         if end.error is not None:
             message = getattr(end.error, "detail", None) or str(end.error)
-            return [*out, {"type": "error", "errorText": message}]
+            # The error chunk carries text only: its code goes first, to useChat's onData.
+            code = {"type": "data-golem-error", "data": {"code": ended_code(end.error)}}
+            return [*out, {**code, "transient": True}, {"type": "error", "errorText": message}]
         for call in list(waiting) or end.waiting:
             out.append(
                 {"type": "tool-approval-request", "approvalId": call.id, "toolCallId": call.id}

@@ -1,7 +1,8 @@
 // The real `ai` package's chat (AbstractChat, DefaultChatTransport: what useChat runs)
 // against golem serve. Job on stdin: {url, chatId, prompt, approved}. Sends the prompt,
 // answers the first approval request with `approved` through addToolApprovalResponse
-// (the chat sends the follow-up by itself), and prints the messages and any errors.
+// (the chat sends the follow-up by itself), and prints the messages, any errors and the
+// data parts it was sent (onData).
 import {
   AbstractChat,
   DefaultChatTransport,
@@ -39,6 +40,7 @@ class Chat extends AbstractChat {
 }
 
 const errors = [];
+const data = [];
 let finished = 0;
 const waiters = [];
 const chat = new Chat({
@@ -46,6 +48,7 @@ const chat = new Chat({
   transport: new DefaultChatTransport({ api: job.url, headers: job.headers ?? {} }),
   sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
   onError: (error) => errors.push(String(error)),
+  onData: (part) => data.push(part),
   onFinish: () => {
     finished += 1;
     waiters.splice(0).forEach((resolve) => resolve());
@@ -56,7 +59,7 @@ const finishes = async (count) => {
 };
 
 await chat.sendMessage({ text: job.prompt });
-await finishes(1);
+if (chat.status !== "error") await finishes(1);
 const afterAsk = structuredClone(chat.messages);
 const asked = chat.messages.at(-1).parts.find((p) => p.state === "approval-requested");
 if (asked) {
@@ -76,5 +79,5 @@ const summary = (messages) =>
       ),
   }));
 process.stdout.write(
-  JSON.stringify({ asked: summary(afterAsk), messages: summary(chat.messages), errors }),
+  JSON.stringify({ asked: summary(afterAsk), messages: summary(chat.messages), errors, data }),
 );
