@@ -43,6 +43,7 @@ from golem.wire import ConversationInput, Paused, StreamEvent, TurnOutput, names
 from golem.wire import transcript as transcript_module
 from golem.wire.converter import golem_data_converter
 from golem.worker import GolemPlugin
+from golem.workflows import streams as streams_module
 from golem.workflows.conversation import ConversationWorkflow
 
 
@@ -785,9 +786,9 @@ async def test_an_inline_turns_run_says_what_stops_it(temporal_client: Client) -
 async def test_a_streamed_inline_turn_too_big_to_carry_still_ends_its_readers_after_a_switch(
     temporal_client: Client,
 ) -> None:
-    """A streamed turn whose items exceed CARRY_BYTES, the conversation continuing as new
-    right after it: only its end crosses, so a reader resumed mid-turn misses the rest of
-    its events but stops with its Result, and the next streamed turn reads whole."""
+    """A streamed turn whose one text item exceeds CARRY_BYTES, the conversation continuing
+    as new right after it: only the items after it cross, so a reader resumed before it
+    misses its text but stops with its Result, and the next streamed turn reads whole."""
     piece = "x" * 4_000
 
     async def stream(messages: list[Message], tools: Any) -> Any:
@@ -815,10 +816,47 @@ async def test_a_streamed_inline_turn_too_big_to_carry_still_ends_its_readers_af
         async with asyncio.timeout(60):
             missed = [e async for e in resumed]
             then = texts([e async for e in second])
-    # Its live reader may have missed the items too, when the switch came before its next
-    # poll (only the end crosses): it ends all the same.
+    # Its live reader may have missed the text too, when the switch came before its next
+    # poll (the items after it cross): it ends all the same.
     assert len(whole) in (0, 400_000) and first.result.output == "big"
-    assert missed == [] and resumed.result.output == "big" and then == "small"
+    assert [e.kind for e in missed] == ["model_end"] and resumed.result.output == "big"
+    assert then == "small"
+
+
+async def test_a_streamed_inline_turn_too_big_to_carry_carries_its_latest_items(
+    temporal_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past CARRY_BYTES, the turn's latest items that fit cross the switch, not its end alone:
+    a reader near the end (a live one between two polls) reads on with no loss, and one
+    further behind reads on from the first carried item (it got nothing but the end before)."""
+    monkeypatch.setattr(streams_module, "CARRY_BYTES", 30_000)  # the first text's item is over
+
+    async def stream(messages: list[Message], tools: Any) -> Any:
+        if messages[-1].role == "user":
+            yield StreamDelta(kind="text", text="a" * 40_000)
+            call = ToolCall(id="c1", name="note", args="{}")
+            yield ModelResponse(message=Message.assistant("", [call]), usage=Usage())
+            return
+        yield StreamDelta(kind="text", text="b" * 4_000)
+        yield ModelResponse(message=Message.assistant("done"), usage=Usage())
+
+    agent: Agent[Any, str] = Agent(
+        FunctionModel(lambda m, t: Message.assistant("unused"), stream_fn=stream),
+        name=f"tail_{uuid.uuid4().hex[:6]}",
+    )
+    agent.tool(name="note")(lambda: "noted")
+    async with serve(temporal_client, agent) as tq:
+        conv = await budgeted(temporal_client, agent, tq, turns_per_run=1, inline_turns=True)
+        first = conv.send_stream("go")
+        async with asyncio.timeout(60):
+            [e async for e in first]
+        await eventually(lambda: _switched(temporal_client, conv.id), what="the switch")
+        behind = first.run.stream(from_offset=1)  # read only the turn's model_start
+        async with asyncio.timeout(60):
+            read = [e async for e in behind]
+    assert texts(read) == "b" * 4_000
+    assert [e.kind for e in read][:3] == ["model_end", "tool_start", "tool_end"]
+    assert behind.result.output == "done"
 
 
 async def _switched(client: Client, conversation_id: str) -> bool:

@@ -153,17 +153,22 @@ class TurnStreams:
 
     def carried(self) -> WorkflowStreamState:
         """What the next workflow run's stream starts from: the latest streamed turn's items
-        (its reader may be between two polls), or only the last (its ``end``: a reader that
-        missed the rest still stops) when they are too big to carry."""
+        (its reader may be between two polls), or, when they are too big to carry, the most
+        recent that fit (its ``end`` at least): a live reader is near the end, and reads on
+        without a loss; one further behind reads on from the first carried (ADR 0050)."""
         self.stream.truncate(self._current)
         self._before = []
         state = self.stream.get_state()
-        if sum(len(item.data) for item in state.log) > CARRY_BYTES:
-            kept = state.log[-1:]
-            return WorkflowStreamState(
-                log=kept, base_offset=self.offset - len(kept), publishers=state.publishers
-            )
-        return state
+        size, start = 0, len(state.log)
+        while start > 0 and size + len(state.log[start - 1].data) <= CARRY_BYTES:
+            start -= 1
+            size += len(state.log[start].data)
+        if start == 0:
+            return state
+        kept = state.log[start:] or state.log[-1:]
+        return WorkflowStreamState(
+            log=kept, base_offset=self.offset - len(kept), publishers=state.publishers
+        )
 
 
 def _latest_turn(stream: WorkflowStream) -> list[str]:
