@@ -85,6 +85,8 @@ class DurableRun(Protocol[OutputT]):
 
     async def stream_held(self) -> bool: ...
 
+    async def stuck(self, error: RPCError) -> Exception: ...
+
     def stream(self, from_offset: int = 0) -> DurableRunStream[OutputT]: ...
 
 
@@ -149,6 +151,10 @@ class DurableRunStream(StreamResult[OutputT]):
                 # query; once it has ended, its outcome says why.
                 if self._run is None or await _running(self._run):
                     raise
+            except RPCError as exc:  # a poll the server gave up on: can the run go on?
+                if self._run is None or (said := await self._run.stuck(exc)) is exc:
+                    raise
+                raise said from exc
             outcome = self._outcome or self.run.result
             self._result = await outcome()
         finally:

@@ -203,3 +203,28 @@ async def test_a_streamed_turn_no_worker_can_take_says_so(temporal_client: Clien
             await conv.handle.terminate("the test is over")
     assert failing.value.workflow_id == conv.id
     assert "'golem.tool'" in failing.value.failure
+
+
+async def test_a_stream_of_a_waiting_turn_no_worker_can_replay_says_so(
+    temporal_client: Client, conversation_shapes: str
+) -> None:
+    """A reader coming back to a turn that waits (as golem serve's reconnect does): the
+    server gives up on its poll after a while, and the reader raised that bare RPCError."""
+    name, task_queue = names()
+    before, after = deployed(name, asks=True), deployed(name, asks=False)
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(before)]):
+        durable = DurableAgent(temporal_client, before, task_queue=task_queue)
+        conv = await durable.conversation(inline_turns=conversation_shapes == "inline")
+        turn = (await conv.send("refund")).run_id
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[GolemPlugin(after)]):
+        again = await DurableAgent(temporal_client, name, task_queue=task_queue).conversation(
+            conv.id
+        )
+        run = await again.turn(turn)
+        try:
+            with pytest.raises(WorkflowTaskFailing) as failing:
+                await asyncio.wait_for(anext(aiter(run.stream())), 90)
+        finally:
+            await conv.handle.terminate("the test is over")
+    assert failing.value.workflow_id == (turn if conversation_shapes == "child runs" else conv.id)
+    assert "Nondeterminism error" in failing.value.failure

@@ -505,6 +505,7 @@ class DurableConversation(Generic[OutputT]):
             based=True,
             agent=agent.agent_name,
             answer=answer,
+            client=agent.client,
         )
 
     async def _answered(self, run_id: str) -> Result[OutputT]:

@@ -30,7 +30,7 @@ from temporalio.service import RPCError
 
 from golem.approvals import DecisionInput
 from golem.client.decisions import checked_decisions, checked_results
-from golem.client.stuck import unless_stuck
+from golem.client.stuck import said_stuck, unless_stuck
 from golem.messages import Message, ToolCall
 from golem.results import Result, RunError
 from golem.streaming import DurableRunStream
@@ -165,6 +165,13 @@ class DurableRun(Generic[OutputT]):
         if self.client is None:
             return await wait
         return await unless_stuck(self.client, self.handle.id, wait)
+
+    async def stuck(self, error: RPCError) -> Exception:
+        """What a refusal of a poll of its stream means: ``WorkflowTaskFailing`` when the run,
+        or one below it, cannot go on; else ``error``."""
+        if self.client is None:
+            return error
+        return await said_stuck(self.client, self.handle.id, error)
 
     def _sources(self) -> Sources:
         converter = self.converter or DataConverter.default

@@ -51,18 +51,24 @@ async def unless_stuck(client: Client, workflow_id: str, work: Awaitable[T]) -> 
             try:
                 return task.result()
             except RPCError as exc:
-                # The server gives up on an update after a while: say why it could not go on.
-                if exc.status != RPCStatusCode.FAILED_PRECONDITION or FAILED_STATE not in str(exc):
+                if (said := await said_stuck(client, workflow_id, exc)) is exc:
                     raise
-                found = await failing_below(client, workflow_id)
-                if found is None:
-                    raise
-                raise WorkflowTaskFailing(*found) from exc
+                raise said from exc
         return watch.result()  # raises what the watch found
     finally:
         watch.cancel()
         if not task.done():
             let_go(task, cancel=owned)
+
+
+async def said_stuck(client: Client, workflow_id: str, error: RPCError) -> Exception:
+    """What ``error`` means: the server gives up on an update (a stream's poll too) to a
+    workflow whose task fails, after a while; ``WorkflowTaskFailing`` then, naming the one
+    of workflow ``workflow_id`` and the runs below it that cannot go on; else ``error``."""
+    if error.status != RPCStatusCode.FAILED_PRECONDITION or FAILED_STATE not in str(error):
+        return error
+    found = await failing_below(client, workflow_id)
+    return error if found is None else WorkflowTaskFailing(*found)
 
 
 def let_go(task: asyncio.Future[Any], cancel: bool = True) -> None:
