@@ -69,7 +69,7 @@ from golem.client import DurableAgent, DurableConversation, pending
 from golem.messages import Message, ToolCall
 from golem.results import RunError
 from golem.testing import dev_server
-from golem.wire import names
+from golem.wire import Paused, names
 from golem.wire import transcript as transcript_module
 from golem.wire.lineage import run_search_attributes
 from golem.wire.transcript import CARRY_BYTES
@@ -173,6 +173,18 @@ async def record_runs(client: Client, tq: str) -> dict[str, str]:
     kept = await stray.approve({"t1": True})
     assert kept.output == "transfer: sent 5", kept.output
     runs["signal_arity_dropped"] = stray.run_id
+
+    # A golem.paused naming a run this one never started, while it waits: dropped
+    # (golem.reports-from-children); 0.2.0 listed its call as waiting below
+    # (paused_report_forged_taken, recorded by that code).
+    forged = await approvals.start("pay 5")
+    assert (await forged.result()).paused
+    made_up = ToolCall(id="f1", name="transfer", args="{}")
+    report = Paused(run_id="made-up-child", conversation_id="", pending_approvals=[made_up])
+    await forged.handle.signal(names.PAUSED, report)
+    await forged.approve({"t1": True})
+    await forged.handle.result()
+    runs["paused_report_forged_dropped"] = forged.run_id
     return runs
 
 

@@ -26,8 +26,11 @@ from waiting import eventually
 from golem import Agent, ApprovalPolicy, RunContext, RunError
 from golem.client import DurableAgent, pending
 from golem.client.deployments import WorkerDeployment
+from golem.messages import ToolCall
+from golem.wire import Paused, names
 from golem.wire.lineage import AGENT, CONVERSATION_ID, PARENT_RUN_ID
 from golem.worker import GolemPlugin
+from golem.workflows.agent_run import AgentRunWorkflow
 
 
 async def test_a_child_run_is_a_child_workflow_with_the_callers_lineage(
@@ -136,14 +139,44 @@ async def test_a_delegates_approval_surfaces_at_the_top_and_is_answered_there(
     assert final.output == "refunded 5"
 
 
-async def test_a_denied_delegate_call_is_answered_as_denied_in_the_child(
-    temporal_client: Client,
-) -> None:
+def triage_refunding(prompt: str) -> tuple[list[int], Agent[Any, Any]]:
+    """A caller that delegates ``prompt`` to billing, whose refund needs approval; the
+    refunds billing makes."""
     refunds: list[int] = []
     billing = refund_agent(refunds)
     triage = caller_agent(
-        "triage", lambda p: calls(("t1", "billing", {"prompt": "x"})), delegates=[billing]
+        "triage", lambda p: calls(("t1", "billing", {"prompt": prompt})), delegates=[billing]
     )
+    return refunds, triage
+
+
+async def test_a_forged_paused_report_naming_no_child_of_the_run_is_dropped(
+    temporal_client: Client,
+) -> None:
+    """Any client may signal ``golem.paused``: a report naming a run this one never started
+    leaves what it waits for as it was (its outcome, its pending query)."""
+    refunds, triage = triage_refunding("refund 5")
+    async with serve(temporal_client, triage) as tq:
+        run = await DurableAgent(temporal_client, triage, task_queue=tq).start("go")
+        [call] = (await run.result()).pending_approvals
+        forged = Paused(
+            run_id="made-up-child",
+            conversation_id="",
+            pending_approvals=[ToolCall(id="f1", name="refund", args="{}")],
+        )
+        await run.handle.signal(names.PAUSED, forged)
+        after = await run.result()  # an update, handled after the signal
+        assert [c.id for c in after.pending_approvals] == [call.id]
+        assert list(after.pending_runs) == [call.id]
+        assert [c.id for c in await run.handle.query(AgentRunWorkflow.pending)] == [call.id]
+        final = await run.approve({call.id: True})
+    assert final.output == "refunded 5" and refunds == [5]
+
+
+async def test_a_denied_delegate_call_is_answered_as_denied_in_the_child(
+    temporal_client: Client,
+) -> None:
+    refunds, triage = triage_refunding("x")
     async with serve(temporal_client, triage) as tq:
         run = await DurableAgent(temporal_client, triage, task_queue=tq).start("go")
         paused = await run.result()

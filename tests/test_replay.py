@@ -105,6 +105,8 @@ def test_histories_are_checked_in() -> None:
         "conversation_inline_listed",
         "signal_arity_dropped",
         "signal_arity_failed",
+        "paused_report_forged_dropped",
+        "paused_report_forged_taken",
     }
 
 
@@ -206,6 +208,39 @@ def test_a_decide_signal_of_no_argument_is_dropped_behind_its_patch() -> None:
     failed = events("signal_arity_failed", EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED)
     failure = failed[0].workflow_execution_failed_event_attributes.failure  # type: ignore[attr-defined]
     assert "decide() missing 1 required positional argument" in failure.message
+
+
+def answered_after_the_last_activity(stem: str) -> bool:
+    """Whether history ``stem``'s last update answered after its last activity began."""
+    kinds = [e.event_type for e in history(stem).events]
+    answer = max(
+        i
+        for i, k in enumerate(kinds)
+        if k == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED
+    )
+    activity = max(
+        i for i, k in enumerate(kinds) if k == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    )
+    return answer > activity
+
+
+def test_a_paused_report_from_no_child_is_dropped_behind_its_patch() -> None:
+    """``paused_report_forged_dropped`` took ``golem.reports-from-children``: the approval
+    of the run's own call answered with its end. ``paused_report_forged_taken`` (recorded by
+    the code before the patch) listed the forged call as waiting below, so the approval
+    answered at once, before the run ended; it replays so (no marker)."""
+    dropped, taken_ = "paused_report_forged_dropped", "paused_report_forged_taken"
+    assert '"golem.reports-from-children"' in taken(dropped)
+    assert "golem.reports-from-children" not in taken(taken_)
+    for stem in (dropped, taken_):
+        [signal] = events(stem, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
+        told = signal.workflow_execution_signaled_event_attributes  # type: ignore[attr-defined]
+        assert b"made-up-child" in told.input.payloads[0].data
+    assert answered_after_the_last_activity(dropped)  # the approval answered with the end
+    assert not answered_after_the_last_activity(taken_)
+    answers = events(taken_, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED)
+    outcome = answers[-1].workflow_execution_update_completed_event_attributes.outcome  # type: ignore[attr-defined]
+    assert b'"f1"' in outcome.success.payloads[0].data  # the forged call, answered as waiting
 
 
 def test_the_first_release_has_its_histories() -> None:

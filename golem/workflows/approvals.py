@@ -48,8 +48,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
 from datetime import timedelta
 from math import inf
 from typing import Any
@@ -67,6 +68,7 @@ with workflow.unsafe.imports_passed_through():
         EXTERNAL_TIMEOUT,
         PENDING_INBOX,
         READABLE_APPROVALS,
+        REPORTS_FROM_CHILDREN,
         VISIBLE_APPROVALS,
         patched,
     )
@@ -152,6 +154,9 @@ class ApprovalGate:
         self._pauses = 0  # counts pauses, so an approval can wait for the next one
         self.below: dict[str, Paused] = {}
         """What waits in each run below this one (its latest report), by that run's id."""
+        self._children: dict[str, bool] = {}
+        """The runs this one started (delegations, handoffs), by id: whether each still runs.
+        Only their reports count (docs/adr/0052-reports-from-children.md)."""
         self.evaluations: dict[str, asyncio.Task[None]] = {}
         """This run's calls whose evaluation runs now, each with its task: a person may
         answer them (which cancels the task at once), but the run is not paused for them
@@ -439,8 +444,31 @@ class ApprovalGate:
         if self._told_evaluating:
             await self._tell()
 
+    @contextmanager
+    def child(self, run_id: str) -> Iterator[None]:
+        """While the run ``run_id`` this one starts runs: its reports count from before its
+        start (it may report before the start's answer) to its end."""
+        self._children[run_id] = True
+        try:
+            yield
+        finally:
+            self._children[run_id] = False
+
+    def _from_child(self, report: Paused) -> bool:
+        """``report`` names a run this one started that still runs, or one that ended and
+        says nothing waits in it any more (its last word may arrive after its end)."""
+        running = self._children.get(report.run_id)
+        return running is True or (running is False and not report.pending_approvals)
+
     async def reported(self, report: Paused) -> None:
-        """A run below this one waits for ``report.pending_approvals`` now (none: no more)."""
+        """A run below this one waits for ``report.pending_approvals`` now (none: no more).
+        Any client may send the signal: one naming no child of this run is dropped."""
+        if not self._from_child(report) and patched(REPORTS_FROM_CHILDREN):
+            workflow.logger.warning(
+                "golem.paused dropped: %r is not a run this one started that still runs",
+                report.run_id,
+            )
+            return
         if report.pending_approvals:
             self.below[report.run_id] = report
             self._pauses += 1

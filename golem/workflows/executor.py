@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import nullcontext
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -309,9 +310,11 @@ class TemporalExecutor:
     async def delegate(
         self, child: Delegation, ctx: RunContext[Any], emit: Callable[[RunEvent], None] | None
     ) -> Result[Any]:
-        return await run_child(
-            child, ctx, stream=self.stream, on_start=self.on_child, caller=self.caller
-        )
+        # Its gate takes the child's reports of what waits in it (and no one else's).
+        with self.gate.child(child.run.run_id) if self.gate is not None else nullcontext():
+            return await run_child(
+                child, ctx, stream=self.stream, on_start=self.on_child, caller=self.caller
+            )
 
     async def call_tool(self, call: ToolCall, ctx: RunContext[Any]) -> ToolOutcome:
         tool = self._toolset_tools.get(call.name) or self.agent.tools[call.name]

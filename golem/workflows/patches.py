@@ -77,6 +77,10 @@ TURN_RUNS_LISTED = "golem.turn-runs-listed"
 #: instead of failing on its ``TypeError``.
 SIGNAL_ARITY = "golem.signal-arity"
 
+#: A run (or an inline turn) takes a ``golem.paused`` report only from a run it started that
+#: still runs: any client may send the signal, and a forged one listed made-up calls.
+REPORTS_FROM_CHILDREN = "golem.reports-from-children"
+
 #: The live patches, by id.
 PATCHES: dict[str, Patch] = {
     TOOLSETS_IN_AGENT_ORDER: Patch(
@@ -148,6 +152,12 @@ PATCHES: dict[str, Patch] = {
     SIGNAL_ARITY: Patch(
         SIGNAL_ARITY,
         adr="docs/adr/0005-durable-runs.md",
+        since="0.3.0",
+        removable_after="0.2.0",
+    ),
+    REPORTS_FROM_CHILDREN: Patch(
+        REPORTS_FROM_CHILDREN,
+        adr="docs/adr/0052-reports-from-children.md",
         since="0.3.0",
         removable_after="0.2.0",
     ),
