@@ -20,6 +20,7 @@ counts the run's own items only. See docs/adr/0007-live-streams.md.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -34,7 +35,12 @@ from datetime import timedelta
 from typing import Any, Protocol, TypeVar, cast
 
 from pydantic import ValidationError
-from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowQueryFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+)
 from temporalio.common import RawValue
 from temporalio.contrib.workflow_streams import WorkflowStreamClient, WorkflowStreamItem
 from temporalio.service import RPCError, RPCStatusCode
@@ -44,6 +50,7 @@ from golem.events import RunEvent
 from golem.results import Result, StreamResult
 from golem.wire import StreamEvent, names
 from golem.wire.converter import golem_data_converter
+from golem.wire.lineage import CONVERSATION_ID
 
 OutputT = TypeVar("OutputT")
 
@@ -140,6 +147,18 @@ class DurableRunStream(StreamResult[OutputT]):
         named) and the offset after that event there."""
         return self._read_from
 
+    def resume_below(self, run_id: str) -> dict[str, tuple[str, int]]:
+        """Where a reader that resumes from run ``run_id``'s position (this run's offset, or
+        that of a run it named after its last event yielded) must read the runs below it
+        on from, so it sees each of their events once: each run it named (and those they
+        named) whose events may still come, with its agent and the offset after its last
+        event yielded, unless a resume reads its naming again and none of its events was
+        yielded. A resume passes them as ``DurableRun.followed``. Empty unless iterating."""
+        if self._tree is None or self._run is None:
+            return {}
+        own = run_id == self._run.run_id
+        return self._tree.to_resume(run_id, self._offset if own else self._tree.at.get(run_id, 0))
+
     async def __aiter__(self) -> AsyncIterator[RunEvent]:
         try:
             try:
@@ -188,7 +207,7 @@ class DurableRunStream(StreamResult[OutputT]):
         own = tree.add(self._own(run, tree))
         if self._read:  # read on past the items naming them: go on where an earlier stopped
             for below, (agent, offset) in list(run.followed.items()):
-                tree.follow(below, agent, offset)
+                tree.follow(below, agent, offset, by=(run.run_id, -1))
         # One watch per stream, not a task per item: the run's own reader is stopped only
         # once the run waits for a person.
         watch = None
@@ -199,6 +218,7 @@ class DurableRunStream(StreamResult[OutputT]):
                 async for event, source, offset in events:
                     if source == run.run_id:  # one of the run's own: the offset after it
                         self._offset = offset
+                    tree.yielded(source, offset, event.kind)
                     self._read_from = (source, offset)
                     yield event
         finally:
@@ -351,6 +371,8 @@ class _Events:
         self.held: Callable[[], Awaitable[bool]] | None = None
         """Set when the stream is a conversation's, whose items name their turn (``of_run``):
         whether it still holds this run's items (asked as another turn ends)."""
+        self.at = 0
+        """The offset of the item read last."""
 
     async def read(
         self,
@@ -360,6 +382,7 @@ class _Events:
         """The events of ``items``, up to the run's ``end``."""
         async for item in items:
             wire = _decode(item)
+            self.at = item.offset
             mine = self.held is None or wire.of_run in self.agents
             if self.named and mine and wire.kind in _AFTER_BELOW:
                 # Their events happened before this item: none is yielded after it.
@@ -383,7 +406,7 @@ class _Events:
 
     def convert(self, wire: StreamEvent) -> RunEvent | None:
         if wire.kind == "child":
-            self.tree.follow(wire.run_id, wire.agent)
+            self.tree.follow(wire.run_id, wire.agent, by=(self.run_id, self.at))
             self.named.append(wire.run_id)
             return None
         run_id = wire.of_run or self.run_id
@@ -442,22 +465,61 @@ class _Tree:
         self.below: dict[str, _Child] = {}  # each child by its run id
         self.ready = 0
         """Events in ``queue``: ``events`` yields the next without waiting."""
+        self.named_by: dict[str, tuple[str, int]] = {}
+        """Each run below whose events may still come: the run whose stream named it and
+        that item's offset (-1: one a resume follows on from where an earlier read)."""
+        self.agents: dict[str, str] = {}
+        self.at: dict[str, int] = {}
+        """Each run below: the offset after its last event yielded (or where it is read from)."""
+        self.seen: set[str] = set()
+        """The runs below an event was yielded of."""
 
     def add(self, events: AsyncGenerator[Positioned, None]) -> asyncio.Task[None]:
         pump = asyncio.ensure_future(self._pump(events))
         self.pumps.append(pump)
         return pump
 
-    def follow(self, run_id: str, agent: str, offset: int = 0) -> None:
+    def follow(
+        self, run_id: str, agent: str, offset: int = 0, by: tuple[str, int] = ("", -1)
+    ) -> None:
         """Read the stream of run ``run_id`` too, from ``offset`` (once, however often it
-        is named)."""
+        is named); ``by``: the run whose stream named it, and that item's offset."""
         if run_id not in self.followed:
             self.followed.add(run_id)
+            self.named_by[run_id], self.agents[run_id], self.at[run_id] = by, agent, offset
             child = _Child(self.client.get_workflow_handle(run_id), read=offset)
             self.children.append(child)
             self.below[run_id] = child
             self.kept[run_id] = (agent, offset)
             child.pump = self.add(self._child(child, agent))
+
+    def yielded(self, source: str, offset: int, kind: str) -> None:
+        """An event read from run ``source``'s stream was yielded, ``offset`` after it. One
+        published once the runs it named had ended (``_AFTER_BELOW``) comes after all their
+        events: those runs (and the runs below them) are done."""
+        self.at[source] = offset
+        self.seen.add(source)
+        if kind in _AFTER_BELOW:
+            self._done(source, offset)
+
+    def _done(self, source: str, before: float) -> None:
+        """The runs ``source``'s stream named before offset ``before`` have ended."""
+        for run_id, (by, at) in list(self.named_by.items()):
+            if by == source and at < before:
+                del self.named_by[run_id]
+                self._done(run_id, math.inf)
+
+    def to_resume(self, run_id: str, offset: int) -> dict[str, tuple[str, int]]:
+        """The runs run ``run_id``'s stream named that are not done, each with its agent and
+        offset, then those they named (see ``DurableRunStream.resume_below``): those named
+        before ``offset``, which a read from it would miss, and those named after it whose
+        events were yielded, which it would read again from their start."""
+        found: dict[str, tuple[str, int]] = {}
+        for below, (by, at) in list(self.named_by.items()):
+            if by == run_id and (at < offset or below in self.seen):
+                found[below] = (self.agents[below], self.at[below])
+                found |= self.to_resume(below, self.at[below])
+        return found
 
     async def settled(self, run_ids: list[str]) -> None:
         """Return once the streams of runs ``run_ids`` and of those they named have been
@@ -528,6 +590,26 @@ class _Tree:
             for pump in self.pumps:
                 pump.cancel()
             await asyncio.gather(*self.pumps, return_exceptions=True)
+
+
+async def below_refusal(
+    client: Client, conversation_id: str, below: Mapping[str, tuple[str, int]]
+) -> str | None:
+    """Why a reader cannot resume the runs ``below`` from their offsets: one is not a run of
+    conversation ``conversation_id`` (a stream of another's is not the reader's to read),
+    or its offset is past the end of its stream; ``None`` when it can."""
+    for run_id, (_, offset) in below.items():
+        handle = client.get_workflow_handle(run_id)
+        try:
+            attributes = (await handle.describe()).typed_search_attributes
+            end = await WorkflowStreamClient(handle).get_offset() if offset else 0
+        except (RPCError, WorkflowQueryFailedError):
+            attributes, end = None, 0
+        if attributes is None or attributes.get(CONVERSATION_ID) != conversation_id:
+            return f"run {run_id!r} is not a run of conversation {conversation_id}"
+        if offset > end:
+            return f"offset {offset} is past the end of run {run_id}'s stream"
+    return None
 
 
 async def workflow_started(handle: WorkflowHandle[Any, Any]) -> bool:

@@ -23,7 +23,7 @@ from test_conversation import serve
 from test_durable_approvals import slow_reviewer
 from waiting import eventually
 
-from golem import Agent, ApprovalPolicy, RunContext, RunError
+from golem import Agent, ApprovalPolicy, RunContext, RunError, RunEvent
 from golem.client import DurableAgent, pending
 from golem.client.deployments import WorkerDeployment
 from golem.messages import ToolCall
@@ -251,6 +251,47 @@ async def test_the_callers_stream_carries_its_childrens_events_marked_with_their
     assert {e.run_id for e in events if e.agent == "triage"} == {result.run_id}
     assert any(e.kind == "text_delta" and e.agent == "billing" for e in events)
     assert results_of(result.messages)[0].content == "done: refund"
+
+
+async def test_a_stream_cut_after_any_event_resumes_with_the_runs_below_each_event_once(
+    temporal_client: Client,
+) -> None:
+    """Two delegates called in one batch: a stream cut after any event (a delegate's, or the
+    caller's after a delegate was named) and resumed from its offset with the runs below
+    where it left them (``resume_below``, as ``DurableRun.followed``) yields the rest of
+    the events, none again and none lost."""
+    caller = caller_agent(
+        "caller",
+        lambda p: calls(("c1", "billing", {"prompt": "a"}), ("c2", "ledger", {"prompt": "b"})),
+        delegates=[echo_agent("billing"), echo_agent("ledger")],
+    )
+    async with serve(temporal_client, caller) as tq:
+        durable = DurableAgent(temporal_client, caller, task_queue=tq)
+        run = await durable.start("go")
+        whole = [e async for e in run.stream()]
+        cuts = []
+        for cut in range(len(whole)):
+            stream = (await durable.attach(run.run_id)).stream()
+            seen: list[RunEvent] = []
+            async for event in stream:
+                seen.append(event)
+                if len(seen) > cut:
+                    offset, below = stream.offset, stream.resume_below(run.run_id)
+                    break
+            again = await durable.attach(run.run_id)
+            again.followed.update(below)
+            cuts.append((seen, [e async for e in again.stream(offset)]))
+
+    def of_each_run(events: list[RunEvent]) -> dict[str, list[RunEvent]]:
+        """The runs' events are read side by side: each run's keep their order."""
+        runs: dict[str, list[RunEvent]] = {}
+        for event in events:
+            runs.setdefault(event.run_id, []).append(event)
+        return runs
+
+    assert {e.agent for e in whole} == {"caller", "billing", "ledger"}
+    for seen, rest in cuts:
+        assert of_each_run(seen + rest) == of_each_run(whole), f"cut after {seen[-1]}"
 
 
 async def test_a_person_who_answers_a_delegates_call_first_cancels_its_evaluation(

@@ -20,6 +20,7 @@ from golem import Agent, Message, ToolCall
 from golem.client import DurableAgent
 from golem.client.lookups import awaiting_approval
 from golem.models import FunctionModel, ToolDefinition
+from golem.serve.rest import packed
 from golem.worker import GolemPlugin
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
@@ -215,6 +216,42 @@ async def test_a_turn_handed_over_to_a_run_that_waits_streams_both_and_resumes_i
     [call] = json.loads(waiting[-1]["data"])["waiting"]
     assert (call["id"], call["name"]) == ("refund-1", "refund")
     assert decided.json()["output"] == "Done: refunded 19.90 on order 42."
+
+
+async def test_a_resume_after_a_delegates_event_repeats_none_of_its_events_and_loses_none(
+    temporal_env: WorkflowEnvironment, both_shapes: str
+) -> None:
+    """examples/triage.py: triage's delegate ledger streams among triage's events. A
+    Last-Event-ID naming one of ledger's events names where ledger's stream stood too:
+    resumed after any event of triage's run, the rest of the turn, each event once (issue
+    32); before, a resume after one of ledger's read ledger's events again."""
+    async with (
+        serving(temporal_env, [triage]) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        created = await http.post("/conversations", json={"agent": "triage"})
+        url = f"/conversations/{created.json()['id']}"
+        await http.post(f"{url}/messages", json={"text": "I was charged twice"})
+        waiting = parse((await http.get(f"{url}/events")).text)  # until billing's refund waits
+        billing = next(n for n, e in enumerate(waiting) if '"agent":"billing"' in e["data"])
+        resumed = [
+            parse((await http.get(f"{url}/events", headers={"Last-Event-ID": e["id"]})).text)
+            for e in waiting[:billing]
+        ]
+        # A position naming a run of no run of this conversation's is refused, read nowhere.
+        at = waiting[1]["id"].partition(".")[0]
+        elsewhere = {"Last-Event-ID": f"{at}.{packed({'another-run': ('ledger', 0)})}"}
+        refused = await http.get(f"{url}/events", headers=elsewhere)
+        garbled = await http.get(f"{url}/events", headers={"Last-Event-ID": f"{at}.e30"})
+        await http.post(f"{url}/decisions", json={"decisions": {"refund-1": {"approved": True}}})
+
+    assert refused.status_code == 400 and "'another-run' is not a run of" in refused.text
+    assert garbled.status_code == 400 and "names no position" in garbled.text
+    ledger = [n for n, e in enumerate(waiting) if '"agent":"ledger"' in e["data"]]
+    assert len(ledger) >= 2 and ledger[-1] < billing - 1  # triage goes on after ledger's
+    assert waiting[-1]["event"] == "waiting"
+    for n, rest in enumerate(resumed):
+        assert rest == waiting[n + 1 :], f"resumed after event {n} ({waiting[n]['id']})"
 
 
 async def test_a_delegates_events_all_come_before_the_handoff_targets_however_late_read(

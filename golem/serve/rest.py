@@ -14,21 +14,25 @@
 
 The events are the turn's, from its first run on: a turn that hands over goes on with the
 events of the run it was handed to. An event's id is ``<run id>:<offset>`` (the run of the
-turn whose stream holds it); a reader that reconnects with ``Last-Event-ID`` gets the rest
-of that turn, each event once. The turn's last event is ``waiting`` (the calls it waits
-for, each of ``kind`` approval or result), ``result`` or ``failed``, with id
+turn whose stream holds it), followed, while runs it delegated to may still stream, by
+``.<position>``: where the reader stood in each of their streams (base64url JSON, opaque
+to a client); a reader that reconnects with ``Last-Event-ID`` gets the rest of that turn,
+each event once, a delegate's too. The turn's last event is ``waiting`` (the calls it
+waits for, each of ``kind`` approval or result), ``result`` or ``failed``, with id
 ``<run id>:end``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import TypeAdapter
+from pydantic import Field, StrictStr, TypeAdapter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -51,6 +55,8 @@ from golem.tools import Tool
 #: The offset part of a turn's last event id.
 END = "end"
 _EVENT = TypeAdapter(RunEvent)
+#: An event id's ``.<position>``: each run below, its agent, where the reader stood in it.
+_POSITION = TypeAdapter(list[tuple[StrictStr, StrictStr, Annotated[int, Field(strict=True, ge=0)]]])
 #: An agent's tools by name (empty when the app knows the agent by name only).
 Tools = Mapping[str, Tool]
 NO_TOOLS: Tools = MappingProxyType({})
@@ -186,12 +192,15 @@ def rest_routes(served: Served) -> list[Route]:
     async def events(request: Request) -> Response:
         found = await thread(request)
         last = request.headers.get("last-event-id") or request.query_params.get("after", "")
+        below: dict[str, tuple[str, int]] = {}
         if last:
             run_id, sep, at = last.rpartition(":")
+            at, _, position = at.partition(".")
             if at == END:
                 return Response(status_code=204)  # the reader has the turn's last event
             if not sep or not at.isdigit():
                 raise Problem(400, f"Last-Event-ID must be <run id>:<offset>, not {last!r}")
+            below = unpacked(position, last)
             turn = await found.conversation.turn_of(run_id)
             if not turn:
                 raise Problem(404, f"run {run_id!r} is not a turn of conversation {found.id}")
@@ -204,7 +213,7 @@ def rest_routes(served: Served) -> list[Route]:
             run_id, offset = next(iter(turn)), 0
             if not run_id:
                 return Response(status_code=204)  # no turn yet: nothing to follow
-        stream = await found.follow(run_id, offset, turn[run_id])
+        stream = await found.follow(run_id, offset, turn[run_id], below)
         tools = found.agent.tools
         events = relay(stream, run_id, served, tools, found.handed_to)
         return EventSourceResponse(events, ping=15, sep=SEP)
@@ -301,7 +310,7 @@ async def relay(
     here, so an open stream holds the bytes it last sent, not the objects they came from.
     ``handed``: whether a run the stream of run ``run_id`` names is one the turn was
     handed over to (its events' ids name it), not a delegate."""
-    ids = _EventIds(run_id, stream.offset, handed)
+    ids = _EventIds(stream, run_id, handed)
     async for item in turn_events(stream):
         if isinstance(item, TurnEnd):
             yield end_event(item, run_id, served, tools).encode()
@@ -316,25 +325,52 @@ async def relay(
 class _EventIds:
     """Each event's id: ``<run id>:<offset>`` of the run of the turn whose stream holds it
     (the run followed, or one the turn was handed over to), where a reader resumes from;
-    a delegate's event has the id of the last event of the turn's own runs before it."""
+    a delegate's event has the offset of the last event of the turn's own runs before it.
+    Then, while runs below may still stream, ``.<position>``: where the reader stood in
+    each (``DurableRunStream.resume_below``), so a resume repeats and loses none of their
+    events."""
 
     def __init__(
-        self, run_id: str, offset: int, handed: Callable[[str], Awaitable[bool]] | None
+        self,
+        stream: DurableRunStream[Any],
+        run_id: str,
+        handed: Callable[[str], Awaitable[bool]] | None,
     ) -> None:
-        self.followed = run_id
-        self.last = f"{run_id}:{offset}"
+        self.stream = stream
+        self.followed = self.root = run_id  # root: the turn's run the id names
+        self.last = f"{run_id}:{stream.offset}"
         self.handed = handed
         self.turns: dict[str, bool] = {}  # a run the stream named -> whether it is the turn's
 
     async def of(self, event: RunEvent, source: str, offset: int) -> str:
         if source == self.followed:  # inline, the turn's runs share it: each item names its run
-            self.last = f"{event.run_id}:{offset}"
+            self.root, self.last = source, f"{event.run_id}:{offset}"
         elif self.handed is not None:
             if source not in self.turns:
                 self.turns[source] = await self.handed(source)
             if self.turns[source]:
-                self.last = f"{source}:{offset}"
-        return self.last
+                self.root, self.last = source, f"{source}:{offset}"
+        below = self.stream.resume_below(self.root)
+        return f"{self.last}.{packed(below)}" if below else self.last
+
+
+def packed(below: Mapping[str, tuple[str, int]]) -> str:
+    """The runs below and where a reader stood in each, as an event id's ``.<position>``."""
+    listed = [[run_id, agent, offset] for run_id, (agent, offset) in below.items()]
+    text = json.dumps(listed, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(text).decode().rstrip("=")
+
+
+def unpacked(position: str, last: str) -> dict[str, tuple[str, int]]:
+    """``packed``'s runs again (none for an id without them); 400 for one it did not make."""
+    if not position:
+        return {}
+    try:
+        text = base64.urlsafe_b64decode(position + "=" * (-len(position) % 4))
+        listed = _POSITION.validate_json(text)
+    except (binascii.Error, ValueError):
+        raise Problem(400, f"Last-Event-ID {last!r} names no position this server gave") from None
+    return {run_id: (agent, offset) for run_id, agent, offset in listed}
 
 
 def end_event(

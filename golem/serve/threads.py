@@ -36,7 +36,13 @@ from golem.serve.auth import Auth
 from golem.serve.decisions import Decision, to_approvals
 from golem.serve.errors import Problem
 from golem.serve.requests import MAX_BODY_BYTES, read_json
-from golem.streaming import CHILD_START, DurableRun, DurableRunStream, workflow_started
+from golem.streaming import (
+    CHILD_START,
+    DurableRun,
+    DurableRunStream,
+    below_refusal,
+    workflow_started,
+)
 from golem.wire import Completed, ConversationInput, names
 from golem.wire.run_history import decode_outcome
 
@@ -222,17 +228,30 @@ class Thread:
 
         return DurableRunStream(run, start, outcome=outcome, paused=paused)
 
-    async def follow(self, run_id: str, offset: int, agent: str = "") -> DurableRunStream[Any]:
+    async def follow(
+        self,
+        run_id: str,
+        offset: int,
+        agent: str = "",
+        below: Mapping[str, tuple[str, int]] | None = None,
+    ) -> DurableRunStream[Any]:
         """The events of run ``run_id`` of a turn from ``offset``, then those of the runs it
         hands over to: they end when the turn ends or waits; 400 for an offset past the end
         of its stream (it would wait for events never sent). ``agent``: the one the turn was
-        handed to as that run (its deltas name it, not the conversation's)."""
+        handed to as that run (its deltas name it, not the conversation's); ``below``: the
+        runs below it a reader left unread, each read on from where it stood (400 unless
+        they are this conversation's, their offsets within their streams)."""
         run = await self.conversation.turn(run_id)
         run = replace(run, agent=agent) if agent else run
         if offset and offset > await run.stream_end():
             raise Problem(
                 400, f"Last-Event-ID {run_id}:{offset} is past the end of run {run_id}'s stream"
             )
+        if below:
+            refusal = await below_refusal(self.client, self.id, below)
+            if refusal is not None:
+                raise Problem(400, f"Last-Event-ID: {refusal}")
+            run.followed.update(below)
         outcome = asyncio.ensure_future(self._answer(run))
 
         async def result() -> Result[Any]:
