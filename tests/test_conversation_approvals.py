@@ -37,7 +37,7 @@ from golem import Agent, ApprovalPolicy, Approve, Ask, Deny, Message, Rule, Tool
 from golem.client import ConversationClosedError, DurableAgent, pending
 from golem.models import FunctionModel
 from golem.phases.batch import DENIED_RESULT, NO_DECISION_RESULT
-from golem.wire import names
+from golem.wire import Paused, names
 from golem.worker import GolemPlugin
 
 
@@ -481,4 +481,31 @@ async def test_an_approval_sent_before_the_conversation_heard_of_the_pause_waits
         done = await asyncio.wait_for(conv.approve({"t1": True, "t2": True}, by="dana"), 30)
         paused = await asyncio.wait_for(sent, 30)
     assert [c.id for c in paused.pending_approvals] == ["t1", "t2"]
+    assert not done.paused and executed == [1, 2]
+
+
+@pytest.mark.parametrize("inline", [False, True], ids=["child runs", "inline"])
+async def test_a_forged_paused_report_leaves_what_a_conversation_waits_for(
+    temporal_client: Client, inline: bool
+) -> None:
+    """Any client may signal ``golem.paused`` to a conversation: a report naming no run it
+    started (neither its turn's run nor a delegate of its inline turn) changes nothing."""
+    executed: list[int] = []
+    agent = asks_two(executed)
+    async with serve(temporal_client, agent) as tq:
+        durable = DurableAgent(temporal_client, agent, task_queue=tq)
+        conv = await durable.conversation(inline_turns=inline)
+        paused = await conv.send("pay")
+        forged = Paused(
+            run_id="made-up-run",
+            conversation_id=conv.id,
+            pending_approvals=[ToolCall(id="f1", name="transfer", args="{}")],
+        )
+        await conv.handle.signal(names.PAUSED, forged)
+        partial = await conv.approve({"t1": True})  # an update, handled after the signal
+        listed = await conv.handle.query(names.PENDING, result_type=list[ToolCall] | None)
+        done = await conv.approve({"t2": True})
+    assert [c.id for c in paused.pending_approvals] == ["t1", "t2"]
+    assert [c.id for c in partial.pending_approvals] == ["t2"]
+    assert listed is None or [c.id for c in listed] == ["t2"]  # child turns: none listed here
     assert not done.paused and executed == [1, 2]
