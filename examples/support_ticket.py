@@ -16,6 +16,7 @@ import os
 import sys
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from temporalio import workflow
@@ -86,10 +87,10 @@ class TicketWorkflow:
 async def main() -> None:
     from temporalio.worker import Worker
 
-    from golem.testing import dev_server
+    from examples.offline import quiet_dev_server
     from golem.worker import GolemPlugin
 
-    async with dev_server() as env:
+    async with quiet_dev_server() as env:  # the server's banner and warnings kept off
         client = env.client
         plugin = GolemPlugin(triage_agent, reply_agent)
         async with Worker(
@@ -114,6 +115,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # examples.offline, as a script
     asyncio.run(main())
     sys.stdout.flush()
     os._exit(0)  # the Temporal core runtime can abort at interpreter teardown
