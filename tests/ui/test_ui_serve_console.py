@@ -148,6 +148,9 @@ async def test_the_console_asks_approves_denies_and_lists_conversations(
     assert "Refund order 46" in reasoned.text
     assert listed - before == 7  # this test's seven conversations
     assert pages["list"].text.count("refunds · running") == listed
+    # told apart: ids made within a minute of each other share their first 8 characters
+    entries = [line for line in pages["list"].text.splitlines() if "refunds · running" in line]
+    assert len(set(entries)) == len(entries), entries
 
 
 #: Ask, then (once the call shows) set its fields: ``{selector: value}`` in the waiting box.

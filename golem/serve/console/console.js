@@ -266,11 +266,14 @@ async function open(id) {
   if (conversation.turn) await follow(); // a turn in flight or waiting: its events from the start
 }
 
+// A conversation id's end: a UUIDv7 begins with its time, the same for ids a minute apart.
+const short = (id) => (id.length > 12 ? `…${id.slice(-8)}` : id);
+
 async function refresh() {
   const listed = await api("/conversations");
   $("conversations").replaceChildren(
     ...listed.conversations.map((c) => {
-      const item = el("li", {}, `${c.id.slice(0, 8)}… `, el("span", { class: "status" }, `${c.agent} · ${c.status}`));
+      const item = el("li", { title: c.id }, `${short(c.id)} `, el("span", { class: "status" }, `${c.agent} · ${c.status}`));
       item.onclick = () => open(c.id);
       return item;
     }),
@@ -278,7 +281,7 @@ async function refresh() {
   const inbox = await api("/pending");
   $("pending").replaceChildren(
     ...inbox.pending.map((p) => {
-      const item = el("li", {}, `${p.name}(${p.args}) `, el("span", { class: "status" }, p.conversationId.slice(0, 8)));
+      const item = el("li", { title: p.conversationId }, `${p.name}(${p.args}) `, el("span", { class: "status" }, short(p.conversationId)));
       item.onclick = () => open(p.conversationId);
       return item;
     }),
