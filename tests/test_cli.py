@@ -917,6 +917,7 @@ def test_codec_server_problems_name_the_command_once_and_a_bad_key_its_format(
         "GOLEM_ENCRYPTION_KEY: key '(no id)' is 5 bytes once base64-decoded, not 32; "
         "expected id:base64key[,id:base64key...], each key 32 random bytes in base64"
     ) in err
+    assert "$(python3 -c 'import os,base64;" in err  # Debian and Ubuntu have no `python`
 
 
 def test_the_license_is_an_spdx_expression_with_its_file() -> None:

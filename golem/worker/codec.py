@@ -31,7 +31,7 @@ _NONCE = 12
 #: What ``GOLEM_ENCRYPTION_KEY`` holds, as its errors say.
 KEY_FORMAT = (
     "id:base64key[,id:base64key...], each key 32 random bytes in base64, e.g. "
-    "2026-11:$(python -c 'import os,base64;print(base64.b64encode(os.urandom(32)).decode())')"
+    "2026-11:$(python3 -c 'import os,base64;print(base64.b64encode(os.urandom(32)).decode())')"
 )
 
 
