@@ -2,7 +2,7 @@
 and a page of your own that streams a turn live and answers its approvals (the ``serve`` extra).
 
     golem dev                                                            # a Temporal dev server
-    golem worker --agent examples.demo_agent:agent --agent examples.refunds:agent   # "travel", "refunds"
+    golem worker --agent examples.demo_agent:agent --agent examples.refunds:agent   # both agents
     GOLEM_AGENT=travel uvicorn examples.sse_relay:app --port 8000        # open http://localhost:8000/
     (travel asks nobody; with GOLEM_AGENT=refunds, "Refund order 42" waits for your approval)
 
