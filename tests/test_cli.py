@@ -384,6 +384,13 @@ async def test_chat_names_the_agent_that_answered_each_turn_after_a_handoff(
     ]
 
 
+async def test_worker_names_the_agents_it_serves_by_handoff_too(address: str) -> None:
+    tq = queue()
+    async with golem_worker(tq, "front") as worker:
+        pass
+    assert worker.started.startswith(f"golem worker: serving front, billing on task queue '{tq}'")
+
+
 async def test_a_failed_chat_turn_is_reported_and_the_next_turn_resumes_from_it(
     address: str, temporal_client: Client
 ) -> None:

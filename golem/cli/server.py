@@ -124,7 +124,6 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     agents = [load_agent(spec) for spec in args.agent]
     deployment = _deployment(args)
     client = await connect_args(args)
-    names = ", ".join(a.name for a in agents)
     version = f" as {args.deployment}.{args.build_id}" if deployment else ""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -133,6 +132,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     try:
         plugin = GolemPlugin(*agents, deployment=deployment)
         served = [a.name for a in plugin.agents]  # and the agents they delegate to
+        names = ", ".join(served)  # what a run may reach here, as the worker identity says
         label = f"{args.deployment}.{args.build_id}" if deployment else ""
         queue = await describe_queue(client, args.task_queue)
         conflict = queue.conflict(served, label)
