@@ -15,11 +15,13 @@ from serve_support import DEADLINE, refunds, serving
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
+from waiting import eventually
 
 from golem import Agent, Message, ToolCall
 from golem.client import DurableAgent
 from golem.client.lookups import awaiting_approval
 from golem.models import FunctionModel, ToolDefinition
+from golem.serve import threads as threads_module
 from golem.serve.rest import packed
 from golem.worker import GolemPlugin
 
@@ -591,3 +593,36 @@ async def test_the_inbox_names_a_waiting_conversation_no_worker_answers_for_not_
     [unreachable] = [u for u in after.json()["unreachable"] if u["conversationId"] == conversation]
     assert "does not answer" in unreachable["error"]
     assert all(c["conversationId"] != conversation for c in after.json()["pending"])
+
+
+@pytest.mark.usefixtures("both_shapes")
+async def test_without_a_worker_a_turn_is_a_503_naming_it_and_a_read_is_no_500(
+    temporal_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The likeliest first mistake: golem serve up, no worker. The send hung (the turn is
+    never taken) and the conversation's read was a 500 once its query timed out."""
+    monkeypatch.setattr(threads_module, "NO_WORKER_AFTER", 0.5)
+    async with (
+        serving(temporal_env, worker=False) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        url = f"/conversations/{await started(http)}"
+        sent = await http.post(f"{url}/messages", json={"text": "Refund order 4"})
+        read = await http.get(url)
+        plugin = GolemPlugin(refunds)
+        async with Worker(temporal_env.client, task_queue=server.task_queue, plugins=[plugin]):
+
+            async def asks() -> bool:  # the queued turn ran once a worker came
+                return bool((await http.get(url)).json()["waiting"])
+
+            await eventually(asks, what="the queued turn to wait for approval")
+            turned = parse((await http.get(f"{url}/events")).text)
+            await http.post(f"{url}/decisions", json={"decisions": {"refund-4": False}})
+
+    assert sent.status_code == 503, sent.text
+    problem = sent.json()
+    assert problem["code"] == "no_worker"
+    assert f"no worker polls task queue '{server.task_queue}'" in problem["error"]
+    assert "the turn is queued" in problem["error"] and problem["runId"]
+    assert (read.status_code, read.json()["messages"]) == (200, [])
+    assert turned[-1]["event"] == "waiting"

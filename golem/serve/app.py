@@ -101,7 +101,8 @@ def create_app(
 
 
 async def _problem(request: Request, exc: Problem) -> Response:
-    return JSONResponse({"error": exc.reason, "code": exc.code}, status_code=exc.status)
+    body = {"error": exc.reason, "code": exc.code, **exc.more}
+    return JSONResponse(body, status_code=exc.status)
 
 
 async def _no_route(request: Request, exc: HTTPException) -> Response:

@@ -12,11 +12,13 @@ class Problem(Exception):
     """Answer with HTTP ``status`` and ``{"error": reason}`` (a protocol's own error event
     where the response is already a stream). ``code`` names it for machines."""
 
-    def __init__(self, status: int, reason: str, code: str = "") -> None:
+    def __init__(self, status: int, reason: str, code: str = "", **more: str) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
         self.code = code or _CODES.get(status, "bad_request")
+        self.more = more
+        """Fields the body carries beside ``error`` and ``code`` (a queued turn's run id)."""
 
 
 _CODES = {
@@ -27,6 +29,7 @@ _CODES = {
     409: "conflict",
     413: "too_large",
     422: "unprocessable",
+    503: "unavailable",
 }
 
 

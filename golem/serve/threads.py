@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from starlette.requests import Request
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
@@ -26,6 +26,7 @@ from golem.client.lookups import (
     awaiting_approval,
     conversation_messages,
     existing_run,
+    has_worker,
 )
 from golem.errors import ConversationClosedError
 from golem.events import RunEvent
@@ -45,6 +46,11 @@ from golem.streaming import (
 )
 from golem.wire import Completed, ConversationInput, names
 from golem.wire.run_history import decode_outcome
+
+
+#: How long a turn's send waits to be taken before asking whether any worker polls.
+NO_WORKER_AFTER = 5.0
+FIRST = asyncio.FIRST_COMPLETED
 
 
 @dataclass(frozen=True)
@@ -120,7 +126,11 @@ class Thread:
         if self.info is None:
             return []
         if self.info.status == "running":
-            return await self.conversation.messages()
+            try:  # a worker answers at once; none answers the query at all (it times out)
+                async with asyncio.timeout(NO_WORKER_AFTER):
+                    return await self.conversation.messages()
+            except (RPCError, WorkflowQueryFailedError, TimeoutError):
+                pass  # its history says the same, without a worker
         return await conversation_messages(self.client, self.id)
 
     async def waiting(self) -> Waiting | None:
@@ -182,7 +192,10 @@ class Thread:
         sent.add_done_callback(keep.discard)
         begun = asyncio.ensure_future(stream.begun())
         try:  # its run exists (a child run), or the conversation took it (inline)
-            await asyncio.wait([sent, begun], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([sent, begun], timeout=NO_WORKER_AFTER, return_when=FIRST)
+            if not (sent.done() or begun.done()):
+                await self._served_now(run_id)
+                await asyncio.wait([sent, begun], return_when=FIRST)
         finally:
             begun.cancel()
         if sent.done() and not stream.started:
@@ -191,6 +204,21 @@ class Thread:
             except ConversationClosedError as exc:
                 raise Problem(409, str(exc), "closed") from None
         return run_id
+
+    async def _served_now(self, run_id: str) -> None:
+        """503 when no worker polls the agent's task queue: the turn was sent (durably) and
+        runs once one starts; its request would wait for ever."""
+        queue = self.agent.task_queue
+        if not await has_worker(self.client, queue):
+            name = self.agent.agent_name
+            raise Problem(
+                503,
+                f"no worker polls task queue {queue!r} for agent {name!r}: the turn is queued "
+                f"and runs once one starts (golem worker --agent ... --task-queue {queue}); "
+                f"its run id is {run_id}",
+                "no_worker",
+                runId=run_id,
+            )
 
     async def decide(
         self,
