@@ -47,7 +47,6 @@ from golem.streaming import (
 from golem.wire import Completed, ConversationInput, names
 from golem.wire.run_history import decode_outcome
 
-
 #: How long a turn's send waits to be taken before asking whether any worker polls.
 NO_WORKER_AFTER = 5.0
 FIRST = asyncio.FIRST_COMPLETED
