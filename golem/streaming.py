@@ -9,7 +9,8 @@
         saved = run_stream.offset                        # what to pass next time
 
 The client half of ``golem.client``: it takes a ``DurableRun`` (its workflow handle) and
-reads the stream through ``temporalio.contrib.workflow_streams``; ``golem.client``
+reads the stream ``temporalio.contrib.workflow_streams`` hosts (its poll sent here, one call
+per poll); ``golem.client``
 re-exports it. A run's stream names each run it delegates or hands off to as it starts
 (a ``child`` item): the reader follows that run's own stream too, from its start, and
 merges its events in as they arrive (``RunEvent.run_id`` and ``agent`` say whose they
@@ -20,6 +21,7 @@ counts the run's own items only. See docs/adr/0007-live-streams.md.
 from __future__ import annotations
 
 import asyncio
+import base64
 import math
 from collections.abc import (
     AsyncGenerator,
@@ -32,23 +34,27 @@ from collections.abc import (
 from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from pydantic import ValidationError
+from temporalio.api.common.v1 import Payload
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
     WorkflowHandle,
     WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+    WorkflowUpdateStage,
 )
 from temporalio.common import RawValue
-from temporalio.contrib.workflow_streams import WorkflowStreamClient, WorkflowStreamItem
+from temporalio.contrib.workflow_streams import PollInput, PollResult, WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
 from golem.approvals import DecisionInput
 from golem.events import RunEvent
 from golem.results import Result, StreamResult
-from golem.wire import StreamEvent, names
+from golem.wire import StreamEvent, names, stream_wire
 from golem.wire.converter import golem_data_converter
 from golem.wire.lineage import CONVERSATION_ID
 
@@ -245,12 +251,12 @@ class DurableRunStream(StreamResult[OutputT]):
             async for event in events.read(self._up_to_pause(items), self._read_up_to):
                 yield event, run.run_id, self._read
 
-    def _read_up_to(self, item: WorkflowStreamItem[RawValue]) -> None:
+    def _read_up_to(self, item: Polled) -> None:
         self._read = item.offset + 1
 
     async def _up_to_pause(
-        self, items: AsyncGenerator[WorkflowStreamItem[RawValue], None]
-    ) -> AsyncGenerator[WorkflowStreamItem[RawValue], None]:
+        self, items: AsyncGenerator[Polled, None]
+    ) -> AsyncGenerator[Polled, None]:
         """``items``; once the run waits for a person (its stream does not end then), only
         those published before the pause (``_end_at``)."""
         async for item in items:
@@ -324,19 +330,111 @@ async def write_text(
     return anything
 
 
-def _subscribe(
-    handle: WorkflowHandle[Any, Any], offset: int
-) -> AsyncGenerator[WorkflowStreamItem[RawValue], None]:
-    return cast(  # an async generator: closed at once when we stop at `end`
-        AsyncGenerator[WorkflowStreamItem[RawValue], None],
-        WorkflowStreamClient(handle).subscribe(
-            [names.TOPIC], offset, result_type=RawValue, poll_cooldown=POLL_COOLDOWN
-        ),
-    )
+class Polled(NamedTuple):
+    """An item of a run's stream: where it is, and its event."""
+
+    offset: int
+    event: StreamEvent
 
 
-def _decode(item: WorkflowStreamItem[RawValue]) -> StreamEvent:
-    payload = item.data.payload
+#: A run's state once it is closed (its items are read by query then).
+_CLOSED = frozenset(
+    {
+        WorkflowExecutionStatus.COMPLETED,
+        WorkflowExecutionStatus.FAILED,
+        WorkflowExecutionStatus.CANCELED,
+        WorkflowExecutionStatus.TERMINATED,
+        WorkflowExecutionStatus.TIMED_OUT,
+    }
+)
+
+
+async def _subscribe(handle: WorkflowHandle[Any, Any], offset: int) -> AsyncGenerator[Polled, None]:
+    """The items of the stream of ``handle``'s workflow from ``offset`` on, as the
+    contrib's subscriber reads them (its poll update, a long poll; a run that continued as
+    new followed; a closed run's items read by its poll query), at less cost to this
+    process: each poll is one call, which waits for the update's answer (the contrib's
+    waits for its acceptance, then asks again for the answer), and its answer is read into
+    ``StreamEvent``s in one pass (the contrib's makes a ``Payload`` of each item)."""
+    polling, closed = handle, None
+    while True:
+        ask = PollInput(topics=[names.TOPIC], from_offset=offset)
+        if closed is not None:
+            answer = await closed.query(names.STREAM_POLL, ask, result_type=RawValue)
+        else:
+            run_id = None
+            try:
+                update = await polling.start_update(
+                    names.STREAM_POLL,
+                    ask,
+                    wait_for_stage=WorkflowUpdateStage.COMPLETED,
+                    result_type=RawValue,
+                )
+                run_id = update.workflow_run_id
+                answer = await update.result()
+            except WorkflowUpdateFailedError as exc:
+                kind = getattr(exc.cause, "type", None)
+                if kind == names.STREAM_TRUNCATED:  # read on from the oldest it holds
+                    offset = 0
+                    continue
+                if kind == names.STREAM_DRAINING:  # its next run takes the poll
+                    await asyncio.sleep(POLL_COOLDOWN.total_seconds())
+                    continue
+                polling, closed = await _moved(polling, run_id, exc)
+                continue
+            except (WorkflowUpdateRPCTimeoutOrCancelledError, RPCError) as exc:
+                if isinstance(exc.__cause__, asyncio.CancelledError):
+                    raise exc.__cause__ from None  # the SDK's word for a cancelled wait
+                polling, closed = await _moved(polling, run_id, exc)
+                continue
+        items, offset, more = _read_poll(answer.payload)
+        for item in items:
+            yield item
+        if not more:
+            if closed is not None:
+                return
+            await asyncio.sleep(POLL_COOLDOWN.total_seconds())
+
+
+async def _moved(
+    handle: WorkflowHandle[Any, Any], run_id: str | None, error: Exception
+) -> tuple[WorkflowHandle[Any, Any], WorkflowHandle[Any, Any] | None]:
+    """Where a stream whose poll failed with ``error`` goes on (the workflow run it reached,
+    ``run_id``, if known, else its latest): its next run, when it continued as new; its
+    closed run, read by query; else ``error`` is raised."""
+    client = handle._client  # the handle's own: Temporal's handle has no public one
+    try:
+        described = await client.get_workflow_handle(handle.id, run_id=run_id).describe()
+    except RPCError:
+        raise error from None
+    if described.status == WorkflowExecutionStatus.CONTINUED_AS_NEW:
+        return client.get_workflow_handle(handle.id), None
+    if described.run_id and described.status in _CLOSED:
+        return handle, client.get_workflow_handle(handle.id, run_id=described.run_id)
+    raise error
+
+
+def _read_poll(payload: Payload) -> tuple[list[Polled], int, bool]:
+    """A poll's answer: its items, the offset after them, and whether more are ready."""
+    if payload.metadata.get("encoding") == JSON_PLAIN:
+        # What golem's converter wrote: read at once (one it refuses goes the converter's
+        # way below, which says what is wrong with it).
+        with suppress(ValidationError):
+            answer = stream_wire.polled(payload.data)
+            items = [
+                Polled(i.offset, i.event if i.event is not None else _decode(i.payload()))
+                for i in answer.items
+            ]
+            return items, answer.next_offset, answer.more_ready
+    result: PollResult = golem_data_converter.payload_converter.from_payload(payload, PollResult)
+    items = [
+        Polled(i.offset, _decode(Payload.FromString(base64.b64decode(i.data))))
+        for i in result.items
+    ]
+    return items, result.next_offset, result.more_ready
+
+
+def _decode(payload: Payload) -> StreamEvent:
     if payload.metadata.get("encoding") == JSON_PLAIN:
         # What the converter does with it, less its dispatch (most of a read's CPU); one it
         # refuses goes the converter's way, which says what is wrong with it.
@@ -376,12 +474,12 @@ class _Events:
 
     async def read(
         self,
-        items: AsyncIterator[WorkflowStreamItem[RawValue]],
-        on_item: Callable[[WorkflowStreamItem[RawValue]], None] = lambda item: None,
+        items: AsyncIterator[Polled],
+        on_item: Callable[[Polled], None] = lambda item: None,
     ) -> AsyncGenerator[RunEvent, None]:
         """The events of ``items``, up to the run's ``end``."""
         async for item in items:
-            wire = _decode(item)
+            wire = item.event
             self.at = item.offset
             mine = self.held is None or wire.of_run in self.agents
             if self.named and mine and wire.kind in _AFTER_BELOW:
@@ -438,7 +536,7 @@ class _Child:
     named: list[str] = field(default_factory=list)
     """The runs its stream named that ``settled`` has not seen end yet."""
 
-    def read_up_to(self, item: WorkflowStreamItem[RawValue]) -> None:
+    def read_up_to(self, item: Polled) -> None:
         self.read = item.offset + 1
         self.moved.set()
 

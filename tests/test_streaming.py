@@ -28,7 +28,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from temporalio.api.common.v1 import Payload
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.workflow_streams import PublishEntry, PublishInput, WorkflowStreamClient
+from temporalio.contrib.workflow_streams import (
+    PollResult,
+    PublishEntry,
+    PublishInput,
+    WorkflowStreamClient,
+)
+from temporalio.contrib.workflow_streams._types import _WorkflowStreamWireItem
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
@@ -206,6 +213,72 @@ def test_a_published_batch_reads_back_with_every_item_equal(
             assert echoed.data == original.data  # not JSON: its base64 stays as it was
 
 
+def poll_answer(events: Sequence[object], offset: int = 0, more: bool = False) -> Payload:
+    """A poll's answer as a run's workflow writes it (its items in golem's converter)."""
+    converter = golem_data_converter.payload_converter
+    items = [
+        _WorkflowStreamWireItem(names.TOPIC, wire(converter.to_payload(e)), offset + i)
+        for i, e in enumerate(events)
+    ]
+    return converter.to_payload(PollResult(items, offset + len(items), more))
+
+
+def test_a_polls_answer_reads_into_the_events_its_items_hold() -> None:
+    events = [
+        StreamEvent(kind="model_start", turn=1, agent="a"),
+        StreamEvent.of_delta(StreamDelta(kind="text", text="héllo"), 1, 2, of_run="r1"),
+        StreamEvent(kind="end"),
+    ]
+    items, offset, more = streaming._read_poll(poll_answer([*events], offset=4, more=True))
+
+    assert [(i.offset, i.event) for i in items] == [(4, events[0]), (5, events[1]), (6, events[2])]
+    assert (offset, more) == (7, True)
+    # One that is no event is refused as golem's converter refuses it, saying why.
+    with pytest.raises(ApplicationError, match="does not decode as StreamEvent: kind"):
+        streaming._read_poll(poll_answer([events[0], {"kind": "no such kind"}]))
+
+
+async def read_pieces(
+    temporal_env: WorkflowEnvironment, release: Callable[[asyncio.Event], object]
+) -> tuple[DurableRunStream[Any], list[RunEvent]]:
+    """A durable run of ``piece_agent`` ("Hel", "lo", "!") read live: its model waits after
+    the first piece for a gate, ``release``d as the reader gets a text delta."""
+    gate = asyncio.Event()
+    async with serving(temporal_env, piece_agent(["Hel", "lo", "!"], gate)) as durable:
+        stream = durable.run_stream("hi")
+        events: list[RunEvent] = []
+        async with asyncio.timeout(DEADLINE):
+            async for event in stream:
+                events.append(event)
+                if event.kind == "text_delta":
+                    release(gate)
+    return stream, events
+
+
+async def test_a_poll_that_waits_for_items_is_one_call(
+    temporal_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream's poll is answered by the call that sent it, however long it waits: not
+    accepted first, then asked for its answer (a second call per poll)."""
+    service = temporal_env.client.workflow_service
+    asked: list[object] = []
+    ask = service.poll_workflow_execution_update
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        asked.append(args)
+        return await ask(*args, **kwargs)
+
+    monkeypatch.setattr(service, "poll_workflow_execution_update", counted)
+
+    def later(gate: asyncio.Event) -> None:  # once the reader waits in its next poll
+        asyncio.get_running_loop().call_later(0.5, gate.set)
+
+    _, events = await read_pieces(temporal_env, later)
+
+    assert texts(events) == "Hello!"
+    assert asked == []
+
+
 async def test_a_streamed_runs_history_holds_its_items_as_json(
     temporal_env: WorkflowEnvironment,
 ) -> None:
@@ -240,16 +313,8 @@ async def test_a_streamed_runs_history_holds_its_items_as_json(
 async def test_deltas_arrive_while_the_run_is_still_going(
     temporal_env: WorkflowEnvironment,
 ) -> None:
-    gate = asyncio.Event()  # the model finishes only after the test has seen its first piece
-    agent = piece_agent(["Hel", "lo", "!"], gate)
-    async with serving(temporal_env, agent) as durable:
-        stream = durable.run_stream("hi")
-        events: list[RunEvent] = []
-        async with asyncio.timeout(DEADLINE):
-            async for event in stream:
-                events.append(event)
-                if event.kind == "text_delta":
-                    gate.set()
+    # The model finishes only after the test has seen its first piece.
+    stream, events = await read_pieces(temporal_env, asyncio.Event.set)
 
     assert shape(events) == [("model_start", 1), ("text_delta", 1), ("model_end", 1)]
     assert events[1].delta == StreamDelta(kind="text", text="Hel")
@@ -725,20 +790,22 @@ async def test_golem_run_streams_to_a_terminal_and_not_into_a_pipe(
 
 
 class _OffsetUnreadable:
-    """``WorkflowStreamClient`` of a run that paused: its poll waits for items the pause will
-    not publish, and where its stream stands cannot be read (``unreadable``)."""
+    """``WorkflowStreamClient`` of a run that paused: where its stream stands cannot be read
+    (``unreadable``)."""
 
     unreadable = RPCError("the run's stream offset cannot be read", RPCStatusCode.UNAVAILABLE, b"")
 
     def __init__(self, handle: object) -> None:
         self.handle = handle
 
-    async def subscribe(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        await asyncio.Event().wait()
-        yield None  # never: nothing is published after the pause
-
     async def get_offset(self) -> int:
         raise self.unreadable
+
+
+async def _polls_for_ever(handle: object, offset: int) -> AsyncIterator[Any]:
+    """The poll of a run that paused: it waits for items the pause will not publish."""
+    await asyncio.Event().wait()
+    yield None  # never: nothing is published after the pause
 
 
 async def test_a_pause_watch_that_cannot_read_the_offset_raises_its_error_to_the_reader(
@@ -747,6 +814,7 @@ async def test_a_pause_watch_that_cannot_read_the_offset_raises_its_error_to_the
     """The watch's error is the reader's (its own poll's would be), not an unretrieved task
     error left behind while the reader waits for ever."""
     monkeypatch.setattr(streaming, "WorkflowStreamClient", _OffsetUnreadable)
+    monkeypatch.setattr(streaming, "_subscribe", _polls_for_ever)
     run = SimpleNamespace(
         run_id="r1",
         conversation_id="c1",

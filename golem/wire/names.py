@@ -66,6 +66,13 @@ MCP_ACTIVITY_PREFIX: Final = "temporalio.mcp."
 # The stream.
 #: The one topic of a run's stream.
 TOPIC: Final = "golem.events"
+#: temporalio.contrib.workflow_streams' poll, an update (a long poll) and a query (a closed
+#: run's items) by one name: golem's reader sends it itself (golem.streaming).
+STREAM_POLL: Final = "__temporal_workflow_stream_poll"
+#: The contrib's refusals of a poll: an offset its log no longer holds, a run that hands
+#: its stream over to the next (continue-as-new).
+STREAM_TRUNCATED: Final = "TruncatedOffset"
+STREAM_DRAINING: Final = "StreamDraining"
 
 # Search attributes (Keyword unless said).
 CONVERSATION_ID_ATTRIBUTE: Final = "GolemConversationId"

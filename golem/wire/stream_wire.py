@@ -17,9 +17,11 @@ import dataclasses
 import json
 from typing import Any
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.workflow_streams import PollResult, PublishInput
+
+from golem.wire.streams import StreamEvent
 
 #: The contrib's types that hold items: a publish signal's input, a poll's result.
 WIRE_TYPES: tuple[type, ...] = (PublishInput, PollResult)
@@ -42,6 +44,34 @@ def load(data: bytes, type_hint: type[Any]) -> Any:
     if isinstance(value.get("items"), list):
         value["items"] = [_packed(item) for item in value["items"]]
     return _ADAPTERS[type_hint].validate_python(value)
+
+
+class PolledItem(BaseModel):
+    """One item of a poll's result as ``readable`` wrote it: its event (``"json"``), or the
+    base64 of a ``Payload`` that is not plain JSON (``data``)."""
+
+    offset: int
+    event: StreamEvent | None = Field(default=None, alias="json")
+    data: str = ""
+
+    def payload(self) -> Payload:
+        """The item's ``Payload``, when it is not plain JSON."""
+        return Payload.FromString(base64.b64decode(self.data))
+
+
+class Polled(BaseModel):
+    """A poll's result (the contrib's ``PollResult``) as ``readable`` wrote it."""
+
+    items: list[PolledItem]
+    next_offset: int
+    more_ready: bool = False
+
+
+def polled(data: bytes) -> Polled:
+    """A poll's result, its events read straight from its JSON (one pass of pydantic): not
+    made into a ``Payload`` each, as ``load`` does for the contrib's reader. Pydantic's
+    ``ValidationError`` for anything else (an item that is no ``StreamEvent``)."""
+    return Polled.model_validate_json(data)
 
 
 def _inline(item: dict[str, Any]) -> dict[str, Any]:
