@@ -4,6 +4,7 @@ through an interrupt and its resume."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from typing import Any
@@ -12,12 +13,15 @@ import httpx
 import pytest
 from ag_ui.core import Event, RunFinishedEvent
 from pydantic import TypeAdapter
-from serve_support import DEADLINE, node_client, serving
+from serve_support import DEADLINE, node_client, refunds, serving
 from temporalio.testing import WorkflowEnvironment
+from waiting import eventually, within
 
 from golem.client import DurableAgent
 from golem.client.lookups import existing_run
 from golem.ids import minted
+
+from golem.serve import create_app
 
 EVENTS: TypeAdapter[Any] = TypeAdapter(Event)
 
@@ -304,6 +308,66 @@ async def test_a_new_threads_turn_carries_its_conversations_start(
         "ConversationWorkflow",
         "refunds",
     )
+
+
+async def test_a_new_threads_turn_is_sent_before_its_response_starts(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """A new thread's turn goes to Temporal as its request is read, not once its response
+    has started (RUN_STARTED written): when many requests come at once, none waits for the
+    others' responses to start before its turn is sent."""
+    thread = str(uuid.uuid4())
+    asked = [{"id": "u1", "role": "user", "content": "Refund order 42 for 30"}]  # no approval
+    body = json.dumps({"threadId": thread, "runId": "r", "messages": asked}).encode()
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/agents/refunds/agui",
+        "raw_path": b"/agents/refunds/agui",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
+    started, done = asyncio.Event(), asyncio.Event()
+    requests = [{"type": "http.request", "body": body, "more_body": False}]
+    written: list[bytes] = []
+
+    async def receive() -> dict[str, Any]:
+        if requests:
+            return requests.pop()
+        await done.wait()  # no disconnect while the response goes on
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            await started.wait()  # the response starts only once its conversation has
+        written.append(message.get("body", b""))
+        if not message.get("more_body", True):
+            done.set()
+
+    async with serving(temporal_env) as server:
+        app = create_app(temporal_env.client, [refunds], task_queue=server.task_queue)
+        responding = asyncio.ensure_future(app(scope, receive, send))
+        found = await eventually(
+            lambda: existing_run(temporal_env.client, thread),
+            what="the thread's conversation to start before its response",
+            timeout=DEADLINE,
+        )
+        started.set()
+        await within(responding, what="the response to end")
+
+    assert found.workflow_type == "ConversationWorkflow"
+    sent = b"".join(written).decode().replace("\r\n", "\n").splitlines()
+    events = [
+        EVENTS.validate_json(line[len("data: ") :]) for line in sent if line.startswith("data: ")
+    ]
+    assert kinds(events)[0] == "RUN_STARTED" and kinds(events)[-1] == "RUN_FINISHED"
+    assert events[-1].result == "Done: order 42 refunded 30."
 
 
 @pytest.mark.parametrize("together", [True, False])

@@ -17,9 +17,10 @@ them). An input with no new message and nothing to answer is a reconnect:
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from typing import Any, NamedTuple
 
 from ag_ui.core import (
     PROTOCOL_VERSION,
@@ -90,8 +91,9 @@ def agui_routes(served: Served) -> list[Route]:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             raise Problem(400, f"not a RunAgentInput: {where}: {first['msg']}") from None
+        sent = _sent_first(served, durable.agent_name, given, subject)
         return EventSourceResponse(
-            _events(served, durable.agent_name, given, subject), ping=15, sep=SEP
+            _events(served, durable.agent_name, given, subject, sent), ping=15, sep=SEP
         )
 
     return [Route("/agents/{agent}/agui", run, methods=["POST"])]
@@ -103,24 +105,43 @@ def _sse(event: BaseEvent) -> bytes:
     return ServerSentEvent(sep=SEP, data=data).encode()
 
 
-async def _events(
-    served: Served, agent: str, given: RunAgentInput, subject: str
-) -> AsyncIterator[bytes]:
-    thread_id, run_id = given.thread_id, given.run_id
-    # The run starts once its input is read, before any call to Temporal: the protocol lets
-    # a refusal found there follow as the run's RUN_ERROR.
-    yield _sse(
-        RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version=PROTOCOL_VERSION)
-    )
+class _First(NamedTuple):
+    """A first turn's items, and the wait for the first, started as its request came."""
+
+    items: AsyncGenerator[RunEvent | TurnEnd, None]
+    head: asyncio.Future[RunEvent | TurnEnd]
+    ready: Callable[[], bool]
+
+
+def _sent_first(served: Served, agent: str, given: RunAgentInput, subject: str) -> _First | None:
+    """The turn of an input that holds user messages only, sent now (``_first_turn``), before
+    its response's stream is set up: when many requests come at once, each is sent once
+    read, not once every other's response has started. ``None`` for any other input."""
     try:
         first = _first_turn(served, agent, given, subject)
     except Problem:  # said as the thread is: its prompt may be fewer of those messages
-        first = None
+        return None
+    if first is None:
+        return None
+    items = turn_events(first)
+    return _First(items, asyncio.ensure_future(anext(items)), first.ready)
+
+
+async def _events(
+    served: Served, agent: str, given: RunAgentInput, subject: str, first: _First | None
+) -> AsyncIterator[bytes]:
+    thread_id, run_id = given.thread_id, given.run_id
+    # The run starts once its input is read, before any call to Temporal returns: the
+    # protocol lets a refusal found there follow as the run's RUN_ERROR.
+    yield _sse(
+        RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version=PROTOCOL_VERSION)
+    )
     if first is not None:  # a new thread's, most likely: its turn starts its conversation
-        items = turn_events(first)
-        item = await anext(items)
+        items, head, ready = first
+        item = await head
+        del first, head
         if not found_existing(item):
-            relayed = _relayed(Translator(thread_id, run_id), item, items, first.ready)
+            relayed = _relayed(Translator(thread_id, run_id), item, items, ready)
             del given, item  # an open stream holds what it relays, not the input
             async for sse in relayed:
                 yield sse
