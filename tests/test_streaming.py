@@ -28,6 +28,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from temporalio.api.common.v1 import Payload
 from temporalio.client import WorkflowHistory
+from temporalio.common import RawValue
 from temporalio.contrib.workflow_streams import (
     PollResult,
     PublishEntry,
@@ -41,7 +42,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 from test_cli import GOLEM
 from test_crash import crash_dir, doomed_worker
-from waiting import within
+from waiting import eventually, within
 
 from golem import streaming
 from golem.activities.streams import coalesce
@@ -238,45 +239,44 @@ def test_a_polls_answer_reads_into_the_events_its_items_hold() -> None:
         streaming._read_poll(poll_answer([events[0], {"kind": "no such kind"}]))
 
 
-async def read_pieces(
-    temporal_env: WorkflowEnvironment, release: Callable[[asyncio.Event], object]
-) -> tuple[DurableRunStream[Any], list[RunEvent]]:
-    """A durable run of ``piece_agent`` ("Hel", "lo", "!") read live: its model waits after
-    the first piece for a gate, ``release``d as the reader gets a text delta."""
-    gate = asyncio.Event()
-    async with serving(temporal_env, piece_agent(["Hel", "lo", "!"], gate)) as durable:
-        stream = durable.run_stream("hi")
-        events: list[RunEvent] = []
-        async with asyncio.timeout(DEADLINE):
-            async for event in stream:
-                events.append(event)
-                if event.kind == "text_delta":
-                    release(gate)
-    return stream, events
+class _AnsweredOnce:
+    """The handle of a run whose stream answers one poll with ``answer``; the next waits."""
+
+    id = "r1"
+
+    def __init__(self, answer: Payload) -> None:
+        self.answers, self.asked = [answer], 0
+
+    async def start_update(self, *args: Any, **kwargs: Any) -> Any:
+        self.asked += 1
+        if not self.answers:
+            await asyncio.Event().wait()  # nothing more is published
+        answer = RawValue(self.answers.pop())
+
+        async def result() -> RawValue:
+            return answer
+
+        return SimpleNamespace(workflow_run_id="w1", result=result)
 
 
-async def test_a_poll_that_waits_for_items_is_one_call(
-    temporal_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A stream's poll is answered by the call that sent it, however long it waits: not
-    accepted first, then asked for its answer (a second call per poll)."""
-    service = temporal_env.client.workflow_service
-    asked: list[object] = []
-    ask = service.poll_workflow_execution_update
+async def test_a_stream_waiting_in_its_next_poll_holds_nothing_it_read() -> None:
+    """An open stream waits most of its life: in its next poll, it holds none of the
+    events (nor the answer) it has handed on."""
+    events = [StreamEvent(kind="model_start", turn=1), StreamEvent(kind="end")]
+    handle = _AnsweredOnce(poll_answer(events))
+    reader = streaming._subscribe(handle, 0)  # type: ignore[arg-type]
+    read = [(await anext(reader)).event for _ in events]
+    waiting = asyncio.ensure_future(anext(reader))
+    try:
+        await eventually(lambda: handle.asked == 2, what="the next poll", interval=0)
+        held = list(reader.ag_frame.f_locals.values())  # type: ignore[union-attr]
+    finally:
+        waiting.cancel()
+        await asyncio.gather(waiting, return_exceptions=True)
 
-    async def counted(*args: Any, **kwargs: Any) -> Any:
-        asked.append(args)
-        return await ask(*args, **kwargs)
-
-    monkeypatch.setattr(service, "poll_workflow_execution_update", counted)
-
-    def later(gate: asyncio.Event) -> None:  # once the reader waits in its next poll
-        asyncio.get_running_loop().call_later(0.5, gate.set)
-
-    _, events = await read_pieces(temporal_env, later)
-
-    assert texts(events) == "Hello!"
-    assert asked == []
+    assert read == events
+    kept = [v for v in held if isinstance(v, RawValue | list) and v]
+    assert kept == []
 
 
 async def test_a_streamed_runs_history_holds_its_items_as_json(
@@ -313,8 +313,16 @@ async def test_a_streamed_runs_history_holds_its_items_as_json(
 async def test_deltas_arrive_while_the_run_is_still_going(
     temporal_env: WorkflowEnvironment,
 ) -> None:
-    # The model finishes only after the test has seen its first piece.
-    stream, events = await read_pieces(temporal_env, asyncio.Event.set)
+    gate = asyncio.Event()  # the model finishes only after the test has seen its first piece
+    agent = piece_agent(["Hel", "lo", "!"], gate)
+    async with serving(temporal_env, agent) as durable:
+        stream = durable.run_stream("hi")
+        events: list[RunEvent] = []
+        async with asyncio.timeout(DEADLINE):
+            async for event in stream:
+                events.append(event)
+                if event.kind == "text_delta":
+                    gate.set()
 
     assert shape(events) == [("model_start", 1), ("text_delta", 1), ("model_end", 1)]
     assert events[1].delta == StreamDelta(kind="text", text="Hel")
