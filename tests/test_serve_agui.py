@@ -20,7 +20,6 @@ from waiting import eventually, within
 from golem.client import DurableAgent
 from golem.client.lookups import existing_run
 from golem.ids import minted
-
 from golem.serve import create_app
 
 EVENTS: TypeAdapter[Any] = TypeAdapter(Event)
