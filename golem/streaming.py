@@ -116,6 +116,7 @@ class DurableRunStream(StreamResult[OutputT]):
         on_close: Callable[[], object] | None = None,
         paused: Callable[[], Awaitable[None]] | None = None,
         run_id: str = "",
+        waiting: bool = False,
     ) -> None:
         if from_offset < 0:
             raise ValueError(f"from_offset must be 0 or more, not {from_offset}")
@@ -134,6 +135,10 @@ class DurableRunStream(StreamResult[OutputT]):
         self._begun = asyncio.Event()  # the run is known (a turn: its conversation took it)
         self._tree: _Tree | None = None
         self._read_from = ("", from_offset)
+        # The run waits for a person: its streams (and those below it) are read as they
+        # stand, by query. A long poll would stay in the workflow until someone answers
+        # (a cancelled call does not end Temporal's update), and it takes 10 at most.
+        self._waiting = waiting
 
     @property
     def run(self) -> DurableRun[OutputT]:
@@ -210,6 +215,7 @@ class DurableRunStream(StreamResult[OutputT]):
         run = self._run
         self._end_at = None  # a pause seen by an earlier iteration bounds nothing now
         tree = self._tree = _Tree(run.handle, run.conversation_id, run.run_id, run.followed)
+        tree.held = self._waiting
         own = tree.add(self._own(run, tree))
         if self._read:  # read on past the items naming them: go on where an earlier stopped
             for below, (agent, offset) in list(run.followed.items()):
@@ -246,7 +252,7 @@ class DurableRunStream(StreamResult[OutputT]):
             # an offset past their ``handed`` items still takes their items as the turn's.
             events.agents = run.turn_runs
             events.agents.setdefault(run.run_id, run.agent)
-        items = _subscribe(run.handle, self._read)
+        items = _subscribe(run.handle, self._read, held=self._waiting)
         async with aclosing(items):
             async for event in events.read(self._up_to_pause(items), self._read_up_to):
                 yield event, run.run_id, self._read
@@ -349,13 +355,16 @@ _CLOSED = frozenset(
 )
 
 
-async def _subscribe(handle: WorkflowHandle[Any, Any], offset: int) -> AsyncGenerator[Polled, None]:
+async def _subscribe(
+    handle: WorkflowHandle[Any, Any], offset: int, held: bool = False
+) -> AsyncGenerator[Polled, None]:
     """The items of the stream of ``handle``'s workflow from ``offset`` on, as the
     contrib's subscriber reads them (its poll update, a long poll; a run that continued as
     new followed; a closed run's items read by its poll query), at less cost to this
     process: each poll's answer is read into ``StreamEvent``s in one pass (the contrib's
-    makes a ``Payload`` of each item), and none is held while the next poll waits."""
-    polling, closed = handle, None
+    makes a ``Payload`` of each item), and none is held while the next poll waits.
+    ``held``: only what the stream holds now, read by its poll query (no long poll)."""
+    polling, closed = handle, handle if held else None
     while True:
         ask = PollInput(topics=[names.TOPIC], from_offset=offset)
         if closed is not None:
@@ -573,6 +582,8 @@ class _Tree:
         """Each run below: the offset after its last event yielded (or where it is read from)."""
         self.seen: set[str] = set()
         """The runs below an event was yielded of."""
+        self.held = False
+        """Each stream is read as it stands (``DurableRunStream``'s ``waiting``)."""
 
     def add(self, events: AsyncGenerator[Positioned, None]) -> asyncio.Task[None]:
         pump = asyncio.ensure_future(self._pump(events))
@@ -667,7 +678,7 @@ class _Tree:
             return
         events = _Events(handle.id, self.conversation_id, agent, self)
         events.named = child.named
-        async with aclosing(_subscribe(handle, child.read)) as items:
+        async with aclosing(_subscribe(handle, child.read, held=self.held)) as items:
             async for event in events.read(items, child.read_up_to):
                 self.kept[handle.id] = (agent, child.read)
                 yield event, handle.id, child.read

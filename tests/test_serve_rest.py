@@ -3,6 +3,7 @@ its events resumed with Last-Event-ID, an approval, and requests it refuses."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from datetime import timedelta
@@ -626,3 +627,38 @@ async def test_without_a_worker_a_turn_is_a_503_naming_it_and_a_read_is_no_500(
     assert "the turn is queued" in problem["error"] and problem["runId"]
     assert (read.status_code, read.json()["messages"]) == (200, [])
     assert turned[-1]["event"] == "waiting"
+
+
+@pytest.mark.usefixtures("both_shapes")
+async def test_many_readers_of_a_waiting_turn_leave_no_poll_behind(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """Each reader that came back to a turn waiting in a run below it (triage's delegate
+    billing asks) left a long poll waiting in that run's workflow (a cancelled call does
+    not end Temporal's update), and Temporal takes 10 at most: a later reader hung (child
+    runs), or the approval was refused ("limit on number of concurrent in-flight
+    updates": inline, where the polls and the approval go to one workflow)."""
+    async with (
+        serving(temporal_env, [triage]) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
+    ):
+        created = await http.post("/conversations", json={"agent": "triage"})
+        url = f"/conversations/{created.json()['id']}"
+        await http.post(f"{url}/messages", json={"text": "I was charged twice"})
+        first = parse((await http.get(f"{url}/events")).text)
+        readers = []
+        for _ in range(12):
+            async with asyncio.timeout(20):
+                again = await http.get(f"{url}/events", headers={"Last-Event-ID": first[-2]["id"]})
+            readers.append(parse(again.text))
+        async with asyncio.timeout(20):
+            fresh = parse((await http.get(f"{url}/events")).text)
+        decided = await http.post(f"{url}/decisions", json={"decisions": {"refund-1": True}})
+
+    assert first[-1]["event"] == "waiting"
+    # A resume from the last event before the end: the end alone.
+    assert all(
+        [(e["event"], e["data"]) for e in r] == [("waiting", first[-1]["data"])] for r in readers
+    )
+    assert [e["event"] for e in fresh] == [e["event"] for e in first]
+    assert decided.status_code == 200, decided.text

@@ -810,7 +810,7 @@ class _OffsetUnreadable:
         raise self.unreadable
 
 
-async def _polls_for_ever(handle: object, offset: int) -> AsyncIterator[Any]:
+async def _polls_for_ever(handle: object, offset: int, held: bool = False) -> AsyncIterator[Any]:
     """The poll of a run that paused: it waits for items the pause will not publish."""
     await asyncio.Event().wait()
     yield None  # never: nothing is published after the pause

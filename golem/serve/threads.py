@@ -279,6 +279,9 @@ class Thread:
             if refusal is not None:
                 raise Problem(400, f"Last-Event-ID: {refusal}")
             run.followed.update(below)
+        # A turn that waits publishes nothing until a person answers: read as it stands.
+        waiting = await self.waiting()
+        waits = waiting is not None and bool(waiting.calls)
         outcome = asyncio.ensure_future(self._answer(run))
 
         async def result() -> Result[Any]:
@@ -287,7 +290,7 @@ class Thread:
         async def paused() -> None:
             await _paused(outcome)
 
-        return DurableRunStream(run, offset, outcome=result, paused=paused)
+        return DurableRunStream(run, offset, outcome=result, paused=paused, waiting=waits)
 
     async def _answer(self, run: DurableRun[Any]) -> Result[Any]:
         """How the turn ``run`` is a run of ended, or what it waits for: inline, the turn's
