@@ -42,6 +42,15 @@ def parse(body: str) -> list[dict[str, str]]:
     return events
 
 
+async def charged_twice(http: httpx.AsyncClient) -> tuple[str, list[dict[str, str]]]:
+    """A triage conversation (examples/triage.py) and its turn's events, until billing's
+    refund waits for approval."""
+    created = await http.post("/conversations", json={"agent": "triage"})
+    url = f"/conversations/{created.json()['id']}"
+    await http.post(f"{url}/messages", json={"text": "I was charged twice"})
+    return url, parse((await http.get(f"{url}/events")).text)
+
+
 async def started(http: httpx.AsyncClient) -> str:
     """A new conversation of refunds' (its id)."""
     conversation: str = (await http.post("/conversations", json={"agent": "refunds"})).json()["id"]
@@ -232,10 +241,7 @@ async def test_a_resume_after_a_delegates_event_repeats_none_of_its_events_and_l
         serving(temporal_env, [triage]) as server,
         httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
     ):
-        created = await http.post("/conversations", json={"agent": "triage"})
-        url = f"/conversations/{created.json()['id']}"
-        await http.post(f"{url}/messages", json={"text": "I was charged twice"})
-        waiting = parse((await http.get(f"{url}/events")).text)  # until billing's refund waits
+        url, waiting = await charged_twice(http)
         billing = next(n for n, e in enumerate(waiting) if '"agent":"billing"' in e["data"])
         resumed = [
             parse((await http.get(f"{url}/events", headers={"Last-Event-ID": e["id"]})).text)
@@ -642,10 +648,7 @@ async def test_many_readers_of_a_waiting_turn_leave_no_poll_behind(
         serving(temporal_env, [triage]) as server,
         httpx.AsyncClient(base_url=server.url, timeout=DEADLINE) as http,
     ):
-        created = await http.post("/conversations", json={"agent": "triage"})
-        url = f"/conversations/{created.json()['id']}"
-        await http.post(f"{url}/messages", json={"text": "I was charged twice"})
-        first = parse((await http.get(f"{url}/events")).text)
+        url, first = await charged_twice(http)
         readers = []
         for _ in range(12):
             async with asyncio.timeout(20):
