@@ -11,7 +11,7 @@ import contextlib
 import json
 import math
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
+from json_places import REMOVE, changed, places
 from serve_support import refunds
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
@@ -279,45 +280,10 @@ raw_bodies = (
 )
 
 
-def paths(value: Any, at: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    """Every place in ``value`` (its keys' and indexes' paths), itself included."""
-    yield at
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from paths(item, (*at, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from paths(item, (*at, index))
-
-
-def changed(value: Any, at: tuple[Any, ...], change: Any) -> Any:
-    """``value`` with the place ``at`` given to ``change`` (a function of what is there;
-    ``REMOVE`` takes it out)."""
-    if not at:
-        return change(value)
-    head, rest = at[0], at[1:]
-    if isinstance(value, dict):
-        inner = changed(value[head], rest, change)
-        copy = {k: v for k, v in value.items() if k != head or inner is not REMOVE}
-        if inner is not REMOVE:
-            copy[head] = inner
-        return copy
-    inner = changed(value[head], rest, change)
-    items = list(value)
-    if inner is REMOVE:
-        del items[head]
-    else:
-        items[head] = inner
-    return items
-
-
-REMOVE = object()
-
-
 @st.composite
 def mutations(draw: st.DrawFn, valid: Any) -> Any:
     """``valid`` with one place replaced, retyped, removed, or given an unknown field."""
-    at = draw(st.sampled_from(list(paths(valid))))
+    at = draw(st.sampled_from(places(valid)))
     how = draw(st.sampled_from(["replace", "retype", "remove", "unknown"]))
     if how == "replace":
         new = draw(json_values)

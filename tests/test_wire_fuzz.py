@@ -22,6 +22,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from json_places import REMOVE, changed, places
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.api.sdk.v1 import WorkflowMetadata
@@ -164,43 +165,14 @@ odd = st.sampled_from(
 raw_texts = st.sampled_from(["{", "NaN", "\u00ff", "", "[1,", '{"a":1}{"b":2}'])
 
 
-def paths(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every place in ``value`` (``()``: the value itself)."""
-    found = [at]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found += paths(item, (*at, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found += paths(item, (*at, index))
-    return found
-
-
-def replaced(value: Any, path: tuple[Any, ...], new: Callable[[Any], Any]) -> Any:
-    """``value`` with the item at ``path`` given to ``new`` (``_DROP``: removed)."""
-    if not path:
-        return new(value)
-    head, *rest = path
-    out: Any = dict(value) if isinstance(value, dict) else list(value)
-    item = replaced(value[head], tuple(rest), new)
-    if item is _DROP:
-        del out[head]
-    else:
-        out[head] = item
-    return out
-
-
-_DROP = object()
-
-
 @st.composite
 def mutated(draw: st.DrawFn, valid: Any) -> Any:
     """``valid`` with one place removed, retyped, replaced by an odd value, or given an
     unknown field."""
-    path = draw(st.sampled_from(paths(valid)))
+    path = draw(st.sampled_from(places(valid)))
     how = draw(st.sampled_from(["drop", "retype", "odd", "extra"]))
     if how == "drop" and path:
-        return replaced(valid, path, lambda _: _DROP)
+        return changed(valid, path, lambda _: REMOVE)
     if how == "extra":
         extra = draw(st.text(min_size=1, max_size=6))
         added = draw(values | odd)
@@ -208,9 +180,9 @@ def mutated(draw: st.DrawFn, valid: Any) -> Any:
         def widen(item: Any) -> Any:
             return {**item, extra: added} if isinstance(item, dict) else [item, added]
 
-        return replaced(valid, path, widen)
+        return changed(valid, path, widen)
     new = draw(odd) if how == "odd" else draw(values)
-    return replaced(valid, path, lambda _: new)
+    return changed(valid, path, lambda _: new)
 
 
 @dataclass(frozen=True)
