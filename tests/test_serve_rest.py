@@ -110,6 +110,8 @@ async def test_a_turn_waits_for_approval_streams_resumes_and_finishes_after_a_de
     assert read["turn"] == run_id
     assert [c["id"] for c in read["waiting"]] == ["refund-42"]
     assert read["messages"] == []  # a waiting turn is not in the transcript yet
+    assert read["prompt"] == "Refund 42"  # its question, for a page opened now
+    assert after["prompt"] is None
     assert decided.json() == {
         "status": "done",
         "runId": run_id,
@@ -656,6 +658,7 @@ async def test_many_readers_of_a_waiting_turn_leave_no_poll_behind(
             readers.append(parse(again.text))
         async with asyncio.timeout(20):
             fresh = parse((await http.get(f"{url}/events")).text)
+        asked = (await http.get(url)).json()["prompt"]  # of billing's run, handed the turn
         decided = await http.post(f"{url}/decisions", json={"decisions": {"refund-1": True}})
 
     assert first[-1]["event"] == "waiting"
@@ -665,3 +668,4 @@ async def test_many_readers_of_a_waiting_turn_leave_no_poll_behind(
     )
     assert [e["event"] for e in fresh] == [e["event"] for e in first]
     assert decided.status_code == 200, decided.text
+    assert asked == "I was charged twice"

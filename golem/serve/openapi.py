@@ -78,12 +78,19 @@ def openapi(agents: list[str]) -> dict[str, Any]:
                 "get": _op("the newest conversations", json_ok),
             },
             "/conversations/{id}": {
-                "get": _op("transcript, status, what waits", json_ok, parameters=_ID)
+                "get": _op(
+                    "transcript, status, the turn in flight (its run id and prompt), what waits",
+                    json_ok,
+                    parameters=_ID,
+                )
             },
             "/conversations/{id}/messages": {
                 "post": _op(
                     "a turn: returns once its run exists; follow it on /events",
-                    {"202": {"description": "its run id", "content": {"application/json": {}}}},
+                    {
+                        "202": {"description": "its run id", "content": {"application/json": {}}},
+                        "503": {"description": "no worker polls: the turn is queued (runId)"},
+                    },
                     text,
                     parameters=_ID,
                 )

@@ -167,6 +167,7 @@ def rest_routes(served: Served) -> list[Route]:
                 "status": found.info.status if found.info else "unknown",
                 "messages": messages_json(await found.messages()),
                 "turn": waiting.run_id if waiting is not None else None,
+                "prompt": await found.prompt(waiting.run_id) if waiting is not None else None,
                 "waiting": waiting_json(waiting, served, found.agent.tools),
                 "link": served.link(found.id),
             }

@@ -132,6 +132,16 @@ class Thread:
                 pass  # its history says the same, without a worker
         return await conversation_messages(self.client, self.id)
 
+    async def prompt(self, run_id: str) -> str | None:
+        """The prompt of the turn in flight ``run_id`` (the transcript holds it once the turn
+        ends); ``None`` when its worker does not say (one older than this golem, or none)."""
+        try:
+            async with asyncio.timeout(NO_WORKER_AFTER):
+                text = await self.conversation.handle.query(names.TURN_PROMPT, run_id)
+        except (RPCError, WorkflowQueryFailedError, TimeoutError):
+            return None
+        return text if isinstance(text, str) else None
+
     async def waiting(self) -> Waiting | None:
         """The turn in flight and the calls it waits for (``None``: no turn in flight)."""
         if self.info is None or self.info.status != "running":

@@ -49,6 +49,7 @@ RUNS: Final = "golem.runs"
 TURN_STREAM_HELD: Final = "golem.turn_stream_held"
 #: Whether an inline conversation's turn is queued or runs: its history has no new answer.
 TURN_IN_FLIGHT: Final = "golem.turn_in_flight"
+TURN_PROMPT: Final = "golem.turn_prompt"
 #: The MCP and per-run external tool definitions a run holds (its activities read them back).
 TOOLS: Final = "golem.tools"
 

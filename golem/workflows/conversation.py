@@ -143,6 +143,8 @@ class ConversationWorkflow:
         self._turns = Turns(input.turns_per_run, known, input.current_agent or input.agent)
         self._reference, self._unknown = _reference(input)
         self._inline = input.inline_turns
+        # The prompts of the turns in flight or queued, by run id (``turn_prompt``).
+        self._prompts: dict[str, str] = {}
         self._executor: TemporalExecutor | None = None  # an inline turn's, while it runs
         self._gate: ApprovalGate | None = None  # likewise
         self._inline_task: asyncio.Task[None] | None = None  # the inline turn's, the latest
@@ -210,6 +212,9 @@ class ConversationWorkflow:
         if _version_changed():  # refused as continuing: sent again, it runs on the new version
             await self._perform(self._turns.suggest())
         fingerprint = turn.fingerprint()
+        live = self._live_runs()
+        self._prompts = {run: text for run, text in self._prompts.items() if run in live}
+        self._prompts[turn.run_id] = turn.prompt or ""
         answer = await self._ask(
             lambda ticket: self._turns.send(ticket, turn.run_id, fingerprint, turn)
         )
@@ -625,6 +630,24 @@ class ConversationWorkflow:
         if current is None or turns.phase not in ("running", "settling"):
             return False
         return run_id in (current.run_id, first.run_id if first is not None else "")
+
+    @workflow.query(name=names.TURN_PROMPT)
+    def turn_prompt(self, run_id: str) -> str | None:
+        """The prompt of turn ``run_id`` while it is queued, runs or waits (a page opened
+        then shows the question the transcript does not hold yet); ``None`` otherwise."""
+        if run_id not in self._live_runs():
+            return None
+        first = self._turns.handoffs.turn  # a run handed over to: the turn's first run's
+        return self._prompts.get(run_id, self._prompts.get(first.run_id if first else ""))
+
+    def _live_runs(self) -> set[str]:
+        """The first runs of the turns queued, and of the turn in flight or waiting."""
+        turns = self._turns
+        live = {queued for _, queued in turns.queue}
+        if turns.current is not None:
+            first = turns.handoffs.turn
+            live |= {turns.current.run_id, first.run_id if first is not None else ""}
+        return live
 
     @workflow.query(name=names.RUNS)
     def runs(self) -> list[str]:

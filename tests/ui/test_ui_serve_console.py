@@ -115,6 +115,11 @@ async def test_the_console_asks_approves_denies_and_lists_conversations(
                     wait=['approve refund({"order": 5, "amount": 150})?', "Refund order 5"],
                     clicks=[("Approve", ["Done: order 5 refunded 150."])],
                 ),
+                Page(
+                    "reopened",
+                    f"{server.url}/#{elsewhere}",
+                    wait=["Refund order 5", "Done: order 5 refunded 150.", "tool refund"],
+                ),
                 Page("list", f"{server.url}/", wait=["refunds · running"]),
             ],
         )
@@ -129,8 +134,11 @@ async def test_the_console_asks_approves_denies_and_lists_conversations(
     denied = pages["deny_1"]
     assert denied.missing == [] and denied.error is None, denied.text
     assert "denied" in denied.text
+    assert pages["reload"].missing == [], pages["reload"].text  # the waiting turn's question
     reloaded = pages["reload_1"]
     assert reloaded.missing == [] and reloaded.error is None, reloaded.text
+    reopened = pages["reopened"]  # the ended turn: its question, answer and call, folded
+    assert reopened.missing == [] and reopened.error is None, reopened.text
     edited = pages["edit_1"]
     assert edited.missing == [] and edited.error is None, edited.text
     assert "approved with edited arguments" in edited.text

@@ -259,10 +259,22 @@ async function open(id) {
   location.hash = id;
   $("log").replaceChildren();
   const conversation = await api(`/conversations/${id}`);
+  // Each turn as it streamed: its question, then one answer with its tool calls folded in.
+  let answer = null;
+  const args = {};
   for (const m of conversation.messages) {
-    if (m.role === "user") say("user", m.content);
-    else if (m.role === "assistant" && m.content) say("assistant", m.content);
+    if (m.role === "user") {
+      say("user", m.content);
+      answer = null;
+    } else if (m.role === "assistant") {
+      answer = answer || say("assistant");
+      (m.toolCalls || []).forEach((call) => (args[call.id] = call.args));
+      if (m.content) answer.querySelector(".text").textContent += m.content;
+    } else if (m.role === "tool" && answer) {
+      fold(answer, `tool ${m.toolName}`, `${args[m.toolCallId] ?? ""}\n→ ${m.content}`);
+    }
   }
+  if (conversation.prompt) say("user", conversation.prompt); // the turn in flight's question
   if (conversation.turn) await follow(); // a turn in flight or waiting: its events from the start
 }
 
