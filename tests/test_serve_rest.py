@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import uuid
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from serve_support import DEADLINE, refunds, serving
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
+from test_serve_agui import agui, kinds
+from test_serve_chat import chunks
 from waiting import eventually
 
 from golem import Agent, Message, ToolCall
@@ -618,6 +621,11 @@ async def test_without_a_worker_a_turn_is_a_503_naming_it_and_a_read_is_no_500(
         url = f"/conversations/{await started(http)}"
         sent = await http.post(f"{url}/messages", json={"text": "Refund order 4"})
         read = await http.get(url)
+        user = {"id": "u1", "role": "user", "content": "Refund order 6"}
+        streamed = await agui(http, str(uuid.uuid4()), messages=[user])
+        parts = [{"type": "text", "text": "Refund order 7"}]
+        chat = {"id": str(uuid.uuid4()), "messages": [{"id": "m1", "role": "user", "parts": parts}]}
+        chatted = chunks((await http.post("/agents/refunds/chat", json=chat)).text)
         plugin = GolemPlugin(refunds)
         async with Worker(temporal_env.client, task_queue=server.task_queue, plugins=[plugin]):
 
@@ -635,6 +643,14 @@ async def test_without_a_worker_a_turn_is_a_503_naming_it_and_a_read_is_no_500(
     assert "the turn is queued" in problem["error"] and problem["runId"]
     assert (read.status_code, read.json()["messages"]) == (200, [])
     assert turned[-1]["event"] == "waiting"
+    # The streams say so too (they waited silently), their turns queued as the REST one.
+    assert kinds(streamed) == ["RUN_STARTED", "RUN_ERROR"]
+    assert streamed[-1].code == "no_worker" and "the turn is queued" in streamed[-1].message
+    assert chatted[-3:-1] == [
+        {"type": "data-golem-error", "data": {"code": "no_worker"}, "transient": True},
+        {"type": "error", "errorText": chatted[-2]["errorText"]},
+    ]
+    assert f"no worker polls task queue '{server.task_queue}'" in chatted[-2]["errorText"]
 
 
 @pytest.mark.usefixtures("both_shapes")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, NamedTuple
 
 from ag_ui.core import (
@@ -54,12 +54,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from golem.client import DurableAgent
 from golem.events import RunEvent
 from golem.external import ExternalTool
 from golem.ids import minted
 from golem.messages import Message, ToolCall
 from golem.serve.decisions import DECISION_SCHEMA, Decision
-from golem.serve.errors import SEP, Problem, ended_code
+from golem.serve.errors import SEP, NoWorker, Problem, ended_code
 from golem.serve.results import check_answers
 from golem.serve.texts import OpenText
 from golem.serve.threads import (
@@ -68,6 +69,7 @@ from golem.serve.threads import (
     TurnEnd,
     Waiting,
     found_existing,
+    no_worker_check,
     prompts_after,
     turn_events,
 )
@@ -123,8 +125,9 @@ def _sent_first(served: Served, agent: str, given: RunAgentInput, subject: str) 
         return None
     if first is None:
         return None
-    items = turn_events(first)
-    return _First(items, asyncio.ensure_future(anext(items)), first.ready)
+    stream, durable = first
+    items = turn_events(stream, no_worker_check(durable, stream.run_id))
+    return _First(items, asyncio.ensure_future(anext(items)), stream.ready)
 
 
 async def _events(
@@ -165,7 +168,7 @@ async def _events(
         for event in translate.end(TurnEnd(plan.turn, result=None), plan.waiting):
             yield _sse(event)
         return
-    items = turn_events(plan.stream)
+    items = turn_events(plan.stream, plan.unserved)
     async for sse in _relayed(translate, await anext(items), items, plan.stream.ready):
         yield sse
 
@@ -205,7 +208,7 @@ def _encoded(translate: Translator, item: RunEvent | TurnEnd) -> list[bytes]:
 
 def _first_turn(
     served: Served, agent: str, given: RunAgentInput, subject: str
-) -> DurableRunStream[Any] | None:
+) -> tuple[DurableRunStream[Any], DurableAgent[Any]] | None:
     """The turn of an input that holds user messages only (a new thread's, but for a client
     that kept no answer), sent with its conversation's start: no call to Temporal before it.
     ``None`` for any other input, and for a thread id golem may have minted (a UUIDv7): it
@@ -219,7 +222,7 @@ def _first_turn(
         return None
     thread = served.new_thread(given.thread_id, subject, agent)
     _check_tools(thread, given)
-    return thread.send(prompt)
+    return thread.send(prompt), thread.agent
 
 
 class _Plan:
@@ -232,10 +235,13 @@ class _Plan:
         waiting: Waiting | None = None,
         turn: str = "",
         answered: frozenset[str] = frozenset(),
+        unserved: Callable[[], Awaitable[NoWorker | None]] | None = None,
     ) -> None:
         self.stream, self.snapshot, self.waiting, self.turn = stream, snapshot, waiting, turn
         self.answered = answered
         """The frontend tools' calls this input answers (the client holds their results)."""
+        self.unserved = unserved
+        """A new turn's: says when no worker polls for it (``turn_events``)."""
 
 
 async def _plan(thread: Thread, given: RunAgentInput) -> _Plan:
@@ -279,7 +285,7 @@ async def _plan(thread: Thread, given: RunAgentInput) -> _Plan:
         )
     stream = thread.send(prompt)  # checked before the conversation starts: a refusal starts none
     await thread.start()
-    return _Plan(stream)
+    return _Plan(stream, unserved=no_worker_check(thread.agent, stream.run_id))
 
 
 def _check_tools(thread: Thread, given: RunAgentInput) -> None:

@@ -8,6 +8,10 @@ from golem.errors import ConversationClosedError, WorkflowTaskFailing
 SEP = "\n"
 
 
+class NoWorker(Exception):
+    """No worker polls the agent's task queue: the turn was sent (durably) and is queued."""
+
+
 class Problem(Exception):
     """Answer with HTTP ``status`` and ``{"error": reason}`` (a protocol's own error event
     where the response is already a stream). ``code`` names it for machines."""
@@ -36,9 +40,11 @@ _CODES = {
 def ended_code(error: Exception) -> str:
     """The code of the error a streamed turn ended with, as its protocol's error event names
     it: the stage a run failed at, ``closed`` (as REST's 409), ``stuck`` (no worker can
-    run it), else ``refused``."""
+    run it), ``no_worker`` (none polls: the turn is queued), else ``refused``."""
     if isinstance(error, ConversationClosedError):
         return "closed"
     if isinstance(error, WorkflowTaskFailing):
         return "stuck"
+    if isinstance(error, NoWorker):
+        return "no_worker"
     return str(getattr(error, "stage", "") or "refused")

@@ -8,7 +8,8 @@ requests: the transcript, what waits and the stream offsets are read from Tempor
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -35,7 +36,7 @@ from golem.messages import Message, ToolCall
 from golem.results import Result, RunError
 from golem.serve.auth import Auth
 from golem.serve.decisions import Decision, to_approvals
-from golem.serve.errors import Problem
+from golem.serve.errors import NoWorker, Problem
 from golem.serve.requests import MAX_BODY_BYTES, read_json
 from golem.streaming import (
     CHILD_START,
@@ -50,6 +51,24 @@ from golem.wire.run_history import decode_outcome
 #: How long a turn's send waits to be taken before asking whether any worker polls.
 NO_WORKER_AFTER = 5.0
 FIRST = asyncio.FIRST_COMPLETED
+
+
+def no_worker_check(
+    agent: DurableAgent[Any], run_id: str
+) -> Callable[[], Awaitable[NoWorker | None]]:
+    """What says, when turn ``run_id`` has not begun, whether no worker polls for it."""
+    client, queue, name = agent.client, agent.task_queue, agent.agent_name
+
+    async def check() -> NoWorker | None:
+        if await has_worker(client, queue):
+            return None
+        return NoWorker(
+            f"no worker polls task queue {queue!r} for agent {name!r}: the turn is queued "
+            f"and runs once one starts (golem worker --agent ... --task-queue {queue}); "
+            f"its run id is {run_id}"
+        )
+
+    return check
 
 
 @dataclass(frozen=True)
@@ -217,17 +236,8 @@ class Thread:
     async def _served_now(self, run_id: str) -> None:
         """503 when no worker polls the agent's task queue: the turn was sent (durably) and
         runs once one starts; its request would wait for ever."""
-        queue = self.agent.task_queue
-        if not await has_worker(self.client, queue):
-            name = self.agent.agent_name
-            raise Problem(
-                503,
-                f"no worker polls task queue {queue!r} for agent {name!r}: the turn is queued "
-                f"and runs once one starts (golem worker --agent ... --task-queue {queue}); "
-                f"its run id is {run_id}",
-                "no_worker",
-                runId=run_id,
-            )
+        if (problem := await no_worker_check(self.agent, run_id)()) is not None:
+            raise Problem(503, str(problem), "no_worker", runId=run_id)
 
     async def decide(
         self,
@@ -343,11 +353,28 @@ async def _paused(outcome: asyncio.Future[Result[Any]]) -> None:
         await asyncio.Event().wait()
 
 
-async def turn_events(stream: DurableRunStream[Any]) -> AsyncGenerator[RunEvent | TurnEnd, None]:
-    """The turn's events, then how it ended (its errors are items too, never raised)."""
+async def turn_events(
+    stream: DurableRunStream[Any],
+    unserved: Callable[[], Awaitable[NoWorker | None]] | None = None,
+) -> AsyncGenerator[RunEvent | TurnEnd, None]:
+    """The turn's events, then how it ended (its errors are items too, never raised).
+    ``unserved``: asked when no event came within ``NO_WORKER_AFTER``; what it says (no
+    worker polls) ends the turn's events, the turn left queued."""
     run_id = ""
+    events = aiter(stream)
     try:
-        async for event in stream:
+        if unserved is not None:
+            head = asyncio.ensure_future(anext(events))
+            came = (await asyncio.wait([head], timeout=NO_WORKER_AFTER))[0]
+            if not came and (problem := await unserved()) is not None:
+                head.cancel()  # the stream closes; the turn stays queued in Temporal
+                yield TurnEnd(stream.run_id, error=problem)
+                return
+            with suppress(StopAsyncIteration):
+                event = await head
+                run_id = event.run_id
+                yield event
+        async for event in events:
             run_id = run_id or event.run_id
             yield event
     except RunError as exc:

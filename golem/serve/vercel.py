@@ -10,7 +10,7 @@ id); the follow-up request, whose last assistant message carries the approval re
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -22,10 +22,17 @@ from golem.events import RunEvent
 from golem.ids import new_id
 from golem.messages import ToolCall
 from golem.serve.decisions import Decision
-from golem.serve.errors import SEP, Problem, ended_code
+from golem.serve.errors import SEP, NoWorker, Problem, ended_code
 from golem.serve.results import check_answers
 from golem.serve.texts import OpenText
-from golem.serve.threads import Served, Thread, TurnEnd, prompts_after, turn_events
+from golem.serve.threads import (
+    Served,
+    Thread,
+    TurnEnd,
+    no_worker_check,
+    prompts_after,
+    turn_events,
+)
 from golem.streaming import DurableRunStream
 
 #: The header that tells the SDK's reader this is a UI message stream.
@@ -45,8 +52,8 @@ def chat_routes(served: Served) -> list[Route]:
         if not all(isinstance(m, dict) and isinstance(m.get("parts"), list) for m in messages):
             raise Problem(400, "every message needs its parts (a list), as useChat sends them")
         thread = await served.thread(chat_id, subject, durable.agent_name)
-        stream, message_id, denied = await _plan(thread, messages)
-        chunks = _chunks(stream, message_id, denied)
+        stream, message_id, denied, unserved = await _plan(thread, messages)
+        chunks = _chunks(stream, message_id, denied, unserved)
         return EventSourceResponse(_sse(chunks), headers=HEADERS, ping=15, sep=SEP)
 
     return [Route("/agents/{agent}/chat", chat, methods=["POST"])]
@@ -54,8 +61,9 @@ def chat_routes(served: Served) -> list[Route]:
 
 async def _plan(
     thread: Thread, messages: list[dict[str, Any]]
-) -> tuple[DurableRunStream[Any], str, set[str]]:
-    """The stream to relay, the id of the message it writes, the calls it denies."""
+) -> tuple[DurableRunStream[Any], str, set[str], Callable[[], Awaitable[NoWorker | None]] | None]:
+    """The stream to relay, the id of the message it writes, the calls it denies, and for
+    a new turn what says when no worker polls for it."""
     last = messages[-1]
     waiting = await thread.waiting()
     responses = _responses(last) if last.get("role") == "assistant" else {}
@@ -63,7 +71,7 @@ async def _plan(
         waiting = check_answers(waiting, f"chat {thread.id}", responses)
         stream = await thread.decide(waiting.run_id, responses)
         denied = {call for call, d in responses.items() if not d.get("approved")}
-        return stream, str(last.get("id") or new_id()), denied
+        return stream, str(last.get("id") or new_id()), denied, None
     transcript = await thread.messages()
     prompt = prompts_after(transcript, [(str(m.get("role")), _text(m)) for m in messages])
     if not prompt:
@@ -73,7 +81,7 @@ async def _plan(
         raise Problem(409, f"chat {thread.id} waits for approval of {ids}: answer that first")
     stream = thread.send(prompt)  # checked before the chat's conversation starts
     await thread.start()
-    return stream, new_id(), set()
+    return stream, new_id(), set(), no_worker_check(thread.agent, stream.run_id)
 
 
 def _responses(message: Mapping[str, Any]) -> dict[str, Decision]:
@@ -109,11 +117,14 @@ async def _sse(chunks: AsyncIterator[Chunk]) -> AsyncIterator[bytes]:
 
 
 async def _chunks(
-    stream: DurableRunStream[Any], message_id: str, denied: set[str]
+    stream: DurableRunStream[Any],
+    message_id: str,
+    denied: set[str],
+    unserved: Callable[[], Awaitable[NoWorker | None]] | None = None,
 ) -> AsyncIterator[Chunk]:
     translate = Translator(denied)
     yield {"type": "start", "messageId": message_id}
-    async for item in turn_events(stream):
+    async for item in turn_events(stream, unserved):
         chunks = translate.end(item) if isinstance(item, TurnEnd) else translate.on(item)
         del item  # not held while the next is awaited
         while chunks:
