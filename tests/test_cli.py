@@ -1004,3 +1004,12 @@ def answering(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_a_settings_error_is_said_as_its_own_message() -> None:
+    """golem run with a bad GOLEM_ENCRYPTION_KEY said "ValueError: GOLEM_ENCRYPTION_KEY: ..."
+    where golem codec-server said the message alone (the first-hour review)."""
+    said = cli.describe_error(ValueError("GOLEM_ENCRYPTION_KEY: key 'a' is 5 bytes"))
+    assert said == "GOLEM_ENCRYPTION_KEY: key 'a' is 5 bytes"
+    other = cli.describe_error(ValueError("something else"))
+    assert other == "ValueError: something else (--debug prints the traceback)"

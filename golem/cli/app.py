@@ -83,6 +83,8 @@ def describe_error(exc: BaseException) -> str:
             return f"{exc.message}: pass --namespace (or TEMPORAL_NAMESPACE) naming one that exists"
         return f"Temporal answered {exc.status.name if exc.status else 'an error'}: {exc.message}"
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if isinstance(exc, ValueError) and first.startswith("GOLEM_"):
+        return str(exc)  # a setting's own message, naming it and its fix (as codec-server says)
     return f"{type(exc).__name__}: {first} (--debug prints the traceback)"
 
 
