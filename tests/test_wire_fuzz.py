@@ -88,6 +88,7 @@ CONVERSATION = {
     names.CURRENT_AGENT: Handler("query", ()),
     names.TURN_STREAM_HELD: Handler("query", (RUN,)),
     names.TURN_IN_FLIGHT: Handler("query", (RUN,)),
+    names.TURN_PROMPT: Handler("query", (RUN,)),
     names.RUNS: Handler("query", ()),
     names.APPROVALS_POLICY: Handler("query", ()),
 }

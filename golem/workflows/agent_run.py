@@ -125,6 +125,14 @@ def run_gate(
         current = loop()
         return {n: t.validate_args for n, t in current.agent.tools.items()} if current else {}
 
+    def tools_running() -> bool:
+        """One of the agent's own tools runs in an activity now (it may ``ctx.delegate``)."""
+        current = loop()
+        progress = getattr(current.executor, "progress", None) if current is not None else None
+        running = progress.in_flight if progress is not None else []
+        tools = agent.tools
+        return any(name in tools and not tools[name].delegate for name in running)
+
     def external(calls: list[ToolCall]) -> set[str]:
         current = loop()
         return current.external_ids(calls) if current is not None else set()
@@ -139,6 +147,7 @@ def run_gate(
         external=external,
         external_timeout=agent.external_timeout,
         tell=tell,
+        tools_running=tools_running,
     )
 
 

@@ -125,8 +125,12 @@ class ApprovalGate:
         external: Callable[[list[ToolCall]], set[str]] = lambda calls: set(),
         external_timeout: timedelta | None = None,
         tell: Callable[[Paused], Awaitable[None]] | None = None,
+        tools_running: Callable[[], bool] = lambda: False,
     ) -> None:
         self._paused = paused
+        # A tool's activity that calls ctx.delegate starts runs this workflow does not
+        # start itself: their reports count while one of its tool calls runs.
+        self._tools_running = tools_running
         # A conversation's turn run inline (ADR 0050): the conversation hears this run's
         # pauses from it directly, as a turn's own run would signal them.
         self._tell_inline = tell
@@ -458,6 +462,8 @@ class ApprovalGate:
         """``report`` names a run this one started that still runs, or one that ended and
         says nothing waits in it any more (its last word may arrive after its end)."""
         running = self._children.get(report.run_id)
+        if running is None and (self._tools_running() or report.run_id in self.below):
+            return True  # a tool's delegation (ids derived from its activity's), or its end
         return running is True or (running is False and not report.pending_approvals)
 
     async def reported(self, report: Paused) -> None:
